@@ -1,0 +1,120 @@
+//! Reading a config file (flat TOML or Java `.properties`) into key/value pairs, then into `BrokerConfig`.
+
+use std::path::Path;
+
+use super::keys::{BrokerConfig, ConfigIssue};
+
+/// Why a config file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("config {path} is not valid TOML: {message}")]
+    Toml { path: String, message: String },
+    #[error("config key `{key}` must be a plain value, not a table or array")]
+    NotFlat { key: String },
+    #[error("config key `{key}` has an invalid value `{value}`: {reason}")]
+    BadValue {
+        key: String,
+        value: String,
+        reason: String,
+    },
+}
+
+/// Parses a Java properties file: `key=value` or `key: value`, `#`/`!` comments, `\` line continuations.
+pub fn parse_properties(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut pending = String::new();
+    for raw in text.lines() {
+        let line = raw.trim_start();
+        if pending.is_empty() && (line.is_empty() || line.starts_with('#') || line.starts_with('!')) {
+            continue;
+        }
+        if let Some(stripped) = line.strip_suffix('\\') {
+            pending.push_str(stripped);
+            continue;
+        }
+        pending.push_str(line);
+        let entry = std::mem::take(&mut pending);
+        let split = entry.find(['=', ':']);
+        let (key, value) = match split {
+            Some(i) => (&entry[..i], &entry[i + 1..]),
+            None => (entry.as_str(), ""),
+        };
+        let key = key.trim();
+        if !key.is_empty() {
+            out.push((key.to_owned(), value.trim().to_owned()));
+        }
+    }
+    out
+}
+
+/// Parses flat TOML: every value a string, integer, float or boolean.
+pub fn parse_toml(text: &str, path: &str) -> Result<Vec<(String, String)>, LoadError> {
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| LoadError::Toml {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })?;
+    table
+        .into_iter()
+        .map(|(key, value)| {
+            let text = match value {
+                toml::Value::String(s) => s,
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                toml::Value::Boolean(b) => b.to_string(),
+                toml::Value::Datetime(d) => d.to_string(),
+                toml::Value::Array(_) | toml::Value::Table(_) => {
+                    return Err(LoadError::NotFlat { key });
+                }
+            };
+            Ok((key, text))
+        })
+        .collect()
+}
+
+/// Loads a config file; `.properties` files are read as Java properties, everything else as TOML.
+/// Returns the config and the keys that were not applied (unknown or not supported).
+pub fn load(path: &Path) -> Result<(BrokerConfig, Vec<ConfigIssue>), LoadError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    let pairs = if path.extension().is_some_and(|e| e == "properties") {
+        parse_properties(&text)
+    } else {
+        parse_toml(&text, &shown)?
+    };
+    BrokerConfig::from_pairs(pairs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn properties_syntax() {
+        let text = "# comment\n! also\nbrokerName=broker-a\n  listenPort : 10911\nnamesrvAddr=a:9876;\\\n  b:9876\nempty=\n";
+        let pairs = parse_properties(text);
+        assert_eq!(
+            pairs,
+            vec![
+                ("brokerName".to_owned(), "broker-a".to_owned()),
+                ("listenPort".to_owned(), "10911".to_owned()),
+                ("namesrvAddr".to_owned(), "a:9876;b:9876".to_owned()),
+                ("empty".to_owned(), String::new()),
+            ]
+        );
+    }
+
+    #[test]
+    fn toml_must_be_flat() {
+        assert!(parse_toml("a = 1\nb = \"x\"\nc = true", "t").is_ok());
+        assert!(matches!(parse_toml("[t]\na = 1", "t"), Err(LoadError::NotFlat { .. })));
+        assert!(matches!(parse_toml("a = ", "t"), Err(LoadError::Toml { .. })));
+    }
+}

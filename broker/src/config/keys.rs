@@ -1,0 +1,449 @@
+//! `BrokerConfig`: every key we apply, with Apache RocketMQ's name and default.
+
+use std::path::PathBuf;
+
+use super::file::LoadError;
+
+/// `brokerRole`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrokerRole {
+    AsyncMaster,
+    SyncMaster,
+    Slave,
+}
+
+/// `flushDiskType`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushDiskType {
+    AsyncFlush,
+    SyncFlush,
+}
+
+/// A key that was read but not applied, reported at start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigIssue {
+    /// Not a key Apache RocketMQ or this broker knows (probably a typo).
+    Unknown(String),
+    /// A RocketMQ key this broker accepts but does not act on.
+    NotSupported(String),
+}
+
+impl std::fmt::Display for ConfigIssue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigIssue::Unknown(k) => write!(f, "unknown config key `{k}` ignored"),
+            ConfigIssue::NotSupported(k) => {
+                write!(f, "config key `{k}` is a RocketMQ key this broker does not use; ignored")
+            }
+        }
+    }
+}
+
+/// The broker's configuration (BrokerConfig, MessageStoreConfig and NettyServerConfig keys).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrokerConfig {
+    pub broker_cluster_name: String,
+    pub broker_name: String,
+    pub broker_id: u64,
+    /// Address advertised to name servers and clients.
+    pub broker_ip1: String,
+    /// Address advertised for HA (defaults to `broker_ip1`).
+    pub broker_ip2: Option<String>,
+    /// Name servers, `;` separated in the file.
+    pub namesrv_addr: Vec<String>,
+    /// Interface the listeners bind to (`bindAddress`, default all interfaces).
+    pub bind_address: String,
+    pub listen_port: u16,
+    /// HA port, default listenPort + 1.
+    pub ha_listen_port: u16,
+    /// Extra "VIP" channel, listenPort - 2, with the same handlers.
+    pub fast_listen_port: u16,
+    pub broker_role: BrokerRole,
+    pub flush_disk_type: FlushDiskType,
+    pub store_path_root_dir: PathBuf,
+    pub mapped_file_size_commit_log: u64,
+    pub mapped_file_size_consume_queue: u64,
+    pub flush_interval_commit_log_ms: u64,
+    pub flush_commit_log_least_pages: u32,
+    pub sync_flush_timeout_ms: u64,
+    pub max_message_size: usize,
+    pub delete_when: String,
+    pub file_reserved_time_hours: u64,
+    pub disk_max_used_space_ratio: u32,
+    pub auto_create_topic_enable: bool,
+    pub auto_create_subscription_group: bool,
+    pub default_topic_queue_nums: u32,
+    pub broker_permission: u32,
+    pub message_delay_level: String,
+    pub wait_time_mills_in_send_queue: u64,
+    pub long_polling_enable: bool,
+    pub short_polling_time_mills: u64,
+    pub transaction_timeout_ms: u64,
+    pub transaction_check_max: u32,
+    pub transaction_check_interval_ms: u64,
+    pub slave_read_enable: bool,
+    pub ha_master_address: Option<String>,
+    pub ha_transfer_batch_size: usize,
+    pub ha_max_gap_not_in_sync: u64,
+    pub acl_enable: bool,
+    pub server_channel_max_idle_time_seconds: u64,
+    pub register_name_server_period_ms: u64,
+    /// Shards (executors); 0 means one per core.
+    pub shard_count: usize,
+    /// Bytes of recently read records each shard keeps in memory.
+    pub read_cache_bytes: usize,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+        BrokerConfig {
+            broker_cluster_name: "DefaultCluster".into(),
+            broker_name: "broker-a".into(),
+            broker_id: 0,
+            broker_ip1: "127.0.0.1".into(),
+            broker_ip2: None,
+            namesrv_addr: std::env::var("NAMESRV_ADDR")
+                .map(|v| split_addrs(&v))
+                .unwrap_or_default(),
+            bind_address: "0.0.0.0".into(),
+            listen_port: 10911,
+            ha_listen_port: 10912,
+            fast_listen_port: 10909,
+            broker_role: BrokerRole::AsyncMaster,
+            flush_disk_type: FlushDiskType::AsyncFlush,
+            store_path_root_dir: home.join("store"),
+            mapped_file_size_commit_log: 1024 * 1024 * 1024,
+            mapped_file_size_consume_queue: 300_000 * 20,
+            flush_interval_commit_log_ms: 500,
+            flush_commit_log_least_pages: 4,
+            sync_flush_timeout_ms: 5000,
+            max_message_size: 4 * 1024 * 1024,
+            delete_when: "04".into(),
+            file_reserved_time_hours: 72,
+            disk_max_used_space_ratio: 75,
+            auto_create_topic_enable: true,
+            auto_create_subscription_group: true,
+            default_topic_queue_nums: 4,
+            broker_permission: 6,
+            message_delay_level: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h".into(),
+            wait_time_mills_in_send_queue: 200,
+            long_polling_enable: true,
+            short_polling_time_mills: 1000,
+            transaction_timeout_ms: 6000,
+            transaction_check_max: 15,
+            transaction_check_interval_ms: 60_000,
+            slave_read_enable: false,
+            ha_master_address: None,
+            ha_transfer_batch_size: 32 * 1024,
+            ha_max_gap_not_in_sync: 256 * 1024 * 1024,
+            acl_enable: false,
+            server_channel_max_idle_time_seconds: 120,
+            register_name_server_period_ms: 30_000,
+            shard_count: 0,
+            read_cache_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+fn split_addrs(v: &str) -> Vec<String> {
+    v.split(';')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn bad(key: &str, value: &str, reason: &str) -> LoadError {
+    LoadError::BadValue {
+        key: key.to_owned(),
+        value: value.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+fn num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, LoadError> {
+    value.trim().parse().map_err(|_| bad(key, value, "not a number in range"))
+}
+
+fn boolean(key: &str, value: &str) -> Result<bool, LoadError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(bad(key, value, "expected true or false")),
+    }
+}
+
+/// RocketMQ keys that are valid in a broker.properties file but have no effect here
+/// (this broker's design makes them moot, or the feature is not built yet).
+const ACCEPTED_NOT_USED: &[&str] = &[
+    "storePathCommitLog",
+    "storePathConsumeQueue",
+    "storePathIndex",
+    "storeCheckpoint",
+    "abortFile",
+    "flushConsumeQueueLeastPages",
+    "flushCommitLogThoroughInterval",
+    "flushConsumeQueueThoroughInterval",
+    "flushIntervalConsumeQueue",
+    "destroyMapedFileIntervalForcibly",
+    "redeleteHangedFileInterval",
+    "checkTransactionMessageEnable",
+    "sendMessageThreadPoolNums",
+    "pullMessageThreadPoolNums",
+    "queryMessageThreadPoolNums",
+    "adminBrokerThreadPoolNums",
+    "clientManageThreadPoolNums",
+    "consumerManageThreadPoolNums",
+    "useReentrantLockWhenPutMessage",
+    "transientStorePoolEnable",
+    "transientStorePoolSize",
+    "warmMapedFileEnable",
+    "offsetCheckInSlave",
+    "fetchNamesrvAddrByAddressServer",
+    "rocketmqHome",
+    "serverWorkerThreads",
+    "serverSelectorThreads",
+    "serverCallbackExecutorThreads",
+    "serverSocketSndBufSize",
+    "serverSocketRcvBufSize",
+    "serverPooledByteBufAllocatorEnable",
+    "useEpollNativeSelector",
+    "brokerTopicEnable",
+    "clusterTopicEnable",
+    "traceTopicEnable",
+    "msgTraceTopicName",
+    "enablePropertyFilter",
+    "filterServerNums",
+    "osPageCacheBusyTimeOutMills",
+    "maxTransferBytesOnMessageInMemory",
+    "maxTransferCountOnMessageInMemory",
+    "maxTransferBytesOnMessageInDisk",
+    "maxTransferCountOnMessageInDisk",
+    "accessMessageInMemoryMaxRatio",
+    "messageIndexEnable",
+    "maxHashSlotNum",
+    "maxIndexNum",
+    "cleanFileForciblyEnable",
+    "deleteCommitLogFilesInterval",
+    "deleteConsumeQueueFilesInterval",
+    "sendThreadPoolQueueCapacity",
+    "pullThreadPoolQueueCapacity",
+    "registerBrokerTimeoutMills",
+    "forceRegister",
+    "compressedRegister",
+];
+
+impl BrokerConfig {
+    /// Builds a config from key/value pairs over the defaults. Bad values are errors;
+    /// unknown and unsupported keys are returned so the caller can report them.
+    pub fn from_pairs(
+        pairs: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<(BrokerConfig, Vec<ConfigIssue>), LoadError> {
+        let mut cfg = BrokerConfig::default();
+        let mut issues = Vec::new();
+        let mut ha_port_set = false;
+        let mut fast_port_set = false;
+        for (key, value) in pairs {
+            match key.as_str() {
+                "haListenPort" => ha_port_set = true,
+                "fastListenPort" => fast_port_set = true,
+                _ => {}
+            }
+            if let Some(issue) = cfg.set(&key, &value)? {
+                issues.push(issue);
+            }
+        }
+        if !ha_port_set {
+            cfg.ha_listen_port = cfg.listen_port.saturating_add(1);
+        }
+        if !fast_port_set {
+            cfg.fast_listen_port = cfg.listen_port.saturating_sub(2);
+        }
+        // As RocketMQ's BrokerStartup does: a master is always brokerId 0.
+        if cfg.broker_role != BrokerRole::Slave {
+            cfg.broker_id = 0;
+        }
+        cfg.validate()?;
+        Ok((cfg, issues))
+    }
+
+    /// Applies one key. `Ok(Some(issue))` for keys that were not applied.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<Option<ConfigIssue>, LoadError> {
+        let v = value.trim();
+        match key {
+            "brokerClusterName" => self.broker_cluster_name = v.to_owned(),
+            "brokerName" => self.broker_name = v.to_owned(),
+            "brokerId" => self.broker_id = num(key, v)?,
+            "brokerIP1" => self.broker_ip1 = v.to_owned(),
+            "brokerIP2" => self.broker_ip2 = Some(v.to_owned()).filter(|s| !s.is_empty()),
+            "namesrvAddr" => self.namesrv_addr = split_addrs(v),
+            "bindAddress" | "listenAddress" => self.bind_address = v.to_owned(),
+            "listenPort" => self.listen_port = num(key, v)?,
+            "haListenPort" => self.ha_listen_port = num(key, v)?,
+            "fastListenPort" => self.fast_listen_port = num(key, v)?,
+            "brokerRole" => {
+                self.broker_role = match v.to_ascii_uppercase().as_str() {
+                    "ASYNC_MASTER" => BrokerRole::AsyncMaster,
+                    "SYNC_MASTER" => BrokerRole::SyncMaster,
+                    "SLAVE" => BrokerRole::Slave,
+                    _ => return Err(bad(key, v, "expected ASYNC_MASTER, SYNC_MASTER or SLAVE")),
+                }
+            }
+            "flushDiskType" => {
+                self.flush_disk_type = match v.to_ascii_uppercase().as_str() {
+                    "ASYNC_FLUSH" => FlushDiskType::AsyncFlush,
+                    "SYNC_FLUSH" => FlushDiskType::SyncFlush,
+                    _ => return Err(bad(key, v, "expected ASYNC_FLUSH or SYNC_FLUSH")),
+                }
+            }
+            "storePathRootDir" => self.store_path_root_dir = PathBuf::from(v),
+            // RocketMQ 4.x spelled these "maped"; both spellings are in the field.
+            "mappedFileSizeCommitLog" | "mapedFileSizeCommitLog" => {
+                self.mapped_file_size_commit_log = num(key, v)?
+            }
+            "mappedFileSizeConsumeQueue" | "mapedFileSizeConsumeQueue" => {
+                self.mapped_file_size_consume_queue = num(key, v)?
+            }
+            "flushIntervalCommitLog" => self.flush_interval_commit_log_ms = num(key, v)?,
+            "flushCommitLogLeastPages" => self.flush_commit_log_least_pages = num(key, v)?,
+            "syncFlushTimeout" => self.sync_flush_timeout_ms = num(key, v)?,
+            "maxMessageSize" => self.max_message_size = num(key, v)?,
+            "deleteWhen" => self.delete_when = v.to_owned(),
+            "fileReservedTime" => self.file_reserved_time_hours = num(key, v)?,
+            "diskMaxUsedSpaceRatio" => self.disk_max_used_space_ratio = num(key, v)?,
+            "autoCreateTopicEnable" => self.auto_create_topic_enable = boolean(key, v)?,
+            "autoCreateSubscriptionGroup" => self.auto_create_subscription_group = boolean(key, v)?,
+            "defaultTopicQueueNums" => self.default_topic_queue_nums = num(key, v)?,
+            "brokerPermission" => self.broker_permission = num(key, v)?,
+            "messageDelayLevel" => self.message_delay_level = v.to_owned(),
+            "waitTimeMillsInSendQueue" => self.wait_time_mills_in_send_queue = num(key, v)?,
+            "longPollingEnable" => self.long_polling_enable = boolean(key, v)?,
+            "shortPollingTimeMills" => self.short_polling_time_mills = num(key, v)?,
+            "transactionTimeOut" => self.transaction_timeout_ms = num(key, v)?,
+            "transactionCheckMax" => self.transaction_check_max = num(key, v)?,
+            "transactionCheckInterval" => self.transaction_check_interval_ms = num(key, v)?,
+            "slaveReadEnable" => self.slave_read_enable = boolean(key, v)?,
+            "haMasterAddress" => self.ha_master_address = Some(v.to_owned()).filter(|s| !s.is_empty()),
+            "haTransferBatchSize" => self.ha_transfer_batch_size = num(key, v)?,
+            "haMaxGapNotInSync" => self.ha_max_gap_not_in_sync = num(key, v)?,
+            "aclEnable" => self.acl_enable = boolean(key, v)?,
+            "serverChannelMaxIdleTimeSeconds" => {
+                self.server_channel_max_idle_time_seconds = num(key, v)?
+            }
+            "registerNameServerPeriod" => self.register_name_server_period_ms = num(key, v)?,
+            "shardCount" => self.shard_count = num(key, v)?,
+            "readCacheBytes" => self.read_cache_bytes = num(key, v)?,
+            _ if ACCEPTED_NOT_USED.contains(&key) => {
+                return Ok(Some(ConfigIssue::NotSupported(key.to_owned())))
+            }
+            _ => return Ok(Some(ConfigIssue::Unknown(key.to_owned()))),
+        }
+        Ok(None)
+    }
+
+    fn validate(&self) -> Result<(), LoadError> {
+        if self.mapped_file_size_commit_log < 64 * 1024 {
+            return Err(bad(
+                "mappedFileSizeCommitLog",
+                &self.mapped_file_size_commit_log.to_string(),
+                "must be at least 65536",
+            ));
+        }
+        if self.broker_role == BrokerRole::Slave && self.broker_id == 0 {
+            return Err(bad("brokerId", "0", "a SLAVE needs brokerId > 0"));
+        }
+        if self.default_topic_queue_nums == 0 {
+            return Err(bad("defaultTopicQueueNums", "0", "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// The address clients use for this broker, `brokerIP1:listenPort`.
+    pub fn broker_addr(&self) -> String {
+        format!("{}:{}", self.broker_ip1, self.listen_port)
+    }
+
+    /// The address slaves use for HA, `brokerIP2:haListenPort`.
+    pub fn ha_server_addr(&self) -> String {
+        let ip = self.broker_ip2.as_deref().unwrap_or(&self.broker_ip1);
+        format!("{ip}:{}", self.ha_listen_port)
+    }
+
+    /// `messageDelayLevel` as milliseconds per level (level 1 first).
+    pub fn delay_levels_ms(&self) -> Result<Vec<u64>, LoadError> {
+        self.message_delay_level
+            .split_whitespace()
+            .map(|level| {
+                let (digits, unit) = level.split_at(level.len().saturating_sub(1));
+                let n: u64 = digits.parse().map_err(|_| bad("messageDelayLevel", level, "expected e.g. 5s, 2m, 1h, 1d"))?;
+                let ms = match unit {
+                    "s" => 1000,
+                    "m" => 60_000,
+                    "h" => 3_600_000,
+                    "d" => 86_400_000,
+                    _ => return Err(bad("messageDelayLevel", level, "unit must be s, m, h or d")),
+                };
+                Ok(n * ms)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn defaults_are_rocketmqs() {
+        let (cfg, issues) = BrokerConfig::from_pairs(Vec::new()).unwrap();
+        assert!(issues.is_empty());
+        assert_eq!(cfg.listen_port, 10911);
+        assert_eq!(cfg.ha_listen_port, 10912);
+        assert_eq!(cfg.fast_listen_port, 10909);
+        assert_eq!(cfg.flush_disk_type, FlushDiskType::AsyncFlush);
+        assert_eq!(cfg.broker_role, BrokerRole::AsyncMaster);
+        assert_eq!(cfg.mapped_file_size_consume_queue, 6_000_000);
+        assert_eq!(cfg.delay_levels_ms().unwrap().len(), 18);
+        assert_eq!(cfg.delay_levels_ms().unwrap()[17], 7_200_000);
+    }
+
+    #[test]
+    fn reference_broker_a_properties_apply() {
+        let text = "brokerClusterName=rocketmq-cluster\nbrokerName=broker-a\nbrokerId=0\n\
+            namesrvAddr=ns1:9876;ns2:9876\nlistenPort=10921\nmapedFileSizeCommitLog=1073741824\n\
+            storeCheckpoint=/x/checkpoint\nbrokerRole=SYNC_MASTER\nflushDiskType=SYNC_FLUSH\nbogusKey=1\n";
+        let (cfg, issues) =
+            BrokerConfig::from_pairs(crate::config::parse_properties(text)).unwrap();
+        assert_eq!(cfg.broker_cluster_name, "rocketmq-cluster");
+        assert_eq!(cfg.namesrv_addr, vec!["ns1:9876", "ns2:9876"]);
+        assert_eq!(cfg.ha_listen_port, 10922);
+        assert_eq!(cfg.fast_listen_port, 10919);
+        assert_eq!(cfg.broker_role, BrokerRole::SyncMaster);
+        assert_eq!(cfg.flush_disk_type, FlushDiskType::SyncFlush);
+        assert_eq!(
+            issues,
+            vec![
+                ConfigIssue::NotSupported("storeCheckpoint".into()),
+                ConfigIssue::Unknown("bogusKey".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_values_are_errors_naming_the_key() {
+        let err = BrokerConfig::from_pairs(pairs(&[("listenPort", "99999")])).unwrap_err();
+        assert!(err.to_string().contains("listenPort"), "{err}");
+        assert!(BrokerConfig::from_pairs(pairs(&[("brokerRole", "LEADER")])).is_err());
+        assert!(BrokerConfig::from_pairs(pairs(&[("brokerRole", "SLAVE")])).is_err());
+        assert!(BrokerConfig::from_pairs(pairs(&[("messageDelayLevel", "1x")]))
+            .unwrap()
+            .0
+            .delay_levels_ms()
+            .is_err());
+    }
+}

@@ -1,0 +1,3 @@
+//! The broker: config, shards, connections and request processors.
+
+pub mod config;

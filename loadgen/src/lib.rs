@@ -1,0 +1,1 @@
+//! The load generator (not implemented yet; see the README).

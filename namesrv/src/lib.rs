@@ -1,0 +1,1 @@
+//! The name server: route table, broker registration and route queries.

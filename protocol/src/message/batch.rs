@@ -1,0 +1,1 @@
+//! Batch body encode/decode (being written by the protocol helper).

@@ -1,0 +1,97 @@
+//! offsetMsgId: the broker-side message id, store host + physical offset as upper-case hex.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+/// Why a string is not an offsetMsgId.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MsgIdError {
+    #[error("offsetMsgId must be 32 (IPv4) or 56 (IPv6) hex characters, got {0}")]
+    BadLength(usize),
+    #[error("offsetMsgId contains a non-hex character")]
+    NotHex,
+}
+
+/// Encodes `ip (4 or 16) + port (4) + physical offset (8)` as upper-case hex.
+pub fn offset_msg_id(store_host: SocketAddr, physical_offset: i64) -> String {
+    let mut raw = Vec::with_capacity(28);
+    match store_host.ip() {
+        IpAddr::V4(ip) => raw.extend_from_slice(&ip.octets()),
+        IpAddr::V6(ip) => raw.extend_from_slice(&ip.octets()),
+    }
+    raw.extend_from_slice(&i32::from(store_host.port()).to_be_bytes());
+    raw.extend_from_slice(&physical_offset.to_be_bytes());
+    let mut out = String::with_capacity(raw.len() * 2);
+    for b in raw {
+        out.push(HEX[usize::from(b >> 4)] as char);
+        out.push(HEX[usize::from(b & 0xF)] as char);
+    }
+    out
+}
+
+const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+fn nibble(c: u8) -> Result<u8, MsgIdError> {
+    match c {
+        b'0'..=b'9' => Ok(c - b'0'),
+        b'a'..=b'f' => Ok(c - b'a' + 10),
+        b'A'..=b'F' => Ok(c - b'A' + 10),
+        _ => Err(MsgIdError::NotHex),
+    }
+}
+
+/// Decodes an offsetMsgId into the store host and physical offset.
+pub fn parse_offset_msg_id(id: &str) -> Result<(SocketAddr, i64), MsgIdError> {
+    let ip_len = match id.len() {
+        32 => 4,
+        56 => 16,
+        n => return Err(MsgIdError::BadLength(n)),
+    };
+    let raw = id
+        .as_bytes()
+        .chunks_exact(2)
+        .map(|pair| Ok(nibble(pair[0])? << 4 | nibble(pair[1])?))
+        .collect::<Result<Vec<u8>, MsgIdError>>()?;
+    let (ip_bytes, rest) = raw.split_at(ip_len);
+    let ip = if ip_len == 4 {
+        let mut a = [0u8; 4];
+        a.copy_from_slice(ip_bytes);
+        IpAddr::V4(Ipv4Addr::from(a))
+    } else {
+        let mut a = [0u8; 16];
+        a.copy_from_slice(ip_bytes);
+        IpAddr::V6(Ipv6Addr::from(a))
+    };
+    let mut port = [0u8; 4];
+    port.copy_from_slice(&rest[..4]);
+    let mut offset = [0u8; 8];
+    offset.copy_from_slice(&rest[4..12]);
+    Ok((
+        SocketAddr::new(ip, i32::from_be_bytes(port) as u16),
+        i64::from_be_bytes(offset),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_the_java_layout() {
+        // 127.0.0.1 = 7F000001, port 10911 = 00002A9F, offset 0x1234 = 0000000000001234.
+        let id = offset_msg_id("127.0.0.1:10911".parse().unwrap(), 0x1234);
+        assert_eq!(id, "7F00000100002A9F0000000000001234");
+        let (host, off) = parse_offset_msg_id(&id.to_lowercase()).unwrap();
+        assert_eq!(host, "127.0.0.1:10911".parse().unwrap());
+        assert_eq!(off, 0x1234);
+    }
+
+    #[test]
+    fn ipv6_and_errors() {
+        let host: SocketAddr = "[fe80::1]:10911".parse().unwrap();
+        let id = offset_msg_id(host, i64::MAX);
+        assert_eq!(id.len(), 56);
+        assert_eq!(parse_offset_msg_id(&id).unwrap(), (host, i64::MAX));
+        assert_eq!(parse_offset_msg_id("abc"), Err(MsgIdError::BadLength(3)));
+        assert_eq!(parse_offset_msg_id(&"G".repeat(32)), Err(MsgIdError::NotHex));
+    }
+}

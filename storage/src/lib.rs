@@ -1,0 +1,1 @@
+//! One shard's message store: CommitLog, ConsumeQueue, IndexFile, group commit, recovery.
