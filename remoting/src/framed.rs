@@ -1,0 +1,109 @@
+//! Frame-level reading and writing of `RemotingCommand`s over any async byte stream.
+
+use bytes::BytesMut;
+use futures_lite::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use protocol::command::RemotingCommand;
+use protocol::frame::{decode_frame, encode_frame};
+
+use crate::RemotingError;
+
+/// Bytes asked of the socket per read when the buffer has no room.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Owns the read buffer: decodes whole frames, reads more only when a frame is incomplete.
+pub struct FrameReader<R> {
+    inner: R,
+    buf: BytesMut,
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    pub fn new(inner: R) -> Self {
+        FrameReader {
+            inner,
+            buf: BytesMut::with_capacity(READ_CHUNK),
+        }
+    }
+
+    /// The next command; `Ok(None)` when the peer closed cleanly between frames.
+    pub async fn read_command(&mut self) -> Result<Option<RemotingCommand>, RemotingError> {
+        loop {
+            if let Some(cmd) = decode_frame(&mut self.buf)? {
+                return Ok(Some(cmd));
+            }
+            let start = self.buf.len();
+            if self.buf.capacity() - start < READ_CHUNK / 4 {
+                self.buf.reserve(READ_CHUNK);
+            }
+            let room = self.buf.capacity() - start;
+            self.buf.resize(start + room, 0);
+            let n = match self.inner.read(&mut self.buf[start..]).await {
+                Ok(n) => n,
+                Err(e) => {
+                    self.buf.truncate(start);
+                    return Err(e.into());
+                }
+            };
+            self.buf.truncate(start + n);
+            if n == 0 {
+                return if self.buf.is_empty() {
+                    Ok(None)
+                } else {
+                    Err(RemotingError::Closed)
+                };
+            }
+        }
+    }
+
+    /// Bytes received but not yet decoded (a partial frame).
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+}
+
+/// Encodes commands into one buffer and writes them with as few syscalls as possible.
+pub struct FrameWriter<W> {
+    inner: W,
+    buf: BytesMut,
+}
+
+impl<W: AsyncWrite + Unpin> FrameWriter<W> {
+    pub fn new(inner: W) -> Self {
+        FrameWriter {
+            inner,
+            buf: BytesMut::with_capacity(READ_CHUNK),
+        }
+    }
+
+    /// Queues a command in the write buffer (nothing is sent until `flush`).
+    pub fn buffer_command(&mut self, cmd: &RemotingCommand) -> Result<(), RemotingError> {
+        encode_frame(cmd, &mut self.buf)?;
+        Ok(())
+    }
+
+    /// Bytes waiting in the write buffer.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Sends everything buffered.
+    pub async fn flush(&mut self) -> Result<(), RemotingError> {
+        if !self.buf.is_empty() {
+            self.inner.write_all(&self.buf).await?;
+            self.buf.clear();
+        }
+        self.inner.flush().await?;
+        Ok(())
+    }
+
+    /// Buffers and sends one command.
+    pub async fn write_command(&mut self, cmd: &RemotingCommand) -> Result<(), RemotingError> {
+        self.buffer_command(cmd)?;
+        self.flush().await
+    }
+
+    /// Closes the write side.
+    pub async fn close(&mut self) -> Result<(), RemotingError> {
+        self.inner.close().await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,26 @@
+//! Remoting over glommio TCP: framed connections, a request-serving loop and a request/response client.
+
+mod client;
+mod error;
+mod framed;
+mod server;
+
+pub use client::{resolve, Client, ServerRequestHandler};
+pub use error::RemotingError;
+pub use framed::{FrameReader, FrameWriter};
+pub use server::{serve_connection, ConnectionContext, Handler, ResponseSink};
+
+use std::time::Duration;
+
+/// Runs `fut`, or fails with `RemotingError::Timeout` after `limit`.
+pub async fn with_timeout<T>(
+    limit: Duration,
+    fut: impl std::future::Future<Output = Result<T, RemotingError>>,
+) -> Result<T, RemotingError> {
+    use futures_lite::FutureExt;
+    fut.or(async {
+        glommio::timer::sleep(limit).await;
+        Err(RemotingError::Timeout(limit))
+    })
+    .await
+}

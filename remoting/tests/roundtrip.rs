@@ -1,0 +1,126 @@
+//! A real server and client on loopback: responses match requests, oneway gets no answer, bad frames close.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::Duration;
+
+use glommio::net::TcpListener;
+use glommio::LocalExecutorBuilder;
+use protocol::{RemotingCommand, SerializeType};
+use remoting::{serve_connection, Client, ConnectionContext, Handler};
+
+struct Echo;
+
+impl Handler for Echo {
+    fn handle(
+        self: Rc<Self>,
+        request: RemotingCommand,
+        _ctx: ConnectionContext,
+    ) -> Pin<Box<dyn Future<Output = Option<RemotingCommand>>>> {
+        Box::pin(async move {
+            // Code 1 answers late so later requests overtake it: responses must still match.
+            if request.code == 1 {
+                glommio::timer::sleep(Duration::from_millis(100)).await;
+            }
+            let mut resp = request.response_to(0, Some(format!("echo {}", request.code)));
+            resp.body = request.body.clone();
+            Some(resp)
+        })
+    }
+}
+
+fn run<F: Future<Output = ()> + 'static>(f: impl FnOnce() -> F + Send + 'static) {
+    LocalExecutorBuilder::default()
+        .spawn(f)
+        .expect("executor")
+        .join()
+        .expect("join");
+}
+
+#[test]
+fn requests_and_responses_match_by_opaque() {
+    run(|| async {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        glommio::spawn_local(async move {
+            while let Ok(stream) = listener.accept().await {
+                glommio::spawn_local(serve_connection(stream, Rc::new(Echo), 16)).detach();
+            }
+        })
+        .detach();
+
+        let client = Client::connect(addr, Duration::from_secs(2)).await.unwrap();
+        let slow = {
+            let client = client.clone();
+            glommio::spawn_local(async move {
+                client
+                    .invoke(RemotingCommand::request(1), Duration::from_secs(2))
+                    .await
+            })
+        };
+        for code in 2..20 {
+            let req = RemotingCommand::request(code)
+                .with_body(vec![code as u8; 100])
+                .with_serialize_type(if code % 2 == 0 { SerializeType::Json } else { SerializeType::RocketMq });
+            let resp = client.invoke(req, Duration::from_secs(2)).await.unwrap();
+            assert_eq!(resp.remark.as_deref(), Some(format!("echo {code}").as_str()));
+            assert_eq!(resp.body.as_ref(), &vec![code as u8; 100][..]);
+            assert!(resp.is_response());
+        }
+        let resp = slow.await.unwrap();
+        assert_eq!(resp.remark.as_deref(), Some("echo 1"));
+
+        // A oneway request gets no response; the connection keeps working after it.
+        client.invoke_oneway(RemotingCommand::request(5)).await.unwrap();
+        let resp = client.invoke(RemotingCommand::request(6), Duration::from_secs(2)).await.unwrap();
+        assert_eq!(resp.remark.as_deref(), Some("echo 6"));
+    });
+}
+
+#[test]
+fn a_garbage_frame_closes_only_that_connection() {
+    run(|| async {
+        use futures_lite::{AsyncReadExt, AsyncWriteExt};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        glommio::spawn_local(async move {
+            while let Ok(stream) = listener.accept().await {
+                glommio::spawn_local(serve_connection(stream, Rc::new(Echo), 16)).detach();
+            }
+        })
+        .detach();
+
+        let mut raw = glommio::net::TcpStream::connect(addr).await.unwrap();
+        // Length -5: not a frame. The server must close without reading the claimed size.
+        raw.write_all(&[0xFF, 0xFF, 0xFF, 0xFB, 0, 0, 0, 0]).await.unwrap();
+        let mut buf = [0u8; 16];
+        let n = raw.read(&mut buf).await.unwrap_or(0);
+        assert_eq!(n, 0, "server should close the connection");
+
+        let client = Client::connect(addr, Duration::from_secs(2)).await.unwrap();
+        let resp = client.invoke(RemotingCommand::request(7), Duration::from_secs(2)).await.unwrap();
+        assert_eq!(resp.remark.as_deref(), Some("echo 7"));
+    });
+}
+
+#[test]
+fn invoke_times_out_when_nobody_answers() {
+    run(|| async {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        // Accept and hold the connection without answering.
+        let holder = glommio::spawn_local(async move {
+            let s = listener.accept().await.unwrap();
+            glommio::timer::sleep(Duration::from_secs(2)).await;
+            drop(s);
+        });
+        let client = Client::connect(addr, Duration::from_secs(2)).await.unwrap();
+        let err = client
+            .invoke(RemotingCommand::request(1), Duration::from_millis(200))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, remoting::RemotingError::Timeout(_)), "{err}");
+        holder.cancel().await;
+    });
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs every test of the project: unit and integration tests of the workspace, then the interop tests
+# with real RocketMQ clients written by other people (installed here, into tests/interop/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== cargo test --workspace"
+cargo test --workspace --all-targets
+
+echo "== interop tests with real clients"
+tests/interop/setup.sh
+tests/interop/.venv/bin/python tests/interop/run.py "$@"
