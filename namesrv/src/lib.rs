@@ -1,1 +1,17 @@
-//! The name server: route table, broker registration and route queries.
+//! The name server: route table, broker registration and expiry, route queries.
+//!
+//! The `namesrv` binary is [`run`] with [`NamesrvConfig`] from the command line; tests and other
+//! programs can run [`serve`] inside their own glommio executor instead.
+
+pub mod config;
+mod name_server;
+mod processor;
+mod response;
+pub mod route_table;
+mod server;
+pub mod shutdown;
+
+pub use config::{Args, NamesrvConfig};
+pub use name_server::NameServer;
+pub use route_table::RouteTable;
+pub use server::{bind, run, serve, NamesrvError};

@@ -3,6 +3,7 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -21,6 +22,7 @@ pub trait ServerRequestHandler: 'static {
 
 struct Shared {
     addr: SocketAddr,
+    fd: RawFd,
     to_writer: LocalSender<RemotingCommand>,
     pending: RefCell<HashMap<i32, LocalSender<RemotingCommand>>>,
     next_opaque: Cell<i32>,
@@ -29,9 +31,18 @@ struct Shared {
 
 impl Shared {
     fn close(&self) {
-        self.closed.set(true);
+        if !self.closed.replace(true) {
+            crate::server::shutdown_socket(self.fd);
+        }
         // Dropping the waiters' senders wakes them with "closed".
         self.pending.borrow_mut().clear();
+    }
+}
+
+impl Drop for Shared {
+    /// The last `Client` clone is gone: close the connection so the reader task ends too.
+    fn drop(&mut self) {
+        self.close();
     }
 }
 
@@ -75,10 +86,12 @@ impl Client {
         })
         .await?;
         let _ = stream.set_nodelay(true);
+        let fd = stream.as_raw_fd();
         let (read_half, write_half) = futures_lite::io::split(stream);
         let (to_writer, from_client) = local_channel::new_bounded::<RemotingCommand>(1024);
         let shared = Rc::new(Shared {
             addr,
+            fd,
             to_writer,
             pending: RefCell::new(HashMap::new()),
             next_opaque: Cell::new(1),
@@ -149,6 +162,11 @@ impl Client {
 
     pub fn is_closed(&self) -> bool {
         self.shared.closed.get()
+    }
+
+    /// Closes the connection for every clone; waiting requests fail with `Closed`.
+    pub fn close(&self) {
+        self.shared.close();
     }
 
     fn take_opaque(&self) -> i32 {

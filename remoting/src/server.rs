@@ -3,6 +3,7 @@
 use std::cell::Cell;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
 use std::rc::Rc;
 
@@ -37,6 +38,7 @@ pub trait Handler: 'static {
 pub struct ResponseSink {
     tx: Rc<LocalSender<RemotingCommand>>,
     closed: Rc<Cell<bool>>,
+    fd: RawFd,
 }
 
 impl ResponseSink {
@@ -59,6 +61,22 @@ impl ResponseSink {
     /// Whether the connection has ended.
     pub fn is_closed(&self) -> bool {
         self.closed.get()
+    }
+
+    /// Closes the connection (e.g. an expired or misbehaving peer); pending reads end at once.
+    pub fn close(&self) {
+        if !self.closed.replace(true) {
+            shutdown_socket(self.fd);
+        }
+    }
+}
+
+/// Shuts a socket down both ways. Only called while the socket is known to be open: the `closed`
+/// flag is set before the stream's halves are dropped, so the descriptor can't have been reused.
+pub(crate) fn shutdown_socket(fd: RawFd) {
+    // SAFETY: shutdown(2) on a descriptor we own; errors (e.g. already disconnected) are harmless.
+    unsafe {
+        libc::shutdown(fd, libc::SHUT_RDWR);
     }
 }
 
@@ -111,6 +129,7 @@ pub async fn serve_connection<H: Handler>(
     let _ = stream.set_nodelay(true);
     let peer = stream.peer_addr()?;
     let local = stream.local_addr()?;
+    let fd = stream.as_raw_fd();
     let (read_half, write_half) = futures_lite::io::split(stream);
     let (tx, rx) = local_channel::new_bounded(max_in_flight.max(1) * 2);
     let closed = Rc::new(Cell::new(false));
@@ -127,12 +146,14 @@ pub async fn serve_connection<H: Handler>(
         sink: ResponseSink {
             tx: Rc::new(tx),
             closed: closed.clone(),
+            fd,
         },
     };
     let permits = Rc::new(Semaphore::new(max_in_flight.max(1) as u64));
     let mut reader = FrameReader::new(read_half);
     let result = loop {
         let request = match reader.read_command().await {
+            Ok(Some(_)) if closed.get() => break Ok(()),
             Ok(Some(cmd)) => cmd,
             Ok(None) => break Ok(()),
             Err(e) => break Err(e),

@@ -23,6 +23,10 @@ impl Handler for Echo {
             if request.code == 1 {
                 glommio::timer::sleep(Duration::from_millis(100)).await;
             }
+            if request.code == 99 {
+                _ctx.sink.close();
+                return None;
+            }
             let mut resp = request.response_to(0, Some(format!("echo {}", request.code)));
             resp.body = request.body.clone();
             Some(resp)
@@ -122,5 +126,65 @@ fn invoke_times_out_when_nobody_answers() {
             .unwrap_err();
         assert!(matches!(err, remoting::RemotingError::Timeout(_)), "{err}");
         holder.cancel().await;
+    });
+}
+
+struct CountCloses(Rc<std::cell::Cell<u32>>);
+
+impl Handler for CountCloses {
+    fn handle(
+        self: Rc<Self>,
+        request: RemotingCommand,
+        _ctx: ConnectionContext,
+    ) -> Pin<Box<dyn Future<Output = Option<RemotingCommand>>>> {
+        Box::pin(async move { Some(request.response_to(0, None)) })
+    }
+    fn on_close(&self, _ctx: &ConnectionContext) {
+        self.0.set(self.0.get() + 1);
+    }
+}
+
+#[test]
+fn either_side_can_close() {
+    run(|| async {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let closes = Rc::new(std::cell::Cell::new(0));
+        let handler = Rc::new(CountCloses(closes.clone()));
+        let echo_listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let echo_addr = echo_listener.local_addr().unwrap();
+        glommio::spawn_local(async move {
+            while let Ok(stream) = listener.accept().await {
+                glommio::spawn_local(serve_connection(stream, handler.clone(), 4)).detach();
+            }
+        })
+        .detach();
+        glommio::spawn_local(async move {
+            while let Ok(stream) = echo_listener.accept().await {
+                glommio::spawn_local(serve_connection(stream, Rc::new(Echo), 4)).detach();
+            }
+        })
+        .detach();
+
+        // Dropping the last Client clone closes the connection: the server sees it go.
+        let client = Client::connect(addr, Duration::from_secs(2)).await.unwrap();
+        client.invoke(RemotingCommand::request(1), Duration::from_secs(2)).await.unwrap();
+        drop(client);
+        for _ in 0..100 {
+            if closes.get() == 1 {
+                break;
+            }
+            glommio::timer::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(closes.get(), 1, "server did not see the client close");
+
+        // The server closes from a handler: the client's waiting request fails with Closed.
+        let client = Client::connect(echo_addr, Duration::from_secs(2)).await.unwrap();
+        let err = client
+            .invoke(RemotingCommand::request(99), Duration::from_secs(2))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, remoting::RemotingError::Closed), "{err}");
+        assert!(client.is_closed());
     });
 }

@@ -1,0 +1,33 @@
+//! The `namesrv` binary: parses the command line and runs the name server until SIGTERM/SIGINT.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+use namesrv::{Args, NamesrvConfig};
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    let config = NamesrvConfig::from(Args::parse());
+    let result = namesrv::run(config, |addr| {
+        // One line on stdout so scripts and tests can learn the port when they passed port 0.
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "namesrv listening on {addr}");
+        let _ = out.flush();
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("namesrv: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

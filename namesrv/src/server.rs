@@ -1,0 +1,125 @@
+//! Running a name server: the accept loop, the silent-broker scan, and the executor that hosts them.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Duration;
+
+use glommio::net::TcpListener;
+use glommio::LocalExecutorBuilder;
+
+use crate::config::NamesrvConfig;
+use crate::name_server::NameServer;
+use crate::shutdown;
+
+/// Requests of one connection handled at once (brokers and clients send few; this bounds memory).
+const MAX_IN_FLIGHT_PER_CONNECTION: usize = 64;
+
+/// Pause after a failed accept (e.g. out of file descriptors) so the loop does not spin.
+const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(100);
+
+/// Why the name server could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum NamesrvError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("cannot install signal handlers: {0}")]
+    Signals(std::io::Error),
+    #[error("executor failed: {0}")]
+    Executor(String),
+}
+
+/// Binds the listening socket (call inside a glommio executor). Unlike glommio's own `bind`, this
+/// does not set `SO_REUSEPORT`: a second name server on a taken port must fail, not silently share
+/// the connections (and so split the route table).
+pub fn bind(addr: SocketAddr) -> Result<TcpListener, NamesrvError> {
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    let listener =
+        std::net::TcpListener::bind(addr).map_err(|source| NamesrvError::Bind { addr, source })?;
+    let fd = listener.into_raw_fd();
+    // SAFETY: `fd` is a bound, listening TCP socket we own (just released by `into_raw_fd`);
+    // glommio takes ownership of it.
+    Ok(unsafe { TcpListener::from_raw_fd(fd) })
+}
+
+async fn accept_loop(listener: &TcpListener, ns: &Rc<NameServer>) {
+    loop {
+        match listener.accept().await {
+            Ok(stream) => {
+                let ns = ns.clone();
+                glommio::spawn_local(async move {
+                    if let Err(e) =
+                        remoting::serve_connection(stream, ns, MAX_IN_FLIGHT_PER_CONNECTION).await
+                    {
+                        tracing::info!("connection closed: {e}");
+                    }
+                })
+                .detach();
+            }
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                glommio::timer::sleep(ACCEPT_RETRY_DELAY).await;
+            }
+        }
+    }
+}
+
+async fn scan_loop(ns: &NameServer) {
+    loop {
+        glommio::timer::sleep(ns.config().scan_interval).await;
+        for addr in ns.expire_silent_brokers() {
+            tracing::warn!(
+                "broker {addr} removed: silent for more than {} ms",
+                ns.config().broker_expire.as_millis()
+            );
+        }
+    }
+}
+
+/// Serves `listener` with `ns` until `stop` completes (inside a glommio executor). Open
+/// connections end with the executor.
+pub async fn serve(listener: TcpListener, ns: Rc<NameServer>, stop: impl Future<Output = ()>) {
+    use futures_lite::FutureExt;
+    let accept = accept_loop(&listener, &ns);
+    let scan = scan_loop(&ns);
+    accept.or(scan).or(stop).await;
+    tracing::info!("name server stopping");
+}
+
+/// Runs a name server on its own glommio executor until SIGTERM or SIGINT. `on_bound` gets the
+/// bound address (useful with port 0) once the server listens.
+pub fn run(
+    config: NamesrvConfig,
+    on_bound: impl FnOnce(SocketAddr) + Send + 'static,
+) -> Result<(), NamesrvError> {
+    shutdown::install_signal_handlers().map_err(NamesrvError::Signals)?;
+    let handle = LocalExecutorBuilder::default()
+        .name("namesrv")
+        .spawn(move || async move {
+            let listener = bind(config.listen)?;
+            let local = listener.local_addr().map_err(|e| NamesrvError::Bind {
+                addr: config.listen,
+                source: std::io::Error::other(e.to_string()),
+            })?;
+            tracing::info!(
+                "name server listening on {local} (broker expiry {} ms, scan every {} ms)",
+                config.broker_expire.as_millis(),
+                config.scan_interval.as_millis()
+            );
+            on_bound(local);
+            serve(
+                listener,
+                Rc::new(NameServer::new(config)),
+                shutdown::signalled(),
+            )
+            .await;
+            Ok(())
+        })
+        .map_err(|e| NamesrvError::Executor(e.to_string()))?;
+    handle
+        .join()
+        .map_err(|e| NamesrvError::Executor(e.to_string()))?
+}
