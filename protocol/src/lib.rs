@@ -1,2 +1,17 @@
 //! RocketMQ remoting protocol: frames, headers, commands, messages and bodies. No I/O.
 pub mod message;
+
+pub mod body;
+pub mod code;
+pub mod codec;
+pub mod command;
+pub mod ext_fields;
+pub mod frame;
+pub mod header;
+pub mod language;
+
+pub use code::{request_code, response_code};
+pub use command::{RemotingCommand, SerializeType};
+pub use ext_fields::ExtFields;
+pub use frame::{decode_frame, encode_frame, frame_length, FrameError};
+pub use language::LanguageCode;

@@ -92,6 +92,9 @@ mod tests {
         assert_eq!(id.len(), 56);
         assert_eq!(parse_offset_msg_id(&id).unwrap(), (host, i64::MAX));
         assert_eq!(parse_offset_msg_id("abc"), Err(MsgIdError::BadLength(3)));
-        assert_eq!(parse_offset_msg_id(&"G".repeat(32)), Err(MsgIdError::NotHex));
+        assert_eq!(
+            parse_offset_msg_id(&"G".repeat(32)),
+            Err(MsgIdError::NotHex)
+        );
     }
 }

@@ -100,8 +100,9 @@ pub fn keys(props: &str) -> impl Iterator<Item = &str> {
 /// Java's `String.hashCode()` over UTF-16 code units: the tagsCode stored in ConsumeQueue entries and
 /// computed by clients for their subscriptions, so both sides must agree bit for bit.
 pub fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)))
+    s.encode_utf16().fold(0i32, |h, unit| {
+        h.wrapping_mul(31).wrapping_add(i32::from(unit))
+    })
 }
 
 /// The tagsCode of a message with these tags (0 when there are none, as RocketMQ stores it).

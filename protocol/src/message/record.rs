@@ -182,7 +182,14 @@ impl MessageRecord {
 
     /// The TOTALSIZE this record encodes to.
     pub fn encoded_len(&self) -> usize {
-        4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8
+        4 + 4
+            + 4
+            + 4
+            + 4
+            + 8
+            + 8
+            + 4
+            + 8
             + host_len(&self.born_host)
             + 8
             + host_len(&self.store_host)
@@ -205,10 +212,15 @@ impl MessageRecord {
             return Err(RecordError::PropertiesTooLong(self.properties.len()));
         }
         let total = self.encoded_len();
-        let total_i32 = i32::try_from(total).map_err(|_| RecordError::BodyTooLong(self.body.len()))?;
+        let total_i32 =
+            i32::try_from(total).map_err(|_| RecordError::BodyTooLong(self.body.len()))?;
         let v2 = self.topic_len_bytes() == 2;
         out.put_i32(total_i32);
-        out.put_i32(if v2 { MESSAGE_MAGIC_CODE_V2 } else { MESSAGE_MAGIC_CODE });
+        out.put_i32(if v2 {
+            MESSAGE_MAGIC_CODE_V2
+        } else {
+            MESSAGE_MAGIC_CODE
+        });
         out.put_i32(body_crc(&self.body));
         out.put_i32(self.queue_id);
         out.put_i32(self.flag);
@@ -427,7 +439,11 @@ pub fn decode_view(buf: &[u8], check_crc: bool) -> Result<RecordView<'_>, Record
     let prepared_transaction_offset = r.i64()?;
     let body_len = r.len_i32()?;
     let body = r.take(body_len)?;
-    let topic_len = if v2 { r.len_i16()? } else { usize::from(r.u8()?) };
+    let topic_len = if v2 {
+        r.len_i16()?
+    } else {
+        usize::from(r.u8()?)
+    };
     let topic = std::str::from_utf8(r.take(topic_len)?).map_err(|_| RecordError::TopicNotUtf8)?;
     let props_len = r.len_i16()?;
     let properties =
@@ -493,7 +509,11 @@ fn write_at(record: &mut [u8], pos: usize, bytes: &[u8]) -> Result<(), RecordErr
 }
 
 /// Rewrites QUEUEOFFSET and PHYSICALOFFSET of an encoded record in place.
-pub fn patch_offsets(record: &mut [u8], queue_offset: i64, physical_offset: i64) -> Result<(), RecordError> {
+pub fn patch_offsets(
+    record: &mut [u8],
+    queue_offset: i64,
+    physical_offset: i64,
+) -> Result<(), RecordError> {
     write_at(record, QUEUE_OFFSET_POS, &queue_offset.to_be_bytes())?;
     write_at(record, PHYSICAL_OFFSET_POS, &physical_offset.to_be_bytes())
 }
@@ -561,7 +581,10 @@ mod tests {
         // Flip a body byte: the body sits right before topic length + topic + properties.
         let body_pos = bytes.len() - (2 + 6) - (1 + 9) - 5;
         bytes[body_pos] ^= 0xFF;
-        assert!(matches!(decode_view(&bytes, true), Err(RecordError::BodyCrc { .. })));
+        assert!(matches!(
+            decode_view(&bytes, true),
+            Err(RecordError::BodyCrc { .. })
+        ));
         assert!(decode_view(&bytes, false).is_ok());
     }
 
@@ -569,7 +592,10 @@ mod tests {
     fn blank_records() {
         let mut out = Vec::new();
         encode_blank(16, &mut out).unwrap();
-        assert_eq!(peek_head(&out).unwrap(), Some(RecordHead::Blank { total_size: 16 }));
+        assert_eq!(
+            peek_head(&out).unwrap(),
+            Some(RecordHead::Blank { total_size: 16 })
+        );
         assert!(encode_blank(4, &mut out).is_err());
         assert_eq!(peek_head(&[0, 0]).unwrap(), None);
         assert!(peek_head(&[0, 0, 0, 0, 1, 2, 3, 4]).is_err());

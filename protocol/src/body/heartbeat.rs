@@ -1,0 +1,147 @@
+//! HEART_BEAT body: HeartbeatData with its ProducerData, ConsumerData and SubscriptionData.
+
+use serde::{Deserialize, Serialize};
+
+use super::java_enum::java_enum;
+
+java_enum! {
+    /// Pull or push consumer (`ConsumeType`).
+    ConsumeType {
+        ConsumeActively = "CONSUME_ACTIVELY",
+        ConsumePassively = "CONSUME_PASSIVELY",
+        ConsumePop = "CONSUME_POP",
+    }
+}
+
+java_enum! {
+    /// Clustering (queues shared by the group) or broadcasting (`MessageModel`).
+    MessageModel {
+        Broadcasting = "BROADCASTING",
+        Clustering = "CLUSTERING",
+    }
+}
+
+java_enum! {
+    /// Where a new consumer group starts (`ConsumeFromWhere`).
+    ConsumeFromWhere {
+        ConsumeFromLastOffset = "CONSUME_FROM_LAST_OFFSET",
+        ConsumeFromLastOffsetAndFromMinWhenBootFirst = "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST",
+        ConsumeFromMinOffset = "CONSUME_FROM_MIN_OFFSET",
+        ConsumeFromMaxOffset = "CONSUME_FROM_MAX_OFFSET",
+        ConsumeFromFirstOffset = "CONSUME_FROM_FIRST_OFFSET",
+        ConsumeFromTimestamp = "CONSUME_FROM_TIMESTAMP",
+    }
+}
+
+/// The tag or SQL expression "subscribe everything".
+pub const SUB_ALL: &str = "*";
+
+fn default_expression_type() -> String {
+    "TAG".to_owned()
+}
+
+/// One topic subscription of a consumer group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionData {
+    #[serde(default)]
+    pub class_filter_mode: bool,
+    #[serde(default)]
+    pub topic: String,
+    /// The expression as written ("TagA || TagB", "*", or SQL92).
+    #[serde(default)]
+    pub sub_string: String,
+    #[serde(default)]
+    pub tags_set: Vec<String>,
+    /// Java `String.hashCode()` of each tag, matched against ConsumeQueue tagsCodes.
+    #[serde(default)]
+    pub code_set: Vec<i32>,
+    #[serde(default)]
+    pub sub_version: i64,
+    /// "TAG" or "SQL92".
+    #[serde(default = "default_expression_type")]
+    pub expression_type: String,
+}
+
+impl Default for SubscriptionData {
+    fn default() -> Self {
+        SubscriptionData {
+            class_filter_mode: false,
+            topic: String::new(),
+            sub_string: SUB_ALL.to_owned(),
+            tags_set: Vec::new(),
+            code_set: Vec::new(),
+            sub_version: 0,
+            expression_type: default_expression_type(),
+        }
+    }
+}
+
+/// A producer group a client belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ProducerData {
+    #[serde(default)]
+    pub group_name: String,
+}
+
+/// A consumer group a client belongs to, with its subscriptions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsumerData {
+    #[serde(default)]
+    pub group_name: String,
+    #[serde(default = "default_consume_type")]
+    pub consume_type: ConsumeType,
+    #[serde(default = "default_message_model")]
+    pub message_model: MessageModel,
+    #[serde(default = "default_consume_from_where")]
+    pub consume_from_where: ConsumeFromWhere,
+    #[serde(default)]
+    pub subscription_data_set: Vec<SubscriptionData>,
+    #[serde(default)]
+    pub unit_mode: bool,
+}
+
+// Java's client defaults, used when a client leaves a field out.
+fn default_consume_type() -> ConsumeType {
+    ConsumeType::ConsumePassively
+}
+
+fn default_message_model() -> MessageModel {
+    MessageModel::Clustering
+}
+
+fn default_consume_from_where() -> ConsumeFromWhere {
+    ConsumeFromWhere::ConsumeFromLastOffset
+}
+
+impl Default for ConsumerData {
+    fn default() -> Self {
+        ConsumerData {
+            group_name: String::new(),
+            consume_type: default_consume_type(),
+            message_model: default_message_model(),
+            consume_from_where: default_consume_from_where(),
+            subscription_data_set: Vec::new(),
+            unit_mode: false,
+        }
+    }
+}
+
+/// HEART_BEAT body: who the client is and which groups it is in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct HeartbeatData {
+    #[serde(rename = "clientID", default)]
+    pub client_id: String,
+    #[serde(default)]
+    pub producer_data_set: Vec<ProducerData>,
+    #[serde(default)]
+    pub consumer_data_set: Vec<ConsumerData>,
+    #[serde(default)]
+    pub heartbeat_fingerprint: i32,
+    /// fastjson names the `isWithoutSub` field after its getter: "withoutSub".
+    #[serde(default, alias = "isWithoutSub")]
+    pub without_sub: bool,
+}

@@ -1,0 +1,5 @@
+//! Header codecs: the JSON header and RocketMQ's binary ("ROCKETMQ") header.
+
+pub mod binary;
+pub mod json;
+mod text;

@@ -1,0 +1,110 @@
+//! Small writers shared by the header encoders: decimal integers and JSON string escaping.
+
+use bytes::BufMut;
+
+/// Appends the decimal form of `v` without going through `fmt`.
+pub(crate) fn put_i64(out: &mut impl BufMut, v: i64) {
+    let mut digits = [0u8; 20];
+    let mut n = v.unsigned_abs();
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        if let Some(d) = digits.get_mut(start) {
+            *d = b'0' + (n % 10) as u8;
+        }
+        n /= 10;
+        if n == 0 || start == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        out.put_u8(b'-');
+    }
+    out.put_slice(digits.get(start..).unwrap_or(&[]));
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Bytes that must be escaped inside a JSON string: control characters, `"` and `\`.
+const NEEDS_ESCAPE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
+
+/// Appends `s` as a quoted JSON string. Quotes, backslashes and control characters (including the
+/// `\u0001`/`\u0002` separators of message properties) are escaped; other UTF-8 passes through.
+/// Runs without escapes are copied in one piece.
+pub(crate) fn put_json_str(out: &mut impl BufMut, s: &str) {
+    out.put_u8(b'"');
+    let mut rest = s.as_bytes();
+    while let Some(i) = rest.iter().position(|b| NEEDS_ESCAPE[usize::from(*b)]) {
+        out.put_slice(rest.get(..i).unwrap_or(&[]));
+        let b = rest.get(i).copied().unwrap_or(0);
+        match b {
+            b'"' => out.put_slice(b"\\\""),
+            b'\\' => out.put_slice(b"\\\\"),
+            b'\n' => out.put_slice(b"\\n"),
+            b'\r' => out.put_slice(b"\\r"),
+            b'\t' => out.put_slice(b"\\t"),
+            _ => {
+                out.put_slice(b"\\u00");
+                out.put_u8(HEX[usize::from(b >> 4)]);
+                out.put_u8(HEX[usize::from(b & 0xF)]);
+            }
+        }
+        rest = rest.get(i + 1..).unwrap_or(&[]);
+    }
+    out.put_slice(rest);
+    out.put_u8(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers() {
+        for v in [
+            0i64,
+            7,
+            -7,
+            10,
+            1234567890,
+            i64::MAX,
+            i64::MIN,
+            i32::MIN as i64,
+        ] {
+            let mut out = Vec::new();
+            put_i64(&mut out, v);
+            assert_eq!(String::from_utf8(out).unwrap(), v.to_string());
+        }
+    }
+
+    #[test]
+    fn escaping_round_trips_through_serde_json() {
+        for s in [
+            "",
+            "plain",
+            "q\"b\\s",
+            "TAGS\u{1}a\u{2}",
+            "line\nfeed\t\r",
+            "ünï😀",
+            "\u{7f}\u{1f}",
+        ] {
+            let mut out = Vec::new();
+            put_json_str(&mut out, s);
+            let back: String = serde_json::from_slice(&out).unwrap();
+            assert_eq!(back, s);
+        }
+        let mut out = Vec::new();
+        put_json_str(&mut out, "K\u{1}V\u{2}");
+        assert_eq!(out, br#""K\u0001V\u0002""#);
+    }
+}

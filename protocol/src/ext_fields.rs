@@ -1,0 +1,554 @@
+//! `ExtFields`: a command's string-to-string header fields, stored compactly and in arrival order.
+//!
+//! All keys and values live back to back in one `String`, so decoding a header costs two
+//! allocations however many fields it has. Order is kept (encoding is deterministic); a key
+//! appears at most once (a later duplicate on the wire replaces the earlier one, like Java's
+//! `HashMap.put`). Lookups are linear, which is fastest for the dozen or so fields a header has.
+
+use std::fmt::{self, Write as _};
+
+use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Where one key and its value sit inside the shared text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Entry {
+    key_start: usize,
+    key_end: usize,
+    value_start: usize,
+    value_end: usize,
+}
+
+/// Ordered map of header field name to value (see the module docs).
+#[derive(Clone, Default)]
+pub struct ExtFields {
+    text: String,
+    entries: Vec<Entry>,
+}
+
+impl ExtFields {
+    pub fn new() -> Self {
+        ExtFields::default()
+    }
+
+    /// Room for `fields` entries whose keys and values total `text_bytes` bytes.
+    pub fn with_capacity(fields: usize, text_bytes: usize) -> Self {
+        ExtFields {
+            text: String::with_capacity(text_bytes),
+            entries: Vec::with_capacity(fields),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn key_of(&self, e: &Entry) -> &str {
+        self.text.get(e.key_start..e.key_end).unwrap_or("")
+    }
+
+    fn value_of(&self, e: &Entry) -> &str {
+        self.text.get(e.value_start..e.value_end).unwrap_or("")
+    }
+
+    /// Whether entry `e` has this key; compares length and first byte before calling memcmp.
+    fn has_key(&self, e: &Entry, key: &[u8]) -> bool {
+        let text = self.text.as_bytes();
+        e.key_end - e.key_start == key.len()
+            && (key.is_empty() || text.get(e.key_start) == key.first())
+            && text.get(e.key_start..e.key_end) == Some(key)
+    }
+
+    fn position(&self, key: &str) -> Option<usize> {
+        self.entries
+            .iter()
+            .position(|e| self.has_key(e, key.as_bytes()))
+    }
+
+    /// The value of `key`, if present.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.entries
+            .iter()
+            .find(|e| self.has_key(e, key.as_bytes()))
+            .map(|e| self.value_of(e))
+    }
+
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.position(key).is_some()
+    }
+
+    /// Sets `key` to `value`, replacing an earlier value (which keeps its position).
+    pub fn insert(&mut self, key: &str, value: &str) {
+        self.insert_with(key, |text| text.push_str(value));
+    }
+
+    /// Sets `key` to the `Display` form of `value` without an intermediate `String`.
+    pub fn insert_display(&mut self, key: &str, value: impl fmt::Display) {
+        // Writing into a String cannot fail.
+        self.insert_with(key, |text| {
+            let _ = write!(text, "{value}");
+        });
+    }
+
+    fn insert_with(&mut self, key: &str, write_value: impl FnOnce(&mut String)) {
+        match self.position(key) {
+            Some(i) => {
+                // The old value's bytes stay behind as garbage; headers are rebuilt far more often than edited.
+                let value_start = self.text.len();
+                write_value(&mut self.text);
+                let value_end = self.text.len();
+                if let Some(e) = self.entries.get_mut(i) {
+                    e.value_start = value_start;
+                    e.value_end = value_end;
+                }
+            }
+            None => {
+                let key_start = self.text.len();
+                self.text.push_str(key);
+                let key_end = self.text.len();
+                write_value(&mut self.text);
+                self.entries.push(Entry {
+                    key_start,
+                    key_end,
+                    value_start: key_end,
+                    value_end: self.text.len(),
+                });
+            }
+        }
+    }
+
+    /// Removes `key`; returns whether it was present.
+    pub fn remove(&mut self, key: &str) -> bool {
+        match self.position(key) {
+            Some(i) => {
+                self.entries.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Fields in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
+        self.entries
+            .iter()
+            .map(move |e| (self.key_of(e), self.value_of(e)))
+    }
+
+    /// Fields in order as raw bytes (for encoders, which need no `str` boundary checks).
+    pub(crate) fn iter_bytes(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        let text = self.text.as_bytes();
+        self.entries.iter().map(move |e| {
+            (
+                text.get(e.key_start..e.key_end).unwrap_or(&[]),
+                text.get(e.value_start..e.value_end).unwrap_or(&[]),
+            )
+        })
+    }
+
+    /// Total bytes of all keys and values (a size hint for encoders).
+    pub fn text_len(&self) -> usize {
+        self.entries
+            .iter()
+            .map(|e| (e.key_end - e.key_start) + (e.value_end - e.value_start))
+            .sum()
+    }
+
+    /// Appends a field without looking for an earlier one with the same key (test helper for
+    /// [`ExtFields::finish_decoding`]).
+    #[cfg(test)]
+    pub(crate) fn push_decoded(&mut self, key: &str, value: &str) {
+        let key_start = self.text.len();
+        self.text.push_str(key);
+        let key_end = self.text.len();
+        self.text.push_str(value);
+        self.entries.push(Entry {
+            key_start,
+            key_end,
+            value_start: key_end,
+            value_end: self.text.len(),
+        });
+    }
+
+    /// Drops earlier duplicates so the last value on the wire wins, in time linear in the field count.
+    pub(crate) fn finish_decoding(&mut self) {
+        let n = self.entries.len();
+        let mut seen = ahash::AHashSet::with_capacity(n);
+        let mut keep = vec![true; n];
+        let mut any_dropped = false;
+        for (i, e) in self.entries.iter().enumerate().rev() {
+            if !seen.insert(self.key_of(e)) {
+                if let Some(k) = keep.get_mut(i) {
+                    *k = false;
+                    any_dropped = true;
+                }
+            }
+        }
+        if any_dropped {
+            let mut flags = keep.into_iter();
+            self.entries.retain(|_| flags.next().unwrap_or(true));
+        }
+    }
+}
+
+/// Spots possible duplicate keys while fields are decoded, cheaply: up to 16 keys are compared
+/// by a signature (length and first 7 bytes, exact for short keys); a signature match or more
+/// keys means "maybe", and only then does [`ExtFields::finish_decoding`] run.
+#[derive(Default)]
+pub(crate) struct DuplicateCheck {
+    signatures: [u64; DUPLICATE_CHECK_KEYS],
+    count: usize,
+    maybe: bool,
+}
+
+const DUPLICATE_CHECK_KEYS: usize = 16;
+
+impl DuplicateCheck {
+    pub(crate) fn note(&mut self, key: &[u8]) {
+        if self.maybe {
+            return;
+        }
+        // Built in a register: assembling bytes in memory and reloading them stalls the CPU.
+        let mut sig = (key.len() & 0xFF) as u64;
+        for (i, b) in key.iter().take(7).enumerate() {
+            sig |= u64::from(*b) << (8 * (i + 1));
+        }
+        let seen = self
+            .signatures
+            .get(..self.count)
+            .unwrap_or(&[])
+            .contains(&sig);
+        match self.signatures.get_mut(self.count) {
+            Some(slot) if !seen => {
+                *slot = sig;
+                self.count += 1;
+            }
+            _ => self.maybe = true,
+        }
+    }
+
+    pub(crate) fn maybe_duplicates(&self) -> bool {
+        self.maybe
+    }
+}
+
+/// Collects decoded fields as raw bytes and checks UTF-8 once for all of them at the end, instead
+/// of once per key and value.
+pub(crate) struct ExtFieldsBuilder {
+    raw: Vec<u8>,
+    entries: Vec<Entry>,
+    duplicates: DuplicateCheck,
+}
+
+impl ExtFieldsBuilder {
+    pub(crate) fn with_capacity(fields: usize, text_bytes: usize) -> Self {
+        ExtFieldsBuilder {
+            raw: Vec::with_capacity(text_bytes),
+            entries: Vec::with_capacity(fields),
+            duplicates: DuplicateCheck::default(),
+        }
+    }
+
+    pub(crate) fn push(&mut self, key: &[u8], value: &[u8]) {
+        self.duplicates.note(key);
+        let key_start = self.raw.len();
+        self.raw.extend_from_slice(key);
+        let key_end = self.raw.len();
+        self.raw.extend_from_slice(value);
+        self.entries.push(Entry {
+            key_start,
+            key_end,
+            value_start: key_end,
+            value_end: self.raw.len(),
+        });
+    }
+
+    /// The fields; `None` when the text is not UTF-8 or a key/value edge splits a character (so
+    /// that no key or value can be invalid on its own even when the whole text is valid).
+    pub(crate) fn finish(self) -> Option<ExtFields> {
+        let text = String::from_utf8(self.raw).ok()?;
+        let edges_ok = self
+            .entries
+            .iter()
+            .all(|e| text.is_char_boundary(e.key_start) && text.is_char_boundary(e.key_end));
+        if !edges_ok {
+            return None;
+        }
+        let mut out = ExtFields {
+            text,
+            entries: self.entries,
+        };
+        if self.duplicates.maybe_duplicates() {
+            out.finish_decoding();
+        }
+        Some(out)
+    }
+}
+
+impl PartialEq for ExtFields {
+    /// Map equality: the same keys with the same values, in any order.
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k) == Some(v))
+    }
+}
+
+impl Eq for ExtFields {}
+
+impl fmt::Debug for ExtFields {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl<K: AsRef<str>, V: AsRef<str>> FromIterator<(K, V)> for ExtFields {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        let mut out = ExtFields::new();
+        out.extend(iter);
+        out
+    }
+}
+
+impl<K: AsRef<str>, V: AsRef<str>> Extend<(K, V)> for ExtFields {
+    fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
+        for (k, v) in iter {
+            self.insert(k.as_ref(), v.as_ref());
+        }
+    }
+}
+
+impl Serialize for ExtFields {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.len()))?;
+        for (k, v) in self.iter() {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for ExtFields {
+    /// Accepts an object whose values are strings, numbers or booleans (stored as their text);
+    /// null values are dropped; nested objects/arrays are kept as compact JSON text; a null
+    /// object is an empty map.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ExtFieldsVisitor)
+    }
+}
+
+struct ExtFieldsVisitor;
+
+impl<'de> Visitor<'de> for ExtFieldsVisitor {
+    type Value = ExtFields;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object of header fields")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<ExtFields, E> {
+        Ok(ExtFields::new())
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<ExtFields, E> {
+        Ok(ExtFields::new())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExtFields, A::Error> {
+        let fields = map.size_hint().unwrap_or(8).min(64);
+        let mut out = ExtFields::with_capacity(fields, fields * 24);
+        let mut duplicates = DuplicateCheck::default();
+        loop {
+            let key_start = out.text.len();
+            if map.next_key_seed(AppendStr(&mut out.text))?.is_none() {
+                break;
+            }
+            let key_end = out.text.len();
+            duplicates.note(out.text.as_bytes().get(key_start..key_end).unwrap_or(&[]));
+            if map.next_value_seed(AppendValue(&mut out.text))? {
+                out.entries.push(Entry {
+                    key_start,
+                    key_end,
+                    value_start: key_end,
+                    value_end: out.text.len(),
+                });
+            } else {
+                // null: drop the key that was already appended.
+                out.text.truncate(key_start);
+            }
+        }
+        if duplicates.maybe_duplicates() {
+            out.finish_decoding();
+        }
+        Ok(out)
+    }
+}
+
+/// Appends a JSON string (borrowed or unescaped) to the shared text.
+struct AppendStr<'a>(&'a mut String);
+
+impl<'de> DeserializeSeed<'de> for AppendStr<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for AppendStr<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        self.0.push_str(v);
+        Ok(())
+    }
+}
+
+/// Appends the text form of a field value; returns false for null.
+struct AppendValue<'a>(&'a mut String);
+
+impl<'de> DeserializeSeed<'de> for AppendValue<'_> {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for AppendValue<'_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string, number, boolean or null")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<bool, E> {
+        self.0.push_str(v);
+        Ok(true)
+    }
+
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<bool, E> {
+        self.0.push_str(if v { "true" } else { "false" });
+        Ok(true)
+    }
+
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<bool, E> {
+        let _ = write!(self.0, "{v}");
+        Ok(true)
+    }
+
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<bool, E> {
+        let _ = write!(self.0, "{v}");
+        Ok(true)
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<bool, E> {
+        // Debug keeps the ".0" of whole numbers, as Java's Double.toString does.
+        let _ = write!(self.0, "{v:?}");
+        Ok(true)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<bool, E> {
+        Ok(false)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<bool, A::Error> {
+        let value = serde_json::Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
+        self.0.push_str(&value.to_string());
+        Ok(true)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
+        let value = serde_json::Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+        self.0.push_str(&value.to_string());
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_replace_remove_keep_order() {
+        let mut f = ExtFields::new();
+        f.insert("a", "1");
+        f.insert("b", "2");
+        f.insert_display("c", 3i64);
+        f.insert("a", "9");
+        assert_eq!(
+            f.iter().collect::<Vec<_>>(),
+            vec![("a", "9"), ("b", "2"), ("c", "3")]
+        );
+        assert!(f.remove("b"));
+        assert!(!f.remove("b"));
+        assert_eq!(f.get("b"), None);
+        assert_eq!(f.len(), 2);
+        assert_eq!(f.text_len(), 4);
+        f.insert("", "empty key");
+        assert_eq!(f.get(""), Some("empty key"));
+    }
+
+    #[test]
+    fn json_values_of_any_scalar_type_become_strings() {
+        let f: ExtFields = serde_json::from_str(
+            r#"{"s":"x\u0001y","i":-5,"u":18446744073709551615,"f":1.0,"t":true,"n":null,"o":{"k":[1]},"s":"last"}"#,
+        )
+        .unwrap();
+        assert_eq!(f.get("s"), Some("last"));
+        assert_eq!(f.get("i"), Some("-5"));
+        assert_eq!(f.get("u"), Some("18446744073709551615"));
+        assert_eq!(f.get("f"), Some("1.0"));
+        assert_eq!(f.get("t"), Some("true"));
+        assert_eq!(f.get("n"), None);
+        assert_eq!(f.get("o"), Some(r#"{"k":[1]}"#));
+        assert_eq!(f.len(), 6);
+        let null: ExtFields = serde_json::from_str("null").unwrap();
+        assert!(null.is_empty());
+    }
+
+    #[test]
+    fn keys_sharing_a_long_prefix_are_not_duplicates() {
+        let mut f = ExtFields::new();
+        f.push_decoded("consumerA", "1");
+        f.push_decoded("consumerB", "2");
+        f.push_decoded("consumerA", "3");
+        f.finish_decoding();
+        assert_eq!(
+            f.iter().collect::<Vec<_>>(),
+            vec![("consumerB", "2"), ("consumerA", "3")]
+        );
+    }
+
+    #[test]
+    fn many_duplicates_dedup_keeps_last() {
+        let mut f = ExtFields::new();
+        for i in 0..100 {
+            f.push_decoded(&format!("k{}", i % 30), &i.to_string());
+        }
+        f.finish_decoding();
+        assert_eq!(f.len(), 30);
+        assert_eq!(f.get("k0"), Some("90"));
+        assert_eq!(f.get("k29"), Some("89"));
+    }
+
+    #[test]
+    fn equality_ignores_order() {
+        let a: ExtFields = [("x", "1"), ("y", "2")].into_iter().collect();
+        let b: ExtFields = [("y", "2"), ("x", "1")].into_iter().collect();
+        let c: ExtFields = [("y", "2"), ("x", "3")].into_iter().collect();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+    }
+}
