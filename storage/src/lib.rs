@@ -1,1 +1,36 @@
-//! One shard's message store: CommitLog, ConsumeQueue, IndexFile, group commit, recovery.
+//! One shard's message store: CommitLog, ConsumeQueue, IndexFile, group commit, recovery, retention.
+//!
+//! Everything runs inside one glommio executor (the types are `!Send`). Physical offsets carry the
+//! shard id in bits 48..62 (see [`offset`]).
+
+mod checkpoint;
+mod commitlog;
+pub mod config;
+mod consume_queue;
+pub mod dispatch;
+pub mod error;
+mod flush;
+mod ha;
+mod index;
+mod index_file;
+mod log_buffer;
+pub mod offset;
+pub mod probe;
+mod read;
+mod recovery;
+pub mod retention;
+mod segment;
+mod stats;
+mod store;
+pub mod types;
+
+pub use checkpoint::CHECKPOINT_FILE;
+pub use config::{parse_delay_levels, FlushDiskType, StoreConfig};
+pub use error::{PutError, StoreError};
+pub use index::INDEX_DIR;
+pub use offset::{local_of, physical, shard_of};
+pub use read::record_store_timestamp;
+pub use segment::COMMITLOG_DIR;
+pub use stats::StatsSnapshot;
+pub use store::{topic_is_storable, ArrivalFn, MessageStore, ABORT_FILE, CONSUME_QUEUE_DIR};
+pub use types::{GetMessageStatus, GetResult, PutOk, RetentionReport};

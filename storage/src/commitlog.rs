@@ -1,0 +1,470 @@
+//! The CommitLog of one shard: appends into memory, flushes 4 KiB-aligned O_DIRECT writes followed by
+//! fdatasync (the partial last block is rewritten by the next flush), reads from memory or disk.
+
+use std::cell::{Cell, RefCell};
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use glommio::io::DmaBuffer;
+use protocol::message::record::{encode_blank, peek_head, RecordHead, MIN_BLANK_LEN};
+
+use crate::error::StoreError;
+use crate::log_buffer::LogBuffer;
+use crate::segment::{open_segment, Segment, SegmentMap};
+
+/// O_DIRECT block size used for every write.
+pub const BLOCK: u64 = 4096;
+/// Largest single write of a flush.
+pub const MAX_WRITE: u64 = 4 << 20;
+/// Most bytes one flush round covers; all its writes are in flight at once, so the flusher needs the
+/// CPU only to start them and to start the sync. A bigger backlog takes several rounds.
+pub const MAX_FLUSH_ROUND: u64 = 32 << 20;
+/// Write buffers kept for reuse: one round's worth.
+const POOLED_WRITE_BUFFERS: usize = (MAX_FLUSH_ROUND / MAX_WRITE) as usize;
+/// Size of a disk read window used when reading records sequentially.
+pub const READ_WINDOW: usize = 64 << 10;
+
+pub(crate) fn align_down(v: u64) -> u64 {
+    v - v % BLOCK
+}
+
+pub(crate) fn align_up(v: u64) -> u64 {
+    v.div_ceil(BLOCK) * BLOCK
+}
+
+/// Largest power-of-two multiple of 4 KiB up to 1 MiB that divides the segment size.
+fn chunk_size_for(segment_size: u64) -> u64 {
+    let mut chunk = 1 << 20;
+    while chunk > BLOCK && segment_size % chunk != 0 {
+        chunk /= 2;
+    }
+    chunk
+}
+
+/// What one flush covered.
+pub(crate) struct FlushOutcome {
+    pub bytes: u64,
+    pub records: u64,
+}
+
+pub(crate) struct CommitLog {
+    pub dir: PathBuf,
+    pub segment_size: u64,
+    pub buf: RefCell<LogBuffer>,
+    segments: RefCell<SegmentMap>,
+    /// Start of a segment being created in the background.
+    creating: Cell<Option<u64>>,
+    /// Zero-fill segments created ahead, so syncs need no unwritten-extent conversion.
+    warm: bool,
+    /// Asks a background zero-fill to stop because the flusher needs its segment now.
+    cancel_warm: Cell<bool>,
+    /// Shard-local offset up to which data is durable.
+    pub flushed: Cell<u64>,
+    /// Records appended since open, and records covered by completed flushes.
+    pub appended_records: Cell<u64>,
+    flushed_records: Cell<u64>,
+    read_cache_bytes: u64,
+    scratch: RefCell<Vec<u8>>,
+    /// Full-size write buffers kept between flushes (fresh 4 MiB buffers cost page faults each time).
+    write_buffers: RefCell<Vec<DmaBuffer>>,
+}
+
+impl CommitLog {
+    /// A log ending at `write_pos` (all durable) with `tail` = bytes from the chunk boundary before it.
+    pub fn new(
+        dir: PathBuf,
+        segment_size: u64,
+        segments: SegmentMap,
+        write_pos: u64,
+        tail: Vec<u8>,
+        read_cache_bytes: u64,
+    ) -> CommitLog {
+        CommitLog {
+            dir,
+            segment_size,
+            buf: RefCell::new(LogBuffer::new(
+                chunk_size_for(segment_size),
+                write_pos,
+                tail,
+            )),
+            segments: RefCell::new(segments),
+            creating: Cell::new(None),
+            warm: false,
+            cancel_warm: Cell::new(false),
+            flushed: Cell::new(write_pos),
+            appended_records: Cell::new(0),
+            flushed_records: Cell::new(0),
+            read_cache_bytes,
+            scratch: RefCell::new(Vec::new()),
+            write_buffers: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Zero-fills segments created ahead of need (RocketMQ's warmMapedFileEnable, done with O_DIRECT).
+    pub fn set_warm_segments(&mut self, warm: bool) {
+        self.warm = warm;
+    }
+
+    pub fn chunk_size(segment_size: u64) -> u64 {
+        chunk_size_for(segment_size)
+    }
+
+    pub fn write_pos(&self) -> u64 {
+        self.buf.borrow().write_pos()
+    }
+
+    pub fn unflushed(&self) -> u64 {
+        self.write_pos().saturating_sub(self.flushed.get())
+    }
+
+    pub fn segment_start(&self, local: u64) -> u64 {
+        local - local % self.segment_size
+    }
+
+    /// Start of the oldest segment (the log's minimum offset).
+    pub fn min_offset(&self) -> u64 {
+        let first = self.segments.borrow().keys().next().copied();
+        first
+            .unwrap_or_else(|| self.segment_start(self.write_pos()))
+            .min(self.write_pos())
+    }
+
+    pub fn segment_starts(&self) -> Vec<u64> {
+        self.segments.borrow().keys().copied().collect()
+    }
+
+    pub fn segment_at(&self, start: u64) -> Option<Rc<Segment>> {
+        self.segments.borrow().get(&start).cloned()
+    }
+
+    pub fn remove_segment(&self, start: u64) -> Option<Rc<Segment>> {
+        self.segments.borrow_mut().remove(&start)
+    }
+
+    /// Where a record of `len` bytes will start: if it does not fit the current segment with room for
+    /// a blank after it, the segment is closed with a blank record first.
+    pub fn prepare_append(&self, len: u64) -> u64 {
+        let pos = self.write_pos();
+        let room = self.segment_size - pos % self.segment_size;
+        if len + MIN_BLANK_LEN as u64 > room {
+            // room >= 8 always: every record leaves at least a blank's worth behind it.
+            let mut buf = self.buf.borrow_mut();
+            let mut scratch = self.scratch.borrow_mut();
+            let _ = buf.append_encoded(
+                room as usize,
+                &mut scratch,
+                |v| encode_blank(room as usize, v).map_err(|_| ()),
+                |_| (),
+            );
+            pos + room
+        } else {
+            pos
+        }
+    }
+
+    /// Appends bytes produced by `encode` (exactly `len` of them) at the write position.
+    pub fn append_with<E>(
+        &self,
+        len: usize,
+        encode: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+        wrong_len: impl FnOnce(usize) -> E,
+    ) -> Result<(), E> {
+        let mut buf = self.buf.borrow_mut();
+        let mut scratch = self.scratch.borrow_mut();
+        buf.append_encoded(len, &mut scratch, encode, wrong_len)?;
+        self.appended_records.set(self.appended_records.get() + 1);
+        Ok(())
+    }
+
+    /// Appends raw, already-encoded bytes (replication).
+    pub fn append_raw(&self, bytes: &[u8], records: u64) {
+        self.buf.borrow_mut().append(bytes);
+        self.appended_records
+            .set(self.appended_records.get() + records);
+    }
+
+    /// Opens the segment at `start`, waiting for a background creation of it or creating it.
+    async fn segment_for_write(self: &Rc<Self>, start: u64) -> Result<Rc<Segment>, StoreError> {
+        loop {
+            if let Some(seg) = self.segment_at(start) {
+                return Ok(seg);
+            }
+            if self.creating.get() != Some(start) {
+                break;
+            }
+            self.cancel_warm.set(true);
+            glommio::timer::sleep(Duration::from_micros(100)).await;
+        }
+        let seg = open_segment(&self.dir, start, self.segment_size, true).await?;
+        self.segments.borrow_mut().insert(start, seg.clone());
+        Ok(seg)
+    }
+
+    /// Creates the next segment in the background as soon as the current one is in use (zero-filling
+    /// it when warming is on; a flusher that needs it early stops the zero-fill).
+    fn preallocate_ahead(self: &Rc<Self>) {
+        let pos = self.write_pos();
+        let next = self.segment_start(pos) + self.segment_size;
+        let threshold = if self.warm { 0 } else { self.segment_size / 2 };
+        if pos % self.segment_size >= threshold {
+            self.preallocate(next);
+        }
+    }
+
+    /// At open: a log whose write position starts a segment not created yet gets it created (and
+    /// zero-filled when warming) in the background, before the first append needs it.
+    pub fn prepare_first_segment(self: &Rc<Self>) {
+        let pos = self.write_pos();
+        if pos % self.segment_size == 0 {
+            self.preallocate(pos);
+        }
+    }
+
+    fn preallocate(self: &Rc<Self>, next: u64) {
+        if self.creating.get().is_some() || self.segment_at(next).is_some() {
+            return;
+        }
+        self.creating.set(Some(next));
+        self.cancel_warm.set(false);
+        let log = self.clone();
+        glommio::spawn_local(async move {
+            match open_segment(&log.dir, next, log.segment_size, true).await {
+                Ok(seg) => {
+                    if log.warm {
+                        if let Err(e) = log.zero_fill(&seg).await {
+                            tracing::warn!(
+                                "zero-filling segment {} failed: {e}",
+                                seg.path.display()
+                            );
+                        }
+                    }
+                    log.segments.borrow_mut().insert(next, seg);
+                }
+                Err(e) => tracing::warn!("preallocating segment {next} failed: {e}"),
+            }
+            log.creating.set(None);
+        })
+        .detach();
+    }
+
+    /// Writes zeros over a new segment (stopping early when asked) and syncs it.
+    async fn zero_fill(&self, seg: &Segment) -> Result<(), StoreError> {
+        let zeros = {
+            let mut b = seg.file.alloc_dma_buffer(MAX_WRITE as usize);
+            b.as_bytes_mut().fill(0);
+            Rc::new(b)
+        };
+        let mut pos = 0;
+        while pos < self.segment_size && !self.cancel_warm.get() {
+            seg.file
+                .write_rc_at(zeros.clone(), pos)
+                .await
+                .map_err(|e| StoreError::io(seg.path.display(), e))?;
+            pos += MAX_WRITE;
+        }
+        seg.file
+            .fdatasync()
+            .await
+            .map_err(|e| StoreError::io(seg.path.display(), e))
+    }
+
+    /// Writes everything appended so far (from the block holding the flush point) and fdatasyncs it.
+    pub async fn flush(self: &Rc<Self>) -> Result<FlushOutcome, StoreError> {
+        let flushed = self.flushed.get();
+        let write_pos = self.write_pos();
+        let target = write_pos.min(align_down(flushed) + MAX_FLUSH_ROUND);
+        // Records are counted for the group-commit statistics only when the round covers them all.
+        let records_target = if target == write_pos {
+            self.appended_records.get()
+        } else {
+            self.flushed_records.get()
+        };
+        if target <= flushed {
+            return Ok(FlushOutcome {
+                bytes: 0,
+                records: 0,
+            });
+        }
+        let end = align_up(target);
+        let mut pieces = Vec::new();
+        let mut p = align_down(flushed);
+        while p < end {
+            let seg_start = self.segment_start(p);
+            let piece_end = end.min(seg_start + self.segment_size).min(p + MAX_WRITE);
+            pieces.push((seg_start, p, piece_end));
+            p = piece_end;
+        }
+        let mut segs: Vec<Rc<Segment>> = Vec::new();
+        for &(seg_start, _, _) in &pieces {
+            if segs.last().map(|s| s.start) != Some(seg_start) {
+                segs.push(self.segment_for_write(seg_start).await?);
+            }
+        }
+        // Copy the data before any further await; appends only add bytes after `target`.
+        let mut writes = Vec::with_capacity(pieces.len());
+        {
+            let buf = self.buf.borrow();
+            for &(seg_start, from, to) in &pieces {
+                let Some(seg) = segs.iter().find(|s| s.start == seg_start) else {
+                    return Err(StoreError::io(
+                        self.dir.display(),
+                        "segment vanished during flush",
+                    ));
+                };
+                let len = (to - from) as usize;
+                let pooled = if len as u64 == MAX_WRITE {
+                    self.write_buffers.borrow_mut().pop()
+                } else {
+                    None
+                };
+                let mut dma = pooled.unwrap_or_else(|| seg.file.alloc_dma_buffer(len));
+                let bytes = dma.as_bytes_mut();
+                let data_len = (target.min(to) - from) as usize;
+                let (data, pad) = bytes.split_at_mut(data_len);
+                if !buf.copy_to(from, data) {
+                    return Err(StoreError::io(
+                        self.dir.display(),
+                        "flush range no longer in memory",
+                    ));
+                }
+                pad.fill(0);
+                writes.push((seg.clone(), Rc::new(dma), from - seg_start, len));
+            }
+        }
+        let tasks: Vec<_> = writes
+            .into_iter()
+            .map(|(seg, dma, pos, len)| {
+                let log = self.clone();
+                glommio::spawn_local(async move {
+                    let res = seg.file.write_rc_at(dma.clone(), pos).await;
+                    if let Ok(buf) = Rc::try_unwrap(dma) {
+                        let mut pool = log.write_buffers.borrow_mut();
+                        if buf.len() as u64 == MAX_WRITE && pool.len() < POOLED_WRITE_BUFFERS {
+                            pool.push(buf);
+                        }
+                    }
+                    match res {
+                        Ok(n) if n == len => Ok(()),
+                        Ok(n) => Err(StoreError::io(
+                            seg.path.display(),
+                            format!("short write: {n} of {len} bytes at {pos} (disk full?)"),
+                        )),
+                        Err(e) => Err(StoreError::io(seg.path.display(), e)),
+                    }
+                })
+            })
+            .collect();
+        let mut first_error = None;
+        for task in tasks {
+            if let Err(e) = task.await {
+                first_error.get_or_insert(e);
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        for seg in &segs {
+            seg.file
+                .fdatasync()
+                .await
+                .map_err(|e| StoreError::io(seg.path.display(), e))?;
+        }
+        self.flushed.set(target);
+        let records = records_target - self.flushed_records.get();
+        self.flushed_records.set(records_target);
+        self.trim_memory();
+        self.preallocate_ahead();
+        Ok(FlushOutcome {
+            bytes: target - flushed,
+            records,
+        })
+    }
+
+    /// Drops memory below both the block the next flush rewrites and the read cache window.
+    fn trim_memory(&self) {
+        let mut buf = self.buf.borrow_mut();
+        let keep_from = align_down(self.flushed.get())
+            .min(buf.write_pos().saturating_sub(self.read_cache_bytes));
+        buf.trim_before(keep_from);
+    }
+
+    /// Bytes `[local, local + len)` from memory or, if older, from the segment; None below the log.
+    pub async fn read(&self, local: u64, len: usize) -> Result<Option<Bytes>, StoreError> {
+        if let Some(b) = self.buf.borrow().read(local, len) {
+            return Ok(Some(b));
+        }
+        let seg_start = self.segment_start(local);
+        let Some(seg) = self.segment_at(seg_start) else {
+            return Ok(None);
+        };
+        // Only durable bytes come from disk; newer ones are in memory.
+        let end = (local + len as u64)
+            .min(self.flushed.get())
+            .min(seg_start + self.segment_size);
+        if end <= local {
+            return Ok(None);
+        }
+        let bytes = seg.read(local - seg_start, (end - local) as usize).await?;
+        Ok(Some(bytes))
+    }
+
+    /// The stored message record at `local`, or None if there is none (blank, out of range, garbage).
+    /// `window` caches the last disk read so sequential reads share one DMA read.
+    pub async fn read_record(
+        &self,
+        local: u64,
+        window: &mut Option<(u64, Bytes)>,
+    ) -> Result<Option<Bytes>, StoreError> {
+        if local >= self.write_pos() || local < self.min_offset() {
+            return Ok(None);
+        }
+        let head = self.buf.borrow().read(local, MIN_BLANK_LEN);
+        let size = if let Some(head) = head {
+            head_size(&head)
+        } else {
+            let in_window = |w: &Option<(u64, Bytes)>| match w {
+                Some((start, b)) if local >= *start && local + 8 <= *start + b.len() as u64 => {
+                    let at = (local - start) as usize;
+                    b.get(at..at + 8).and_then(head_size)
+                }
+                _ => None,
+            };
+            match in_window(window) {
+                Some(s) => Some(s),
+                None => {
+                    let Some(bytes) = self.read(local, READ_WINDOW).await? else {
+                        return Ok(None);
+                    };
+                    let s = bytes.get(..8).and_then(head_size);
+                    *window = Some((local, bytes));
+                    s
+                }
+            }
+        };
+        let Some(size) = size else { return Ok(None) };
+        if let Some(b) = self.buf.borrow().read(local, size) {
+            return Ok(Some(b));
+        }
+        if let Some((start, b)) = window.as_ref() {
+            if local >= *start && local + size as u64 <= *start + b.len() as u64 {
+                let at = (local - start) as usize;
+                return Ok(Some(b.slice(at..at + size)));
+            }
+        }
+        let Some(bytes) = self.read(local, size.max(READ_WINDOW)).await? else {
+            return Ok(None);
+        };
+        let rec = (bytes.len() >= size).then(|| bytes.slice(..size));
+        *window = Some((local, bytes));
+        Ok(rec)
+    }
+}
+
+fn head_size(head: &[u8]) -> Option<usize> {
+    match peek_head(head) {
+        Ok(Some(RecordHead::Message { total_size })) => Some(total_size),
+        _ => None,
+    }
+}

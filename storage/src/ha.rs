@@ -1,0 +1,147 @@
+//! Replication support: reading raw CommitLog bytes on a master and appending them on a slave, where
+//! they are dispatched to ConsumeQueues and the index like local puts.
+
+use bytes::Bytes;
+use protocol::message::record::{decode_view, peek_head, RecordHead};
+
+use crate::config::FlushDiskType;
+use crate::consume_queue::CqEntry;
+use crate::dispatch::{goes_to_consume_queue, goes_to_index, index_keys, tags_code};
+use crate::error::StoreError;
+use crate::offset::{local_of, physical, shard_of};
+use crate::store::MessageStore;
+
+impl MessageStore {
+    /// Raw CommitLog bytes from `from_phys`, at most `max_bytes`, never crossing a segment end; empty
+    /// when nothing new is written.
+    pub async fn read_commitlog(
+        &self,
+        from_phys: i64,
+        max_bytes: usize,
+    ) -> Result<Bytes, StoreError> {
+        if shard_of(from_phys) != self.inner.cfg.shard_id || from_phys < 0 {
+            return Err(StoreError::WrongShard(from_phys));
+        }
+        let log = &self.inner.log;
+        let from = local_of(from_phys);
+        let seg_end = log.segment_start(from) + log.segment_size;
+        let end = log
+            .write_pos()
+            .min(seg_end)
+            .min(from.saturating_add(max_bytes as u64));
+        if from < log.min_offset() || end <= from {
+            return Ok(Bytes::new());
+        }
+        Ok(log
+            .read(from, (end - from) as usize)
+            .await?
+            .unwrap_or_default())
+    }
+
+    /// Appends bytes read from a master's `read_commitlog` at `from_phys`, which must be this log's end.
+    /// Only whole records are taken; returns the new end (the offset to ask the master for next).
+    pub async fn append_replicated(&self, from_phys: i64, bytes: &[u8]) -> Result<i64, StoreError> {
+        let inner = &*self.inner;
+        let log = &inner.log;
+        let expected = self.max_physical_offset();
+        if from_phys != expected {
+            return Err(StoreError::NotContiguous {
+                expected,
+                got: from_phys,
+            });
+        }
+        let mut pos = log.write_pos();
+        let mut at = 0usize;
+        let mut records = 0u64;
+        let mut arrivals = Vec::new();
+        while let Some(rest) = bytes.get(at..) {
+            let room = log.segment_size - pos % log.segment_size;
+            let size = match peek_head(rest)? {
+                None => break,
+                Some(RecordHead::Blank { total_size }) => {
+                    if total_size as u64 != room {
+                        return Err(StoreError::Corrupt {
+                            path: "replicated data".into(),
+                            offset: pos,
+                            reason: format!("blank of {total_size} bytes where {room} remain"),
+                        });
+                    }
+                    if rest.len() < total_size {
+                        break;
+                    }
+                    log.append_raw(rest.get(..total_size).unwrap_or_default(), 0);
+                    total_size
+                }
+                Some(RecordHead::Message { total_size }) => {
+                    let Some(rec) = rest.get(..total_size) else {
+                        break;
+                    };
+                    let view = decode_view(rec, true)?;
+                    let phys = physical(inner.cfg.shard_id, pos);
+                    if view.physical_offset != phys || total_size as u64 + 8 > room {
+                        return Err(StoreError::Corrupt {
+                            path: "replicated data".into(),
+                            offset: pos,
+                            reason: "record offset or placement disagrees".into(),
+                        });
+                    }
+                    log.append_raw(rec, 1);
+                    if goes_to_consume_queue(view.sys_flag) {
+                        let cq = self.queue_or_create(view.topic, view.queue_id);
+                        let mut q = cq.borrow_mut();
+                        if view.queue_offset == q.max_offset {
+                            let tags = tags_code(
+                                &inner.cfg,
+                                view.topic,
+                                view.properties,
+                                view.store_timestamp,
+                            );
+                            q.append(CqEntry {
+                                phys,
+                                size: total_size as i32,
+                                tags_code: tags,
+                            });
+                            arrivals.push((view.topic.to_owned(), view.queue_id, q.max_offset));
+                        } else {
+                            tracing::warn!(
+                                "replicated record for {}/{} has queue offset {}, queue is at {}",
+                                view.topic,
+                                view.queue_id,
+                                view.queue_offset,
+                                q.max_offset
+                            );
+                        }
+                    }
+                    if inner.cfg.message_index_enable && goes_to_index(view.sys_flag) {
+                        self.index_keys(
+                            view.topic,
+                            index_keys(view.properties),
+                            phys,
+                            view.store_timestamp,
+                        );
+                    }
+                    records += 1;
+                    total_size
+                }
+            };
+            at += size;
+            pos += size as u64;
+        }
+        let _ = records;
+        let listener = inner.arrival.borrow().clone();
+        if let Some(f) = listener {
+            for (t, q, max) in arrivals {
+                f(&t, q, max);
+            }
+        }
+        inner.signal.raise();
+        if inner.cfg.flush_disk_type == FlushDiskType::SyncFlush {
+            inner
+                .waiters
+                .wait(pos)
+                .await
+                .map_err(|e| StoreError::io("commitlog", e))?;
+        }
+        Ok(physical(inner.cfg.shard_id, pos))
+    }
+}

@@ -1,0 +1,182 @@
+//! Retention: deletes whole CommitLog segments older than `fileReservedTime` at `deleteWhen` (or at once
+//! when the disk is fuller than `diskMaxUsedSpaceRatio`, oldest first even if not expired), then the
+//! ConsumeQueue and index files wholly below the new CommitLog minimum. Also keeps the disk-full flag.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use crate::consume_queue::{ConsumeQueue, CqEntry, CQ_UNIT};
+use crate::error::StoreError;
+use crate::offset::physical;
+use crate::store::MessageStore;
+use crate::types::RetentionReport;
+
+/// Percent of the file system holding `path` that is used.
+pub fn disk_used_percent(path: &Path) -> Option<u32> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: statvfs writes into the zeroed struct we own; the path is a valid C string.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    let total = st.f_blocks as u128;
+    let avail = st.f_bavail as u128;
+    let free = st.f_bfree as u128;
+    let used = total.checked_sub(free)?;
+    // Like df: used / (used + available to unprivileged users).
+    let denom = used + avail;
+    (denom > 0).then(|| (used * 100 / denom) as u32)
+}
+
+/// Local hour of a unix time in ms.
+fn local_hour(now_ms: i64) -> Option<u32> {
+    let t: libc::time_t = (now_ms / 1000) as libc::time_t;
+    // SAFETY: localtime_r fills the zeroed struct we own.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let res = unsafe { libc::localtime_r(&t, &mut tm) };
+    (!res.is_null()).then_some(tm.tm_hour as u32)
+}
+
+/// Whether `now_ms` falls in one of the `deleteWhen` hours ("04", or "04;16").
+pub fn is_delete_hour(delete_when: &str, now_ms: i64) -> bool {
+    let Some(hour) = local_hour(now_ms) else {
+        return false;
+    };
+    delete_when
+        .split(';')
+        .filter_map(|h| h.trim().parse::<u32>().ok())
+        .any(|h| h == hour)
+}
+
+impl MessageStore {
+    /// One retention pass at `now_ms`. `force` deletes expired segments regardless of `deleteWhen`.
+    pub async fn run_retention(
+        &self,
+        now_ms: i64,
+        force: bool,
+    ) -> Result<RetentionReport, StoreError> {
+        let inner = &*self.inner;
+        let cfg = &inner.cfg;
+        let _permit = inner
+            .maintenance
+            .acquire_permit(1)
+            .await
+            .map_err(|e| StoreError::io("maintenance", e))?;
+        let used = disk_used_percent(&cfg.root_dir);
+        if let Some(u) = used {
+            let mut full = inner.disk_full.borrow_mut();
+            if u >= cfg.disk_space_warning_level_ratio {
+                if full.is_none() {
+                    tracing::error!("shard {}: disk {u}% used; store read-only", cfg.shard_id);
+                }
+                *full = Some(format!(
+                    "disk {u}% used (limit {}%)",
+                    cfg.disk_space_warning_level_ratio
+                ));
+            } else if full.take().is_some() {
+                tracing::warn!(
+                    "shard {}: disk {u}% used; store writable again",
+                    cfg.shard_id
+                );
+            }
+        }
+        let disk_pressure = used.is_some_and(|u| u >= cfg.disk_max_used_space_ratio);
+        let in_window = force || is_delete_hour(&cfg.delete_when, now_ms);
+        let reserved = Duration::from_secs(cfg.file_reserved_time_hours.saturating_mul(3600));
+        let now = SystemTime::UNIX_EPOCH + Duration::from_millis(now_ms.max(0) as u64);
+        let mut report = RetentionReport::default();
+        let active = inner.log.segment_start(inner.log.write_pos());
+        let flushed = inner.log.flushed.get();
+        for start in inner.log.segment_starts() {
+            // Never the segment being written, nor one holding data not yet durable.
+            if start >= active || start + cfg.mapped_file_size_commit_log > flushed {
+                break;
+            }
+            let Some(seg) = inner.log.segment_at(start) else {
+                continue;
+            };
+            let modified = std::fs::metadata(&seg.path).and_then(|m| m.modified()).ok();
+            let expired =
+                modified.is_some_and(|m| now.duration_since(m).is_ok_and(|age| age >= reserved));
+            let delete = (expired && (in_window || disk_pressure))
+                || (disk_pressure && report.commitlog_segments.is_empty());
+            if !delete {
+                break;
+            }
+            inner.log.remove_segment(start);
+            if let Err(e) = std::fs::remove_file(&seg.path) {
+                tracing::warn!("deleting {} failed: {e}", seg.path.display());
+            }
+            tracing::info!(
+                "shard {}: retention deleted CommitLog segment {}",
+                cfg.shard_id,
+                seg.path.display()
+            );
+            report
+                .commitlog_segments
+                .push(seg.path.display().to_string());
+        }
+        if report.commitlog_segments.is_empty() {
+            return Ok(report);
+        }
+        let min_phys = physical(cfg.shard_id, inner.log.min_offset());
+        let queues: Vec<_> = inner
+            .queues
+            .borrow()
+            .values()
+            .flat_map(|m| m.values().cloned())
+            .collect();
+        for q in queues {
+            report.consume_queue_files += self.trim_queue(&q, min_phys).await?;
+        }
+        let doomed = inner.index.borrow_mut().take_files_below(min_phys);
+        for path in doomed {
+            let _ = std::fs::remove_file(&path);
+            report.index_files += 1;
+        }
+        Ok(report)
+    }
+
+    /// Deletes a queue's files wholly below `min_phys` and raises its min offset; borrows stay short
+    /// because appends to the queue go on meanwhile.
+    async fn trim_queue(
+        &self,
+        q: &std::rc::Rc<std::cell::RefCell<ConsumeQueue>>,
+        min_phys: i64,
+    ) -> Result<usize, StoreError> {
+        let mut deleted = 0;
+        loop {
+            let Some((start, next_start, file, last_pos)) = q.borrow().first_full_file() else {
+                break;
+            };
+            let b = file
+                .read_at(last_pos, CQ_UNIT as usize)
+                .await
+                .map_err(|e| StoreError::io(q.borrow().dir().display(), e))?;
+            match CqEntry::decode(&b) {
+                Some(e) if e.phys + i64::from(e.size) <= min_phys => {
+                    q.borrow_mut().drop_file(start, next_start);
+                    let _ = file.remove().await;
+                    deleted += 1;
+                }
+                _ => break,
+            }
+        }
+        let (topic, queue_id, mut lo, mut hi) = {
+            let q = q.borrow();
+            (q.topic.clone(), q.queue_id, q.min_offset, q.max_offset)
+        };
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let unit = self.unit_at(&topic, queue_id, mid).await?;
+            if unit.is_some_and(|u| u.phys >= min_phys) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        let mut q = q.borrow_mut();
+        q.min_offset = q.min_offset.max(lo);
+        Ok(deleted)
+    }
+}

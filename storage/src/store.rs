@@ -1,0 +1,624 @@
+//! `MessageStore`: one shard's store. Appends assign queue offsets, go to the CommitLog buffer and are
+//! dispatched to the ConsumeQueue and index at once; a flusher task group-commits them; a maintenance
+//! task flushes ConsumeQueues, the index and the checkpoint, and runs retention.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use glommio::{Latency, Shares, Task};
+use protocol::message::record::{MessageRecord, MAX_PROPERTIES_LEN};
+
+use crate::checkpoint::{Checkpoint, CheckpointWriter};
+use crate::commitlog::CommitLog;
+use crate::config::{FlushDiskType, StoreConfig};
+use crate::consume_queue::{ConsumeQueue, CqEntry};
+use crate::dispatch::{goes_to_consume_queue, goes_to_index, DispatchProps};
+use crate::error::{PutError, StoreError};
+use crate::flush::{FlushSignal, FlushWaiters};
+use crate::index::{flush_index, IndexService};
+use crate::index_file::IndexFile;
+use crate::offset::physical;
+use crate::stats::{StatsSnapshot, StoreStats};
+use crate::types::PutOk;
+
+/// Sub-directory of the shard directory that holds ConsumeQueues (`<topic>/<queueId>/<files>`).
+pub const CONSUME_QUEUE_DIR: &str = "consumequeue";
+/// Marker present while the store runs; found at open it means the last stop was unclean.
+pub const ABORT_FILE: &str = "abort";
+/// How often retention and the disk-usage check run.
+const RETENTION_INTERVAL: Duration = Duration::from_secs(10);
+
+/// The long-polling hook: (topic, queue id, new max offset).
+pub type ArrivalFn = dyn Fn(&str, i32, i64);
+
+pub(crate) type QueueMap = HashMap<
+    String,
+    HashMap<i32, Rc<RefCell<ConsumeQueue>>, ahash::RandomState>,
+    ahash::RandomState,
+>;
+
+/// Topic names become ConsumeQueue directory names: RocketMQ's characters (`%|a-zA-Z0-9_-`, plus `.`),
+/// never a path component like `..`.
+pub fn topic_is_storable(topic: &str) -> bool {
+    !topic.is_empty()
+        && topic.len() <= i16::MAX as usize
+        && topic != "."
+        && topic != ".."
+        && topic
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'%' | b'|' | b'_' | b'-' | b'.'))
+}
+
+pub(crate) fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+pub(crate) struct Inner {
+    pub cfg: StoreConfig,
+    pub log: Rc<CommitLog>,
+    pub cq_root: PathBuf,
+    pub queues: RefCell<QueueMap>,
+    pub index: RefCell<IndexService>,
+    pub signal: FlushSignal,
+    pub waiters: FlushWaiters,
+    pub stats: StoreStats,
+    /// Set when a CommitLog write failed; cleared by the next successful flush.
+    pub write_failure: RefCell<Option<String>>,
+    /// Set while the disk is fuller than `disk_space_warning_level_ratio`.
+    pub disk_full: RefCell<Option<String>>,
+    pub arrival: RefCell<Option<Rc<ArrivalFn>>>,
+    pub shutting_down: Cell<bool>,
+    /// The dispatch point last written to the checkpoint.
+    pub dispatch_durable: Cell<u64>,
+    pub checkpoint: RefCell<Option<CheckpointWriter>>,
+    /// Serializes ConsumeQueue/index/checkpoint flushes and retention.
+    pub maintenance: glommio::sync::Semaphore,
+    pub flusher: RefCell<Option<Task<()>>>,
+    pub background: RefCell<Vec<Task<()>>>,
+}
+
+/// One shard's message store. Create and use it inside one glommio executor; clones share it.
+#[derive(Clone)]
+pub struct MessageStore {
+    pub(crate) inner: Rc<Inner>,
+}
+
+impl MessageStore {
+    /// Opens (recovering if needed) the store in `cfg.root_dir` and starts its background tasks in the
+    /// current executor.
+    pub async fn open(cfg: StoreConfig) -> Result<MessageStore, StoreError> {
+        cfg.validate()?;
+        std::fs::create_dir_all(&cfg.root_dir)
+            .map_err(|e| StoreError::io(cfg.root_dir.display(), e))?;
+        crate::probe::prime_dma_detection(&cfg.root_dir).await?;
+        let rec = crate::recovery::recover(&cfg).await?;
+        let writer = CheckpointWriter::open(&cfg.root_dir, rec.checkpoint_seq).await?;
+        let queues: QueueMap = rec
+            .queues
+            .into_iter()
+            .map(|(topic, qs)| {
+                (
+                    topic,
+                    qs.into_iter()
+                        .map(|(q, cq)| (q, Rc::new(RefCell::new(cq))))
+                        .collect(),
+                )
+            })
+            .collect();
+        let inner = Rc::new(Inner {
+            cq_root: cfg.root_dir.join(CONSUME_QUEUE_DIR),
+            log: Rc::new(rec.log),
+            queues: RefCell::new(queues),
+            index: RefCell::new(rec.index),
+            signal: FlushSignal::default(),
+            waiters: FlushWaiters::default(),
+            stats: StoreStats::default(),
+            write_failure: RefCell::new(None),
+            disk_full: RefCell::new(None),
+            arrival: RefCell::new(None),
+            shutting_down: Cell::new(false),
+            dispatch_durable: Cell::new(rec.dispatch_from),
+            checkpoint: RefCell::new(Some(writer)),
+            maintenance: glommio::sync::Semaphore::new(1),
+            flusher: RefCell::new(None),
+            background: RefCell::new(Vec::new()),
+            cfg,
+        });
+        inner.waiters.flushed.set(inner.log.flushed.get());
+        let store = MessageStore { inner };
+        if store.inner.cfg.message_index_enable && store.inner.index.borrow().files.is_empty() {
+            let (slots, entries) = store.inner.index.borrow().slots_entries();
+            let path = store
+                .inner
+                .index
+                .borrow()
+                .dir
+                .join(crate::offset::file_name(now_ms() as u64));
+            let file = IndexFile::create(path, slots, entries).await?;
+            store.inner.index.borrow_mut().finish_new_file(Some(file));
+        }
+        // Keys recovery could not place (a full file) go to a new file.
+        store.roll_index_file();
+        // Make what recovery rebuilt durable before anything else happens.
+        store.flush_maintenance().await?;
+        std::fs::write(store.inner.cfg.root_dir.join(ABORT_FILE), b"")
+            .map_err(|e| StoreError::io(store.inner.cfg.root_dir.display(), e))?;
+        store.start_tasks()?;
+        Ok(store)
+    }
+
+    fn start_tasks(&self) -> Result<(), StoreError> {
+        // The flusher shares the appenders' task queue on purpose: appenders woken by a sync run (and
+        // append again) before the flusher takes its next snapshot, so group-commit batches stay large.
+        // A separate latency-sensitive queue halved the batches in measurements. Maintenance runs in
+        // a low-share queue behind the hot path.
+        let ex = glommio::executor();
+        let maintenance_tq = ex.create_task_queue(
+            Shares::Static(100),
+            Latency::NotImportant,
+            "storage-maintenance",
+        );
+        let spawn_err = |e| StoreError::io("task queue", e);
+        self.inner.log.prepare_first_segment();
+        let flusher = glommio::spawn_local(flusher_loop(self.inner.clone()));
+        *self.inner.flusher.borrow_mut() = Some(flusher);
+        let me = self.clone();
+        let maintenance = glommio::spawn_local_into(
+            async move {
+                let interval =
+                    Duration::from_millis(me.inner.cfg.flush_interval_consume_queue_ms.max(10));
+                let mut last_retention = Instant::now();
+                loop {
+                    glommio::timer::sleep(interval).await;
+                    if me.inner.shutting_down.get() {
+                        break;
+                    }
+                    if let Err(e) = me.flush_maintenance().await {
+                        tracing::error!(
+                            "shard {}: flushing ConsumeQueues/index/checkpoint failed: {e}",
+                            me.inner.cfg.shard_id
+                        );
+                    }
+                    if last_retention.elapsed() >= RETENTION_INTERVAL {
+                        last_retention = Instant::now();
+                        if let Err(e) = me.run_retention(now_ms(), false).await {
+                            tracing::error!(
+                                "shard {}: retention failed: {e}",
+                                me.inner.cfg.shard_id
+                            );
+                        }
+                    }
+                }
+            },
+            maintenance_tq,
+        )
+        .map_err(spawn_err)?;
+        self.inner.background.borrow_mut().push(maintenance);
+        Ok(())
+    }
+
+    /// The config the store was opened with.
+    pub fn config(&self) -> &StoreConfig {
+        &self.inner.cfg
+    }
+
+    pub fn shard_id(&self) -> u16 {
+        self.inner.cfg.shard_id
+    }
+
+    /// Why appends are refused, if they are.
+    pub fn read_only_reason(&self) -> Option<String> {
+        let wf = self.inner.write_failure.borrow().clone();
+        wf.or_else(|| self.inner.disk_full.borrow().clone())
+    }
+
+    /// Appends one message; `queue_offset`, `physical_offset` and `store_timestamp` are assigned here.
+    /// With SYNC_FLUSH it resolves after the fdatasync that covers the record.
+    pub async fn put(&self, msg: MessageRecord) -> Result<PutOk, PutError> {
+        let len = msg.encoded_len();
+        self.admit(len as u64)?;
+        let (ok, end) = self.append(msg, len, now_ms())?;
+        self.after_append(end).await?;
+        Ok(ok)
+    }
+
+    /// Appends messages back to back (consecutive queue offsets within a queue), one flush covering all.
+    pub async fn put_batch(&self, msgs: Vec<MessageRecord>) -> Result<Vec<PutOk>, PutError> {
+        let total: u64 = msgs.iter().map(|m| m.encoded_len() as u64).sum();
+        self.admit(total)?;
+        let now = now_ms();
+        let mut out = Vec::with_capacity(msgs.len());
+        let mut end = self.inner.log.write_pos();
+        for msg in msgs {
+            let len = msg.encoded_len();
+            let (ok, e) = self.append(msg, len, now)?;
+            out.push(ok);
+            end = e;
+        }
+        self.after_append(end).await?;
+        Ok(out)
+    }
+
+    /// Refuses an append of `len` bytes when read-only or when too much waits for a flush.
+    fn admit(&self, len: u64) -> Result<(), PutError> {
+        if let Some(why) = self.read_only_reason() {
+            return Err(PutError::ReadOnly(why));
+        }
+        if self.inner.shutting_down.get() {
+            return Err(PutError::ReadOnly("store is shutting down".to_owned()));
+        }
+        let unflushed = self.inner.log.unflushed();
+        if unflushed > 0 && unflushed.saturating_add(len) > self.inner.cfg.max_unflushed_bytes {
+            StoreStats::inc(&self.inner.stats.busy_rejects, 1);
+            return Err(PutError::Busy { unflushed });
+        }
+        Ok(())
+    }
+
+    /// The synchronous part of a put: offsets, encoding into the log buffer, dispatch.
+    fn append(
+        &self,
+        mut msg: MessageRecord,
+        len: usize,
+        now: i64,
+    ) -> Result<(PutOk, u64), PutError> {
+        let inner = &*self.inner;
+        if len > inner.cfg.max_message_size {
+            return Err(PutError::MessageTooLarge {
+                size: len,
+                max: inner.cfg.max_message_size,
+            });
+        }
+        if !topic_is_storable(&msg.topic) || msg.properties.len() > MAX_PROPERTIES_LEN {
+            return Err(PutError::Illegal(format!(
+                "topic {:?} is not storable or properties length {} out of range",
+                msg.topic,
+                msg.properties.len()
+            )));
+        }
+        let size = i32::try_from(len).map_err(|_| PutError::MessageTooLarge {
+            size: len,
+            max: inner.cfg.max_message_size,
+        })?;
+        msg.store_timestamp = now;
+        let to_cq = goes_to_consume_queue(msg.sys_flag);
+        let cq = self.queue_or_create(&msg.topic, msg.queue_id);
+        msg.queue_offset = if to_cq { cq.borrow().max_offset } else { 0 };
+        let local = inner.log.prepare_append(len as u64);
+        let phys = physical(inner.cfg.shard_id, local);
+        msg.physical_offset = phys;
+        inner.log.append_with(
+            len,
+            |v| msg.encode(v).map_err(|e| PutError::Illegal(e.to_string())),
+            |n| PutError::Illegal(format!("record encoded to {n} bytes, expected {len}")),
+        )?;
+        let props = DispatchProps::scan(&msg.properties);
+        let tags = props.tags_code(&inner.cfg, &msg.topic, now);
+        let new_max = if to_cq {
+            let mut q = cq.borrow_mut();
+            q.append(CqEntry {
+                phys,
+                size,
+                tags_code: tags,
+            });
+            Some(q.max_offset)
+        } else {
+            None
+        };
+        if inner.cfg.message_index_enable && goes_to_index(msg.sys_flag) {
+            self.index_keys(&msg.topic, props.index_keys(), phys, now);
+        }
+        StoreStats::inc(&inner.stats.puts, 1);
+        StoreStats::inc(&inner.stats.put_bytes, len as u64);
+        if let Some(max) = new_max {
+            let listener = inner.arrival.borrow().clone();
+            if let Some(f) = listener {
+                f(&msg.topic, msg.queue_id, max);
+            }
+        }
+        let ok = PutOk {
+            physical_offset: phys,
+            queue_offset: msg.queue_offset,
+            size,
+            store_timestamp: now,
+        };
+        Ok((ok, local + len as u64))
+    }
+
+    pub(crate) fn index_keys<'a>(
+        &self,
+        topic: &str,
+        keys: impl Iterator<Item = &'a str>,
+        phys: i64,
+        ts: i64,
+    ) {
+        let mut need_file = false;
+        {
+            let mut index = self.inner.index.borrow_mut();
+            for key in keys {
+                if !index.put(topic, key, phys, ts) {
+                    need_file = true;
+                }
+            }
+        }
+        if need_file {
+            self.roll_index_file();
+        }
+    }
+
+    /// Creates the next index file in the background; keys wait in memory meanwhile.
+    fn roll_index_file(&self) {
+        let Some(path) = self.inner.index.borrow_mut().begin_new_file(now_ms()) else {
+            return;
+        };
+        let (slots, entries) = self.inner.index.borrow().slots_entries();
+        let inner = self.inner.clone();
+        glommio::spawn_local(async move {
+            let file = match IndexFile::create(path.clone(), slots, entries).await {
+                Ok(f) => Some(f),
+                Err(e) => {
+                    tracing::error!("creating index file {} failed: {e}", path.display());
+                    None
+                }
+            };
+            inner.index.borrow_mut().finish_new_file(file);
+        })
+        .detach();
+    }
+
+    /// Wakes the flusher and, with SYNC_FLUSH, waits for the flush covering `end`.
+    async fn after_append(&self, end: u64) -> Result<(), PutError> {
+        let inner = &*self.inner;
+        match inner.cfg.flush_disk_type {
+            FlushDiskType::AsyncFlush => {
+                if inner.log.unflushed() >= inner.cfg.flush_commit_log_least_pages * 4096 {
+                    inner.signal.raise();
+                }
+                Ok(())
+            }
+            FlushDiskType::SyncFlush => {
+                inner.signal.raise();
+                let timeout_ms = inner.cfg.sync_flush_timeout_ms;
+                let wait = async { inner.waiters.wait(end).await.map_err(PutError::Io) };
+                let timer = async {
+                    glommio::timer::sleep(Duration::from_millis(timeout_ms)).await;
+                    Err(PutError::FlushTimeout(timeout_ms))
+                };
+                let res = futures_lite::future::or(wait, timer).await;
+                if matches!(res, Err(PutError::FlushTimeout(_))) {
+                    StoreStats::inc(&inner.stats.flush_timeouts, 1);
+                }
+                res
+            }
+        }
+    }
+
+    /// The queue's ConsumeQueue, created empty if new.
+    pub(crate) fn queue_or_create(&self, topic: &str, queue_id: i32) -> Rc<RefCell<ConsumeQueue>> {
+        if let Some(q) = self.queue(topic, queue_id) {
+            return q;
+        }
+        let units = (self.inner.cfg.mapped_file_size_consume_queue / 20) as i64;
+        let cq = Rc::new(RefCell::new(ConsumeQueue::new(
+            &self.inner.cq_root,
+            topic,
+            queue_id,
+            units,
+        )));
+        self.inner
+            .queues
+            .borrow_mut()
+            .entry(topic.to_owned())
+            .or_default()
+            .insert(queue_id, cq.clone());
+        cq
+    }
+
+    pub(crate) fn queue(&self, topic: &str, queue_id: i32) -> Option<Rc<RefCell<ConsumeQueue>>> {
+        self.inner
+            .queues
+            .borrow()
+            .get(topic)
+            .and_then(|qs| qs.get(&queue_id))
+            .cloned()
+    }
+
+    /// Registers the long-polling hook, called after a record reaches its ConsumeQueue with
+    /// (topic, queue id, new max offset).
+    pub fn set_arrival_listener(&self, f: Box<ArrivalFn>) {
+        *self.inner.arrival.borrow_mut() = Some(Rc::from(f));
+    }
+
+    /// Every (topic, queue id) with a ConsumeQueue.
+    pub fn queues(&self) -> Vec<(String, i32)> {
+        let qs = self.inner.queues.borrow();
+        let mut out: Vec<(String, i32)> = qs
+            .iter()
+            .flat_map(|(t, m)| m.keys().map(move |q| (t.clone(), *q)))
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// Drops a topic's ConsumeQueues (files included). Its records stay in the CommitLog until retention.
+    pub fn delete_topic(&self, topic: &str) {
+        let removed = self.inner.queues.borrow_mut().remove(topic);
+        if removed.is_some() {
+            let dir = self.inner.cq_root.join(topic);
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                if e.kind() != std::io::ErrorKind::NotFound {
+                    tracing::warn!("deleting {} failed: {e}", dir.display());
+                }
+            }
+        }
+    }
+
+    /// Highest physical offset written (full offset, shard bits included).
+    pub fn max_physical_offset(&self) -> i64 {
+        physical(self.inner.cfg.shard_id, self.inner.log.write_pos())
+    }
+
+    /// Lowest physical offset still stored.
+    pub fn min_physical_offset(&self) -> i64 {
+        physical(self.inner.cfg.shard_id, self.inner.log.min_offset())
+    }
+
+    /// Physical offset up to which the CommitLog is durable.
+    pub fn flushed_physical_offset(&self) -> i64 {
+        physical(self.inner.cfg.shard_id, self.inner.log.flushed.get())
+    }
+
+    /// Start offsets (physical) of the CommitLog segments, oldest first.
+    pub fn commitlog_segments(&self) -> Vec<i64> {
+        self.inner
+            .log
+            .segment_starts()
+            .into_iter()
+            .map(|s| physical(self.inner.cfg.shard_id, s))
+            .collect()
+    }
+
+    pub fn stats(&self) -> StatsSnapshot {
+        self.inner.stats.snapshot()
+    }
+
+    /// Flushes ConsumeQueues and the index, then writes the checkpoint.
+    pub async fn flush_maintenance(&self) -> Result<(), StoreError> {
+        let inner = &*self.inner;
+        let _permit = inner
+            .maintenance
+            .acquire_permit(1)
+            .await
+            .map_err(|e| StoreError::io("maintenance", e))?;
+        // Keys still waiting for an index file are not durable: keep the old dispatch point then.
+        let dispatched = if inner.index.borrow().has_pending() {
+            inner.dispatch_durable.get()
+        } else {
+            inner.log.write_pos()
+        };
+        let commitlog_flushed = inner.log.flushed.get();
+        let queues: Vec<Rc<RefCell<ConsumeQueue>>> = inner
+            .queues
+            .borrow()
+            .values()
+            .flat_map(|m| m.values().cloned())
+            .collect();
+        for q in queues {
+            let job = q.borrow().prepare_flush();
+            if let Some(job) = job {
+                let target = job.target;
+                let created = job.run().await?;
+                q.borrow_mut().complete_flush(target, created);
+            }
+        }
+        let work = inner.index.borrow_mut().take_flush_work();
+        let full = flush_index(work).await?;
+        inner.index.borrow_mut().seal_full(&full);
+        let writer = inner.checkpoint.borrow_mut().take();
+        if let Some(mut w) = writer {
+            let cp = Checkpoint {
+                seq: 0,
+                commitlog_flushed,
+                dispatch_durable: dispatched,
+                timestamp_ms: now_ms(),
+            };
+            let res = w.write(cp).await;
+            *inner.checkpoint.borrow_mut() = Some(w);
+            res?;
+            inner.dispatch_durable.set(dispatched);
+        }
+        Ok(())
+    }
+
+    /// Final flush, checkpoint, and removal of the abort marker. Appends are refused from now on.
+    pub async fn shutdown(&self) {
+        let inner = &*self.inner;
+        if inner.shutting_down.replace(true) {
+            return;
+        }
+        inner.signal.raise();
+        let flusher = inner.flusher.borrow_mut().take();
+        if let Some(task) = flusher {
+            task.await;
+        }
+        // Stop the maintenance loop between its steps, then do the last round ourselves.
+        let permit = inner.maintenance.acquire_permit(1).await;
+        drop(std::mem::take(&mut *inner.background.borrow_mut()));
+        drop(permit);
+        let clean = inner.log.unflushed() == 0;
+        match self.flush_maintenance().await {
+            Ok(()) if clean => {
+                let _ = std::fs::remove_file(inner.cfg.root_dir.join(ABORT_FILE));
+            }
+            Ok(()) => tracing::error!(
+                "shard {}: CommitLog not fully flushed at shutdown",
+                inner.cfg.shard_id
+            ),
+            Err(e) => tracing::error!("shard {}: final flush failed: {e}", inner.cfg.shard_id),
+        }
+    }
+}
+
+/// The CommitLog flusher: group commit (SYNC_FLUSH flushes as soon as anything is pending, so records
+/// appended during a flush join the next one) or timer/threshold flushing (ASYNC_FLUSH).
+async fn flusher_loop(inner: Rc<Inner>) {
+    let cfg = &inner.cfg;
+    let interval = Duration::from_millis(cfg.flush_interval_commit_log_ms.max(1));
+    let least = cfg.flush_commit_log_least_pages * 4096;
+    let sync = cfg.flush_disk_type == FlushDiskType::SyncFlush;
+    let mut last_flush = Instant::now();
+    loop {
+        let unflushed = inner.log.unflushed();
+        let stopping = inner.shutting_down.get();
+        let due = unflushed > 0
+            && (sync || stopping || unflushed >= least || last_flush.elapsed() >= interval);
+        if !due {
+            if stopping {
+                break;
+            }
+            let wait = if unflushed > 0 {
+                interval.saturating_sub(last_flush.elapsed())
+            } else {
+                interval
+            };
+            futures_lite::future::or(inner.signal.wait(), glommio::timer::sleep(wait)).await;
+            continue;
+        }
+        let started = Instant::now();
+        match inner.log.flush().await {
+            Ok(out) => {
+                inner.stats.record_flush(
+                    started.elapsed().as_nanos() as u64,
+                    out.records,
+                    out.bytes,
+                );
+                inner.waiters.advance(inner.log.flushed.get());
+                if inner.write_failure.borrow_mut().take().is_some() {
+                    tracing::warn!(
+                        "shard {}: CommitLog writes work again; store writable",
+                        cfg.shard_id
+                    );
+                }
+                last_flush = Instant::now();
+            }
+            Err(e) => {
+                let why = format!("CommitLog write failed: {e}");
+                tracing::error!(
+                    "shard {}: {why}; store is read-only until a flush succeeds",
+                    cfg.shard_id
+                );
+                *inner.write_failure.borrow_mut() = Some(why.clone());
+                inner.waiters.fail(why);
+                if stopping {
+                    break;
+                }
+                glommio::timer::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}

@@ -1,0 +1,53 @@
+//! Result types of the store's public API.
+
+use bytes::Bytes;
+
+/// A stored put.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PutOk {
+    /// Full physical offset (shard id in bits 48..62).
+    pub physical_offset: i64,
+    pub queue_offset: i64,
+    /// Stored record size in bytes.
+    pub size: i32,
+    pub store_timestamp: i64,
+}
+
+/// RocketMQ's `GetMessageStatus`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GetMessageStatus {
+    Found,
+    NoMatchedMessage,
+    MessageWasRemoving,
+    OffsetFoundNull,
+    OffsetOverflowBadly,
+    OffsetOverflowOne,
+    OffsetTooSmall,
+    NoMatchedLogicQueue,
+    NoMessageInQueue,
+}
+
+/// The answer to a pull.
+#[derive(Debug, Clone)]
+pub struct GetResult {
+    pub status: GetMessageStatus,
+    /// Stored records, ready to be concatenated into a PULL_MESSAGE body.
+    pub records: Vec<Bytes>,
+    pub next_begin_offset: i64,
+    pub min_offset: i64,
+    pub max_offset: i64,
+}
+
+impl GetResult {
+    pub fn total_bytes(&self) -> usize {
+        self.records.iter().map(Bytes::len).sum()
+    }
+}
+
+/// What a retention pass removed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RetentionReport {
+    pub commitlog_segments: Vec<String>,
+    pub consume_queue_files: usize,
+    pub index_files: usize,
+}

@@ -1,0 +1,205 @@
+//! Offset by time, earliest store time, topic deletion, the DMA trap workaround, and replication of the
+//! CommitLog from one store into another (the HA path).
+
+mod common;
+
+use std::time::Duration;
+
+use common::{body, message, run, small_config};
+use protocol::message::record::decode_view;
+use storage::{record_store_timestamp, FlushDiskType, GetMessageStatus, MessageStore};
+
+#[test]
+fn offset_by_time_and_earliest_store_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_owned();
+    run(move || async move {
+        let store = MessageStore::open(small_config(&path, FlushDiskType::AsyncFlush))
+            .await
+            .expect("open");
+        assert_eq!(
+            store.earliest_store_time("T", 0).await.expect("earliest"),
+            None
+        );
+        let mut times = Vec::new();
+        for i in 0..40u64 {
+            let ok = store
+                .put(message("T", 0, &body(i, 2000), "", "", ""))
+                .await
+                .expect("put");
+            times.push(ok.store_timestamp);
+            if i % 10 == 9 {
+                glommio::timer::sleep(Duration::from_millis(5)).await;
+            }
+        }
+        store.flush_maintenance().await.expect("flush");
+        assert_eq!(
+            store.earliest_store_time("T", 0).await.expect("earliest"),
+            Some(times[0])
+        );
+        for probe in [times[0] - 1, times[10], times[25], times[39]] {
+            let want = times.iter().position(|t| *t >= probe).expect("some") as i64;
+            assert_eq!(
+                store.offset_by_time("T", 0, probe).await.expect("by time"),
+                want,
+                "probe {probe}"
+            );
+        }
+        assert_eq!(
+            store
+                .offset_by_time("T", 0, times[39] + 1)
+                .await
+                .expect("by time"),
+            40
+        );
+        let rec = store
+            .get_messages("T", 0, 7, 1, 1 << 20, None)
+            .await
+            .expect("get")
+            .records
+            .remove(0);
+        assert_eq!(record_store_timestamp(&rec), Some(times[7]));
+        store.shutdown().await;
+    });
+}
+
+#[test]
+fn delete_topic_removes_its_queues() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_owned();
+    run(move || async move {
+        let store = MessageStore::open(small_config(&path, FlushDiskType::SyncFlush))
+            .await
+            .expect("open");
+        store
+            .put(message("Gone", 0, b"a", "", "", ""))
+            .await
+            .expect("put");
+        store
+            .put(message("Kept", 1, b"b", "", "", ""))
+            .await
+            .expect("put");
+        store.flush_maintenance().await.expect("flush");
+        assert!(path.join("consumequeue/Gone/0").exists());
+        store.delete_topic("Gone");
+        assert_eq!(store.queues(), vec![("Kept".to_owned(), 1)]);
+        assert!(!path.join("consumequeue/Gone").exists());
+        let got = store
+            .get_messages("Gone", 0, 0, 1, 1 << 20, None)
+            .await
+            .expect("get");
+        assert_eq!(got.status, GetMessageStatus::NoMatchedLogicQueue);
+        store.shutdown().await;
+        let store = MessageStore::open(small_config(&path, FlushDiskType::SyncFlush))
+            .await
+            .expect("reopen");
+        assert_eq!(store.queues(), vec![("Kept".to_owned(), 1)]);
+        store.shutdown().await;
+    });
+}
+
+#[test]
+fn fresh_executor_reads_old_data_through_dma() {
+    // glommio#605/#670: the first file an executor opens decides polled I/O; the store primes it.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_owned();
+    let p = path.clone();
+    let phys = run(move || async move {
+        let mut cfg = small_config(&p, FlushDiskType::SyncFlush);
+        cfg.read_cache_bytes = 0;
+        let store = MessageStore::open(cfg).await.expect("open");
+        let mut offs = Vec::new();
+        for i in 0..100u64 {
+            offs.push(
+                store
+                    .put(message("D", 0, &body(i, 1500), "", "", ""))
+                    .await
+                    .expect("put")
+                    .physical_offset,
+            );
+        }
+        store.shutdown().await;
+        offs
+    });
+    run(move || async move {
+        let mut cfg = small_config(&path, FlushDiskType::SyncFlush);
+        cfg.read_cache_bytes = 0;
+        let store = MessageStore::open(cfg).await.expect("open");
+        for (i, p) in phys.iter().enumerate() {
+            let rec = store
+                .read_record(*p)
+                .await
+                .expect("DMA read works")
+                .expect("present");
+            assert_eq!(
+                decode_view(&rec, true).expect("valid").body,
+                &body(i as u64, 1500)[..]
+            );
+        }
+        store.shutdown().await;
+    });
+}
+
+#[test]
+fn replicated_log_matches_the_master() {
+    let master_dir = tempfile::tempdir().expect("tempdir");
+    let slave_dir = tempfile::tempdir().expect("tempdir");
+    let (m, s) = (master_dir.path().to_owned(), slave_dir.path().to_owned());
+    run(move || async move {
+        let master = MessageStore::open(small_config(&m, FlushDiskType::SyncFlush))
+            .await
+            .expect("master");
+        let slave = MessageStore::open(small_config(&s, FlushDiskType::SyncFlush))
+            .await
+            .expect("slave");
+        let mut oks = Vec::new();
+        for i in 0..150u64 {
+            oks.push(
+                master
+                    .put(message(
+                        "H",
+                        (i % 2) as i32,
+                        &body(i, 800),
+                        "",
+                        &format!("k{i}"),
+                        "",
+                    ))
+                    .await
+                    .expect("put"),
+            );
+        }
+        // Ship in uneven pieces, as a network would; partial records are re-sent.
+        let mut pos = slave.max_physical_offset();
+        while pos < master.max_physical_offset() {
+            let chunk = master.read_commitlog(pos, 3000).await.expect("read");
+            assert!(!chunk.is_empty());
+            pos = slave.append_replicated(pos, &chunk).await.expect("append");
+        }
+        assert_eq!(slave.max_physical_offset(), master.max_physical_offset());
+        for (i, ok) in oks.iter().enumerate() {
+            let q = (i % 2) as i32;
+            assert_eq!(slave.max_offset("H", q), master.max_offset("H", q));
+            let a = master
+                .get_messages("H", q, ok.queue_offset, 1, 1 << 20, None)
+                .await
+                .expect("get");
+            let b = slave
+                .get_messages("H", q, ok.queue_offset, 1, 1 << 20, None)
+                .await
+                .expect("get");
+            assert_eq!(a.records, b.records);
+        }
+        assert_eq!(
+            slave
+                .query_by_key("H", "k77", 4, 0, i64::MAX)
+                .await
+                .expect("query")
+                .len(),
+            1
+        );
+        // A gap is refused.
+        assert!(slave.append_replicated(pos + 100, b"x").await.is_err());
+        master.shutdown().await;
+        slave.shutdown().await;
+    });
+}
