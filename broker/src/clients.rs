@@ -1,0 +1,268 @@
+//! The client registry (shard 0): producer and consumer groups, their clients' connections, the
+//! consumers' subscriptions, and expiry of clients silent for too long.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use protocol::body::{ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, SubscriptionData};
+
+/// A client connection, wherever (which shard) it was accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ConnRef {
+    pub shard: usize,
+    pub conn_id: u64,
+    pub peer: SocketAddr,
+}
+
+#[derive(Debug, Clone)]
+struct ClientChannel {
+    conn: ConnRef,
+    last_update: Instant,
+}
+
+/// One consumer group as its clients described it in their heartbeats.
+#[derive(Debug, Clone)]
+pub struct ConsumerGroupInfo {
+    pub consume_type: ConsumeType,
+    pub message_model: MessageModel,
+    pub consume_from_where: ConsumeFromWhere,
+    pub subscriptions: BTreeMap<String, SubscriptionData>,
+    clients: BTreeMap<String, ClientChannel>,
+}
+
+/// What a consumer registration changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConsumerChange {
+    /// A client joined (new client id).
+    pub members: bool,
+    /// The group's subscription set changed.
+    pub subscriptions: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct ClientRegistry {
+    producers: HashMap<String, BTreeMap<String, ClientChannel>>,
+    consumers: HashMap<String, ConsumerGroupInfo>,
+}
+
+impl ClientRegistry {
+    pub fn register_producer(&mut self, group: &str, client_id: &str, conn: ConnRef, now: Instant) {
+        self.producers.entry(group.to_owned()).or_default().insert(
+            client_id.to_owned(),
+            ClientChannel {
+                conn,
+                last_update: now,
+            },
+        );
+    }
+
+    /// Registers a consumer. `without_sub`: the heartbeat left subscriptions out (HeartbeatV2's short
+    /// form), so the group's known subscriptions stay.
+    pub fn register_consumer(
+        &mut self,
+        data: &ConsumerData,
+        client_id: &str,
+        conn: ConnRef,
+        now: Instant,
+        without_sub: bool,
+    ) -> ConsumerChange {
+        let info = self
+            .consumers
+            .entry(data.group_name.clone())
+            .or_insert_with(|| ConsumerGroupInfo {
+                consume_type: data.consume_type.clone(),
+                message_model: data.message_model.clone(),
+                consume_from_where: data.consume_from_where.clone(),
+                subscriptions: BTreeMap::new(),
+                clients: BTreeMap::new(),
+            });
+        info.consume_type = data.consume_type.clone();
+        info.message_model = data.message_model.clone();
+        info.consume_from_where = data.consume_from_where.clone();
+        let members = info
+            .clients
+            .insert(
+                client_id.to_owned(),
+                ClientChannel {
+                    conn,
+                    last_update: now,
+                },
+            )
+            .is_none();
+        if without_sub && data.subscription_data_set.is_empty() {
+            return ConsumerChange {
+                members,
+                subscriptions: false,
+            };
+        }
+        let new_subs: BTreeMap<String, SubscriptionData> = data
+            .subscription_data_set
+            .iter()
+            .map(|s| (s.topic.clone(), s.clone()))
+            .collect();
+        let subscriptions = new_subs != info.subscriptions;
+        if subscriptions {
+            info.subscriptions = new_subs;
+        }
+        ConsumerChange {
+            members,
+            subscriptions,
+        }
+    }
+
+    pub fn unregister_producer(&mut self, group: &str, client_id: &str) {
+        if let Some(clients) = self.producers.get_mut(group) {
+            clients.remove(client_id);
+            if clients.is_empty() {
+                self.producers.remove(group);
+            }
+        }
+    }
+
+    /// Removes a consumer; true when it was a member. An emptied group is dropped.
+    pub fn unregister_consumer(&mut self, group: &str, client_id: &str) -> bool {
+        let Some(info) = self.consumers.get_mut(group) else {
+            return false;
+        };
+        let removed = info.clients.remove(client_id).is_some();
+        if info.clients.is_empty() {
+            self.consumers.remove(group);
+        }
+        removed
+    }
+
+    /// Removes every client registered on a closed connection; returns the consumer groups that lost
+    /// members.
+    pub fn connection_closed(&mut self, shard: usize, conn_id: u64) -> Vec<String> {
+        self.remove_where(|c| c.conn.shard == shard && c.conn.conn_id == conn_id)
+    }
+
+    /// Removes clients silent for longer than `max_idle`; returns the consumer groups that lost members.
+    pub fn expire(&mut self, now: Instant, max_idle: Duration) -> Vec<String> {
+        self.remove_where(|c| now.saturating_duration_since(c.last_update) > max_idle)
+    }
+
+    fn remove_where(&mut self, gone: impl Fn(&ClientChannel) -> bool) -> Vec<String> {
+        for clients in self.producers.values_mut() {
+            clients.retain(|_, c| !gone(c));
+        }
+        self.producers.retain(|_, clients| !clients.is_empty());
+        let mut changed = Vec::new();
+        for (group, info) in self.consumers.iter_mut() {
+            let before = info.clients.len();
+            info.clients.retain(|_, c| !gone(c));
+            if info.clients.len() != before {
+                changed.push(group.clone());
+            }
+        }
+        self.consumers.retain(|_, info| !info.clients.is_empty());
+        changed
+    }
+
+    /// Client ids of a consumer group (sorted).
+    pub fn consumer_ids(&self, group: &str) -> Option<Vec<String>> {
+        self.consumers
+            .get(group)
+            .map(|info| info.clients.keys().cloned().collect())
+    }
+
+    /// Connections of a consumer group's clients.
+    pub fn consumer_conns(&self, group: &str) -> Vec<ConnRef> {
+        self.consumers
+            .get(group)
+            .map(|info| info.clients.values().map(|c| c.conn).collect())
+            .unwrap_or_default()
+    }
+
+    /// A group's current subscriptions (empty when the group is gone).
+    pub fn subscriptions(&self, group: &str) -> Vec<SubscriptionData> {
+        self.consumers
+            .get(group)
+            .map(|info| info.subscriptions.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    pub fn consumer_group_count(&self) -> usize {
+        self.consumers.len()
+    }
+
+    pub fn producer_group_count(&self) -> usize {
+        self.producers.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn(shard: usize, id: u64) -> ConnRef {
+        ConnRef {
+            shard,
+            conn_id: id,
+            peer: "127.0.0.1:1".parse().unwrap(),
+        }
+    }
+
+    fn consumer(group: &str, topics: &[&str]) -> ConsumerData {
+        ConsumerData {
+            group_name: group.into(),
+            subscription_data_set: topics
+                .iter()
+                .map(|t| SubscriptionData {
+                    topic: (*t).into(),
+                    ..SubscriptionData::default()
+                })
+                .collect(),
+            ..ConsumerData::default()
+        }
+    }
+
+    #[test]
+    fn membership_changes_are_reported() {
+        let mut reg = ClientRegistry::default();
+        let now = Instant::now();
+        let c = reg.register_consumer(&consumer("g", &["T"]), "c1", conn(0, 1), now, false);
+        assert_eq!(
+            c,
+            ConsumerChange {
+                members: true,
+                subscriptions: true
+            }
+        );
+        let c = reg.register_consumer(&consumer("g", &["T"]), "c1", conn(0, 1), now, false);
+        assert_eq!(c, ConsumerChange::default());
+        let c = reg.register_consumer(&consumer("g", &["T", "U"]), "c2", conn(1, 5), now, false);
+        assert_eq!(
+            c,
+            ConsumerChange {
+                members: true,
+                subscriptions: true
+            }
+        );
+        assert_eq!(reg.consumer_ids("g").unwrap(), vec!["c1", "c2"]);
+        assert_eq!(reg.subscriptions("g").len(), 2);
+        let short = reg.register_consumer(&consumer("g", &[]), "c2", conn(1, 5), now, true);
+        assert_eq!(short, ConsumerChange::default());
+        assert_eq!(
+            reg.subscriptions("g").len(),
+            2,
+            "a heartbeat without subscriptions keeps them"
+        );
+        assert_eq!(reg.connection_closed(1, 5), vec!["g".to_owned()]);
+        assert_eq!(reg.consumer_ids("g").unwrap(), vec!["c1"]);
+        assert!(reg.connection_closed(1, 5).is_empty());
+        reg.register_producer("pg", "c1", conn(0, 1), now);
+        assert_eq!(reg.producer_group_count(), 1);
+        let later = now + Duration::from_secs(121);
+        assert_eq!(
+            reg.expire(later, Duration::from_secs(120)),
+            vec!["g".to_owned()]
+        );
+        assert!(reg.consumer_ids("g").is_none());
+        assert_eq!(reg.producer_group_count(), 0);
+        reg.register_consumer(&consumer("h", &["T"]), "c9", conn(0, 2), now, false);
+        assert!(reg.unregister_consumer("h", "c9"));
+        assert!(!reg.unregister_consumer("h", "c9"));
+    }
+}

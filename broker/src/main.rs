@@ -1,0 +1,40 @@
+//! `broker --config FILE`: loads the config (TOML or .properties), reports unused keys, runs the broker.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+#[derive(Parser)]
+#[command(name = "broker", about = "RocketMQ-compatible thread-per-core broker")]
+struct Args {
+    /// Config file: flat TOML with RocketMQ key names, or a RocketMQ broker.properties.
+    #[arg(short = 'c', long = "config")]
+    config: PathBuf,
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let (cfg, issues) = match broker::config::load(&args.config) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            eprintln!("broker: {e}");
+            std::process::exit(2);
+        }
+    };
+    for issue in issues {
+        tracing::warn!("{issue}");
+    }
+    if let Err(e) = broker::run(cfg) {
+        tracing::error!("{e}");
+        eprintln!("broker: {e}");
+        std::process::exit(1);
+    }
+}

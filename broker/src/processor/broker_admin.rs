@@ -1,0 +1,162 @@
+//! Broker-wide admin queries on shard 0: GET_BROKER_RUNTIME_INFO (a KVTable of figures gathered from
+//! every shard), GET_ALL_CONSUMER_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG, GET_ALL_DELAY_OFFSET.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use protocol::body::{ConsumerOffsetSerializeWrapper, KVTable};
+use protocol::response_code as rc;
+use protocol::RemotingCommand;
+
+use super::{error, ok};
+use crate::mesh::{ShardAnswer, ShardCall};
+use crate::shard::Shard;
+use crate::stats::ShardStats;
+
+/// The version string clients and tools see (RocketMQ's `MQVersion` naming).
+const BROKER_VERSION_DESC: &str = "V4_9_4";
+const BROKER_VERSION: i32 = 401;
+
+pub async fn runtime_info(shard: &Rc<Shard>) -> RemotingCommand {
+    let stats: Vec<ShardStats> = shard
+        .mesh
+        .call_all(|| ShardCall::Stats)
+        .await
+        .into_iter()
+        .filter_map(|a| match a {
+            Ok(ShardAnswer::Stats(s)) => Some(s),
+            _ => None,
+        })
+        .collect();
+    let sum = |f: fn(&ShardStats) -> u64| stats.iter().map(f).fold(0u64, u64::wrapping_add);
+    let now = crate::topics::now_ms();
+    let mut t = BTreeMap::new();
+    let mut put = |k: &str, v: String| {
+        t.insert(k.to_owned(), v);
+    };
+    put("brokerVersionDesc", BROKER_VERSION_DESC.to_owned());
+    put("brokerVersion", BROKER_VERSION.to_string());
+    put("bootTimestamp", shard.boot_ms.to_string());
+    put(
+        "runtime",
+        format!("{} ms", now.saturating_sub(shard.boot_ms)),
+    );
+    put("shardCount", shard.shards.to_string());
+    put("msgPutTotalTodayNow", sum(|s| s.msgs_put).to_string());
+    put("msgGetTotalTodayNow", sum(|s| s.msgs_got).to_string());
+    put("msgPutTotalTodayMorning", "0".to_owned());
+    put("msgGetTotalTodayMorning", "0".to_owned());
+    put("msgPutTotalYesterdayMorning", "0".to_owned());
+    put("msgGetTotalYesterdayMorning", "0".to_owned());
+    put("bytesPutTotal", sum(|s| s.bytes_put).to_string());
+    put("bytesGetTotal", sum(|s| s.bytes_got).to_string());
+    put("sendErrorTotal", sum(|s| s.send_errors).to_string());
+    put(
+        "commitLogMinOffset",
+        stats
+            .iter()
+            .map(|s| s.commit_log_min_offset)
+            .min()
+            .unwrap_or(0)
+            .to_string(),
+    );
+    put(
+        "commitLogMaxOffset",
+        stats
+            .iter()
+            .map(|s| s.commit_log_max_offset)
+            .max()
+            .unwrap_or(0)
+            .to_string(),
+    );
+    put("fsyncCount", sum(|s| s.store.fsyncs).to_string());
+    let fsyncs = sum(|s| s.store.fsyncs).max(1);
+    put(
+        "fsyncAvgMicros",
+        (sum(|s| s.store.fsync_nanos_total) / fsyncs / 1000).to_string(),
+    );
+    put(
+        "fsyncMaxMicros",
+        (stats
+            .iter()
+            .map(|s| s.store.fsync_nanos_max)
+            .max()
+            .unwrap_or(0)
+            / 1000)
+            .to_string(),
+    );
+    put(
+        "groupCommitAvgRecords",
+        (sum(|s| s.store.group_commit_records) / fsyncs).to_string(),
+    );
+    put(
+        "storeBusyRejects",
+        sum(|s| s.store.busy_rejects).to_string(),
+    );
+    put(
+        "storeFlushTimeouts",
+        sum(|s| s.store.flush_timeouts).to_string(),
+    );
+    put(
+        "consumeQueueCount",
+        stats.iter().map(|s| s.queues).sum::<usize>().to_string(),
+    );
+    if let Some(ctl) = &shard.control {
+        let clients = ctl.clients.borrow();
+        put(
+            "consumerGroupCount",
+            clients.consumer_group_count().to_string(),
+        );
+        put(
+            "producerGroupCount",
+            clients.producer_group_count().to_string(),
+        );
+    }
+    for s in &stats {
+        put(
+            &format!("shard{}.msgPutTotal", s.shard),
+            s.msgs_put.to_string(),
+        );
+        put(
+            &format!("shard{}.commitLogMaxOffset", s.shard),
+            s.commit_log_max_offset.to_string(),
+        );
+    }
+    ok().with_body(protocol::body::to_json(&KVTable { table: t }))
+}
+
+pub async fn all_consumer_offset(shard: &Rc<Shard>) -> RemotingCommand {
+    let mut table: BTreeMap<String, BTreeMap<i32, i64>> = BTreeMap::new();
+    for answer in shard.mesh.call_all(|| ShardCall::Offsets).await {
+        match answer {
+            Ok(ShardAnswer::Offsets(entries)) => {
+                for (key, queue, offset) in entries {
+                    table.entry(key).or_default().insert(queue, offset);
+                }
+            }
+            Ok(_) | Err(_) => {
+                return error(rc::SYSTEM_ERROR, "a shard did not answer with its offsets")
+            }
+        }
+    }
+    let body = ConsumerOffsetSerializeWrapper {
+        offset_table: table,
+        data_version: None,
+    };
+    ok().with_body(protocol::body::to_json(&body))
+}
+
+pub fn all_subscription_groups(shard: &Shard) -> RemotingCommand {
+    match &shard.control {
+        Some(ctl) => ok().with_body(ctl.groups.borrow().to_json()),
+        None => error(
+            rc::SYSTEM_ERROR,
+            "request reached a shard without the control role",
+        ),
+    }
+}
+
+/// Delay levels are issue 7: no delay offsets yet, an empty table.
+pub fn all_delay_offset() -> RemotingCommand {
+    ok().with_body(b"{\"offsetTable\":{}}".to_vec())
+}

@@ -1,0 +1,249 @@
+//! PULL_MESSAGE on the queue's owner: tag filtering, commit of the consumer's offset, long polling
+//! (park until the store's arrival hook fires for the queue or `suspendTimeoutMillis` passes), and
+//! RocketMQ's mapping of store statuses to FOUND / PULL_NOT_FOUND / PULL_RETRY_IMMEDIATELY /
+//! PULL_OFFSET_MOVED. The body of a FOUND answer is the stored records back to back.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use futures_lite::FutureExt;
+use protocol::body::perm;
+use protocol::header::{
+    pull_sys_flag, CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader,
+};
+use protocol::response_code as rc;
+use protocol::RemotingCommand;
+use storage::{GetMessageStatus, GetResult};
+
+use super::{error, header_error};
+use crate::shard::Shard;
+use crate::tag_filter::TagFilter;
+
+/// Most messages one pull returns (RocketMQ's maxTransferCountOnMessageInMemory).
+const MAX_TRANSFER_COUNT: i32 = 32;
+/// Most bytes one pull returns (RocketMQ's maxTransferBytesOnMessageInMemory); one record always fits.
+const MAX_TRANSFER_BYTES: usize = 256 * 1024;
+/// Longest a pull is held, whatever the client asks (clients ask 15 to 30 s).
+const MAX_SUSPEND: Duration = Duration::from_secs(300);
+
+pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {
+    let header = match PullMessageRequestHeader::from_ext_fields(&req.ext_fields) {
+        Ok(h) => h,
+        Err(e) => return header_error(&e),
+    };
+    let cfg = &shard.cfg;
+    if !perm::is_readable(cfg.broker_permission as i32) {
+        return error(
+            rc::NO_PERMISSION,
+            format!(
+                "the broker[{}] pulling message is forbidden",
+                cfg.broker_ip1
+            ),
+        );
+    }
+    let read_queues = {
+        let topics = shard.topics.borrow();
+        let Some(tc) = topics.get(&header.topic) else {
+            return error(
+                rc::TOPIC_NOT_EXIST,
+                format!("topic[{}] not exist, apply first please!", header.topic),
+            );
+        };
+        if !perm::is_readable(tc.perm) {
+            return error(
+                rc::NO_PERMISSION,
+                format!("the topic[{}] pulling message is forbidden", header.topic),
+            );
+        }
+        tc.read_queue_nums
+    };
+    if header.queue_id < 0 || header.queue_id >= read_queues {
+        return error(
+            rc::SYSTEM_ERROR,
+            format!(
+                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{read_queues}]",
+                header.queue_id, header.topic
+            ),
+        );
+    }
+    let filter = match filter_of(shard, &header) {
+        Ok(f) => f,
+        Err(response) => return response,
+    };
+    if header.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0 && header.commit_offset >= 0 {
+        shard.offsets.borrow_mut().commit(
+            &header.consumer_group,
+            &header.topic,
+            header.queue_id,
+            header.commit_offset,
+        );
+    }
+    let suspend = if header.sys_flag & pull_sys_flag::SUSPEND == 0 {
+        Duration::ZERO
+    } else if cfg.long_polling_enable {
+        Duration::from_millis(header.suspend_timeout_millis.max(0) as u64)
+    } else {
+        Duration::from_millis(cfg.short_polling_time_mills)
+    };
+    let now = Instant::now();
+    let deadline = now.checked_add(suspend.min(MAX_SUSPEND)).unwrap_or(now);
+    let max_count = header.max_msg_nums.clamp(1, MAX_TRANSFER_COUNT);
+    let max_bytes = header
+        .max_msg_bytes
+        .filter(|b| *b > 0)
+        .map_or(MAX_TRANSFER_BYTES, |b| (b as usize).min(MAX_TRANSFER_BYTES));
+    // Cleared when the queue grew while this pull read it: answer after one more read, never spin.
+    let mut may_park = true;
+    loop {
+        let matcher = |code: i64| filter.matches(code);
+        let filter_fn: Option<&dyn Fn(i64) -> bool> = if filter.is_all() {
+            None
+        } else {
+            Some(&matcher)
+        };
+        let result = match shard
+            .store
+            .get_messages(
+                &header.topic,
+                header.queue_id,
+                header.queue_offset,
+                max_count,
+                max_bytes,
+                filter_fn,
+            )
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => return error(rc::SYSTEM_ERROR, format!("reading the queue failed: {e}")),
+        };
+        let code = response_code(&result, header.queue_offset);
+        let park = code == rc::PULL_NOT_FOUND
+            && may_park
+            && !shard.shutting_down.get()
+            && Instant::now() < deadline;
+        if !park {
+            return respond(shard, code, result);
+        }
+        // Register, then look again without an await in between, so no arrival is missed.
+        let arrival = shard.waiters.register(&header.topic, header.queue_id);
+        if shard.store.max_offset(&header.topic, header.queue_id) > header.queue_offset {
+            may_park = false;
+            continue;
+        }
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        arrival
+            .or(async {
+                glommio::timer::sleep(remaining).await;
+            })
+            .or(shard.stop_accepting.wait())
+            .await;
+    }
+}
+
+/// The filter of this pull: the expression it carries, else the one its group registered, else all.
+fn filter_of(
+    shard: &Shard,
+    header: &PullMessageRequestHeader,
+) -> Result<TagFilter, RemotingCommand> {
+    if header.sys_flag & pull_sys_flag::SUBSCRIPTION != 0 {
+        if let Some(expression) = &header.subscription {
+            let kind = header.expression_type.as_deref().unwrap_or("TAG");
+            if !kind.eq_ignore_ascii_case("TAG") {
+                return Err(error(
+                    rc::SYSTEM_ERROR,
+                    format!("The broker does not support consumer to filter message by {kind}"),
+                ));
+            }
+            return Ok(TagFilter::parse(expression));
+        }
+    }
+    // A consumer that registered no subscription yet gets everything; clients filter by tag again.
+    Ok(shard
+        .registered_filter(&header.consumer_group, &header.topic)
+        .unwrap_or(TagFilter::All))
+}
+
+/// RocketMQ's mapping from GetMessageStatus to the pull response code.
+fn response_code(result: &GetResult, requested: i64) -> i32 {
+    match result.status {
+        GetMessageStatus::Found => rc::SUCCESS,
+        GetMessageStatus::MessageWasRemoving | GetMessageStatus::NoMatchedMessage => {
+            rc::PULL_RETRY_IMMEDIATELY
+        }
+        GetMessageStatus::NoMatchedLogicQueue | GetMessageStatus::NoMessageInQueue => {
+            if requested != 0 {
+                rc::PULL_OFFSET_MOVED
+            } else {
+                rc::PULL_NOT_FOUND
+            }
+        }
+        GetMessageStatus::OffsetFoundNull | GetMessageStatus::OffsetOverflowOne => {
+            rc::PULL_NOT_FOUND
+        }
+        GetMessageStatus::OffsetOverflowBadly | GetMessageStatus::OffsetTooSmall => {
+            rc::PULL_OFFSET_MOVED
+        }
+    }
+}
+
+fn respond(shard: &Shard, code: i32, result: GetResult) -> RemotingCommand {
+    let header = PullMessageResponseHeader {
+        suggest_which_broker_id: 0,
+        next_begin_offset: result.next_begin_offset,
+        min_offset: result.min_offset,
+        max_offset: result.max_offset,
+        offset_delta: None,
+        topic_sys_flag: None,
+        group_sys_flag: None,
+        forbidden_type: None,
+    };
+    let mut response =
+        RemotingCommand::response(code, None).with_ext_fields(header.to_ext_fields());
+    if code == rc::SUCCESS {
+        let total = result.total_bytes();
+        let mut body = BytesMut::with_capacity(total);
+        for record in &result.records {
+            body.extend_from_slice(record);
+        }
+        shard
+            .counters
+            .got(result.records.len() as u64, total as u64);
+        response.set_body(body.freeze());
+    } else if code == rc::PULL_OFFSET_MOVED {
+        response.remark = Some(format!("{:?}", result.status));
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(status: GetMessageStatus) -> GetResult {
+        GetResult {
+            status,
+            records: Vec::new(),
+            next_begin_offset: 0,
+            min_offset: 0,
+            max_offset: 0,
+        }
+    }
+
+    #[test]
+    fn store_statuses_map_to_rocketmq_pull_codes() {
+        use GetMessageStatus as S;
+        let code = |s, offset| response_code(&result(s), offset);
+        assert_eq!(code(S::Found, 0), rc::SUCCESS);
+        assert_eq!(code(S::NoMatchedMessage, 3), rc::PULL_RETRY_IMMEDIATELY);
+        assert_eq!(code(S::MessageWasRemoving, 3), rc::PULL_RETRY_IMMEDIATELY);
+        assert_eq!(code(S::NoMessageInQueue, 0), rc::PULL_NOT_FOUND);
+        assert_eq!(code(S::NoMessageInQueue, 5), rc::PULL_OFFSET_MOVED);
+        assert_eq!(code(S::NoMatchedLogicQueue, 0), rc::PULL_NOT_FOUND);
+        assert_eq!(code(S::NoMatchedLogicQueue, 1), rc::PULL_OFFSET_MOVED);
+        assert_eq!(code(S::OffsetOverflowOne, 9), rc::PULL_NOT_FOUND);
+        assert_eq!(code(S::OffsetFoundNull, 9), rc::PULL_NOT_FOUND);
+        assert_eq!(code(S::OffsetOverflowBadly, 9), rc::PULL_OFFSET_MOVED);
+        assert_eq!(code(S::OffsetTooSmall, 0), rc::PULL_OFFSET_MOVED);
+    }
+}

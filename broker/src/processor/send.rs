@@ -1,0 +1,280 @@
+//! SEND_MESSAGE (10, also with `batch` set), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320):
+//! validate on the receiving shard, build the records, store them in the queue owner's store, answer
+//! with offsetMsgId(s), queue id and queue offset.
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+
+use protocol::body::perm;
+use protocol::header::{CommandHeader, SendMessageRequestHeader, SendMessageResponseHeader};
+use protocol::message::properties;
+use protocol::message::record::{sys_flag, MessageRecord, MAX_PROPERTIES_LEN};
+use protocol::message::{batch, msgid};
+use protocol::response_code as rc;
+use protocol::RemotingCommand;
+use storage::{PutError, PutOk};
+
+use super::{error, header_error};
+use crate::mesh::{ShardAnswer, ShardCall};
+use crate::shard::Shard;
+use crate::topics;
+
+pub async fn handle(
+    shard: &Rc<Shard>,
+    req: &RemotingCommand,
+    born_host: SocketAddr,
+) -> RemotingCommand {
+    let response = match prepare(shard, req, born_host).await {
+        Ok((records, batch)) => store(shard, records, batch).await,
+        Err(response) => response,
+    };
+    if response.code != rc::SUCCESS {
+        shard.counters.send_error();
+        tracing::debug!(
+            "send rejected: code {} {}",
+            response.code,
+            response.remark.as_deref().unwrap_or("")
+        );
+    }
+    response
+}
+
+/// Validates the request and builds the records to store (all for one queue).
+async fn prepare(
+    shard: &Rc<Shard>,
+    req: &RemotingCommand,
+    born_host: SocketAddr,
+) -> Result<(Vec<MessageRecord>, bool), RemotingCommand> {
+    let header =
+        SendMessageRequestHeader::parse(req.code, &req.ext_fields).map_err(|e| header_error(&e))?;
+    let cfg = &shard.cfg;
+    if !perm::is_writeable(cfg.broker_permission as i32) {
+        return Err(error(
+            rc::NO_PERMISSION,
+            format!(
+                "the broker[{}] sending message is forbidden",
+                cfg.broker_ip1
+            ),
+        ));
+    }
+    if cfg.broker_role == crate::config::BrokerRole::Slave {
+        return Err(error(
+            rc::SERVICE_NOT_AVAILABLE,
+            format!(
+                "the broker[{}] is a slave, and does not accept sends",
+                cfg.broker_ip1
+            ),
+        ));
+    }
+    topics::validate_topic_name(&header.topic).map_err(|why| error(rc::MESSAGE_ILLEGAL, why))?;
+    if topics::is_not_allowed_send(&header.topic) {
+        return Err(error(
+            rc::NO_PERMISSION,
+            format!("Sending message to topic[{}] is forbidden.", header.topic),
+        ));
+    }
+    let topic_config = super::topic_admin::find_or_create_for_send(shard, &header).await?;
+    if !perm::is_writeable(topic_config.perm) {
+        return Err(error(
+            rc::NO_PERMISSION,
+            format!("the topic[{}] sending message is forbidden", header.topic),
+        ));
+    }
+    let mut queue_id = header.queue_id;
+    let queues = topic_config
+        .write_queue_nums
+        .max(topic_config.read_queue_nums);
+    if queue_id >= queues {
+        return Err(error(
+            rc::SYSTEM_ERROR,
+            format!(
+                "request queueId[{queue_id}] is illegal, topic {} has {} write and {} read queues, producer: {born_host}",
+                header.topic, topic_config.write_queue_nums, topic_config.read_queue_nums
+            ),
+        ));
+    }
+    if queue_id < 0 {
+        queue_id = pick_queue(shard, &header.topic, topic_config.write_queue_nums);
+    }
+    if req.body.len() > cfg.max_message_size {
+        return Err(error(
+            rc::MESSAGE_ILLEGAL,
+            format!(
+                "the message body size {} exceeds maxMessageSize {}",
+                req.body.len(),
+                cfg.max_message_size
+            ),
+        ));
+    }
+    let props = header.properties.clone().unwrap_or_default();
+    check_properties(&props)?;
+    let is_batch =
+        header.is_batch(req.code) || flag_set_as_digit(req, "batch") || flag_set_as_digit(req, "m");
+    let template = MessageRecord {
+        queue_id,
+        flag: header.flag,
+        // Host bits are set by the encoder; every message is stored as its own record, so the
+        // batch-as-one-record bits a client might set do not apply.
+        sys_flag: header.sys_flag
+            & !(sys_flag::BORNHOST_V6
+                | sys_flag::STOREHOST_V6
+                | sys_flag::INNER_BATCH
+                | sys_flag::NEED_UNWRAP),
+        born_timestamp: header.born_timestamp,
+        born_host,
+        store_host: shard.store_host,
+        reconsume_times: header.reconsume_times.unwrap_or(0),
+        topic: header.topic.clone(),
+        ..MessageRecord::default()
+    };
+    let records = if is_batch {
+        if topics::is_retry_or_dlq(&header.topic) {
+            return Err(error(
+                rc::MESSAGE_ILLEGAL,
+                "retry or DLQ topics do not accept batch messages",
+            ));
+        }
+        let entries = batch::decode_owned(&req.body)
+            .map_err(|e| error(rc::MESSAGE_ILLEGAL, format!("bad batch body: {e}")))?;
+        if entries.is_empty() {
+            return Err(error(rc::MESSAGE_ILLEGAL, "the batch holds no message"));
+        }
+        let mut records = Vec::with_capacity(entries.len());
+        for entry in entries {
+            check_properties(&entry.properties)?;
+            records.push(MessageRecord {
+                flag: entry.flag,
+                body: entry.body,
+                properties: entry.properties,
+                ..template.clone()
+            });
+        }
+        records
+    } else {
+        let mut record = MessageRecord {
+            body: req.body.clone(),
+            properties: props,
+            ..template
+        };
+        if sys_flag::transaction_type(record.sys_flag) == sys_flag::TRANSACTION_PREPARED {
+            record = into_half_message(record);
+        }
+        vec![record]
+    };
+    Ok((records, is_batch))
+}
+
+/// The C++ client writes booleans as `1`/`0` (`batch=1` on its batch sends), which Java's parseBoolean
+/// reads as false; accept it.
+fn flag_set_as_digit(req: &RemotingCommand, key: &str) -> bool {
+    req.ext(key).is_some_and(|v| v.trim() == "1")
+}
+
+fn check_properties(props: &str) -> Result<(), RemotingCommand> {
+    if props.len() > MAX_PROPERTIES_LEN {
+        return Err(error(
+            rc::MESSAGE_ILLEGAL,
+            format!(
+                "the message properties are {} bytes long, over the limit of {MAX_PROPERTIES_LEN}",
+                props.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A prepared transaction message is parked in RMQ_SYS_TRANS_HALF_TOPIC queue 0 with its real topic and
+/// queue in properties, as RocketMQ does, so consumers don't see it before the commit (issue 7).
+fn into_half_message(mut record: MessageRecord) -> MessageRecord {
+    let mut props = properties::with(&record.properties, properties::REAL_TOPIC, &record.topic);
+    props = properties::with(
+        &props,
+        properties::REAL_QUEUE_ID,
+        &record.queue_id.to_string(),
+    );
+    record.properties = props;
+    record.sys_flag =
+        sys_flag::with_transaction_type(record.sys_flag, sys_flag::TRANSACTION_NOT_TYPE);
+    record.topic = topics::TRANS_HALF_TOPIC.to_owned();
+    record.queue_id = 0;
+    record
+}
+
+/// A random write queue, preferring one this shard owns (saves a cross-core hop).
+fn pick_queue(shard: &Shard, topic: &str, write_queues: i32) -> i32 {
+    let n = write_queues.max(1) as u64;
+    let start = shard.random() % n;
+    (0..n)
+        .map(|i| ((start + i) % n) as i32)
+        .find(|q| shard.owner_of(topic, *q) == shard.id)
+        .unwrap_or(start as i32)
+}
+
+/// Stores the records in the owner's store and builds the response.
+async fn store(shard: &Rc<Shard>, records: Vec<MessageRecord>, is_batch: bool) -> RemotingCommand {
+    let Some(first) = records.first() else {
+        return error(rc::MESSAGE_ILLEGAL, "no message to store");
+    };
+    let owner = shard.owner_of(&first.topic, first.queue_id);
+    let queue_id = first.queue_id;
+    let answer = shard.mesh.call(owner, ShardCall::Put(records)).await;
+    let result = match answer {
+        Ok(ShardAnswer::Put(result)) => result,
+        Ok(other) => {
+            return error(
+                rc::SYSTEM_ERROR,
+                format!("unexpected answer from shard {owner}: {other:?}"),
+            )
+        }
+        Err(e) => return error(rc::SYSTEM_ERROR, e),
+    };
+    match result {
+        Ok(oks) => success(shard, &oks, queue_id, is_batch),
+        Err(e) => put_error(&e),
+    }
+}
+
+fn success(shard: &Shard, oks: &[PutOk], queue_id: i32, is_batch: bool) -> RemotingCommand {
+    let Some(first) = oks.first() else {
+        return error(rc::SYSTEM_ERROR, "the store returned no result");
+    };
+    let msg_id = if is_batch {
+        oks.iter()
+            .map(|ok| msgid::offset_msg_id(shard.store_host, ok.physical_offset))
+            .collect::<Vec<_>>()
+            .join(",")
+    } else {
+        msgid::offset_msg_id(shard.store_host, first.physical_offset)
+    };
+    let header = SendMessageResponseHeader {
+        msg_id,
+        queue_id,
+        queue_offset: first.queue_offset,
+        transaction_id: None,
+        batch_uniq_id: None,
+        recall_handle: None,
+    };
+    let mut response =
+        RemotingCommand::response(rc::SUCCESS, None).with_ext_fields(header.to_ext_fields());
+    response.set_ext(properties::MSG_REGION, "DefaultRegion");
+    response.set_ext(properties::TRACE_SWITCH, "true");
+    response
+}
+
+/// Maps a store error to RocketMQ's response code.
+pub fn put_error(e: &PutError) -> RemotingCommand {
+    let code = match e {
+        PutError::Busy { .. } => rc::SYSTEM_BUSY,
+        PutError::FlushTimeout(_) => rc::FLUSH_DISK_TIMEOUT,
+        PutError::ReadOnly(_) => rc::SERVICE_NOT_AVAILABLE,
+        PutError::MessageTooLarge { .. } | PutError::Illegal(_) => rc::MESSAGE_ILLEGAL,
+        PutError::Io(_) => rc::SYSTEM_ERROR,
+    };
+    let remark = match e {
+        PutError::Busy { .. } => {
+            format!("[PC_SYNCHRONIZED]broker busy, start flow control for a while: {e}")
+        }
+        _ => e.to_string(),
+    };
+    error(code, remark)
+}

@@ -1,0 +1,144 @@
+//! CONSUMER_SEND_MSG_BACK (36): a consumer hands back a message it failed to consume. The stored
+//! message is copied to the group's retry topic `%RETRY%group` with RETRY_TOPIC / ORIGIN_MESSAGE_ID set
+//! and reconsumeTimes + 1, or to the dead-letter topic `%DLQ%group` once it has been retried
+//! maxReconsumeTimes times (or delayLevel < 0), as RocketMQ does.
+//!
+//! Delay levels are issue 7: the DELAY property is set but not yet honoured, so the retry is delivered
+//! at once instead of after the level's delay.
+
+use std::rc::Rc;
+
+use protocol::body::{perm, TopicConfig};
+use protocol::header::{CommandHeader, ConsumerSendMsgBackRequestHeader};
+use protocol::message::properties;
+use protocol::message::record::MessageRecord;
+use protocol::response_code as rc;
+use protocol::RemotingCommand;
+
+use super::{error, header_error, ok};
+use crate::mesh::{ShardAnswer, ShardCall};
+use crate::shard::Shard;
+use crate::topics::{retry_topic, DLQ_GROUP_TOPIC_PREFIX};
+
+/// RocketMQ's default maxReconsumeTimes.
+const DEFAULT_MAX_RECONSUME_TIMES: i32 = 16;
+
+pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {
+    let h = match ConsumerSendMsgBackRequestHeader::from_ext_fields(&req.ext_fields) {
+        Ok(h) => h,
+        Err(e) => return header_error(&e),
+    };
+    let original = match read(shard, h.offset).await {
+        Ok(record) => record,
+        Err(why) => {
+            return error(
+                rc::SYSTEM_ERROR,
+                format!("look message by offset failed, {}: {why}", h.offset),
+            )
+        }
+    };
+    let max_times = h.max_reconsume_times.unwrap_or(DEFAULT_MAX_RECONSUME_TIMES);
+    let to_dlq = original.reconsume_times >= max_times || h.delay_level < 0;
+    let topic = if to_dlq {
+        format!("{DLQ_GROUP_TOPIC_PREFIX}{}", h.group)
+    } else {
+        retry_topic(&h.group)
+    };
+    if let Err(why) = crate::topics::validate_topic_name(&topic) {
+        return error(rc::SYSTEM_ERROR, why);
+    }
+    if let Err(response) = ensure_topic(shard, &topic).await {
+        return response;
+    }
+    let mut props = original.properties.clone();
+    if properties::get(&props, properties::RETRY_TOPIC).is_none() {
+        props = properties::with(&props, properties::RETRY_TOPIC, &original.topic);
+    }
+    if properties::get(&props, properties::ORIGIN_MESSAGE_ID).is_none() {
+        let origin = h
+            .origin_msg_id
+            .clone()
+            .or_else(|| {
+                properties::get(&original.properties, properties::UNIQ_KEY).map(str::to_owned)
+            })
+            .unwrap_or_else(|| {
+                protocol::message::msgid::offset_msg_id(
+                    original.store_host,
+                    original.physical_offset,
+                )
+            });
+        props = properties::with(&props, properties::ORIGIN_MESSAGE_ID, &origin);
+    }
+    if !to_dlq {
+        let level = if h.delay_level == 0 {
+            3 + original.reconsume_times
+        } else {
+            h.delay_level
+        };
+        props = properties::with(&props, properties::DELAY, &level.to_string());
+    }
+    let record = MessageRecord {
+        topic,
+        queue_id: 0,
+        properties: props,
+        reconsume_times: original.reconsume_times.saturating_add(1),
+        store_host: shard.store_host,
+        queue_offset: 0,
+        physical_offset: 0,
+        store_timestamp: 0,
+        ..original
+    };
+    let owner = shard.owner_of(&record.topic, 0);
+    match shard.mesh.call(owner, ShardCall::Put(vec![record])).await {
+        Ok(ShardAnswer::Put(Ok(_))) => ok(),
+        Ok(ShardAnswer::Put(Err(e))) => super::send::put_error(&e),
+        Ok(other) => error(rc::SYSTEM_ERROR, format!("unexpected answer {other:?}")),
+        Err(e) => error(rc::SYSTEM_ERROR, e),
+    }
+}
+
+/// The stored message at a physical offset (any shard).
+async fn read(shard: &Shard, offset: i64) -> Result<MessageRecord, String> {
+    let owner = usize::from(storage::shard_of(offset));
+    if offset < 0 || owner >= shard.shards {
+        return Err("no such shard".to_owned());
+    }
+    match shard.mesh.call(owner, ShardCall::ReadRecord(offset)).await {
+        Ok(ShardAnswer::Record(Ok(Some(bytes)))) => MessageRecord::decode(&bytes, false)
+            .map(|(record, _)| record)
+            .map_err(|e| e.to_string()),
+        Ok(ShardAnswer::Record(Ok(None))) => Err("no message there".to_owned()),
+        Ok(ShardAnswer::Record(Err(e))) | Err(e) => Err(e),
+        Ok(other) => Err(format!("unexpected answer {other:?}")),
+    }
+}
+
+/// Creates a retry or dead-letter topic (one queue, read/write) if it is missing.
+async fn ensure_topic(shard: &Rc<Shard>, topic: &str) -> Result<(), RemotingCommand> {
+    if shard.topics.borrow().get(topic).is_some() {
+        return Ok(());
+    }
+    let tc = TopicConfig {
+        perm: perm::READ | perm::WRITE,
+        ..TopicConfig::new(topic, 1)
+    };
+    match shard.mesh.call(0, ShardCall::CreateTopic(tc)).await {
+        Ok(ShardAnswer::Topic(Ok(created))) => {
+            shard
+                .topics
+                .borrow_mut()
+                .topics
+                .entry(created.topic_name.clone())
+                .or_insert(created);
+            Ok(())
+        }
+        Ok(ShardAnswer::Topic(Err(e))) | Err(e) => Err(error(
+            rc::SYSTEM_ERROR,
+            format!("cannot create {topic}: {e}"),
+        )),
+        Ok(other) => Err(error(
+            rc::SYSTEM_ERROR,
+            format!("unexpected answer {other:?}"),
+        )),
+    }
+}

@@ -1,0 +1,134 @@
+//! The shard's listeners (listenPort and the fast "VIP" port, SO_REUSEPORT so every shard binds them)
+//! and the remoting `Handler` that feeds requests to the processors.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures_lite::FutureExt;
+use glommio::net::TcpListener;
+use protocol::RemotingCommand;
+use remoting::{ConnectionContext, Handler};
+
+use crate::error::BrokerError;
+use crate::mesh::ShardCall;
+use crate::shard::Shard;
+
+/// Requests of one connection handled at once; beyond this the connection is not read (back-pressure).
+/// Parked long-poll pulls count, so it is generous.
+const MAX_IN_FLIGHT_PER_CONNECTION: usize = 1024;
+
+pub struct BrokerHandler {
+    shard: Rc<Shard>,
+}
+
+/// Counts a request as in flight until dropped.
+struct InFlight<'a>(&'a Shard);
+
+impl<'a> InFlight<'a> {
+    fn new(shard: &'a Shard) -> Self {
+        shard.in_flight.set(shard.in_flight.get() + 1);
+        InFlight(shard)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0
+            .in_flight
+            .set(self.0.in_flight.get().saturating_sub(1));
+    }
+}
+
+impl Handler for BrokerHandler {
+    fn handle(
+        self: Rc<Self>,
+        request: RemotingCommand,
+        ctx: ConnectionContext,
+    ) -> Pin<Box<dyn Future<Output = Option<RemotingCommand>>>> {
+        Box::pin(async move {
+            let shard = self.shard.clone();
+            let _guard = InFlight::new(&shard);
+            crate::processor::dispatch(shard.clone(), request, ctx).await
+        })
+    }
+
+    fn on_close(&self, ctx: &ConnectionContext) {
+        let had_clients = self
+            .shard
+            .connections
+            .borrow_mut()
+            .remove(&ctx.id)
+            .is_some();
+        if had_clients {
+            let shard = self.shard.clone();
+            let conn_id = ctx.id;
+            glommio::spawn_local(async move {
+                shard
+                    .mesh
+                    .tell(
+                        0,
+                        ShardCall::ConnectionClosed {
+                            shard: shard.id,
+                            conn_id,
+                        },
+                    )
+                    .await;
+            })
+            .detach();
+        }
+    }
+}
+
+/// Binds every address and accepts until the shard stops accepting.
+pub fn start_listeners(shard: &Rc<Shard>, addrs: &[SocketAddr]) -> Result<(), BrokerError> {
+    let handler = Rc::new(BrokerHandler {
+        shard: shard.clone(),
+    });
+    for addr in addrs {
+        let listener = TcpListener::bind(*addr).map_err(|e| BrokerError::Io {
+            path: format!("listen {addr}"),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        let shard = shard.clone();
+        let handler = handler.clone();
+        let addr = *addr;
+        glommio::spawn_local(async move {
+            loop {
+                let accepted = async { Some(listener.accept().await) }
+                    .or(async {
+                        shard.stop_accepting.wait().await;
+                        None
+                    })
+                    .await;
+                match accepted {
+                    Some(Ok(stream)) => {
+                        let handler = handler.clone();
+                        glommio::spawn_local(async move {
+                            if let Err(e) = remoting::serve_connection(
+                                stream,
+                                handler,
+                                MAX_IN_FLIGHT_PER_CONNECTION,
+                            )
+                            .await
+                            {
+                                tracing::info!("connection closed: {e}");
+                            }
+                        })
+                        .detach();
+                    }
+                    Some(Err(e)) => {
+                        tracing::warn!("shard {}: accept on {addr} failed: {e}", shard.id);
+                        glommio::timer::sleep(Duration::from_millis(10)).await;
+                    }
+                    None => break,
+                }
+            }
+            tracing::debug!("shard {}: stopped accepting on {addr}", shard.id);
+        })
+        .detach();
+    }
+    Ok(())
+}

@@ -1,0 +1,49 @@
+//! The broker starts from a RocketMQ `broker.properties` file as it is, reports keys it does not use,
+//! and answers in the serialize type of each request (JSON or ROCKETMQ binary headers).
+
+mod common;
+
+use common::*;
+use protocol::{response_code, SerializeType};
+
+#[test]
+fn properties_file_with_unknown_keys_starts_and_reports_them() {
+    let temp = tempfile::tempdir().unwrap();
+    let port = free_broker_port();
+    let props = format!(
+        "# a broker-a.properties from an existing cluster\nbrokerClusterName=DefaultCluster\nbrokerName=broker-a\n\
+         brokerId=0\ndeleteWhen=04\nfileReservedTime=48\nbrokerRole=ASYNC_MASTER\nflushDiskType=ASYNC_FLUSH\n\
+         listenPort={port}\nbrokerIP1=127.0.0.1\nstorePathRootDir={}\nstorePathCommitLog={}/commitlog\n\
+         mapedFileSizeCommitLog=4194304\nmaxMessageSize=1048576\nshardCount=2\nnoSuchKey=1\n",
+        temp.path().join("store").display(),
+        temp.path().join("store").display()
+    );
+    let config = temp.path().join("broker-a.properties");
+    std::fs::write(&config, props).unwrap();
+    let mut broker = Broker::with_config(temp, port, config);
+    broker.wait_ready();
+    let log = broker.log();
+    assert!(log.contains("unknown config key `noSuchKey`"), "{log}");
+    assert!(log.contains("storePathCommitLog"), "{log}");
+    run_local(async {
+        let client = connect(broker.addr()).await;
+        // A request with a ROCKETMQ binary header is answered in kind.
+        let req =
+            send_request("Binary", 0, b"bin", "").with_serialize_type(SerializeType::RocketMq);
+        let r = client.invoke(req, TIMEOUT).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        assert_eq!(r.serialize_type, SerializeType::RocketMq);
+        assert!(r.ext("msgId").is_some());
+        let p = client
+            .invoke(
+                pull_request("g", "Binary", 0, 0, 0, None)
+                    .with_serialize_type(SerializeType::RocketMq),
+                TIMEOUT,
+            )
+            .await
+            .unwrap();
+        assert_eq!(p.serialize_type, SerializeType::RocketMq);
+        assert_eq!(&decode_records(&p.body)[0].body[..], b"bin");
+    });
+    assert!(broker.stop().success());
+}

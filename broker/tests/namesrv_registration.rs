@@ -1,0 +1,86 @@
+//! The broker registers its topics with every name server at start and after topic changes, and
+//! unregisters at shutdown (the real name server runs in this process).
+
+mod common;
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::Duration;
+
+use common::*;
+use protocol::body::TopicRouteData;
+use protocol::{request_code, response_code, RemotingCommand};
+
+fn start_namesrv() -> SocketAddr {
+    let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    std::thread::spawn(move || {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let listener = namesrv::bind(addr).expect("namesrv binds");
+                let ns = Rc::new(namesrv::NameServer::new(namesrv::NamesrvConfig {
+                    listen: addr,
+                    ..namesrv::NamesrvConfig::default()
+                }));
+                namesrv::serve(listener, ns, std::future::pending()).await;
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    });
+    addr
+}
+
+async fn route(ns: SocketAddr, topic: &str) -> RemotingCommand {
+    let client = remoting::Client::connect(ns, TIMEOUT).await.unwrap();
+    client
+        .invoke(
+            RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC).with_ext("topic", topic),
+            TIMEOUT,
+        )
+        .await
+        .unwrap()
+}
+
+async fn wait_route(ns: SocketAddr, topic: &str, want: i32) -> RemotingCommand {
+    for _ in 0..100 {
+        let r = route(ns, topic).await;
+        if r.code == want {
+            return r;
+        }
+        glommio::timer::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("route of {topic} never answered code {want}");
+}
+
+#[test]
+fn registers_topics_with_every_name_server_and_unregisters_at_shutdown() {
+    let ns1 = start_namesrv();
+    let ns2 = start_namesrv();
+    let mut broker = Broker::start(&format!("namesrvAddr = \"{ns1};{ns2}\""));
+    run_local(async {
+        for ns in [ns1, ns2] {
+            let r = wait_route(ns, "TBW102", response_code::SUCCESS).await;
+            let data: TopicRouteData = protocol::body::from_json(&r.body).unwrap();
+            assert_eq!(data.broker_datas[0].broker_name, "broker-t");
+            assert_eq!(
+                data.broker_datas[0].master_addr(),
+                Some(broker.addr().to_string().as_str())
+            );
+            assert_eq!(data.queue_datas[0].write_queue_nums, 4);
+        }
+        // An auto-created topic is registered right away (not only at the next 30 s round).
+        let client = connect(broker.addr()).await;
+        assert_eq!(
+            send(&client, "Routed", 0, b"x", "").await.code,
+            response_code::SUCCESS
+        );
+        let r = wait_route(ns1, "Routed", response_code::SUCCESS).await;
+        let data: TopicRouteData = protocol::body::from_json(&r.body).unwrap();
+        assert_eq!(data.queue_datas[0].read_queue_nums, 4);
+    });
+    assert!(broker.stop().success());
+    run_local(async {
+        wait_route(ns1, "Routed", response_code::TOPIC_NOT_EXIST).await;
+        wait_route(ns2, "TBW102", response_code::TOPIC_NOT_EXIST).await;
+    });
+}
