@@ -1,0 +1,78 @@
+//! A small pool of connections per broker address, used round robin so one loadgen can spread its
+//! requests over several TCP connections.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::time::Duration;
+
+use remoting::Client;
+
+use crate::ClientError;
+
+/// Up to `size` connections per broker address, made on first use and replaced when closed.
+pub struct BrokerConnections {
+    size: usize,
+    timeout: Duration,
+    pools: RefCell<HashMap<String, Vec<Option<Client>>>>,
+    next: Cell<usize>,
+}
+
+impl BrokerConnections {
+    pub fn new(size: usize, connect_timeout: Duration) -> BrokerConnections {
+        BrokerConnections {
+            size: size.max(1),
+            timeout: connect_timeout,
+            pools: RefCell::new(HashMap::new()),
+            next: Cell::new(0),
+        }
+    }
+
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// A connection to `addr`, the next one round robin.
+    pub async fn get(&self, addr: &str) -> Result<Client, ClientError> {
+        let slot = self.next.get() % self.size;
+        self.next.set(self.next.get().wrapping_add(1));
+        self.get_slot(addr, slot).await
+    }
+
+    /// Connection number `slot` to `addr`, connecting when it is missing or closed.
+    pub async fn get_slot(&self, addr: &str, slot: usize) -> Result<Client, ClientError> {
+        let slot = slot % self.size;
+        let existing = self
+            .pools
+            .borrow()
+            .get(addr)
+            .and_then(|pool| pool.get(slot).cloned().flatten());
+        if let Some(client) = existing.filter(|c| !c.is_closed()) {
+            return Ok(client);
+        }
+        let socket_addr = remoting::resolve(addr)?;
+        let client = Client::connect(socket_addr, self.timeout).await?;
+        let mut pools = self.pools.borrow_mut();
+        let pool = pools.entry(addr.to_owned()).or_insert_with(|| vec![None; self.size]);
+        if let Some(entry) = pool.get_mut(slot) {
+            // Another task may have connected meanwhile; keep the open one.
+            match entry {
+                Some(other) if !other.is_closed() => return Ok(other.clone()),
+                _ => *entry = Some(client.clone()),
+            }
+        }
+        Ok(client)
+    }
+
+    /// Opens every connection to `addr` now (so the first requests don't pay for connecting).
+    pub async fn connect_all(&self, addr: &str) -> Result<(), ClientError> {
+        for slot in 0..self.size {
+            self.get_slot(addr, slot).await?;
+        }
+        Ok(())
+    }
+
+    /// Drops every connection (their sockets close once in-flight requests finish).
+    pub fn close_all(&self) {
+        self.pools.borrow_mut().clear();
+    }
+}

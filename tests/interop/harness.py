@@ -1,0 +1,413 @@
+"""Process harness for the interop tests: free ports, a name server + broker per case, client subprocesses.
+
+Every process started here is recorded and stopped at the end of its case, on failure, on timeout and on
+ctrl-c (`stop_everything`). Each case has its own temp dir holding the stores, configs, logs and the C++
+client's HOME (it writes ~/logs/rocketmq-cpp).
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import remoting
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+VENV_PYTHON = os.path.join(HERE, ".venv", "bin", "python")
+PY_CLIENT = os.path.join(HERE, "py_client.py")
+RUST_CLIENT = os.path.join(HERE, "rust-client", "target", "release", "interop-rust-client")
+
+# Every live process we started, so a failure or ctrl-c never leaves one behind.
+_LIVE = []
+
+
+class CaseFailure(Exception):
+    """An assertion of a case failed; the message says what was expected and what happened."""
+
+
+class CaseTimeout(Exception):
+    """The case ran past its hard timeout."""
+
+
+def check(condition, message):
+    if not condition:
+        raise CaseFailure(message)
+
+
+def binaries():
+    """(namesrv, broker) paths for the implementation under test."""
+    impl = os.environ.get("INTEROP_IMPL", "ours")
+    if impl == "ours":
+        bin_dir = os.environ.get("INTEROP_BIN_DIR") or os.path.join(
+            os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target"), "debug")
+        return os.path.join(bin_dir, "namesrv"), os.path.join(bin_dir, "broker")
+    if impl == "rocketmq-rust":
+        # Development scaffold only (a third-party implementation); never what CI tests.
+        bin_dir = os.path.join(REPO, "bench", "cache", "rocketmq-rust", "bin")
+        return os.path.join(bin_dir, "rocketmq-namesrv-rust"), os.path.join(bin_dir, "rocketmq-broker-rust")
+    raise SystemExit("INTEROP_IMPL must be `ours` or `rocketmq-rust`, not %r" % impl)
+
+
+def _port_free(port):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(below=0, above=0):
+    """A loopback port P with P-below..P+above all free (the broker also binds listenPort-2 and +1)."""
+    for _ in range(200):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port - below < 1024 or port + above > 65535:
+            continue
+        if all(_port_free(p) for p in range(port - below, port + above + 1)):
+            return port
+    raise RuntimeError("no free port block found")
+
+
+def wait_port(port, timeout):
+    """Wait until something accepts on 127.0.0.1:port."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def tail(path, lines=40):
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 64 * 1024))
+            data = f.read().decode("utf-8", "replace")
+    except OSError as err:
+        return "(no log: %s)" % err
+    return "\n".join(data.splitlines()[-lines:])
+
+
+class Proc:
+    """One child process in its own process group, output to a log file."""
+
+    def __init__(self, name, argv, log_path, env=None, cwd=None, stdout_path=None):
+        self.name = name
+        self.argv = argv
+        self.log_path = log_path
+        self.stdout_path = stdout_path or log_path
+        self._log = open(log_path, "ab")
+        self._out = self._log if stdout_path is None else open(stdout_path, "ab")
+        self.popen = subprocess.Popen(
+            argv, stdout=self._out, stderr=self._log, stdin=subprocess.DEVNULL,
+            env=env, cwd=cwd, start_new_session=True)
+        _LIVE.append(self)
+
+    @property
+    def pid(self):
+        return self.popen.pid
+
+    def alive(self):
+        return self.popen.poll() is None
+
+    def wait(self, timeout):
+        try:
+            return self.popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def _signal_group(self, sig):
+        try:
+            os.killpg(self.popen.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def stop(self, sig=signal.SIGTERM, grace=10.0):
+        """Signal the process group, wait `grace` s, then SIGKILL. Returns the exit code of the first signal."""
+        if self.alive():
+            self._signal_group(sig)
+            if self.wait(grace) is None:
+                self._signal_group(signal.SIGKILL)
+                self.wait(5)
+                code = None
+            else:
+                code = self.popen.returncode
+        else:
+            code = self.popen.returncode
+        self._close()
+        return code
+
+    def kill9(self):
+        self._signal_group(signal.SIGKILL)
+        self.wait(10)
+        self._close()
+
+    def _close(self):
+        if self in _LIVE:
+            _LIVE.remove(self)
+        for f in {self._log, self._out}:
+            if not f.closed:
+                f.close()
+
+
+def stop_everything():
+    for proc in list(_LIVE):
+        proc.stop(signal.SIGKILL, grace=5)
+
+
+class Cluster:
+    """A name server and one broker of the implementation under test, on free loopback ports."""
+
+    def __init__(self, workdir, flush_disk_type="ASYNC_FLUSH", shard_count=2):
+        self.workdir = workdir
+        self.flush_disk_type = flush_disk_type
+        self.shard_count = shard_count
+        self.namesrv_bin, self.broker_bin = binaries()
+        self.impl = os.environ.get("INTEROP_IMPL", "ours")
+        self.namesrv_port = free_port()
+        self.broker_port = free_port(below=2, above=1)
+        self.namesrv_addr = "127.0.0.1:%d" % self.namesrv_port
+        self.broker_addr = "127.0.0.1:%d" % self.broker_port
+        self.broker_name = "broker-interop"
+        self.store = os.path.join(workdir, "store")
+        self.namesrv = None
+        self.broker = None
+        self.broker_starts = 0
+
+    # ---- processes -------------------------------------------------------------------------------
+
+    def start(self, timeout=60):
+        for path in (self.namesrv_bin, self.broker_bin):
+            check(os.path.isfile(path), "binary missing: %s (run tests/interop/setup.sh)" % path)
+        self.start_namesrv(timeout)
+        self.start_broker(timeout)
+
+    def start_namesrv(self, timeout):
+        env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "info"), HOME=self.workdir,
+                   ROCKETMQ_HOME=self.workdir)
+        if self.impl == "ours":
+            argv = [self.namesrv_bin, "--listen", self.namesrv_addr]
+        else:
+            argv = [self.namesrv_bin, "--listenPort", str(self.namesrv_port), "--bindAddress", "127.0.0.1"]
+        self.namesrv = Proc("namesrv", argv, os.path.join(self.workdir, "namesrv.log"), env=env, cwd=self.workdir)
+        if not wait_port(self.namesrv_port, timeout):
+            raise CaseFailure("name server did not listen on %s within %ss" % (self.namesrv_addr, timeout))
+
+    def _broker_config(self):
+        if self.impl == "ours":
+            path = os.path.join(self.workdir, "broker.toml")
+            lines = {
+                "brokerClusterName": '"DefaultCluster"',
+                "brokerName": '"%s"' % self.broker_name,
+                "brokerId": "0",
+                "brokerIP1": '"127.0.0.1"',
+                "bindAddress": '"127.0.0.1"',
+                "namesrvAddr": '"%s"' % self.namesrv_addr,
+                "listenPort": str(self.broker_port),
+                "storePathRootDir": '"%s"' % self.store,
+                "flushDiskType": '"%s"' % self.flush_disk_type,
+                "brokerRole": '"ASYNC_MASTER"',
+                "autoCreateTopicEnable": "true",
+                # Small segments keep a case's store small; the format is the same.
+                "mappedFileSizeCommitLog": str(64 * 1024 * 1024),
+                "shardCount": str(self.shard_count),
+            }
+            text = "".join("%s = %s\n" % kv for kv in lines.items())
+        else:
+            # rocketmq-rust takes a Java broker.properties as it is.
+            path = os.path.join(self.workdir, "broker-rocketmq-rust.properties")
+            text = "\n".join([
+                "brokerClusterName=DefaultCluster",
+                "brokerName=%s" % self.broker_name,
+                "brokerId=0",
+                "brokerIP1=127.0.0.1",
+                "namesrvAddr=%s" % self.namesrv_addr,
+                "listenPort=%d" % self.broker_port,
+                "storePathRootDir=%s" % self.store,
+                "flushDiskType=%s" % self.flush_disk_type,
+                "autoCreateTopicEnable=true",
+                "",
+            ])
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def start_broker(self, timeout=60):
+        """Start (or restart, same store and ports) the broker and wait until the name server lists it."""
+        config = self._broker_config()
+        env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "info"), HOME=self.workdir,
+                   ROCKETMQ_HOME=self.workdir)
+        if self.impl == "ours":
+            argv = [self.broker_bin, "--config", config]
+        else:
+            argv = [self.broker_bin, "-c", config, "-n", self.namesrv_addr]
+        self.broker_starts += 1
+        log = os.path.join(self.workdir, "broker.log")
+        with open(log, "ab") as f:
+            f.write(("\n===== broker start #%d: %s\n" % (self.broker_starts, " ".join(argv))).encode())
+        self.broker = Proc("broker", argv, log, env=env, cwd=self.workdir)
+        self.wait_registered(timeout)
+
+    def wait_registered(self, timeout):
+        end = time.monotonic() + timeout
+        last = "no answer yet"
+        while time.monotonic() < end:
+            if not self.broker.alive():
+                raise CaseFailure("broker exited with code %s during start" % self.broker.popen.returncode)
+            try:
+                brokers = remoting.cluster_brokers(self.namesrv_addr)
+                addrs = brokers.get(self.broker_name, {})
+                if self.broker_addr in addrs.values() and wait_port(self.broker_port, 0.5):
+                    return
+                last = "cluster info: %s" % json.dumps(brokers)
+            except (OSError, remoting.RemotingError, ValueError) as err:
+                last = "%s: %s" % (type(err).__name__, err)
+            time.sleep(0.2)
+        raise CaseFailure("broker %s not registered with the name server within %ss (%s)"
+                          % (self.broker_addr, timeout, last))
+
+    def create_topic(self, topic, queue_nums=4, timeout=40):
+        """Create `topic` on the broker and wait until the name server routes it."""
+        remoting.create_topic(self.broker_addr, topic, queue_nums)
+        self.wait_route(topic, timeout)
+
+    def wait_route(self, topic, timeout=40):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            route = remoting.topic_route(self.namesrv_addr, topic)
+            if route and route.get("queueDatas"):
+                return route
+            time.sleep(0.2)
+        raise CaseFailure("name server has no route for topic %s %ss after creating it" % (topic, timeout))
+
+    def stop_broker(self, grace=30):
+        """SIGTERM, the graceful shutdown. Fails the case if the broker needs SIGKILL or exits non-zero."""
+        proc = self.broker
+        code = proc.stop(signal.SIGTERM, grace=grace)
+        check(code is not None, "broker did not exit within %ss of SIGTERM" % grace)
+        check(code == 0, "broker exited with code %s after SIGTERM" % code)
+
+    def kill_broker(self):
+        self.broker.kill9()
+
+    def stop(self):
+        for proc in (self.broker, self.namesrv):
+            if proc is not None and proc.alive():
+                proc.stop(signal.SIGTERM, grace=10)
+
+    def log_tails(self, lines=30):
+        out = []
+        for name in ("broker.log", "namesrv.log"):
+            path = os.path.join(self.workdir, name)
+            problems = problem_lines(path)
+            if problems:
+                out.append("---- %s: WARN/ERROR lines (first %d)\n%s" % (name, len(problems), "\n".join(problems)))
+            out.append("---- %s (last %d lines)\n%s" % (name, lines, tail(path, lines)))
+        return "\n".join(out)
+
+
+def problem_lines(path, limit=15, width=600):
+    """The first distinct WARN/ERROR/panic lines of a log (repeats of the same message are skipped)."""
+    found = []
+    seen = set()
+    try:
+        with open(path, "r", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if not any(w in line for w in (" WARN ", " ERROR ", "panicked")):
+                    continue
+                # Same message modulo timestamp: show once.
+                key = line.split(" ", 1)[-1][:200]
+                if key in seen:
+                    continue
+                seen.add(key)
+                found.append(line.rstrip()[:width])
+                if len(found) >= limit:
+                    break
+    except OSError:
+        pass
+    return found
+
+
+class ClientResult:
+    def __init__(self, name, code, records, stderr_path, timed_out):
+        self.name = name
+        self.code = code
+        self.records = records
+        self.stderr_path = stderr_path
+        self.timed_out = timed_out
+
+    def of_kind(self, kind):
+        return [r for r in self.records if r.get("kind") == kind]
+
+    def describe(self):
+        state = "timed out" if self.timed_out else "exit %s" % self.code
+        return "%s (%s); stderr tail:\n%s" % (self.name, state, tail(self.stderr_path, 25))
+
+
+def read_records(path):
+    """JSON lines a client wrote to stdout (other lines are ignored: clients may print their own)."""
+    records = []
+    try:
+        with open(path, "r", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                line = line.strip()
+                if line.startswith("{"):
+                    try:
+                        records.append(json.loads(line))
+                    except ValueError:
+                        pass
+    except OSError:
+        pass
+    return records
+
+
+class Clients:
+    """Runs the real clients as subprocesses (a crash or hang of a client cannot take the runner down)."""
+
+    def __init__(self, workdir, cluster):
+        self.workdir = workdir
+        self.cluster = cluster
+        self.home = os.path.join(workdir, "client-home")
+        os.makedirs(self.home, exist_ok=True)
+        self.count = 0
+
+    def _env(self, extra):
+        env = dict(os.environ, HOME=self.home, PYTHONUNBUFFERED="1", RUST_LOG=os.environ.get("CLIENT_LOG", "warn"))
+        env.update(extra or {})
+        return env
+
+    def _argv(self, lang, args):
+        if lang == "py":
+            return [VENV_PYTHON, PY_CLIENT, "--namesrv", self.cluster.namesrv_addr] + list(args)
+        check(os.path.isfile(RUST_CLIENT), "rust client missing: %s (run tests/interop/setup.sh)" % RUST_CLIENT)
+        return [RUST_CLIENT, "--namesrv", self.cluster.namesrv_addr] + list(args)
+
+    def spawn(self, lang, name, args, env=None):
+        """Start a client in the background; read its records later with `finish`."""
+        self.count += 1
+        base = os.path.join(self.workdir, "client-%02d-%s" % (self.count, name))
+        proc = Proc(name, self._argv(lang, args), base + ".stderr", env=self._env(env),
+                    cwd=self.home, stdout_path=base + ".jsonl")
+        proc.base = base
+        return proc
+
+    def finish(self, proc, timeout, sig=signal.SIGTERM):
+        """Wait up to `timeout` s for a spawned client; stop it if still running."""
+        timed_out = proc.wait(timeout) is None
+        if timed_out:
+            proc.stop(sig, grace=5)
+        code = proc.popen.returncode
+        proc._close()
+        return ClientResult(proc.name, code, read_records(proc.base + ".jsonl"), proc.base + ".stderr", timed_out)
+
+    def run(self, lang, name, args, timeout, env=None):
+        return self.finish(self.spawn(lang, name, args, env), timeout)
