@@ -10,7 +10,6 @@ pub mod consumer_offsets;
 pub mod control;
 pub mod error;
 pub mod event;
-pub mod heartbeat_compat;
 pub mod long_poll;
 pub mod mesh;
 pub mod namesrv;

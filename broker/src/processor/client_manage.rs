@@ -25,7 +25,7 @@ pub async fn heartbeat(shard: &Rc<Shard>, req: &RemotingCommand, conn: ConnRef) 
             "heartbeat reached a shard without the control role",
         );
     };
-    let data: HeartbeatData = match crate::heartbeat_compat::parse_heartbeat(&req.body) {
+    let data: HeartbeatData = match protocol::body::from_json::<HeartbeatData>(&req.body) {
         Ok(d) => d,
         Err(e) => {
             let shown: String = String::from_utf8_lossy(&req.body)

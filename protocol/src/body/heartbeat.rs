@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::java_enum::java_enum;
+use super::json_compat::lenient_number;
 
 java_enum! {
     /// Pull or push consumer (`ConsumeType`).
@@ -54,9 +55,9 @@ pub struct SubscriptionData {
     #[serde(default)]
     pub tags_set: Vec<String>,
     /// Java `String.hashCode()` of each tag, matched against ConsumeQueue tagsCodes.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_number::vec_i32")]
     pub code_set: Vec<i32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_number::i64")]
     pub sub_version: i64,
     /// "TAG" or "SQL92".
     #[serde(default = "default_expression_type")]
@@ -139,9 +140,30 @@ pub struct HeartbeatData {
     pub producer_data_set: Vec<ProducerData>,
     #[serde(default)]
     pub consumer_data_set: Vec<ConsumerData>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient_number::i32")]
     pub heartbeat_fingerprint: i32,
     /// fastjson names the `isWithoutSub` field after its getter: "withoutSub".
     #[serde(default, alias = "isWithoutSub")]
     pub without_sub: bool,
+}
+
+#[cfg(test)]
+mod cpp_client_tests {
+    use super::*;
+
+    #[test]
+    fn numbers_written_as_strings_parse() {
+        // As rocketmq 0.4.4's C++ client writes a heartbeat.
+        let body = br#"{"clientID":"545-127.0.0.1@DEFAULT","consumerDataSet":[{"consumeFromWhere":0,"consumeType":1,"groupName":"py-push-group","messageModel":1,"subscriptionDataSet":[{"subString":"*","subVersion":"1795939831828","topic":"%RETRY%py-push-group"},{"subString":"TagA || TagB","subVersion":17,"codeSet":["2598919",2598920],"topic":"PySync"}]}]}"#;
+        let data: HeartbeatData = crate::body::from_json(body).unwrap();
+        let subs = &data.consumer_data_set[0].subscription_data_set;
+        assert_eq!(subs[0].sub_version, 1_795_939_831_828);
+        assert_eq!(subs[1].sub_version, 17);
+        assert_eq!(subs[1].code_set, vec![2_598_919, 2_598_920]);
+        assert_eq!(subs[1].sub_string, "TagA || TagB");
+        let bad = br#"{"consumerDataSet":[{"subscriptionDataSet":[{"subVersion":"x"}]}]}"#;
+        assert!(crate::body::from_json::<HeartbeatData>(bad).is_err());
+        let too_big = br#"{"consumerDataSet":[{"subscriptionDataSet":[{"codeSet":["99999999999"]}]}]}"#;
+        assert!(crate::body::from_json::<HeartbeatData>(too_big).is_err());
+    }
 }

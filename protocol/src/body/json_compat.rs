@@ -99,3 +99,50 @@ mod tests {
         assert_eq!(quote_integer_keys("{-"), "{-");
     }
 }
+
+/// Serde adapters for numbers some clients write as JSON strings (the C++ client writes
+/// `"subVersion":"1795939831828"` and `"codeSet":["2598919"]`).
+pub mod lenient_number {
+    use serde::de::{Deserializer, Error};
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum NumberOrText {
+        Number(i64),
+        Text(String),
+    }
+
+    fn to_i64<E: Error>(v: NumberOrText) -> Result<i64, E> {
+        match v {
+            NumberOrText::Number(n) => Ok(n),
+            NumberOrText::Text(s) => s
+                .trim()
+                .parse()
+                .map_err(|_| E::custom(format!("expected a number, got \"{s}\""))),
+        }
+    }
+
+    /// An i64 written as a number or a string of digits.
+    pub fn i64<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+        to_i64(NumberOrText::deserialize(d)?)
+    }
+
+    /// An i32 written as a number or a string of digits.
+    pub fn i32<'de, D: Deserializer<'de>>(d: D) -> Result<i32, D::Error> {
+        let n = to_i64(NumberOrText::deserialize(d)?)?;
+        std::primitive::i32::try_from(n).map_err(|_| D::Error::custom(format!("{n} is out of i32 range")))
+    }
+
+    /// A list of i32, each written as a number or a string of digits.
+    pub fn vec_i32<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<i32>, D::Error> {
+        Vec::<NumberOrText>::deserialize(d)?
+            .into_iter()
+            .map(|v| {
+                let n = to_i64(v)?;
+                std::primitive::i32::try_from(n)
+                    .map_err(|_| D::Error::custom(format!("{n} is out of i32 range")))
+            })
+            .collect()
+    }
+}
