@@ -150,9 +150,9 @@ impl Aggregator {
             };
             self.previous_end = interval.end;
             self.end = interval.end;
-            self.all.merge(&interval.snapshot);
+            self.all.accumulate(&interval.snapshot);
             if !interval.warmup {
-                self.measured.merge(&interval.snapshot);
+                self.measured.accumulate(&interval.snapshot);
             }
             done.push(interval);
         }

@@ -198,9 +198,17 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// Adds another executor's figures for the same interval (backlogs of their queues add up).
     pub fn merge(&mut self, other: &Snapshot) {
         self.send.merge(&other.send);
         self.consume.merge(&other.consume);
+    }
+
+    /// Adds a later interval: counts add up, the backlog is the later one (it is a level, not a count).
+    pub fn accumulate(&mut self, later: &Snapshot) {
+        let backlog = later.consume.backlog.or(self.consume.backlog);
+        self.merge(later);
+        self.consume.backlog = backlog;
     }
 }
 
@@ -272,6 +280,18 @@ mod tests {
         assert_eq!(a.backlog, Some(10));
         a.merge(&c);
         assert_eq!((a.msgs, a.backlog), (6, Some(17)));
+    }
+
+    #[test]
+    fn backlog_is_a_level_over_time() {
+        let mut total = Snapshot::default();
+        for backlog in [Some(100), Some(40), None] {
+            let mut interval = Snapshot::default();
+            interval.consume.msgs = 10;
+            interval.consume.backlog = backlog;
+            total.accumulate(&interval);
+        }
+        assert_eq!((total.consume.msgs, total.consume.backlog), (30, Some(40)));
     }
 
     #[test]
