@@ -163,7 +163,8 @@ mod cpp_client_tests {
         assert_eq!(subs[1].sub_string, "TagA || TagB");
         let bad = br#"{"consumerDataSet":[{"subscriptionDataSet":[{"subVersion":"x"}]}]}"#;
         assert!(crate::body::from_json::<HeartbeatData>(bad).is_err());
-        let too_big = br#"{"consumerDataSet":[{"subscriptionDataSet":[{"codeSet":["99999999999"]}]}]}"#;
+        let too_big =
+            br#"{"consumerDataSet":[{"subscriptionDataSet":[{"codeSet":["99999999999"]}]}]}"#;
         assert!(crate::body::from_json::<HeartbeatData>(too_big).is_err());
     }
 }

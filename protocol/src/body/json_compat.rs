@@ -131,7 +131,8 @@ pub mod lenient_number {
     /// An i32 written as a number or a string of digits.
     pub fn i32<'de, D: Deserializer<'de>>(d: D) -> Result<i32, D::Error> {
         let n = to_i64(NumberOrText::deserialize(d)?)?;
-        std::primitive::i32::try_from(n).map_err(|_| D::Error::custom(format!("{n} is out of i32 range")))
+        std::primitive::i32::try_from(n)
+            .map_err(|_| D::Error::custom(format!("{n} is out of i32 range")))
     }
 
     /// A list of i32, each written as a number or a string of digits.
