@@ -15,6 +15,7 @@
 #   SKIP_BUILD [0]   INSTALL_PEER [1] (cargo install rocketmq-rust when missing)
 #   RMQ_ROOT [bench/cache/rocketmq-rust]   OUT [bench/cache/results-<utc stamp>]
 #   CARGO_TARGET_DIR [target]   BASE_PORT [random in 20000..59999]
+#   OUR_EXTRA_CONFIG [""] lines appended to our broker's config (e.g. "spinBeforeParkMicros = 200")
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,6 +26,7 @@ SCENARIOS=${SCENARIOS:-"S1 S2 S3 S4 S5 S6"}
 PEERS=${PEERS:-"ours rocketmq-rust"}
 BACKLOG_MB=${BACKLOG_MB:-1024}
 S5_RATE=${S5_RATE:-20000}
+OUR_EXTRA_CONFIG=${OUR_EXTRA_CONFIG:-}
 QUEUES=${QUEUES:-8}
 LOADGEN_THREADS=${LOADGEN_THREADS:-1}
 CONNECTIONS=${CONNECTIONS:-1}
@@ -172,6 +174,7 @@ start_cluster() {
             echo "flushDiskType = \"$flush\""
             echo 'autoCreateTopicEnable = true'
             [ "$shards" = all ] || echo "shardCount = $shards"
+            [ -z "$OUR_EXTRA_CONFIG" ] || printf '%b\n' "$OUR_EXTRA_CONFIG"
         } >"$dir/broker.toml"
         "$OUR_NAMESRV" --listen "$NAMESRV_ADDR" >"$dir/namesrv.log" 2>&1 &
         NS_PID=$!

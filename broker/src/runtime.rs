@@ -153,8 +153,12 @@ pub fn run(cfg: BrokerConfig) -> Result<(), BrokerError> {
         root.display(),
         boot.listen
     );
-    let handles = LocalExecutorPoolBuilder::new(placement)
-        .name("shard")
+    let mut pool = LocalExecutorPoolBuilder::new(placement).name("shard");
+    if cfg.spin_before_park_micros > 0 {
+        // glommio only spins on executors pinned to a CPU (shards <= CPUs).
+        pool = pool.spin_before_park(std::time::Duration::from_micros(cfg.spin_before_park_micros));
+    }
+    let handles = pool
         .on_all_shards(move || async move {
             if let Err(e) = shard_main(boot).await {
                 // A shard that cannot run leaves the broker unable to serve its queues: stop everything.

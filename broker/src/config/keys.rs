@@ -92,6 +92,10 @@ pub struct BrokerConfig {
     pub shard_count: usize,
     /// Bytes of recently read records each shard keeps in memory.
     pub read_cache_bytes: usize,
+    /// Ours: how long an idle shard polls for work before it sleeps (0 = sleep at once). Polling
+    /// saves the wake-up and glommio's pre-sleep `membarrier` IPI on busy brokers with dedicated
+    /// cores; it burns CPU other processes on those cores could use.
+    pub spin_before_park_micros: u64,
 }
 
 impl Default for BrokerConfig {
@@ -142,6 +146,7 @@ impl Default for BrokerConfig {
             register_name_server_period_ms: 30_000,
             shard_count: 0,
             read_cache_bytes: 64 * 1024 * 1024,
+            spin_before_park_micros: 0,
         }
     }
 }
@@ -334,6 +339,7 @@ impl BrokerConfig {
             "registerNameServerPeriod" => self.register_name_server_period_ms = num(key, v)?,
             "shardCount" => self.shard_count = num(key, v)?,
             "readCacheBytes" => self.read_cache_bytes = num(key, v)?,
+            "spinBeforeParkMicros" => self.spin_before_park_micros = num(key, v)?,
             _ if ACCEPTED_NOT_USED.contains(&key) => {
                 return Ok(Some(ConfigIssue::NotSupported(key.to_owned())))
             }
