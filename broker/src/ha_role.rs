@@ -183,6 +183,7 @@ async fn serve(shard: Rc<Shard>, stream: TcpStream, peer: String) {
         watermark: shard.ha.watermark.clone(),
         signal: shard.ha.signal.clone(),
         transfer_batch_size: shard.cfg.ha_transfer_batch_size,
+        broker_addr: shard.cfg.broker_addr(),
     };
     tracing::info!("HA shard {}: slave {peer} connected", shard.id);
     match ha::serve_slave(stream, ms).await {
@@ -312,7 +313,9 @@ pub fn runtime_info(shard: &Shard, stats: &[crate::stats::ShardStats], put: &mut
         let configured = shard.cfg.ha_master_address.clone();
         let learned = shard.ha.master_ha_addr.borrow().clone();
         put("haMasterAddr", configured.or(learned).unwrap_or_default());
-        put("masterAddr", shard.ha.master_addr.borrow().clone().unwrap_or_default());
+        let from_ns = shard.ha.master_addr.borrow().clone();
+        let from_ha = shard.ha.slave.master_addr.borrow().clone();
+        put("masterAddr", from_ns.or(from_ha).unwrap_or_default());
         put(
             "haReplicating",
             stats.iter().filter(|s| s.ha.slave_connected).count().to_string(),

@@ -40,7 +40,9 @@ pub fn start(shard: &Rc<Shard>) {
                 continue;
             }
             next_sync = Instant::now() + SYNC_PERIOD;
-            let Some(addr) = shard.ha.master_addr.borrow().clone() else {
+            let from_ns = shard.ha.master_addr.borrow().clone();
+            let from_ha = shard.ha.slave.master_addr.borrow().clone();
+            let Some(addr) = from_ns.or(from_ha) else {
                 continue;
             };
             if client.as_ref().is_none_or(|c| c.is_closed()) {

@@ -73,6 +73,8 @@ pub struct MasterShard {
     pub watermark: Watermark,
     pub signal: DataSignal,
     pub transfer_batch_size: usize,
+    /// The master's remoting address (`brokerIP1:listenPort`), told to the slave on acceptance.
+    pub broker_addr: String,
 }
 
 /// Serves one slave whose handshake was accepted, on the shard owning the stream: reads its first
@@ -86,7 +88,7 @@ pub async fn serve_slave(mut stream: TcpStream, ms: MasterShard) -> Result<(), H
         refuse(stream, &reason).await;
         return Err(HaError::Refused(reason));
     }
-    write_all_within(&mut stream, &Answer::Accepted.encode(), WRITE_TIMEOUT).await?;
+    write_all_within(&mut stream, &Answer::Accepted(ms.broker_addr.clone()).encode(), WRITE_TIMEOUT).await?;
     let conn = ms.watermark.connected(from);
     let closed = Rc::new(Cell::new(false));
     let (reader, writer) = futures_lite::io::split(stream);

@@ -47,6 +47,8 @@ pub struct SlaveStatus {
     pub bytes: Cell<u64>,
     /// Connections closed because of a bad frame or a store refusal.
     pub rejected: Cell<u64>,
+    /// The master's remoting address, as it said when accepting.
+    pub master_addr: std::cell::RefCell<Option<String>>,
 }
 
 fn now_ms() -> i64 {
@@ -119,9 +121,12 @@ async fn session(
     let mut fixed = [0u8; wire::ANSWER_FIXED];
     read_exact_within(&mut stream, &mut fixed, ANSWER_TIMEOUT).await?;
     let (accepted, len) = Answer::decode_fixed(&fixed)?;
-    if !accepted {
-        let mut msg = vec![0u8; len];
-        read_exact_within(&mut stream, &mut msg, ANSWER_TIMEOUT).await?;
+    let mut msg = vec![0u8; len];
+    read_exact_within(&mut stream, &mut msg, ANSWER_TIMEOUT).await?;
+    if accepted {
+        let addr = String::from_utf8_lossy(&msg).into_owned();
+        *status.master_addr.borrow_mut() = Some(addr).filter(|a| !a.is_empty());
+    } else {
         let reason = String::from_utf8_lossy(&msg).into_owned();
         tracing::error!("HA shard {shard}: the master at {addr} refused replication: {reason}");
         return Err(HaError::Refused(reason));
@@ -221,12 +226,8 @@ async fn receive(
                 frame.start, frame.size
             )));
         }
-        if done_reading(stopped) {
+        if stopped() {
             return Ok(());
         }
     }
-}
-
-fn done_reading(stopped: &Rc<dyn Fn() -> bool>) -> bool {
-    stopped()
 }

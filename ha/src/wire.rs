@@ -88,17 +88,18 @@ impl Handshake {
     }
 }
 
-/// The master's answer to a handshake: accepted, or refused with a reason (then it closes).
+/// The master's answer to a handshake: accepted (with the master's remoting address, so a slave
+/// configured with only `haMasterAddress` can copy metadata), or refused with a reason (then it closes).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
-    Accepted,
+    Accepted(String),
     Refused(String),
 }
 
 impl Answer {
     pub fn encode(&self) -> Vec<u8> {
         let (status, msg) = match self {
-            Answer::Accepted => (0u8, ""),
+            Answer::Accepted(addr) => (0u8, addr.as_str()),
             Answer::Refused(m) => (1u8, m.as_str()),
         };
         let mut end = msg.len().min(usize::from(u16::MAX));
@@ -256,8 +257,10 @@ mod tests {
         let (ok, len) = Answer::decode_fixed(&fixed).unwrap();
         assert!(!ok);
         assert_eq!(&bytes[ANSWER_FIXED..ANSWER_FIXED + len], b"shard count 2 differs from the master's 4");
-        let fixed: [u8; ANSWER_FIXED] = Answer::Accepted.encode()[..].try_into().unwrap();
-        assert_eq!(Answer::decode_fixed(&fixed).unwrap(), (true, 0));
+        let bytes = Answer::Accepted("127.0.0.1:10911".into()).encode();
+        let fixed: [u8; ANSWER_FIXED] = bytes[..ANSWER_FIXED].try_into().unwrap();
+        assert_eq!(Answer::decode_fixed(&fixed).unwrap(), (true, 15));
+        assert_eq!(&bytes[ANSWER_FIXED..], b"127.0.0.1:10911");
     }
 
     #[test]
