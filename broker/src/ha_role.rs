@@ -41,7 +41,12 @@ pub fn on_arrival(shard: &Rc<Shard>, topic: &str) {
     if is_master(shard) || shard.topics.borrow().get(topic).is_some() {
         return;
     }
-    if !shard.ha.unknown_topics.borrow_mut().insert(topic.to_owned()) {
+    if !shard
+        .ha
+        .unknown_topics
+        .borrow_mut()
+        .insert(topic.to_owned())
+    {
         return;
     }
     let s = shard.clone();
@@ -89,10 +94,36 @@ pub fn start(shard: &Rc<Shard>) -> Result<(), crate::BrokerError> {
         if shard.id == 0 {
             start_listener(shard)?;
         }
+        start_lag_log(shard);
     } else {
         start_slave(shard);
     }
     Ok(())
+}
+
+/// How often a master logs its slaves' lag (when they lag).
+const LAG_LOG_PERIOD: Duration = Duration::from_secs(30);
+
+fn start_lag_log(shard: &Rc<Shard>) {
+    let shard = shard.clone();
+    glommio::spawn_local(async move {
+        loop {
+            glommio::timer::sleep(LAG_LOG_PERIOD).await;
+            if shard.shutting_down.get() {
+                return;
+            }
+            let s = stats(&shard);
+            if s.slaves > 0 && (s.behind_bytes > 0 || s.behind_ms > 0) {
+                tracing::info!(
+                    "HA shard {}: best slave is {} bytes and {} ms behind",
+                    shard.id,
+                    s.behind_bytes,
+                    s.behind_ms
+                );
+            }
+        }
+    })
+    .detach();
 }
 
 fn start_listener(shard: &Rc<Shard>) -> Result<(), crate::BrokerError> {
@@ -102,9 +133,11 @@ fn start_listener(shard: &Rc<Shard>) -> Result<(), crate::BrokerError> {
         .parse()
         .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
     let addr = SocketAddr::new(ip, shard.cfg.ha_listen_port);
-    let listener =
-        TcpListener::bind(addr).map_err(|e| {
-        crate::BrokerError::io(format!("HA port {addr}"), std::io::Error::other(e.to_string()))
+    let listener = TcpListener::bind(addr).map_err(|e| {
+        crate::BrokerError::io(
+            format!("HA port {addr}"),
+            std::io::Error::other(e.to_string()),
+        )
     })?;
     tracing::info!("HA: listening for slaves on {addr}");
     let shard = shard.clone();
@@ -145,7 +178,10 @@ async fn route_connection(shard: Rc<Shard>, mut stream: TcpStream) {
         }
     };
     if let Err(reason) = ha::check_handshake(&hello, shard.shards, &shard.cfg.broker_name) {
-        tracing::error!("HA: refusing slave {peer} (shard {}): {reason}", hello.shard_id);
+        tracing::error!(
+            "HA: refusing slave {peer} (shard {}): {reason}",
+            hello.shard_id
+        );
         ha::refuse(stream, &reason).await;
         return;
     }
@@ -160,9 +196,14 @@ async fn route_connection(shard: Rc<Shard>, mut stream: TcpStream) {
         Ok(fd) => {
             let raw = fd.into_raw_fd();
             drop(stream);
-            shard.mesh.tell(target, ShardCall::HaSlave { fd: raw, peer }).await;
+            shard
+                .mesh
+                .tell(target, ShardCall::HaSlave { fd: raw, peer })
+                .await;
         }
-        Err(e) => tracing::error!("HA: cannot pass the connection of {peer} to shard {target}: {e}"),
+        Err(e) => {
+            tracing::error!("HA: cannot pass the connection of {peer} to shard {target}: {e}")
+        }
     }
 }
 
@@ -228,7 +269,11 @@ fn start_slave(shard: &Rc<Shard>) {
 }
 
 /// The name server told shard 0 where the master is: tell every shard.
-pub async fn master_learned(shard: &Rc<Shard>, ha_addr: Option<String>, master_addr: Option<String>) {
+pub async fn master_learned(
+    shard: &Rc<Shard>,
+    ha_addr: Option<String>,
+    master_addr: Option<String>,
+) {
     let changed = *shard.ha.master_ha_addr.borrow() != ha_addr
         || *shard.ha.master_addr.borrow() != master_addr;
     if !changed {
@@ -286,7 +331,9 @@ pub async fn after_put(
     match waited {
         Ok(()) => Ok(oks),
         Err(ha::WaitError::SlaveNotAvailable) => Err(PutError::SlaveNotAvailable),
-        Err(ha::WaitError::Timeout) => Err(PutError::FlushSlaveTimeout(shard.cfg.sync_flush_timeout_ms)),
+        Err(ha::WaitError::Timeout) => {
+            Err(PutError::FlushSlaveTimeout(shard.cfg.sync_flush_timeout_ms))
+        }
     }
 }
 
@@ -294,20 +341,40 @@ pub async fn after_put(
 /// over shards), `haSlaveAckOffset.shardN`, `haBehindMillis` (longest time a shard's best slave has not
 /// held everything), `haSlaveConnections` (fewest connected slaves of any shard). Slave: `masterAddr`,
 /// `haMasterAddr`, `haReplicating` (shards connected), `haLastAppendTimestamp`, `haRejectedFrames`.
-pub fn runtime_info(shard: &Shard, stats: &[crate::stats::ShardStats], put: &mut impl FnMut(&str, String)) {
+pub fn runtime_info(
+    shard: &Shard,
+    stats: &[crate::stats::ShardStats],
+    put: &mut impl FnMut(&str, String),
+) {
     if is_master(shard) {
-        let behind: u64 = stats.iter().map(|s| s.ha.behind_bytes).fold(0, u64::saturating_add);
+        let behind: u64 = stats
+            .iter()
+            .map(|s| s.ha.behind_bytes)
+            .fold(0, u64::saturating_add);
         put("slaveFallBehindMuch", behind.to_string());
         put(
             "haBehindMillis",
-            stats.iter().map(|s| s.ha.behind_ms).max().unwrap_or(0).to_string(),
+            stats
+                .iter()
+                .map(|s| s.ha.behind_ms)
+                .max()
+                .unwrap_or(0)
+                .to_string(),
         );
         put(
             "haSlaveConnections",
-            stats.iter().map(|s| s.ha.slaves).min().unwrap_or(0).to_string(),
+            stats
+                .iter()
+                .map(|s| s.ha.slaves)
+                .min()
+                .unwrap_or(0)
+                .to_string(),
         );
         for s in stats {
-            put(&format!("haSlaveAckOffset.shard{}", s.shard), s.ha.slave_ack_offset.to_string());
+            put(
+                &format!("haSlaveAckOffset.shard{}", s.shard),
+                s.ha.slave_ack_offset.to_string(),
+            );
         }
     } else {
         let configured = shard.cfg.ha_master_address.clone();
@@ -318,15 +385,28 @@ pub fn runtime_info(shard: &Shard, stats: &[crate::stats::ShardStats], put: &mut
         put("masterAddr", from_ns.or(from_ha).unwrap_or_default());
         put(
             "haReplicating",
-            stats.iter().filter(|s| s.ha.slave_connected).count().to_string(),
+            stats
+                .iter()
+                .filter(|s| s.ha.slave_connected)
+                .count()
+                .to_string(),
         );
         put(
             "haLastAppendTimestamp",
-            stats.iter().map(|s| s.ha.slave_last_append_ms).max().unwrap_or(0).to_string(),
+            stats
+                .iter()
+                .map(|s| s.ha.slave_last_append_ms)
+                .max()
+                .unwrap_or(0)
+                .to_string(),
         );
         put(
             "haRejectedFrames",
-            stats.iter().map(|s| s.ha.slave_rejected_frames).sum::<u64>().to_string(),
+            stats
+                .iter()
+                .map(|s| s.ha.slave_rejected_frames)
+                .sum::<u64>()
+                .to_string(),
         );
     }
 }

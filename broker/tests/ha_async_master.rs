@@ -19,7 +19,12 @@ async fn assert_same_queues(master: &Broker, slave: &Broker, topic: &str, queues
         let m = pull_raw_all(master.addr(), topic, q).await;
         let s = pull_raw_all(slave.addr(), topic, q).await;
         assert!(!m.is_empty(), "queue {q} empty on the master");
-        assert!(m == s, "queue {q}: master {} bytes, slave {} bytes differ", m.len(), s.len());
+        assert!(
+            m == s,
+            "queue {q}: master {} bytes, slave {} bytes differ",
+            m.len(),
+            s.len()
+        );
         total += m.len();
     }
     total
@@ -60,10 +65,17 @@ fn slave_killed_and_restarted_mid_stream_catches_up_with_bounded_lag() {
         let (acked, codes) = load.await;
         assert!(codes.is_empty(), "ASYNC_MASTER answered {codes:?}");
         assert_eq!(acked.len(), 4 * 1500);
-        assert!(restarted, "the load ended before the slave could be restarted");
+        assert!(
+            restarted,
+            "the load ended before the slave could be restarted"
+        );
         let up = Instant::now();
         while runtime_info(slave.addr()).await.is_empty() {
-            assert!(up.elapsed() < Duration::from_secs(30), "slave not back:\n{}", slave.log());
+            assert!(
+                up.elapsed() < Duration::from_secs(30),
+                "slave not back:\n{}",
+                slave.log()
+            );
             glommio::timer::sleep(Duration::from_millis(100)).await;
         }
         wait_caught_up(master.addr(), slave.addr(), SHARDS, Duration::from_secs(60)).await;
@@ -74,7 +86,11 @@ fn slave_killed_and_restarted_mid_stream_catches_up_with_bounded_lag() {
         let info = runtime_info(master.addr()).await;
         assert_eq!(info_i64(&info, "slaveFallBehindMuch"), Some(0), "{info:?}");
         let sinfo = runtime_info(slave.addr()).await;
-        assert_eq!(info_i64(&sinfo, "haReplicating"), Some(SHARDS as i64), "{sinfo:?}");
+        assert_eq!(
+            info_i64(&sinfo, "haReplicating"),
+            Some(SHARDS as i64),
+            "{sinfo:?}"
+        );
         assert_eq!(info_i64(&sinfo, "haRejectedFrames"), Some(0), "{sinfo:?}");
     });
 }
@@ -98,14 +114,24 @@ fn slave_started_against_a_large_backlog_catches_up() {
         assert!(codes.is_empty(), "{codes:?}");
         acked
     });
-    eprintln!("backlog of {} MiB written in {:?}", acked.len() * size >> 20, start.elapsed());
+    eprintln!(
+        "backlog of {} MiB written in {:?}",
+        (acked.len() * size) >> 20,
+        start.elapsed()
+    );
     let start = Instant::now();
     let slave = Broker::start(&format!(
         "{}mappedFileSizeCommitLog = 67108864\n",
         slave_extra(Some(&master), None)
     ));
     run_local(async {
-        wait_caught_up(master.addr(), slave.addr(), SHARDS, Duration::from_secs(600)).await;
+        wait_caught_up(
+            master.addr(),
+            slave.addr(),
+            SHARDS,
+            Duration::from_secs(600),
+        )
+        .await;
         eprintln!("slave caught up with {mb} MiB in {:?}", start.elapsed());
         assert_same_queues(&master, &slave, topic, 4).await;
     });
@@ -114,7 +140,10 @@ fn slave_started_against_a_large_backlog_catches_up() {
 #[test]
 fn slave_with_another_shard_count_is_refused() {
     let master = Broker::start(&master_extra("ASYNC_MASTER", "ASYNC_FLUSH"));
-    let slave = Broker::start(&format!("{}shardCount = 1\n", slave_extra(Some(&master), None)));
+    let slave = Broker::start(&format!(
+        "{}shardCount = 1\n",
+        slave_extra(Some(&master), None)
+    ));
     let start = Instant::now();
     loop {
         let log = slave.log();

@@ -95,7 +95,8 @@ fn acknowledged_messages_survive_master_sigkill() {
     run_local(async {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let mut on_slave: HashMap<(i32, i64), protocol::message::record::MessageRecord> = HashMap::new();
+            let mut on_slave: HashMap<(i32, i64), protocol::message::record::MessageRecord> =
+                HashMap::new();
             for q in 0..4 {
                 let client = connect(slave.addr()).await;
                 for rec in pull_all(&client, topic, q).await {

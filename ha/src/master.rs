@@ -88,7 +88,12 @@ pub async fn serve_slave(mut stream: TcpStream, ms: MasterShard) -> Result<(), H
         refuse(stream, &reason).await;
         return Err(HaError::Refused(reason));
     }
-    write_all_within(&mut stream, &Answer::Accepted(ms.broker_addr.clone()).encode(), WRITE_TIMEOUT).await?;
+    write_all_within(
+        &mut stream,
+        &Answer::Accepted(ms.broker_addr.clone()).encode(),
+        WRITE_TIMEOUT,
+    )
+    .await?;
     let conn = ms.watermark.connected(from);
     let closed = Rc::new(Cell::new(false));
     let (reader, writer) = futures_lite::io::split(stream);
@@ -178,10 +183,7 @@ async fn stream_frames(
             Err(size) => {
                 // One record larger than a batch travels alone.
                 data = ms.store.read_commitlog(next, size).await?;
-                match wire::whole_records(&data) {
-                    Ok(n) => n,
-                    Err(_) => 0,
-                }
+                wire::whole_records(&data).unwrap_or_default()
             }
         };
         if len == 0 {
@@ -201,7 +203,9 @@ async fn stream_frames(
             continue;
         }
         let Some(chunk) = data.get(..len) else {
-            return Err(HaError::Other("record boundary beyond the data read".into()));
+            return Err(HaError::Other(
+                "record boundary beyond the data read".into(),
+            ));
         };
         buf.clear();
         buf.extend_from_slice(&FrameHeader::for_data(next, chunk).encode());

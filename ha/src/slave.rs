@@ -89,7 +89,9 @@ pub async fn run_slave(
             backoff = BACKOFF_MIN;
         }
         if msg != last_error {
-            tracing::warn!("HA shard {shard}: replication from {addr} stopped: {msg}; reconnecting");
+            tracing::warn!(
+                "HA shard {shard}: replication from {addr} stopped: {msg}; reconnecting"
+            );
             last_error = msg;
         }
         glommio::timer::sleep(backoff).await;
@@ -171,7 +173,9 @@ async fn report_loop(
         }
         let now = end.get();
         if now != sent || last.elapsed() >= REPORT_INTERVAL {
-            if let Err(e) = write_all_within(&mut writer, &wire::encode_report(now), REPORT_INTERVAL * 2).await {
+            if let Err(e) =
+                write_all_within(&mut writer, &wire::encode_report(now), REPORT_INTERVAL * 2).await
+            {
                 done.set(true);
                 return Err(e);
             }
@@ -179,7 +183,11 @@ async fn report_loop(
             last = Instant::now();
         }
         let wake = signal.changed(seq);
-        let tick = glommio::timer::sleep(REPORT_INTERVAL.saturating_sub(last.elapsed()).max(Duration::from_millis(10)));
+        let tick = glommio::timer::sleep(
+            REPORT_INTERVAL
+                .saturating_sub(last.elapsed())
+                .max(Duration::from_millis(10)),
+        );
         futures_lite::future::or(wake, tick).await;
     }
 }

@@ -101,7 +101,9 @@ impl Watermark {
             let best = st.slaves.values().map(|s| s.acked).max().unwrap_or(-1);
             // Everything at or below the best ack is released in one go.
             let rest = st.waiters.split_off(&(best, u64::MAX));
-            std::mem::replace(&mut st.waiters, rest).into_values().collect()
+            std::mem::replace(&mut st.waiters, rest)
+                .into_values()
+                .collect()
         };
         wakers.into_iter().for_each(Waker::wake);
     }
@@ -119,8 +121,12 @@ impl Watermark {
             slaves: st.slaves.len(),
             slave_ack_offset: best.map_or(-1, |s| s.acked),
             behind_ms: best.map_or(0, |s| {
-                u64::try_from(s.last_report.saturating_duration_since(s.caught_up_at).as_millis())
-                    .unwrap_or(u64::MAX)
+                u64::try_from(
+                    s.last_report
+                        .saturating_duration_since(s.caught_up_at)
+                        .as_millis(),
+                )
+                .unwrap_or(u64::MAX)
             }),
         }
     }
@@ -187,7 +193,8 @@ impl Future for AckWait {
             st.waiters.remove(&(self.offset, self.id));
             return Poll::Ready(Ok(()));
         }
-        st.waiters.insert((self.offset, self.id), cx.waker().clone());
+        st.waiters
+            .insert((self.offset, self.id), cx.waker().clone());
         Poll::Pending
     }
 }
@@ -298,7 +305,10 @@ mod tests {
             assert_eq!(wm.acked(), 500);
             wm.ack(a, 1000, 1000);
             let lag = wm.lag();
-            assert_eq!((lag.slaves, lag.slave_ack_offset, lag.behind_ms), (2, 1000, 0));
+            assert_eq!(
+                (lag.slaves, lag.slave_ack_offset, lag.behind_ms),
+                (2, 1000, 0)
+            );
         });
     }
 }

@@ -242,7 +242,10 @@ mod tests {
 
         let mut bad = fixed;
         bad[0] ^= 1;
-        assert!(matches!(Handshake::decode_fixed(&bad), Err(WireError::BadMagic(_))));
+        assert!(matches!(
+            Handshake::decode_fixed(&bad),
+            Err(WireError::BadMagic(_))
+        ));
         let mut bad = fixed;
         bad[5] = 9;
         assert_eq!(Handshake::decode_fixed(&bad), Err(WireError::BadVersion(9)));
@@ -256,7 +259,10 @@ mod tests {
         let fixed: [u8; ANSWER_FIXED] = bytes[..ANSWER_FIXED].try_into().unwrap();
         let (ok, len) = Answer::decode_fixed(&fixed).unwrap();
         assert!(!ok);
-        assert_eq!(&bytes[ANSWER_FIXED..ANSWER_FIXED + len], b"shard count 2 differs from the master's 4");
+        assert_eq!(
+            &bytes[ANSWER_FIXED..ANSWER_FIXED + len],
+            b"shard count 2 differs from the master's 4"
+        );
         let bytes = Answer::Accepted("127.0.0.1:10911".into()).encode();
         let fixed: [u8; ANSWER_FIXED] = bytes[..ANSWER_FIXED].try_into().unwrap();
         assert_eq!(Answer::decode_fixed(&fixed).unwrap(), (true, 15));

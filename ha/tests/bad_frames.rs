@@ -92,7 +92,10 @@ async fn expect_closed(s: &mut TcpStream) {
         glommio::timer::sleep(Duration::from_secs(10)).await;
         false
     };
-    assert!(futures_lite::future::or(closed, timer).await, "slave kept the bad connection open");
+    assert!(
+        futures_lite::future::or(closed, timer).await,
+        "slave kept the bad connection open"
+    );
 }
 
 async fn send_frame(s: &mut TcpStream, header: FrameHeader, data: &[u8]) {
@@ -125,7 +128,9 @@ fn bad_frames_close_the_connection_and_write_nothing() {
     let root = dir.path().to_owned();
     run(move || async move {
         let master = filled_master(&root.join("m"), 40).await;
-        let slave = MessageStore::open(config(&root.join("s"))).await.expect("slave store");
+        let slave = MessageStore::open(config(&root.join("s")))
+            .await
+            .expect("slave store");
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
         let (status, stop) = start_slave(&slave, addr);
@@ -141,7 +146,12 @@ fn bad_frames_close_the_connection_and_write_nothing() {
         // 1: a good frame, then one whose crc does not match its data.
         let (mut s, from) = accept_slave(&listener).await;
         assert_eq!(from, begin);
-        send_frame(&mut s, FrameHeader::for_data(begin, &all[..first]), &all[..first]).await;
+        send_frame(
+            &mut s,
+            FrameHeader::for_data(begin, &all[..first]),
+            &all[..first],
+        )
+        .await;
         let second_end = first + wire::whole_records(&all[first..first + 2000]).expect("records");
         let mut bad = FrameHeader::for_data(begin + first as i64, &all[first..second_end]);
         bad.crc ^= 0x0100;
@@ -187,7 +197,10 @@ fn bad_frames_close_the_connection_and_write_nothing() {
                 break;
             }
         }
-        let copy = slave.read_commitlog(begin, 64 * 1024).await.expect("read slave");
+        let copy = slave
+            .read_commitlog(begin, 64 * 1024)
+            .await
+            .expect("read slave");
         assert!(copy == all, "slave log differs from the master's");
         assert_eq!(status.rejected.get(), 3);
         assert_eq!(slave.max_offset("HaT", 0), master.max_offset("HaT", 0));
@@ -204,7 +217,9 @@ fn real_master_streams_to_real_slave_and_acks_release_waiters() {
     let root = dir.path().to_owned();
     run(move || async move {
         let master = filled_master(&root.join("m"), 600).await;
-        let slave = MessageStore::open(config(&root.join("s"))).await.expect("slave store");
+        let slave = MessageStore::open(config(&root.join("s")))
+            .await
+            .expect("slave store");
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
         let ms = ha::MasterShard {
@@ -232,7 +247,12 @@ fn real_master_streams_to_real_slave_and_acks_release_waiters() {
         ms.signal.raise();
         let end = ok.physical_offset + i64::from(ok.size);
         ms.watermark
-            .wait(end, master.max_physical_offset(), 1 << 30, Duration::from_secs(20))
+            .wait(
+                end,
+                master.max_physical_offset(),
+                1 << 30,
+                Duration::from_secs(20),
+            )
             .await
             .expect("acked by the slave");
         assert_eq!(slave.max_physical_offset(), master.max_physical_offset());

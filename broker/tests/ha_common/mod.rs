@@ -75,7 +75,7 @@ pub async fn wait_caught_up(master: SocketAddr, slave: SocketAddr, shards: usize
         let s = runtime_info(slave).await;
         let same = (0..shards).all(|i| {
             let k = format!("shard{i}.commitLogMaxOffset");
-            m.get(&k).is_some() && m.get(&k) == s.get(&k)
+            m.contains_key(&k) && m.get(&k) == s.get(&k)
         });
         if same {
             return;
