@@ -10,6 +10,8 @@ pub mod consumer_offsets;
 pub mod control;
 pub mod error;
 pub mod event;
+pub mod ha_role;
+pub mod ha_sync;
 pub mod long_poll;
 pub mod mesh;
 pub mod namesrv;

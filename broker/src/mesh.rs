@@ -76,6 +76,17 @@ pub enum ShardCall {
     Shutdown,
     /// Let the executor end (shutdown phase 3).
     Exit,
+    /// HA: serve a slave's replication connection (a descriptor duplicated for this shard).
+    HaSlave { fd: i32, peer: String },
+    /// HA (slave): the master's addresses as the name server gave them.
+    HaMaster {
+        ha_addr: Option<String>,
+        master_addr: Option<String>,
+    },
+    /// HA (slave, to shard 0): copy the master's metadata now.
+    HaSyncSoon,
+    /// HA (slave): consumer offsets copied from the master, (group, topic, queue, offset).
+    HaOffsets(Vec<(String, String, i32, i64)>),
 }
 
 /// The answer to a `ShardCall`.

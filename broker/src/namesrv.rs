@@ -7,7 +7,10 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use protocol::body::{RegisterBrokerBody, TopicConfigSerializeWrapper};
-use protocol::header::{CommandHeader, RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader};
+use protocol::header::{
+    CommandHeader, RegisterBrokerRequestHeader, RegisterBrokerResponseHeader,
+    UnregisterBrokerRequestHeader,
+};
 use protocol::message::record::body_crc;
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
@@ -22,6 +25,8 @@ const REGISTER_TIMEOUT: Duration = Duration::from_secs(6);
 #[derive(Default)]
 pub struct Registrar {
     clients: RefCell<HashMap<String, Client>>,
+    /// (haServerAddr, masterAddr) of this broker's master, from the last registration answer (slaves).
+    pub master: RefCell<Option<(Option<String>, Option<String>)>>,
 }
 
 fn parse_addr(addr: &str) -> Result<SocketAddr, String> {
@@ -107,6 +112,11 @@ impl Registrar {
                 Ok(resp) if resp.code == response_code::SUCCESS => {
                     ok += 1;
                     tracing::debug!("registered with name server {addr}");
+                    if let Ok(h) = RegisterBrokerResponseHeader::from_ext_fields(&resp.ext_fields) {
+                        if h.master_addr.is_some() {
+                            *self.master.borrow_mut() = Some((h.ha_server_addr, h.master_addr));
+                        }
+                    }
                 }
                 Ok(resp) => tracing::warn!(
                     "name server {addr} refused the registration: code {} {}",

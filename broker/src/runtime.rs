@@ -208,6 +208,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
         .set_arrival_listener(Box::new(move |topic, queue_id, _max| {
             if let Some(shard) = weak.upgrade() {
                 shard.waiters.notify(topic, queue_id);
+                crate::ha_role::on_arrival(&shard, topic);
             }
         }));
     // No await between binding and starting the mesh: no request can arrive before calls are served.
@@ -223,6 +224,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
         })
     });
     mesh.start(receivers, handler);
+    crate::ha_role::start(&shard)?;
     start_offset_persistence(&shard);
 
     if id == 0 {

@@ -41,6 +41,8 @@ pub struct Shard {
     /// Only on shard 0.
     pub control: Option<Control>,
     pub counters: ShardCounters,
+    /// Replication state of this shard (`ha_role`).
+    pub ha: crate::ha_role::HaShard,
     /// Requests of this shard's connections being handled.
     pub in_flight: Cell<usize>,
     pub shutting_down: Cell<bool>,
@@ -83,6 +85,7 @@ impl Shard {
             connections: RefCell::new(HashMap::new()),
             control: p.control,
             counters: ShardCounters::default(),
+            ha: Default::default(),
             in_flight: Cell::new(0),
             shutting_down: Cell::new(false),
             stop_accepting: Event::default(),
@@ -167,6 +170,7 @@ impl Shard {
             commit_log_flushed_offset: self.store.flushed_physical_offset(),
             queues: self.store.queues().len(),
             store: self.store.stats(),
+            ha: crate::ha_role::stats(self),
         }
     }
 

@@ -104,6 +104,25 @@ pub async fn serve(shard: Rc<Shard>, call: ShardCall) -> ShardAnswer {
             shard.exit.fire();
             ShardAnswer::Done
         }
+        ShardCall::HaSlave { fd, peer } => {
+            crate::ha_role::adopt(&shard, fd, peer);
+            ShardAnswer::Done
+        }
+        ShardCall::HaMaster {
+            ha_addr,
+            master_addr,
+        } => {
+            crate::ha_role::set_master(&shard, ha_addr, master_addr);
+            ShardAnswer::Done
+        }
+        ShardCall::HaSyncSoon => {
+            shard.ha.sync_soon.set(true);
+            ShardAnswer::Done
+        }
+        ShardCall::HaOffsets(entries) => {
+            crate::ha_sync::set_offsets(&shard, entries);
+            ShardAnswer::Done
+        }
     }
 }
 
@@ -124,7 +143,7 @@ async fn put(
     if result.is_ok() {
         shard.counters.put(count, bytes);
     }
-    result
+    crate::ha_role::after_put(shard, result).await
 }
 
 /// Stops accepting, releases parked pulls, waits (bounded) for this shard's requests to finish.

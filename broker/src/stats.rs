@@ -47,4 +47,5 @@ pub struct ShardStats {
     pub commit_log_flushed_offset: i64,
     pub queues: usize,
     pub store: storage::StatsSnapshot,
+    pub ha: crate::ha_role::HaStats,
 }

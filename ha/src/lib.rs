@@ -1,1 +1,37 @@
-//! Master/slave replication of every shard's CommitLog (not implemented yet; see the README).
+//! Master/slave replication of every shard's CommitLog (RocketMQ's classic HA, our own wire format).
+//!
+//! One TCP stream per shard, from the slave's shard N to the master's HA port (`haListenPort`):
+//!
+//! - Slave -> master, once: handshake `magic u32 "RQHA" | version u16 (1) | shard count u16 |
+//!   shard id u16 | name length u16 | brokerName (UTF-8, <= 255 bytes)`, then its log end for that
+//!   shard as an offset report.
+//! - Master -> slave, once: answer `magic u32 | status u8 (0 accepted, 1 refused) | length u16 | reason`.
+//!   Refused (then closed): shard-count or brokerName mismatch, a slave ahead of the master (its log
+//!   diverged), or one that needs data the master already deleted.
+//! - Slave -> master, repeatedly: offset report `i64` = the slave's log end (physical offset, shard id in
+//!   the top bits), after every append and at least every 5 s (heartbeat). A master drops a slave
+//!   silent for 20 s.
+//! - Master -> slave, repeatedly: frames `start i64 | size i32 | crc32(data) u32 | data`, data = whole
+//!   stored records (at most `haTransferBatchSize` bytes, or one record when it is larger). The slave
+//!   checks that `start` equals its own end and the crc, appends with `append_replicated` (same
+//!   physical offsets, ConsumeQueues and index rebuilt), reports. Any mismatch: log line, close,
+//!   reconnect from the true end; nothing unchecked is ever written.
+//!
+//! Master side (`master`): whichever shard accepts reads the handshake; the broker hands the socket to
+//! the shard owning that stream, whose `serve_slave` task reads that shard's store. Acks feed the
+//! shard's `Watermark`, which SYNC_MASTER sends wait on (grouped: one ack releases every waiter at or
+//! below it). Slave side (`slave`): `run_slave` per shard, reconnecting with back-off.
+
+pub mod error;
+pub mod io;
+pub mod master;
+pub mod signal;
+pub mod slave;
+pub mod watermark;
+pub mod wire;
+
+pub use error::HaError;
+pub use master::{check_handshake, read_handshake, refuse, serve_slave, MasterShard};
+pub use signal::DataSignal;
+pub use slave::{run_slave, MasterAddr, SlaveConfig, SlaveStatus};
+pub use watermark::{Lag, WaitError, Watermark};

@@ -53,4 +53,10 @@ pub enum PutError {
     Illegal(String),
     #[error("I/O error: {0}")]
     Io(String),
+    /// SYNC_MASTER: stored, but no slave is connected or the slave lags too far (SLAVE_NOT_AVAILABLE).
+    #[error("slave not available")]
+    SlaveNotAvailable,
+    /// SYNC_MASTER: stored, but no slave acknowledged it within `syncFlushTimeout` ms (FLUSH_SLAVE_TIMEOUT).
+    #[error("wait for the slave's ack timed out after {0} ms")]
+    FlushSlaveTimeout(u64),
 }

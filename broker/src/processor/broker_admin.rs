@@ -112,6 +112,7 @@ pub async fn runtime_info(shard: &Rc<Shard>) -> RemotingCommand {
             clients.producer_group_count().to_string(),
         );
     }
+    crate::ha_role::runtime_info(shard, &stats, &mut put);
     for s in &stats {
         put(
             &format!("shard{}.msgPutTotal", s.shard),

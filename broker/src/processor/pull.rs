@@ -189,7 +189,7 @@ fn response_code(result: &GetResult, requested: i64) -> i32 {
 
 fn respond(shard: &Shard, code: i32, result: GetResult) -> RemotingCommand {
     let header = PullMessageResponseHeader {
-        suggest_which_broker_id: 0,
+        suggest_which_broker_id: crate::ha_role::suggest_broker(shard, &result),
         next_begin_offset: result.next_begin_offset,
         min_offset: result.min_offset,
         max_offset: result.max_offset,

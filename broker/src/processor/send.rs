@@ -269,6 +269,8 @@ pub fn put_error(e: &PutError) -> RemotingCommand {
         PutError::ReadOnly(_) => rc::SERVICE_NOT_AVAILABLE,
         PutError::MessageTooLarge { .. } | PutError::Illegal(_) => rc::MESSAGE_ILLEGAL,
         PutError::Io(_) => rc::SYSTEM_ERROR,
+        PutError::SlaveNotAvailable => rc::SLAVE_NOT_AVAILABLE,
+        PutError::FlushSlaveTimeout(_) => rc::FLUSH_SLAVE_TIMEOUT,
     };
     let remark = match e {
         PutError::Busy { .. } => {

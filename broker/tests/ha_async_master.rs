@@ -1,0 +1,162 @@
+//! HA with an ASYNC_MASTER: lag stays bounded under load, a slave SIGKILLed and restarted mid-stream
+//! catches up, a slave started against a master holding a large backlog catches up (size from
+//! HA_BACKLOG_MB, default 256), and a slave with another shard count is refused.
+
+mod common;
+mod ha_common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use ha_common::*;
+
+const SHARDS: usize = 2;
+
+/// Both brokers hold the same bytes for every queue of `topic`.
+async fn assert_same_queues(master: &Broker, slave: &Broker, topic: &str, queues: i32) -> usize {
+    let mut total = 0;
+    for q in 0..queues {
+        let m = pull_raw_all(master.addr(), topic, q).await;
+        let s = pull_raw_all(slave.addr(), topic, q).await;
+        assert!(!m.is_empty(), "queue {q} empty on the master");
+        assert!(
+            m == s,
+            "queue {q}: master {} bytes, slave {} bytes differ",
+            m.len(),
+            s.len()
+        );
+        total += m.len();
+    }
+    total
+}
+
+#[test]
+fn slave_killed_and_restarted_mid_stream_catches_up_with_bounded_lag() {
+    let master = Broker::start(&master_extra("ASYNC_MASTER", "ASYNC_FLUSH"));
+    let mut slave = Broker::start(&slave_extra(Some(&master), None));
+    let topic = "HaAsyncTopic";
+    run_local(async {
+        wait_slave_connected(master.addr(), Duration::from_secs(30)).await;
+        // Lag observed while 4 producers send; the slave is SIGKILLed and restarted half-way.
+        let addr = master.addr();
+        let finished = std::rc::Rc::new(std::cell::Cell::new(false));
+        let done = finished.clone();
+        let load = glommio::spawn_local(async move {
+            let r = send_load(addr, topic, 4, 4, 1500, 1024).await;
+            done.set(true);
+            r
+        });
+        let mut max_behind = 0i64;
+        let start = Instant::now();
+        let mut restarted = false;
+        while !finished.get() {
+            let info = runtime_info(master.addr()).await;
+            if info_i64(&info, "haSlaveConnections").unwrap_or(0) > 0 {
+                max_behind = max_behind.max(info_i64(&info, "slaveFallBehindMuch").unwrap_or(0));
+            }
+            if !restarted && start.elapsed() > Duration::from_millis(800) {
+                slave.kill9();
+                glommio::timer::sleep(Duration::from_millis(300)).await;
+                slave.spawn();
+                restarted = true;
+            }
+            glommio::timer::sleep(Duration::from_millis(50)).await;
+        }
+        let (acked, codes) = load.await;
+        assert!(codes.is_empty(), "ASYNC_MASTER answered {codes:?}");
+        assert_eq!(acked.len(), 4 * 1500);
+        assert!(
+            restarted,
+            "the load ended before the slave could be restarted"
+        );
+        let up = Instant::now();
+        while runtime_info(slave.addr()).await.is_empty() {
+            assert!(
+                up.elapsed() < Duration::from_secs(30),
+                "slave not back:\n{}",
+                slave.log()
+            );
+            glommio::timer::sleep(Duration::from_millis(100)).await;
+        }
+        wait_caught_up(master.addr(), slave.addr(), SHARDS, Duration::from_secs(60)).await;
+        let bytes = assert_same_queues(&master, &slave, topic, 4).await;
+        eprintln!("slave holds the same {bytes} bytes; largest lag seen {max_behind} bytes");
+        // Bounded: the slave never fell more than 16 MiB behind while connected (6 MiB were sent).
+        assert!(max_behind < 16 << 20, "lag {max_behind}");
+        let info = runtime_info(master.addr()).await;
+        assert_eq!(info_i64(&info, "slaveFallBehindMuch"), Some(0), "{info:?}");
+        let sinfo = runtime_info(slave.addr()).await;
+        assert_eq!(
+            info_i64(&sinfo, "haReplicating"),
+            Some(SHARDS as i64),
+            "{sinfo:?}"
+        );
+        assert_eq!(info_i64(&sinfo, "haRejectedFrames"), Some(0), "{sinfo:?}");
+    });
+}
+
+#[test]
+fn slave_started_against_a_large_backlog_catches_up() {
+    let mb: usize = std::env::var("HA_BACKLOG_MB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    let master = Broker::start(&format!(
+        "{}mappedFileSizeCommitLog = 67108864\n",
+        master_extra("ASYNC_MASTER", "ASYNC_FLUSH")
+    ));
+    let topic = "HaBacklog";
+    let size = 512 * 1024;
+    let per_task = (mb << 20) / size / 4;
+    let start = Instant::now();
+    let acked = run_local(async {
+        let (acked, codes) = send_load(master.addr(), topic, 4, 4, per_task, size).await;
+        assert!(codes.is_empty(), "{codes:?}");
+        acked
+    });
+    eprintln!(
+        "backlog of {} MiB written in {:?}",
+        (acked.len() * size) >> 20,
+        start.elapsed()
+    );
+    let start = Instant::now();
+    let slave = Broker::start(&format!(
+        "{}mappedFileSizeCommitLog = 67108864\n",
+        slave_extra(Some(&master), None)
+    ));
+    run_local(async {
+        wait_caught_up(
+            master.addr(),
+            slave.addr(),
+            SHARDS,
+            Duration::from_secs(600),
+        )
+        .await;
+        eprintln!("slave caught up with {mb} MiB in {:?}", start.elapsed());
+        assert_same_queues(&master, &slave, topic, 4).await;
+    });
+}
+
+#[test]
+fn slave_with_another_shard_count_is_refused() {
+    let master = Broker::start(&master_extra("ASYNC_MASTER", "ASYNC_FLUSH"));
+    let slave = Broker::start(&format!(
+        "{}shardCount = 1\n",
+        slave_extra(Some(&master), None)
+    ));
+    let start = Instant::now();
+    loop {
+        let log = slave.log();
+        if log.contains("refused replication") && log.contains("shard count mismatch") {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no refusal logged:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(master.log().contains("shard count mismatch"));
+    let info = run_local(runtime_info(master.addr()));
+    assert_eq!(info_i64(&info, "haSlaveConnections"), Some(0));
+}

@@ -1,0 +1,130 @@
+//! HA with a SYNC_MASTER: no slave means SLAVE_NOT_AVAILABLE at once; with a slave (found through the
+//! name server), every acknowledged message survives a SIGKILL of the master at a random moment and is
+//! read back from the slave byte-identical.
+
+mod common;
+mod ha_common;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use ha_common::*;
+use protocol::response_code;
+
+fn start_namesrv() -> SocketAddr {
+    let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    std::thread::spawn(move || {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let listener = namesrv::bind(addr).expect("namesrv binds");
+                let ns = Rc::new(namesrv::NameServer::new(namesrv::NamesrvConfig {
+                    listen: addr,
+                    ..namesrv::NamesrvConfig::default()
+                }));
+                namesrv::serve(listener, ns, std::future::pending()).await;
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+    });
+    addr
+}
+
+#[test]
+fn sync_master_without_slave_answers_slave_not_available() {
+    let master = Broker::start(&master_extra("SYNC_MASTER", "ASYNC_FLUSH"));
+    run_local(async {
+        let c = connect(master.addr()).await;
+        let start = Instant::now();
+        let r = send(&c, "HaNoSlave", 0, b"hello", "").await;
+        assert_eq!(r.code, response_code::SLAVE_NOT_AVAILABLE, "{:?}", r.remark);
+        // At once, not after syncFlushTimeout (5 s).
+        assert!(start.elapsed() < Duration::from_secs(2));
+        // The message is stored all the same (as RocketMQ does).
+        let recs = pull_all(&c, "HaNoSlave", 0).await;
+        assert_eq!(recs.len(), 1);
+        assert_eq!(&recs[0].body[..], b"hello");
+    });
+}
+
+#[test]
+fn acknowledged_messages_survive_master_sigkill() {
+    let ns = start_namesrv();
+    let mut master = Broker::start(&format!(
+        "{}namesrvAddr = \"{ns}\"\n",
+        master_extra("SYNC_MASTER", "SYNC_FLUSH")
+    ));
+    // The slave has no haMasterAddress: it learns the master's HA address from the name server.
+    let slave = Broker::start(&slave_extra(None, Some(ns)));
+    let topic = "HaSyncTopic";
+    let (acked, other_codes) = run_local(async {
+        wait_slave_connected(master.addr(), Duration::from_secs(30)).await;
+        send_until_success(master.addr(), topic, Duration::from_secs(20)).await;
+        // SIGKILL the master at a random moment while 4 producers send.
+        let pid = master.pid();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let delay = Duration::from_millis(300 + u64::from(nanos % 1500));
+        let killer = std::thread::spawn(move || {
+            std::thread::sleep(delay);
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        });
+        let result = send_load(master.addr(), topic, 4, 4, 100_000, 300).await;
+        killer.join().unwrap();
+        result
+    });
+    master.kill9();
+    eprintln!("{} sends acknowledged before the SIGKILL", acked.len());
+    assert!(
+        acked.len() > 10,
+        "too few acknowledged sends before the kill: {}",
+        acked.len()
+    );
+    assert!(
+        other_codes.is_empty(),
+        "unexpected answers while the slave was connected: {other_codes:?}"
+    );
+    // Every acknowledged message is on the slave, byte-identical, at the same offsets.
+    run_local(async {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let mut on_slave: HashMap<(i32, i64), protocol::message::record::MessageRecord> =
+                HashMap::new();
+            for q in 0..4 {
+                let client = connect(slave.addr()).await;
+                for rec in pull_all(&client, topic, q).await {
+                    on_slave.insert((q, rec.queue_offset), rec);
+                }
+            }
+            let missing: Vec<&Acked> = acked
+                .iter()
+                .filter(|a| !on_slave.contains_key(&(a.queue_id, a.queue_offset)))
+                .collect();
+            if missing.is_empty() {
+                for a in &acked {
+                    let rec = &on_slave[&(a.queue_id, a.queue_offset)];
+                    assert_eq!(&rec.body[..], &a.body[..], "body of {a:?}");
+                    assert_eq!(rec.physical_offset, a.physical_offset);
+                    assert_eq!(rec.topic, topic);
+                }
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} of {} acknowledged messages missing on the slave, e.g. {:?}\nslave log:\n{}",
+                missing.len(),
+                acked.len(),
+                missing.first().map(|a| (a.queue_id, a.queue_offset)),
+                slave.log()
+            );
+            glommio::timer::sleep(Duration::from_millis(500)).await;
+        }
+    });
+}

@@ -1,0 +1,216 @@
+//! Master side: reads a slave's handshake (on whichever shard accepted it), then, on the shard that
+//! owns the requested stream, streams that shard's CommitLog from the slave's offset and records the
+//! slave's acknowledgements in the shard's `Watermark`.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use futures_lite::AsyncWriteExt;
+use glommio::net::TcpStream;
+use storage::{local_of, shard_of, MessageStore};
+
+use crate::error::HaError;
+use crate::io::{read_exact_within, write_all_within};
+use crate::signal::DataSignal;
+use crate::watermark::Watermark;
+use crate::wire::{self, Answer, FrameHeader, Handshake};
+
+/// How long a slave may take to send its handshake and first report.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// A slave that reports nothing for this long is dropped (it reports at least every 5 s).
+pub const SLAVE_SILENCE_LIMIT: Duration = Duration::from_secs(20);
+/// Longest a frame write may block (a stuck slave must not hold the sender forever).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Senders re-check the log at least this often even without a signal.
+const IDLE_POLL: Duration = Duration::from_millis(100);
+
+/// Reads a slave's handshake from a fresh connection.
+pub async fn read_handshake(stream: &mut TcpStream) -> Result<Handshake, HaError> {
+    let mut fixed = [0u8; wire::HANDSHAKE_FIXED];
+    read_exact_within(stream, &mut fixed, HANDSHAKE_TIMEOUT).await?;
+    let (count, id, name_len) = Handshake::decode_fixed(&fixed)?;
+    let mut name = vec![0u8; name_len];
+    read_exact_within(stream, &mut name, HANDSHAKE_TIMEOUT).await?;
+    Ok(Handshake::from_parts(count, id, &name)?)
+}
+
+/// Checks a handshake against this master; `Err` is the reason sent back to the slave.
+pub fn check_handshake(h: &Handshake, shard_count: usize, broker_name: &str) -> Result<(), String> {
+    if usize::from(h.shard_count) != shard_count {
+        return Err(format!(
+            "shard count mismatch: the slave runs {} shards, the master {shard_count}; set shardCount = {shard_count} on the slave (with an empty store)",
+            h.shard_count
+        ));
+    }
+    if usize::from(h.shard_id) >= shard_count {
+        return Err(format!("no shard {} on this master", h.shard_id));
+    }
+    if h.broker_name != broker_name {
+        return Err(format!(
+            "brokerName mismatch: the slave is {:?}, this master is {broker_name:?}",
+            h.broker_name
+        ));
+    }
+    Ok(())
+}
+
+/// Sends a refusal and closes.
+pub async fn refuse(mut stream: TcpStream, reason: &str) {
+    let _ = write_all_within(
+        &mut stream,
+        &Answer::Refused(reason.to_owned()).encode(),
+        Duration::from_secs(2),
+    )
+    .await;
+    let _ = stream.close().await;
+}
+
+/// What a master's shard shares with its senders.
+#[derive(Clone)]
+pub struct MasterShard {
+    pub store: MessageStore,
+    pub watermark: Watermark,
+    pub signal: DataSignal,
+    pub transfer_batch_size: usize,
+    /// The master's remoting address (`brokerIP1:listenPort`), told to the slave on acceptance.
+    pub broker_addr: String,
+}
+
+/// Serves one slave whose handshake was accepted, on the shard owning the stream: reads its first
+/// offset report, answers, then streams frames until either side fails.
+pub async fn serve_slave(mut stream: TcpStream, ms: MasterShard) -> Result<(), HaError> {
+    let _ = stream.set_nodelay(true);
+    let mut report = [0u8; wire::REPORT];
+    read_exact_within(&mut stream, &mut report, HANDSHAKE_TIMEOUT).await?;
+    let from = wire::decode_report(&report)?;
+    if let Err(reason) = check_start(&ms.store, from) {
+        refuse(stream, &reason).await;
+        return Err(HaError::Refused(reason));
+    }
+    write_all_within(
+        &mut stream,
+        &Answer::Accepted(ms.broker_addr.clone()).encode(),
+        WRITE_TIMEOUT,
+    )
+    .await?;
+    let conn = ms.watermark.connected(from);
+    let closed = Rc::new(Cell::new(false));
+    let (reader, writer) = futures_lite::io::split(stream);
+    let acks = glommio::spawn_local(read_acks(reader, ms.clone(), conn, closed.clone()));
+    let result = stream_frames(writer, &ms, from, &closed).await;
+    closed.set(true);
+    ms.watermark.disconnected(conn);
+    // The ack reader ends on its own once the socket is gone; don't wait for a silent peer.
+    drop(acks.cancel());
+    result
+}
+
+/// Where a slave may start: its end must be a point of this shard's log that the master still holds.
+fn check_start(store: &MessageStore, from: i64) -> Result<(), String> {
+    let shard = store.shard_id();
+    if shard_of(from) != shard {
+        return Err(format!("offset {from} is not in shard {shard}'s stream"));
+    }
+    let max = store.max_physical_offset();
+    let min = store.min_physical_offset();
+    if from > max {
+        return Err(format!(
+            "the slave's shard {shard} log ends at {} but the master's ends at {}: the slave holds data the master lost; clear the slave's store",
+            local_of(from),
+            local_of(max)
+        ));
+    }
+    if from < min {
+        return Err(format!(
+            "the slave's shard {shard} log ends at {} but the master only holds data from {}",
+            local_of(from),
+            local_of(min)
+        ));
+    }
+    Ok(())
+}
+
+async fn read_acks(
+    mut reader: futures_lite::io::ReadHalf<TcpStream>,
+    ms: MasterShard,
+    conn: u64,
+    closed: Rc<Cell<bool>>,
+) {
+    let mut buf = [0u8; wire::REPORT];
+    loop {
+        if closed.get() {
+            return;
+        }
+        let result = read_exact_within(&mut reader, &mut buf, SLAVE_SILENCE_LIMIT).await;
+        let offset = match result.and_then(|()| wire::decode_report(&buf).map_err(HaError::from)) {
+            Ok(o) => o,
+            Err(e) => {
+                if !closed.get() {
+                    tracing::info!(
+                        "HA shard {}: slave connection ended: {e}",
+                        ms.store.shard_id()
+                    );
+                }
+                break;
+            }
+        };
+        ms.watermark
+            .ack(conn, offset, ms.store.max_physical_offset());
+    }
+    closed.set(true);
+    // Wake the sender so it notices.
+    ms.signal.raise();
+}
+
+async fn stream_frames(
+    mut writer: futures_lite::io::WriteHalf<TcpStream>,
+    ms: &MasterShard,
+    from: i64,
+    closed: &Cell<bool>,
+) -> Result<(), HaError> {
+    let batch = ms.transfer_batch_size.max(4096);
+    let mut next = from;
+    let mut buf = Vec::with_capacity(batch + wire::FRAME_HEADER);
+    loop {
+        if closed.get() {
+            return Ok(());
+        }
+        let seq = ms.signal.seq();
+        let mut data = ms.store.read_commitlog(next, batch).await?;
+        let len = match wire::whole_records(&data) {
+            Ok(n) => n,
+            Err(size) => {
+                // One record larger than a batch travels alone.
+                data = ms.store.read_commitlog(next, size).await?;
+                wire::whole_records(&data).unwrap_or_default()
+            }
+        };
+        if len == 0 {
+            if next < ms.store.min_physical_offset() {
+                return Err(HaError::Other(format!(
+                    "the slave needs offset {next}, already deleted on the master"
+                )));
+            }
+            if data.len() >= 4 && next < ms.store.max_physical_offset() {
+                return Err(HaError::Other(format!(
+                    "the log at {next} does not start a record; stopping this stream"
+                )));
+            }
+            let wake = ms.signal.changed(seq);
+            let tick = glommio::timer::sleep(IDLE_POLL);
+            futures_lite::future::or(wake, tick).await;
+            continue;
+        }
+        let Some(chunk) = data.get(..len) else {
+            return Err(HaError::Other(
+                "record boundary beyond the data read".into(),
+            ));
+        };
+        buf.clear();
+        buf.extend_from_slice(&FrameHeader::for_data(next, chunk).encode());
+        buf.extend_from_slice(chunk);
+        write_all_within(&mut writer, &buf, WRITE_TIMEOUT).await?;
+        next = next.saturating_add(len as i64);
+    }
+}

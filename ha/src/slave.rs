@@ -1,0 +1,241 @@
+//! Slave side: one replication connection per shard to the master's HA port. Sends the handshake and
+//! its log end, appends each checked frame byte-identically, reports its new end after every append and
+//! at least every 5 s; on any error logs, closes, backs off and reconnects from its true end.
+
+use std::cell::Cell;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use futures_lite::io::{ReadHalf, WriteHalf};
+use futures_lite::AsyncWriteExt;
+use glommio::net::TcpStream;
+use storage::MessageStore;
+
+use crate::error::HaError;
+use crate::io::{read_exact_within, write_all_within};
+use crate::signal::DataSignal;
+use crate::wire::{self, Answer, FrameHeader, Handshake};
+
+/// The slave reports its end at least this often (heartbeat).
+pub const REPORT_INTERVAL: Duration = Duration::from_secs(5);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
+/// A master that sends nothing (it has no heartbeat of its own) is only suspected after this long;
+/// a dead TCP peer is noticed by the reports failing first.
+const MASTER_SILENCE_LIMIT: Duration = Duration::from_secs(3600);
+const BACKOFF_MIN: Duration = Duration::from_millis(200);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// Where to find the master, asked before each connection (config or name server answer).
+pub type MasterAddr = Rc<dyn Fn() -> Option<SocketAddr>>;
+
+pub struct SlaveConfig {
+    pub broker_name: String,
+    pub shard_count: u16,
+    /// Largest frame accepted: the master's batch size, or one record when a record is larger.
+    pub max_frame: usize,
+}
+
+/// What a slave shard's replication is doing, for logs and runtime info.
+#[derive(Default)]
+pub struct SlaveStatus {
+    pub connected: Cell<bool>,
+    /// Unix ms of the last frame appended (0 = none yet).
+    pub last_append_ms: Cell<i64>,
+    pub frames: Cell<u64>,
+    pub bytes: Cell<u64>,
+    /// Connections closed because of a bad frame or a store refusal.
+    pub rejected: Cell<u64>,
+    /// The master's remoting address, as it said when accepting.
+    pub master_addr: std::cell::RefCell<Option<String>>,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Replicates one shard until `stopped()` says so. Never returns an error: failures are logged and
+/// retried with back-off.
+pub async fn run_slave(
+    store: MessageStore,
+    cfg: Rc<SlaveConfig>,
+    master: MasterAddr,
+    status: Rc<SlaveStatus>,
+    stopped: Rc<dyn Fn() -> bool>,
+) {
+    let shard = store.shard_id();
+    let mut backoff = BACKOFF_MIN;
+    let mut last_error = String::new();
+    while !stopped() {
+        let Some(addr) = master() else {
+            glommio::timer::sleep(Duration::from_secs(1)).await;
+            continue;
+        };
+        let started = Instant::now();
+        let result = session(&store, &cfg, addr, &status, &stopped).await;
+        status.connected.set(false);
+        if stopped() {
+            break;
+        }
+        let msg = match result {
+            Ok(()) => "master closed the connection".to_owned(),
+            Err(e) => e.to_string(),
+        };
+        // A long session means the master was fine: retry quickly.
+        if started.elapsed() > Duration::from_secs(10) {
+            backoff = BACKOFF_MIN;
+        }
+        if msg != last_error {
+            tracing::warn!(
+                "HA shard {shard}: replication from {addr} stopped: {msg}; reconnecting"
+            );
+            last_error = msg;
+        }
+        glommio::timer::sleep(backoff).await;
+        backoff = (backoff * 2).min(BACKOFF_MAX);
+    }
+}
+
+async fn session(
+    store: &MessageStore,
+    cfg: &SlaveConfig,
+    addr: SocketAddr,
+    status: &SlaveStatus,
+    stopped: &Rc<dyn Fn() -> bool>,
+) -> Result<(), HaError> {
+    let shard = store.shard_id();
+    let mut stream = TcpStream::connect_timeout(addr, CONNECT_TIMEOUT)
+        .await
+        .map_err(|e| HaError::Other(format!("cannot connect: {e}")))?;
+    let _ = stream.set_nodelay(true);
+    let end = store.max_physical_offset();
+    let mut hello = Handshake {
+        shard_count: cfg.shard_count,
+        shard_id: shard,
+        broker_name: cfg.broker_name.clone(),
+    }
+    .encode();
+    hello.extend_from_slice(&wire::encode_report(end));
+    write_all_within(&mut stream, &hello, ANSWER_TIMEOUT).await?;
+    let mut fixed = [0u8; wire::ANSWER_FIXED];
+    read_exact_within(&mut stream, &mut fixed, ANSWER_TIMEOUT).await?;
+    let (accepted, len) = Answer::decode_fixed(&fixed)?;
+    let mut msg = vec![0u8; len];
+    read_exact_within(&mut stream, &mut msg, ANSWER_TIMEOUT).await?;
+    if accepted {
+        let addr = String::from_utf8_lossy(&msg).into_owned();
+        *status.master_addr.borrow_mut() = Some(addr).filter(|a| !a.is_empty());
+    } else {
+        let reason = String::from_utf8_lossy(&msg).into_owned();
+        tracing::error!("HA shard {shard}: the master at {addr} refused replication: {reason}");
+        return Err(HaError::Refused(reason));
+    }
+    tracing::info!(
+        "HA shard {shard}: replicating from {addr}, starting at local offset {}",
+        storage::local_of(end)
+    );
+    status.connected.set(true);
+    let (reader, writer) = futures_lite::io::split(stream);
+    let reported = Rc::new(Cell::new(end));
+    let signal = DataSignal::new();
+    let done = Rc::new(Cell::new(false));
+    let reporter = glommio::spawn_local(report_loop(
+        writer,
+        reported.clone(),
+        signal.clone(),
+        done.clone(),
+    ));
+    let result = receive(reader, store, cfg, status, &reported, &signal, stopped).await;
+    done.set(true);
+    signal.raise();
+    // The reporter ends on the next wake-up; its error, if any, is already reflected in `result`.
+    let _ = reporter.await;
+    result
+}
+
+/// Writes the slave's log end whenever it moved, and at least every `REPORT_INTERVAL`.
+async fn report_loop(
+    mut writer: WriteHalf<TcpStream>,
+    end: Rc<Cell<i64>>,
+    signal: DataSignal,
+    done: Rc<Cell<bool>>,
+) -> Result<(), HaError> {
+    let mut sent = -1i64;
+    let mut last = Instant::now();
+    loop {
+        let seq = signal.seq();
+        if done.get() {
+            let _ = writer.close().await;
+            return Ok(());
+        }
+        let now = end.get();
+        if now != sent || last.elapsed() >= REPORT_INTERVAL {
+            if let Err(e) =
+                write_all_within(&mut writer, &wire::encode_report(now), REPORT_INTERVAL * 2).await
+            {
+                done.set(true);
+                return Err(e);
+            }
+            sent = now;
+            last = Instant::now();
+        }
+        let wake = signal.changed(seq);
+        let tick = glommio::timer::sleep(
+            REPORT_INTERVAL
+                .saturating_sub(last.elapsed())
+                .max(Duration::from_millis(10)),
+        );
+        futures_lite::future::or(wake, tick).await;
+    }
+}
+
+async fn receive(
+    mut reader: ReadHalf<TcpStream>,
+    store: &MessageStore,
+    cfg: &SlaveConfig,
+    status: &SlaveStatus,
+    reported: &Cell<i64>,
+    signal: &DataSignal,
+    stopped: &Rc<dyn Fn() -> bool>,
+) -> Result<(), HaError> {
+    let mut header = [0u8; wire::FRAME_HEADER];
+    let mut data = Vec::new();
+    loop {
+        read_exact_within(&mut reader, &mut header, MASTER_SILENCE_LIMIT).await?;
+        if stopped() {
+            return Ok(());
+        }
+        let expected = store.max_physical_offset();
+        let frame = FrameHeader::decode(&header, expected, cfg.max_frame).inspect_err(|_| {
+            status.rejected.set(status.rejected.get() + 1);
+        })?;
+        data.resize(frame.size, 0);
+        read_exact_within(&mut reader, &mut data, MASTER_SILENCE_LIMIT).await?;
+        frame.check(&data).inspect_err(|_| {
+            status.rejected.set(status.rejected.get() + 1);
+        })?;
+        let new_end = store
+            .append_replicated(frame.start, &data)
+            .await
+            .inspect_err(|_| status.rejected.set(status.rejected.get() + 1))?;
+        status.frames.set(status.frames.get() + 1);
+        status.bytes.set(status.bytes.get() + frame.size as u64);
+        status.last_append_ms.set(now_ms());
+        reported.set(new_end);
+        signal.raise();
+        let whole_end = frame.start.saturating_add(frame.size as i64);
+        if new_end != whole_end {
+            status.rejected.set(status.rejected.get() + 1);
+            return Err(HaError::Other(format!(
+                "frame at {} of {} bytes ended inside a record (appended up to {new_end})",
+                frame.start, frame.size
+            )));
+        }
+        if stopped() {
+            return Ok(());
+        }
+    }
+}
