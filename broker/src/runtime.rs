@@ -220,6 +220,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
     });
     mesh.start(receivers, handler);
     start_offset_persistence(&shard);
+    crate::schedule::start(&shard);
 
     if id == 0 {
         // Every shard answers once it serves; then the broker is up.

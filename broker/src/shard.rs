@@ -41,6 +41,8 @@ pub struct Shard {
     /// Only on shard 0.
     pub control: Option<Control>,
     pub counters: ShardCounters,
+    /// Delay-level delivery state (issue 7).
+    pub schedule: crate::schedule::Schedule,
     /// Requests of this shard's connections being handled.
     pub in_flight: Cell<usize>,
     pub shutting_down: Cell<bool>,
@@ -83,6 +85,7 @@ impl Shard {
             connections: RefCell::new(HashMap::new()),
             control: p.control,
             counters: ShardCounters::default(),
+            schedule: crate::schedule::Schedule::default(),
             in_flight: Cell::new(0),
             shutting_down: Cell::new(false),
             stop_accepting: Event::default(),

@@ -1,10 +1,10 @@
 //! CONSUMER_SEND_MSG_BACK (36): a consumer hands back a message it failed to consume. The stored
 //! message is copied to the group's retry topic `%RETRY%group` with RETRY_TOPIC / ORIGIN_MESSAGE_ID set
 //! and reconsumeTimes + 1, or to the dead-letter topic `%DLQ%group` once it has been retried
-//! maxReconsumeTimes times (or delayLevel < 0), as RocketMQ does.
-//!
-//! Delay levels are issue 7: the DELAY property is set but not yet honoured, so the retry is delivered
-//! at once instead of after the level's delay.
+//! maxReconsumeTimes times (or delayLevel < 0), as RocketMQ does. The retry copy is delayed: it carries
+//! DELAY = the client's delayLevel, or 3 + reconsumeTimes, and waits in SCHEDULE_TOPIC_XXXX until due
+//! (`schedule`). The dead-letter topic is created on demand, writable but not readable (RocketMQ's
+//! DLQ perm), so nobody consumes it by accident.
 
 use std::rc::Rc;
 
@@ -47,7 +47,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     if let Err(why) = crate::topics::validate_topic_name(&topic) {
         return error(rc::SYSTEM_ERROR, why);
     }
-    if let Err(response) = ensure_topic(shard, &topic).await {
+    if let Err(response) = ensure_topic(shard, &topic, to_dlq).await {
         return response;
     }
     let mut props = original.properties.clone();
@@ -88,7 +88,8 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         store_timestamp: 0,
         ..original
     };
-    let owner = shard.owner_of(&record.topic, 0);
+    let record = crate::schedule::park_if_delayed(record, crate::schedule::max_level(shard));
+    let owner = shard.owner_of(&record.topic, record.queue_id);
     match shard.mesh.call(owner, ShardCall::Put(vec![record])).await {
         Ok(ShardAnswer::Put(Ok(_))) => ok(),
         Ok(ShardAnswer::Put(Err(e))) => super::send::put_error(&e),
@@ -113,13 +114,14 @@ async fn read(shard: &Shard, offset: i64) -> Result<MessageRecord, String> {
     }
 }
 
-/// Creates a retry or dead-letter topic (one queue, read/write) if it is missing.
-async fn ensure_topic(shard: &Rc<Shard>, topic: &str) -> Result<(), RemotingCommand> {
+/// Creates a retry topic (one queue, read/write) or dead-letter topic (one queue, write only) if it is
+/// missing.
+async fn ensure_topic(shard: &Rc<Shard>, topic: &str, dlq: bool) -> Result<(), RemotingCommand> {
     if shard.topics.borrow().get(topic).is_some() {
         return Ok(());
     }
     let tc = TopicConfig {
-        perm: perm::READ | perm::WRITE,
+        perm: if dlq { perm::WRITE } else { perm::READ | perm::WRITE },
         ..TopicConfig::new(topic, 1)
     };
     match shard.mesh.call(0, ShardCall::CreateTopic(tc)).await {
