@@ -152,11 +152,11 @@ fn a_burst_of_due_messages_is_delivered_on_time() {
         let sent: Vec<String> = futures_lite_join(senders.collect()).await.into_iter().flatten().collect();
         let client = connect(addr).await;
         // Due times from the parked copies (level 1 = queue 0 of the schedule topic).
-        let parked = pull_from(&client, "SCHEDULE_TOPIC_XXXX", 0, 0).await;
+        let parked = wait_records(&client, "SCHEDULE_TOPIC_XXXX", 0, sent.len(), Duration::from_secs(20)).await;
         assert_eq!(parked.len(), sent.len());
         let due: std::collections::HashMap<String, i64> = parked
             .iter()
-            .map(|r| {
+            .map(|(r, _)| {
                 (
                     properties::get(&r.properties, "UNIQ_KEY").unwrap().to_owned(),
                     r.store_timestamp + 1000,
