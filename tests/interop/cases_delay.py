@@ -124,16 +124,25 @@ def reconsume_later(ctx):
     res = ctx.clients.finish(consumer, 80)
     got = _by_seq(res, "pylater")
     check(sorted(got) == list(range(5)), "not every message arrived: %s" % res.describe())
+    # The C binding calls back only for the first message of a batch the C++ client consumes (a failure
+    # sends the whole batch back), so a message can be sent back unseen: its reconsume_times then skip.
+    seen_once = 0
     for i, recs in sorted(got.items()):
         times = [r["reconsume_times"] for r in recs]
-        check(times[:3] == [0, 1, 2], "message %d reconsume_times over deliveries: %s" % (i, times))
-        accepted = [r for r in recs if r["accepted"]]
-        check(len(accepted) >= 1, "message %d never accepted" % i)
-        check(len(recs) == 3, "message %d delivered %d times after being accepted on the third" % (i, len(recs)))
+        check(times[0] == 0 and times[-1] == 2 and times == sorted(set(times)),
+              "message %d reconsume_times over deliveries: %s, want 0 first, increasing, ending at 2" % (i, times))
+        check(recs[-1]["accepted"] and not any(r["accepted"] for r in recs[:-1]),
+              "message %d accepted before its third attempt: %r" % (i, recs))
+        seen_once += times == [0, 1, 2]
         gaps = [b["at"] - a["at"] for a, b in zip(recs, recs[1:])]
         check(all(g >= 0.9 for g in gaps), "message %d redelivered without its retry delay: gaps %s" % (i, gaps))
         check(all(r["body"] == "pylater-%d" % i and r["tags"] == "TagD" for r in recs),
               "message %d changed on redelivery: %r" % (i, recs))
+        check(all(r["msg_id"] == recs[0]["msg_id"] for r in recs), "message %d msgId changed on retry" % i)
+    check(seen_once >= 1, "no message was seen at each of reconsume_times 0, 1, 2")
+    retried = _max_offset(c, "%RETRY%py-later-group")
+    check(retried == 10, "%%RETRY%%py-later-group holds %s messages, want 5 messages x 2 retries" % retried)
+    ctx.note("reconsume_times per message: %s" % {i: [r["reconsume_times"] for r in recs] for i, recs in got.items()})
     ctx.note("redelivery gaps (s): %s" % [round(b["at"] - a["at"], 2) for a, b in zip(got[0], got[0][1:])])
     check(_max_offset(c, "%DLQ%py-later-group") <= 0, "nothing should reach the DLQ")
 

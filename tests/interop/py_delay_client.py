@@ -111,6 +111,8 @@ def _run_push(args, seen, on_message, model):
     if args.instance:
         consumer.set_instance_name(args.instance)
     consumer.set_thread_count(2)
+    # The C binding's callback sees only the first message of a batch; a failure sends back all of it.
+    consumer.set_message_batch_max_size(1)
     consumer.subscribe(args.topic, on_message)
     consumer.start()
     emit({"kind": "started", "at": time.time()})
