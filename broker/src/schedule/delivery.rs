@@ -1,6 +1,7 @@
 //! The delivery task of one delay level: reads the level's schedule queue from its delivery offset,
 //! puts every due record to its real topic and queue (through the owner's store, like a send), then
-//! advances the offset. Between rounds it sleeps until the next unit is due or a new unit arrives.
+//! advances the offset. Between rounds it sleeps until the head unit is due, or, when the level is
+//! empty, until a unit arrives.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -49,8 +50,11 @@ pub async fn run_level(shard: Rc<Shard>, level: i32) {
             Step::More => {}
             Step::DueAt(due) => {
                 let wait = Duration::from_millis(u64::try_from(due - now_ms()).unwrap_or(0));
+                // New units of a level fall due after the head (same delay, later store time), so
+                // arrivals cannot change when to look next: only the timer matters.
+                drop(arrival);
                 if !wait.is_zero() {
-                    futures_lite::future::or(arrival, glommio::timer::sleep(wait)).await;
+                    glommio::timer::sleep(wait).await;
                 }
             }
             Step::Idle => futures_lite::future::or(arrival, glommio::timer::sleep(IDLE_RECHECK)).await,
