@@ -128,3 +128,34 @@ fn without_a_client_maximum_the_sixteenth_failure_is_dead_lettered() {
         assert_eq!(max_offset(&client, "%RETRY%dg", 0).await, 16);
     });
 }
+
+/// A consumer whose send-back failed resends the message itself to `%RETRY%group` (Java's fallback):
+/// with retries left it is delayed like any DELAY message, with none left it goes to `%DLQ%group`.
+#[test]
+fn a_client_resend_to_the_retry_topic_follows_the_same_rules() {
+    let broker = Broker::start(LEVELS);
+    run_local(async {
+        let client = connect(broker.addr()).await;
+        let resend = |reconsume: i32, max: Option<i32>, key: &str| {
+            let mut h = send_header("%RETRY%rg", 0, &properties::encode([("UNIQ_KEY", key), ("DELAY", "3")]));
+            h.j = Some(reconsume);
+            h.l = max;
+            RemotingCommand::request(request_code::SEND_MESSAGE_V2)
+                .with_ext_fields(protocol::header::CommandHeader::to_ext_fields(&h))
+                .with_body(bytes::Bytes::from_static(b"again"))
+        };
+        let asked = now_ms();
+        let r = client.invoke(resend(3, Some(5), "R1"), TIMEOUT).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let r = client.invoke(resend(16, None, "R2"), TIMEOUT).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let r = client.invoke(resend(5, Some(5), "R3"), TIMEOUT).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        assert_eq!(max_offset(&client, "%DLQ%rg", 0).await, 2, "R2 and R3 are out of retries");
+        assert_eq!(topic_perm(&client, "%DLQ%rg").await, Some(2));
+        let got = wait_records(&client, "%RETRY%rg", 0, 1, Duration::from_secs(20)).await;
+        assert_eq!(got.len(), 1);
+        assert_eq!(properties::get(&got[0].0.properties, "UNIQ_KEY"), Some("R1"));
+        assert!(got[0].0.store_timestamp >= asked + 2000, "delayed by its level");
+    });
+}

@@ -161,6 +161,7 @@ async fn prepare(
         if sys_flag::transaction_type(record.sys_flag) == sys_flag::TRANSACTION_PREPARED {
             record = into_half_message(record);
         }
+        super::send_back::divert_exhausted_retry(shard, &header, &mut record).await?;
         record = crate::schedule::park_if_delayed(record, crate::schedule::max_level(shard));
         vec![record]
     };

@@ -9,7 +9,7 @@
 use std::rc::Rc;
 
 use protocol::body::{perm, TopicConfig};
-use protocol::header::{CommandHeader, ConsumerSendMsgBackRequestHeader};
+use protocol::header::{CommandHeader, ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader};
 use protocol::message::properties;
 use protocol::message::record::MessageRecord;
 use protocol::response_code as rc;
@@ -18,7 +18,7 @@ use protocol::RemotingCommand;
 use super::{error, header_error, ok};
 use crate::mesh::{ShardAnswer, ShardCall};
 use crate::shard::Shard;
-use crate::topics::{retry_topic, DLQ_GROUP_TOPIC_PREFIX};
+use crate::topics::{retry_topic, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
 
 /// RocketMQ's default maxReconsumeTimes.
 const DEFAULT_MAX_RECONSUME_TIMES: i32 = 16;
@@ -96,6 +96,32 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         Ok(other) => error(rc::SYSTEM_ERROR, format!("unexpected answer {other:?}")),
         Err(e) => error(rc::SYSTEM_ERROR, e),
     }
+}
+
+/// RocketMQ's `handleRetryAndDLQ` for plain sends: a message a client sends itself to `%RETRY%group`
+/// (a consumer whose CONSUMER_SEND_MSG_BACK failed) once its retries ran out goes to `%DLQ%group`,
+/// undelayed, instead.
+pub async fn divert_exhausted_retry(
+    shard: &Rc<Shard>,
+    header: &SendMessageRequestHeader,
+    record: &mut MessageRecord,
+) -> Result<(), RemotingCommand> {
+    let Some(group) = record.topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) else {
+        return Ok(());
+    };
+    let max_times = header
+        .max_reconsume_times
+        .unwrap_or(DEFAULT_MAX_RECONSUME_TIMES);
+    if header.reconsume_times.unwrap_or(0) < max_times {
+        return Ok(());
+    }
+    let dlq = format!("{DLQ_GROUP_TOPIC_PREFIX}{group}");
+    crate::topics::validate_topic_name(&dlq).map_err(|why| error(rc::MESSAGE_ILLEGAL, why))?;
+    ensure_topic(shard, &dlq, true).await?;
+    record.topic = dlq;
+    record.queue_id = 0;
+    record.properties = properties::without(&record.properties, properties::DELAY);
+    Ok(())
 }
 
 /// The stored message at a physical offset (any shard).
