@@ -295,6 +295,8 @@ pub async fn shutdown_broker(shard: &Rc<Shard>) {
     let all = || 0..shard.shards;
     join_all(all().map(|s| shard.mesh.call(s, ShardCall::Drain))).await;
     join_all(all().map(|s| shard.mesh.call(s, ShardCall::Shutdown))).await;
+    // Every store is flushed now: all delivered delay units are safe.
+    crate::schedule::persist(shard, true).await;
     if let Some(ctl) = control(shard) {
         ctl.registrar.unregister_all(&shard.cfg).await;
     }

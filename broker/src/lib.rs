@@ -20,6 +20,7 @@ pub mod persist;
 pub mod processor;
 pub mod rebalance_locks;
 pub mod runtime;
+pub mod schedule;
 pub mod server;
 pub mod shard;
 pub mod shard_calls;

@@ -68,6 +68,11 @@ pub enum ShardCall {
     Stats,
     /// This shard's consumer offsets.
     Offsets,
+    /// Install delay-level offsets (HA), then answer this shard's safe ones (`schedule`).
+    DelayOffsets {
+        install: Vec<(i32, i64)>,
+        settle_all: bool,
+    },
     /// Drop a deleted topic's data and offsets.
     DeleteTopic(String),
     /// Stop accepting connections and wait for in-flight requests (shutdown phase 1).
@@ -100,6 +105,8 @@ pub enum ShardAnswer {
     Records(Result<Vec<Bytes>, String>),
     Stats(ShardStats),
     Offsets(Vec<(String, i32, i64)>),
+    /// Delay level -> safe delivery offset, for the levels a shard owns.
+    DelayOffsets(Vec<(i32, i64)>),
 }
 
 /// What travels on the mesh.

@@ -226,6 +226,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
     mesh.start(receivers, handler);
     crate::ha_role::start(&shard)?;
     start_offset_persistence(&shard);
+    crate::schedule::start(&shard);
 
     if id == 0 {
         // Every shard answers once it serves; then the broker is up.

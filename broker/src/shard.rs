@@ -43,6 +43,8 @@ pub struct Shard {
     pub counters: ShardCounters,
     /// Replication state of this shard (`ha_role`).
     pub ha: crate::ha_role::HaShard,
+    /// Delay-level delivery state (issue 7).
+    pub schedule: crate::schedule::Schedule,
     /// Requests of this shard's connections being handled.
     pub in_flight: Cell<usize>,
     pub shutting_down: Cell<bool>,
@@ -86,6 +88,7 @@ impl Shard {
             control: p.control,
             counters: ShardCounters::default(),
             ha: Default::default(),
+            schedule: crate::schedule::Schedule::default(),
             in_flight: Cell::new(0),
             shutting_down: Cell::new(false),
             stop_accepting: Event::default(),

@@ -85,6 +85,12 @@ pub async fn serve(shard: Rc<Shard>, call: ShardCall) -> ShardAnswer {
         ),
         ShardCall::Stats => ShardAnswer::Stats(shard.stats()),
         ShardCall::Offsets => ShardAnswer::Offsets(shard.offsets.borrow().entries()),
+        ShardCall::DelayOffsets {
+            install,
+            settle_all,
+        } => ShardAnswer::DelayOffsets(
+            crate::schedule::serve_call(&shard, install, settle_all).await,
+        ),
         ShardCall::DeleteTopic(topic) => {
             shard.store.delete_topic(&topic);
             shard.offsets.borrow_mut().remove_topic(&topic);
@@ -92,6 +98,7 @@ pub async fn serve(shard: Rc<Shard>, call: ShardCall) -> ShardAnswer {
         }
         ShardCall::Drain => {
             drain(&shard).await;
+            crate::schedule::quiesce(&shard).await;
             ShardAnswer::Done
         }
         ShardCall::Shutdown => {

@@ -24,6 +24,7 @@ import cases_python  # noqa: E402,F401  (registers cases)
 import cases_rust  # noqa: E402,F401
 import cases_cross  # noqa: E402,F401
 import cases_ha  # noqa: E402,F401
+import cases_delay  # noqa: E402,F401
 import harness  # noqa: E402
 
 

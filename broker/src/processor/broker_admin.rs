@@ -157,7 +157,10 @@ pub fn all_subscription_groups(shard: &Shard) -> RemotingCommand {
     }
 }
 
-/// Delay levels are issue 7: no delay offsets yet, an empty table.
-pub fn all_delay_offset() -> RemotingCommand {
-    ok().with_body(b"{\"offsetTable\":{}}".to_vec())
+/// The delivery offset of every delay level (see `schedule`).
+pub async fn all_delay_offset(shard: &Shard) -> RemotingCommand {
+    match crate::schedule::delay_offsets_json(shard).await {
+        Ok(body) => ok().with_body(body),
+        Err(e) => error(rc::SYSTEM_ERROR, format!("cannot gather delay offsets: {e}")),
+    }
 }

@@ -93,7 +93,7 @@ pub async fn dispatch(
         | code::LOCK_BATCH_MQ
         | code::UNLOCK_BATCH_MQ => to_control(&shard, req, conn, ctx.local).await,
         code::GET_ALL_TOPIC_CONFIG => Some(topic_admin::all_topic_config(&shard)),
-        code::GET_ALL_DELAY_OFFSET => Some(broker_admin::all_delay_offset()),
+        code::GET_ALL_DELAY_OFFSET => Some(broker_admin::all_delay_offset(&shard).await),
         code::VIEW_MESSAGE_BY_ID => Some(message_query::view_by_id(&shard, &req).await),
         code::QUERY_MESSAGE => Some(message_query::query_by_key(&shard, &req).await),
         code::CONSUMER_SEND_MSG_BACK => Some(send_back::handle(&shard, &req).await),

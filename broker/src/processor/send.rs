@@ -136,6 +136,8 @@ async fn prepare(
         }
         let entries = batch::decode_owned(&req.body)
             .map_err(|e| error(rc::MESSAGE_ILLEGAL, format!("bad batch body: {e}")))?;
+        crate::schedule::park::refuse_delayed_batch(&props, &entries)
+            .map_err(|why| error(rc::MESSAGE_ILLEGAL, why))?;
         if entries.is_empty() {
             return Err(error(rc::MESSAGE_ILLEGAL, "the batch holds no message"));
         }
@@ -159,6 +161,8 @@ async fn prepare(
         if sys_flag::transaction_type(record.sys_flag) == sys_flag::TRANSACTION_PREPARED {
             record = into_half_message(record);
         }
+        super::send_back::divert_exhausted_retry(shard, &header, &mut record).await?;
+        record = crate::schedule::park_if_delayed(record, crate::schedule::max_level(shard));
         vec![record]
     };
     Ok((records, is_batch))
@@ -216,7 +220,7 @@ async fn store(shard: &Rc<Shard>, records: Vec<MessageRecord>, is_batch: bool) -
         return error(rc::MESSAGE_ILLEGAL, "no message to store");
     };
     let owner = shard.owner_of(&first.topic, first.queue_id);
-    let queue_id = first.queue_id;
+    let queue_id = crate::schedule::reply_queue_id(first);
     let answer = shard.mesh.call(owner, ShardCall::Put(records)).await;
     let result = match answer {
         Ok(ShardAnswer::Put(result)) => result,

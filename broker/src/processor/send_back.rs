@@ -1,15 +1,15 @@
 //! CONSUMER_SEND_MSG_BACK (36): a consumer hands back a message it failed to consume. The stored
 //! message is copied to the group's retry topic `%RETRY%group` with RETRY_TOPIC / ORIGIN_MESSAGE_ID set
 //! and reconsumeTimes + 1, or to the dead-letter topic `%DLQ%group` once it has been retried
-//! maxReconsumeTimes times (or delayLevel < 0), as RocketMQ does.
-//!
-//! Delay levels are issue 7: the DELAY property is set but not yet honoured, so the retry is delivered
-//! at once instead of after the level's delay.
+//! maxReconsumeTimes times (or delayLevel < 0), as RocketMQ does. The retry copy is delayed: it carries
+//! DELAY = the client's delayLevel, or 3 + reconsumeTimes, and waits in SCHEDULE_TOPIC_XXXX until due
+//! (`schedule`). The dead-letter topic is created on demand, writable but not readable (RocketMQ's
+//! DLQ perm), so nobody consumes it by accident.
 
 use std::rc::Rc;
 
 use protocol::body::{perm, TopicConfig};
-use protocol::header::{CommandHeader, ConsumerSendMsgBackRequestHeader};
+use protocol::header::{CommandHeader, ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader};
 use protocol::message::properties;
 use protocol::message::record::MessageRecord;
 use protocol::response_code as rc;
@@ -18,7 +18,7 @@ use protocol::RemotingCommand;
 use super::{error, header_error, ok};
 use crate::mesh::{ShardAnswer, ShardCall};
 use crate::shard::Shard;
-use crate::topics::{retry_topic, DLQ_GROUP_TOPIC_PREFIX};
+use crate::topics::{retry_topic, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
 
 /// RocketMQ's default maxReconsumeTimes.
 const DEFAULT_MAX_RECONSUME_TIMES: i32 = 16;
@@ -47,7 +47,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     if let Err(why) = crate::topics::validate_topic_name(&topic) {
         return error(rc::SYSTEM_ERROR, why);
     }
-    if let Err(response) = ensure_topic(shard, &topic).await {
+    if let Err(response) = ensure_topic(shard, &topic, to_dlq).await {
         return response;
     }
     let mut props = original.properties.clone();
@@ -88,13 +88,40 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         store_timestamp: 0,
         ..original
     };
-    let owner = shard.owner_of(&record.topic, 0);
+    let record = crate::schedule::park_if_delayed(record, crate::schedule::max_level(shard));
+    let owner = shard.owner_of(&record.topic, record.queue_id);
     match shard.mesh.call(owner, ShardCall::Put(vec![record])).await {
         Ok(ShardAnswer::Put(Ok(_))) => ok(),
         Ok(ShardAnswer::Put(Err(e))) => super::send::put_error(&e),
         Ok(other) => error(rc::SYSTEM_ERROR, format!("unexpected answer {other:?}")),
         Err(e) => error(rc::SYSTEM_ERROR, e),
     }
+}
+
+/// RocketMQ's `handleRetryAndDLQ` for plain sends: a message a client sends itself to `%RETRY%group`
+/// (a consumer whose CONSUMER_SEND_MSG_BACK failed) once its retries ran out goes to `%DLQ%group`,
+/// undelayed, instead.
+pub async fn divert_exhausted_retry(
+    shard: &Rc<Shard>,
+    header: &SendMessageRequestHeader,
+    record: &mut MessageRecord,
+) -> Result<(), RemotingCommand> {
+    let Some(group) = record.topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) else {
+        return Ok(());
+    };
+    let max_times = header
+        .max_reconsume_times
+        .unwrap_or(DEFAULT_MAX_RECONSUME_TIMES);
+    if header.reconsume_times.unwrap_or(0) < max_times {
+        return Ok(());
+    }
+    let dlq = format!("{DLQ_GROUP_TOPIC_PREFIX}{group}");
+    crate::topics::validate_topic_name(&dlq).map_err(|why| error(rc::MESSAGE_ILLEGAL, why))?;
+    ensure_topic(shard, &dlq, true).await?;
+    record.topic = dlq;
+    record.queue_id = 0;
+    record.properties = properties::without(&record.properties, properties::DELAY);
+    Ok(())
 }
 
 /// The stored message at a physical offset (any shard).
@@ -113,13 +140,14 @@ async fn read(shard: &Shard, offset: i64) -> Result<MessageRecord, String> {
     }
 }
 
-/// Creates a retry or dead-letter topic (one queue, read/write) if it is missing.
-async fn ensure_topic(shard: &Rc<Shard>, topic: &str) -> Result<(), RemotingCommand> {
+/// Creates a retry topic (one queue, read/write) or dead-letter topic (one queue, write only) if it is
+/// missing.
+async fn ensure_topic(shard: &Rc<Shard>, topic: &str, dlq: bool) -> Result<(), RemotingCommand> {
     if shard.topics.borrow().get(topic).is_some() {
         return Ok(());
     }
     let tc = TopicConfig {
-        perm: perm::READ | perm::WRITE,
+        perm: if dlq { perm::WRITE } else { perm::READ | perm::WRITE },
         ..TopicConfig::new(topic, 1)
     };
     match shard.mesh.call(0, ShardCall::CreateTopic(tc)).await {
