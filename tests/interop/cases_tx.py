@@ -6,6 +6,7 @@ broker runs with short transaction timings (see TX_TIMINGS) so the cases stay qu
 """
 
 import os
+import re
 import time
 
 import harness
@@ -186,6 +187,11 @@ def sigkill_between_prepare_and_commit(ctx):
     c.kill_broker()
     c.start_broker()
     time.sleep(4)
+    log = open(os.path.join(c.workdir, "broker.log"), errors="replace").read()
+    last_start = log.rsplit("===== broker start", 1)[-1]
+    resolved = re.search(r"transactions: (\d+) resolved", last_start)
+    check(resolved and int(resolved.group(1)) >= n, "after the second restart the broker did not load the %d "
+          "resolutions from the op queue: %s" % (n, resolved.group(0) if resolved else "no transactions line"))
     check(visible_count(c, topic) == n, "after a second SIGKILL: expected %d visible, found %d"
           % (n, visible_count(c, topic)))
     ctx.note("check-backs per message: %s" % checks)
