@@ -81,7 +81,10 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
         .offsets
         .borrow()
         .query(PROGRESS_GROUP, TRANS_HALF_TOPIC, 0);
-    let half_offset = saved.unwrap_or(min).max(min);
+    // Saved progress past the queue's end (its unflushed tail lost in a crash) would skip the half
+    // messages stored from now on: start at the end then.
+    let max = shard.store.max_offset(TRANS_HALF_TOPIC, 0);
+    let half_offset = saved.unwrap_or(min).min(max).max(min);
     tracing::info!(
         "shard {}: transactions: {} resolved, checking half messages from offset {half_offset} \
          (timeout {} ms, interval {} ms, at most {} checks)",
