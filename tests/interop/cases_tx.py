@@ -118,14 +118,13 @@ def commit_and_rollback(ctx):
     dups, _ = check_received(ctx, res, {"txc": n}, what="push consumer")
 
 
-@case("tx_unknown_then_commit_on_check", timeout=240)
-def unknown_then_commit(ctx):
+def unknown_then_commit(ctx, env):
     c = start_tx_cluster(ctx)
     topic = "TxCheck"
     c.create_topic(topic)
     n = 5
     res = ctx.clients.run("rust", "tx-unknown-commit",
-                          tx_args(topic, "txk", "txk", n, "unknown-commit", 60, checks=n), 110)
+                          tx_args(topic, "txk", "txk", n, "unknown-commit", 60, checks=n), 110, env=env)
     require_tx_sent(res, "txk", n)
     checks = checks_by_seq(res)
     check(sorted(checks) == list(range(n)), "check-backs seen for %s, want every one of 0..%d: %s"
@@ -136,6 +135,12 @@ def unknown_then_commit(ctx):
     got = consume(ctx, topic, "txk-consumer", {"txk": n})
     check_received(ctx, got, {"txk": n}, what="push consumer")
     ctx.note("check-backs per message: %s" % checks)
+
+
+# JSON headers, and ROCKETMQ binary headers (the client library reads the variable itself).
+case("tx_unknown_then_commit_on_check_json", timeout=240)(lambda ctx: unknown_then_commit(ctx, {}))
+case("tx_unknown_then_commit_on_check_rocketmq", timeout=240)(
+    lambda ctx: unknown_then_commit(ctx, {"ROCKETMQ_SERIALIZE_TYPE": "ROCKETMQ"}))
 
 
 @case("tx_unresolved_rolled_back_after_max_checks", timeout=240)
