@@ -175,6 +175,14 @@ impl ClientRegistry {
             .unwrap_or_default()
     }
 
+    /// Connections of a producer group's clients (for transaction check-backs).
+    pub fn producer_conns(&self, group: &str) -> Vec<ConnRef> {
+        self.producers
+            .get(group)
+            .map(|clients| clients.values().map(|c| c.conn).collect())
+            .unwrap_or_default()
+    }
+
     /// A group's current subscriptions (empty when the group is gone).
     pub fn subscriptions(&self, group: &str) -> Vec<SubscriptionData> {
         self.consumers

@@ -206,10 +206,23 @@ pub async fn notify_group(shard: &Rc<Shard>, group: &str) {
     }
 }
 
+/// Queue locks of clients that left a group are released at once: a departed orderly consumer cannot
+/// consume any more, and some clients (the C++ one) leave locks behind at shutdown, which would stall
+/// their queues for the 60 s lock lifetime.
+fn release_locks_of_departed(shard: &Shard, group: &str) {
+    let Some(ctl) = control(shard) else { return };
+    let members = ctl.clients.borrow().consumer_ids(group).unwrap_or_default();
+    let released = ctl.locks.borrow_mut().release_departed(group, &members);
+    if released > 0 {
+        tracing::info!("released {released} queue lock(s) of clients that left group {group}");
+    }
+}
+
 /// After groups lost members: notify the rest and refresh subscriptions.
 pub async fn groups_changed(shard: &Rc<Shard>, groups: Vec<String>) {
     for group in groups {
         tracing::info!("consumer group {group} changed membership");
+        release_locks_of_departed(shard, &group);
         notify_group(shard, &group).await;
         broadcast_subscriptions(shard, &group).await;
     }

@@ -30,6 +30,7 @@ pub mod stats;
 pub mod subscription_groups;
 pub mod tag_filter;
 pub mod topics;
+pub mod transaction;
 
 pub use error::BrokerError;
 pub use runtime::run;

@@ -59,6 +59,20 @@ impl RebalanceLocks {
             }
         }
     }
+
+    /// Releases the locks of `group` held by clients not in `members`; returns how many.
+    pub fn release_departed(&mut self, group: &str, members: &[String]) -> usize {
+        let Some(locks) = self.groups.get_mut(group) else {
+            return 0;
+        };
+        let before = locks.len();
+        locks.retain(|_, e| members.contains(&e.client_id));
+        let released = before - locks.len();
+        if locks.is_empty() {
+            self.groups.remove(group);
+        }
+        released
+    }
 }
 
 #[cfg(test)]
@@ -98,5 +112,25 @@ mod tests {
         assert_eq!(locks.try_lock_batch("g", &[mq(1)], "b", now), vec![mq(1)]);
         let later = now + LOCK_MAX_LIVE + Duration::from_secs(1);
         assert_eq!(locks.try_lock_batch("g", &[mq(0)], "b", later), vec![mq(0)]);
+    }
+
+    #[test]
+    fn locks_of_departed_clients_are_released() {
+        let mut locks = RebalanceLocks::default();
+        let now = Instant::now();
+        locks.try_lock_batch("g", &[mq(0), mq(1)], "gone", now);
+        locks.try_lock_batch("g", &[mq(2)], "stays", now);
+        assert_eq!(
+            locks.try_lock_batch("g", &[mq(0)], "new", now),
+            Vec::<MessageQueue>::new()
+        );
+        assert_eq!(locks.release_departed("g", &["stays".to_owned()]), 2);
+        assert_eq!(locks.try_lock_batch("g", &[mq(0)], "new", now), vec![mq(0)]);
+        assert_eq!(
+            locks.try_lock_batch("g", &[mq(2)], "new", now),
+            Vec::<MessageQueue>::new(),
+            "a member keeps its lock"
+        );
+        assert_eq!(locks.release_departed("other", &[]), 0);
     }
 }

@@ -211,6 +211,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
                 crate::ha_role::on_arrival(&shard, topic);
             }
         }));
+    crate::transaction::start(&shard).await?;
     // No await between binding and starting the mesh: no request can arrive before calls are served.
     crate::server::start_listeners(&shard, &boot.listen)?;
     let weak = Rc::downgrade(&shard);

@@ -8,6 +8,7 @@
 pub mod broker_admin;
 pub mod client_manage;
 pub mod consumer_offset;
+pub mod end_transaction;
 pub mod message_query;
 pub mod pull;
 pub mod queue_offset;
@@ -97,6 +98,7 @@ pub async fn dispatch(
         code::VIEW_MESSAGE_BY_ID => Some(message_query::view_by_id(&shard, &req).await),
         code::QUERY_MESSAGE => Some(message_query::query_by_key(&shard, &req).await),
         code::CONSUMER_SEND_MSG_BACK => Some(send_back::handle(&shard, &req).await),
+        code::END_TRANSACTION => end_transaction::route(&shard, req, conn, ctx.local).await,
         other => {
             tracing::debug!("request code {other} not supported (from {})", ctx.peer);
             Some(unsupported(other))
@@ -189,6 +191,7 @@ pub async fn run_owned(
         code::GET_MIN_OFFSET => queue_offset::min_offset(shard, &req),
         code::GET_EARLIEST_MSG_STORETIME => queue_offset::earliest_store_time(shard, &req).await,
         code::SEARCH_OFFSET_BY_TIMESTAMP => queue_offset::search_by_time(shard, &req).await,
+        code::END_TRANSACTION => end_transaction::handle(shard, &req).await,
         other => unsupported(other),
     })
 }
@@ -211,6 +214,8 @@ pub async fn run_control(
         code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => broker_admin::all_subscription_groups(shard),
         code::LOCK_BATCH_MQ => rebalance_lock::lock(shard, &req),
         code::UNLOCK_BATCH_MQ => rebalance_lock::unlock(shard, &req),
+        // Only from the transaction check service (clients' code 39 requests are not routed here).
+        code::CHECK_TRANSACTION_STATE => crate::transaction::deliver_check(shard, req).await,
         other => unsupported(other),
     })
 }

@@ -8,7 +8,12 @@
 //! ```text
 //! interop-rust-client --namesrv ADDR send|batch|select --topic T --prefix P --count N
 //! interop-rust-client --namesrv ADDR consume --topic T --group G --expect P:N [--expect P:N] [--timeout S]
+//! interop-rust-client --namesrv ADDR transaction --topic T --group G --prefix P --count N \
+//!     --mode commit|rollback|unknown-commit|unknown [--timeout S] [--checks C]
 //! ```
+//! `transaction` sends N transactional messages; the local transaction commits, rolls back or answers
+//! Unknown; on a check-back (`check` records) `unknown-commit` commits and `unknown` stays Unknown. The
+//! producer stays up until C check-backs were answered (then 3 s more) or the timeout.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
@@ -17,8 +22,10 @@ use std::time::{Duration, Instant};
 
 use rocketmq_client_rust::{
     ClientResult, ClientRuntime, ClientRuntimeConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
-    DefaultMQProducer, DefaultMQPushConsumer, MQPushConsumer, MessageListenerConcurrently,
+    DefaultMQProducer, DefaultMQPushConsumer, LocalTransactionState, MQPushConsumer, MessageListenerConcurrently,
+    TransactionListener, TransactionMQProducer,
 };
+use rocketmq_model::common::message::MessageTrait;
 use rocketmq_model::common::consumer::consume_from_where::ConsumeFromWhere;
 use rocketmq_model::common::message::message_ext::MessageExt;
 use rocketmq_model::common::message::message_queue::MessageQueue;
@@ -97,6 +104,8 @@ struct Args {
     count: usize,
     expect: BTreeMap<String, usize>,
     timeout: Duration,
+    mode: String,
+    checks: usize,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -109,6 +118,8 @@ fn parse_args() -> Result<Args, String> {
     let mut count = 0usize;
     let mut expect = BTreeMap::new();
     let mut timeout = Duration::from_secs(60);
+    let mut mode = String::from("commit");
+    let mut checks = 0usize;
     while let Some(arg) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{arg} needs a value"));
         match arg.as_str() {
@@ -121,6 +132,8 @@ fn parse_args() -> Result<Args, String> {
                 let secs: f64 = value()?.parse().map_err(|e| format!("--timeout: {}", chain(&e)))?;
                 timeout = Duration::from_secs_f64(secs);
             }
+            "--mode" => mode = value()?,
+            "--checks" => checks = value()?.parse().map_err(|e| format!("--checks: {}", chain(&e)))?,
             "--expect" => {
                 let v = value()?;
                 let (p, n) = v.rsplit_once(':').ok_or_else(|| format!("--expect {v}: want PREFIX:COUNT"))?;
@@ -141,6 +154,8 @@ fn parse_args() -> Result<Args, String> {
         count,
         expect,
         timeout,
+        mode,
+        checks,
     })
 }
 
@@ -223,6 +238,91 @@ async fn produce_with(producer: &DefaultMQProducer, args: &Args) -> Result<(), S
         }
         other => return Err(format!("unknown action {other}")),
     }
+    Ok(())
+}
+
+// ---- transaction producer ---------------------------------------------------------------------------
+
+/// Answers of the local transaction and of check-backs, by `--mode`; counts the check-backs.
+struct TxListener {
+    mode: String,
+    checks: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+fn seq_of(props: &HashMap<impl AsRef<str>, impl AsRef<str>>) -> Option<String> {
+    props.iter().find(|(k, _)| k.as_ref() == "seq").map(|(_, v)| v.as_ref().to_string())
+}
+
+impl TransactionListener for TxListener {
+    fn execute_local_transaction(
+        &self,
+        msg: &dyn MessageTrait,
+        _arg: Option<&(dyn std::any::Any + Send + Sync)>,
+    ) -> LocalTransactionState {
+        let state = match self.mode.as_str() {
+            "commit" => LocalTransactionState::CommitMessage,
+            "rollback" => LocalTransactionState::RollbackMessage,
+            _ => LocalTransactionState::Unknown,
+        };
+        emit(json!({ "kind": "local", "seq": seq_of(msg.get_properties()), "answer": format!("{state:?}") }));
+        state
+    }
+
+    fn check_local_transaction(&self, msg: &MessageExt) -> LocalTransactionState {
+        let state = match self.mode.as_str() {
+            "unknown-commit" | "commit" => LocalTransactionState::CommitMessage,
+            "rollback" => LocalTransactionState::RollbackMessage,
+            _ => LocalTransactionState::Unknown,
+        };
+        emit(json!({
+            "kind": "check",
+            "seq": seq_of(msg.properties()),
+            "answer": format!("{state:?}"),
+            "transaction_id": msg.get_transaction_id().map(|t| t.to_string()),
+            "check_times": prop(msg, "TRANSACTION_CHECK_TIMES"),
+        }));
+        self.checks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        state
+    }
+}
+
+async fn transaction(runtime: Arc<ClientRuntime>, args: &Args) -> Result<(), String> {
+    let checks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut producer = TransactionMQProducer::builder(runtime)
+        .producer_group(format!("{}-producer", args.group))
+        .name_server_addr(args.namesrv.clone())
+        .topics(vec![args.topic.clone()])
+        .transaction_listener(TxListener { mode: args.mode.clone(), checks: Arc::clone(&checks) })
+        .build();
+    producer.start().await.map_err(|e| format!("producer start: {}", chain(&e)))?;
+    let started = Instant::now();
+    for i in 0..args.count {
+        let msg = build_message(&args.topic, &args.prefix, i)?;
+        let res = producer
+            .send_message_in_transaction::<(), _>(msg, None)
+            .await
+            .map_err(|e| format!("send_message_in_transaction {i}: {}", chain(&e)))?;
+        let local = res.local_transaction_state.map(|s| format!("{s:?}"));
+        match res.send_result.as_ref() {
+            Some(sr) => emit(sent_record(i, sr, json!({ "local_state": local }))),
+            None => return Err(format!("send_message_in_transaction {i}: no send result")),
+        }
+    }
+    // Stay up for the check-backs.
+    while started.elapsed() < args.timeout {
+        if args.checks > 0 && checks.load(std::sync::atomic::Ordering::SeqCst) >= args.checks {
+            // Let the END_TRANSACTION answers of the last checks leave.
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            break;
+        }
+        if args.checks == 0 && args.mode != "unknown" && args.mode != "unknown-commit" {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    emit(json!({ "kind": "checks", "count": checks.load(std::sync::atomic::Ordering::SeqCst) }));
+    let _ = tokio::time::timeout(Duration::from_secs(5), producer.shutdown()).await;
     Ok(())
 }
 
@@ -353,6 +453,11 @@ async fn run() -> Result<bool, String> {
     let runtime = Arc::clone(&setup.runtime);
     match args.action.as_str() {
         "consume" => consume(runtime, &args).await,
+        "transaction" => {
+            transaction(runtime, &args).await?;
+            emit(json!({ "kind": "done", "errors": 0 }));
+            Ok(true)
+        }
         _ => {
             produce(runtime, &args).await?;
             emit(json!({ "kind": "done", "errors": 0 }));
