@@ -242,6 +242,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
             cfg.broker_addr(),
             cfg.namesrv_addr.join(";")
         );
+        remoting::sd_notify::notify_ready(&format!("serving on {}", cfg.broker_addr()));
     }
     shard.exit.wait().await;
     Ok(())

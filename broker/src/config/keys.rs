@@ -92,6 +92,10 @@ pub struct BrokerConfig {
     pub shard_count: usize,
     /// Bytes of recently read records each shard keeps in memory.
     pub read_cache_bytes: usize,
+    /// Prometheus text endpoint port (`metricsPort`); 0 = off.
+    pub metrics_port: u16,
+    /// Log filter used when RUST_LOG is not set (`logLevel`).
+    pub log_level: String,
 }
 
 impl Default for BrokerConfig {
@@ -142,6 +146,8 @@ impl Default for BrokerConfig {
             register_name_server_period_ms: 30_000,
             shard_count: 0,
             read_cache_bytes: 64 * 1024 * 1024,
+            metrics_port: 0,
+            log_level: "info".into(),
         }
     }
 }
@@ -334,6 +340,8 @@ impl BrokerConfig {
             "registerNameServerPeriod" => self.register_name_server_period_ms = num(key, v)?,
             "shardCount" => self.shard_count = num(key, v)?,
             "readCacheBytes" => self.read_cache_bytes = num(key, v)?,
+            "metricsPort" => self.metrics_port = num(key, v)?,
+            "logLevel" => self.log_level = v.to_owned(),
             _ if ACCEPTED_NOT_USED.contains(&key) => {
                 return Ok(Some(ConfigIssue::NotSupported(key.to_owned())))
             }
