@@ -12,6 +12,7 @@ pub mod error;
 pub mod event;
 pub mod long_poll;
 pub mod mesh;
+pub mod metrics;
 pub mod namesrv;
 pub mod ownership;
 pub mod persist;
