@@ -33,13 +33,20 @@ impl Admin {
     }
 
     /// Sends `cmd` to a broker and expects SUCCESS.
-    pub async fn call(&self, addr: &str, cmd: RemotingCommand) -> Result<RemotingCommand, ClientError> {
+    pub async fn call(
+        &self,
+        addr: &str,
+        cmd: RemotingCommand,
+    ) -> Result<RemotingCommand, ClientError> {
         let client = self.broker(addr).await?;
         expect_success(client.invoke(cmd, self.timeout).await?)
     }
 
     /// Sends `cmd` to every name server (one after the other), expecting SUCCESS from each.
-    pub async fn call_every_namesrv(&self, cmd: &RemotingCommand) -> Vec<(SocketAddr, Result<(), ClientError>)> {
+    pub async fn call_every_namesrv(
+        &self,
+        cmd: &RemotingCommand,
+    ) -> Vec<(SocketAddr, Result<(), ClientError>)> {
         let mut results = Vec::new();
         for addr in &self.namesrv_addrs {
             let result = async {
@@ -62,13 +69,19 @@ impl Admin {
     }
 
     /// Master addresses of one cluster (or of every cluster), by broker name.
-    pub async fn masters(&self, cluster: Option<&str>) -> Result<Vec<(String, String)>, ClientError> {
+    pub async fn masters(
+        &self,
+        cluster: Option<&str>,
+    ) -> Result<Vec<(String, String)>, ClientError> {
         let info = self.cluster_info().await?;
         let masters: Vec<(String, String)> = info
             .broker_addr_table
             .values()
-            .filter(|b| cluster.map_or(true, |c| b.cluster == c))
-            .filter_map(|b| b.master_addr().map(|a| (b.broker_name.clone(), a.to_owned())))
+            .filter(|b| cluster.is_none() || cluster == Some(b.cluster.as_str()))
+            .filter_map(|b| {
+                b.master_addr()
+                    .map(|a| (b.broker_name.clone(), a.to_owned()))
+            })
             .collect();
         if masters.is_empty() {
             return Err(ClientError::Invalid(match cluster {
@@ -80,16 +93,25 @@ impl Admin {
     }
 
     /// Every address (masters and slaves) of one cluster, as (broker name, broker id, address).
-    pub async fn cluster_brokers(&self, cluster: &str) -> Result<Vec<(String, i64, String)>, ClientError> {
+    pub async fn cluster_brokers(
+        &self,
+        cluster: &str,
+    ) -> Result<Vec<(String, i64, String)>, ClientError> {
         let info = self.cluster_info().await?;
         let mut out = Vec::new();
-        for b in info.broker_addr_table.values().filter(|b| b.cluster == cluster) {
+        for b in info
+            .broker_addr_table
+            .values()
+            .filter(|b| b.cluster == cluster)
+        {
             for (id, addr) in &b.broker_addrs {
                 out.push((b.broker_name.clone(), *id, addr.clone()));
             }
         }
         if out.is_empty() {
-            return Err(ClientError::Invalid(format!("cluster {cluster} has no registered broker")));
+            return Err(ClientError::Invalid(format!(
+                "cluster {cluster} has no registered broker"
+            )));
         }
         Ok(out)
     }
@@ -97,17 +119,34 @@ impl Admin {
     /// GET_BROKER_RUNTIME_INFO of one broker.
     pub async fn runtime_info(&self, addr: &str) -> Result<KVTable, ClientError> {
         let resp = self
-            .call(addr, request(protocol::request_code::GET_BROKER_RUNTIME_INFO, ExtFields::new()))
+            .call(
+                addr,
+                request(
+                    protocol::request_code::GET_BROKER_RUNTIME_INFO,
+                    ExtFields::new(),
+                ),
+            )
             .await?;
         Ok(from_json(&resp.body)?)
     }
 
     /// The addresses a `-b`/`-c` target names: the broker itself, or every master of the cluster.
-    pub async fn target_addrs(&self, broker: Option<&str>, cluster: Option<&str>) -> Result<Vec<String>, ClientError> {
+    pub async fn target_addrs(
+        &self,
+        broker: Option<&str>,
+        cluster: Option<&str>,
+    ) -> Result<Vec<String>, ClientError> {
         match (broker, cluster) {
             (Some(b), _) => Ok(vec![b.to_owned()]),
-            (None, Some(c)) => Ok(self.masters(Some(c)).await?.into_iter().map(|(_, a)| a).collect()),
-            (None, None) => Err(ClientError::Invalid("give -b brokerAddr or -c clusterName".into())),
+            (None, Some(c)) => Ok(self
+                .masters(Some(c))
+                .await?
+                .into_iter()
+                .map(|(_, a)| a)
+                .collect()),
+            (None, None) => Err(ClientError::Invalid(
+                "give -b brokerAddr or -c clusterName".into(),
+            )),
         }
     }
 }

@@ -4,7 +4,11 @@
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "mqadmin", version, about = "Admin tool for RocketMQ-compatible clusters")]
+#[command(
+    name = "mqadmin",
+    version,
+    about = "Admin tool for RocketMQ-compatible clusters"
+)]
 pub struct Cli {
     /// Print JSON instead of tables.
     #[arg(long, global = true)]
@@ -193,7 +197,11 @@ pub enum Command {
         retry_max_times: i32,
         #[arg(short = 'i', long = "brokerId", default_value_t = 0)]
         broker_id: i64,
-        #[arg(short = 'w', long = "whichBrokerWhenConsumeSlowly", default_value_t = 1)]
+        #[arg(
+            short = 'w',
+            long = "whichBrokerWhenConsumeSlowly",
+            default_value_t = 1
+        )]
         which_broker_when_consume_slowly: i64,
         #[arg(short = 'a', long = "notifyConsumerIdsChanged", default_value_t = true, action = clap::ArgAction::Set)]
         notify_consumer_ids_changed: bool,

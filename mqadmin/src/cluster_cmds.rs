@@ -8,20 +8,35 @@ use crate::table::{Report, Table};
 
 pub async fn cluster_list(admin: &Admin, only: Option<&str>) -> Result<Report, ClientError> {
     let info = admin.cluster_info().await?;
-    let mut table = Table::new(&["Cluster Name", "Broker Name", "BID", "Addr", "Version", "InTotal", "OutTotal"]);
+    let mut table = Table::new(&[
+        "Cluster Name",
+        "Broker Name",
+        "BID",
+        "Addr",
+        "Version",
+        "InTotal",
+        "OutTotal",
+    ]);
     let mut rows = Vec::new();
     for (cluster, names) in &info.cluster_addr_table {
         if only.is_some_and(|c| c != cluster) {
             continue;
         }
         for name in names {
-            let Some(data) = info.broker_addr_table.get(name) else { continue };
+            let Some(data) = info.broker_addr_table.get(name) else {
+                continue;
+            };
             for (id, addr) in &data.broker_addrs {
                 // A broker that does not answer is listed, not fatal: that is what operators look for.
                 let (version, put, got, error) = match admin.runtime_info(addr).await {
                     Ok(kv) => {
                         let get = |k: &str| kv.table.get(k).cloned().unwrap_or_default();
-                        (get("brokerVersionDesc"), get("msgPutTotalTodayNow"), get("msgGetTotalTodayNow"), None)
+                        (
+                            get("brokerVersionDesc"),
+                            get("msgPutTotalTodayNow"),
+                            get("msgGetTotalTodayNow"),
+                            None,
+                        )
                     }
                     Err(e) => ("-".into(), "-".into(), "-".into(), Some(e.to_string())),
                 };

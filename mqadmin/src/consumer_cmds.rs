@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use client::broker_api;
 use client::request::request;
 use client::ClientError;
-use protocol::body::{from_json, split_offset_table_key, ConsumerOffsetSerializeWrapper, TopicRouteData};
+use protocol::body::{
+    from_json, split_offset_table_key, ConsumerOffsetSerializeWrapper, TopicRouteData,
+};
 use protocol::header::{CommandHeader, SearchOffsetRequestHeader, SearchOffsetResponseHeader};
 use protocol::{request_code, ExtFields};
 use serde_json::json;
@@ -25,7 +27,11 @@ fn route_masters(route: &TopicRouteData) -> Vec<(String, String, i32)> {
                 .iter()
                 .find(|b| b.broker_name == q.broker_name)
                 .and_then(|b| b.master_addr())?;
-            Some((q.broker_name.clone(), addr.to_owned(), q.read_queue_nums.max(q.write_queue_nums)))
+            Some((
+                q.broker_name.clone(),
+                addr.to_owned(),
+                q.read_queue_nums.max(q.write_queue_nums),
+            ))
         })
         .collect();
     out.sort();
@@ -33,9 +39,16 @@ fn route_masters(route: &TopicRouteData) -> Vec<(String, String, i32)> {
 }
 
 /// Committed offsets of `group` on one broker, by topic then queue (GET_ALL_CONSUMER_OFFSET).
-async fn group_offsets(admin: &Admin, addr: &str, group: &str) -> Result<BTreeMap<String, BTreeMap<i32, i64>>, ClientError> {
+async fn group_offsets(
+    admin: &Admin,
+    addr: &str,
+    group: &str,
+) -> Result<BTreeMap<String, BTreeMap<i32, i64>>, ClientError> {
     let resp = admin
-        .call(addr, request(request_code::GET_ALL_CONSUMER_OFFSET, ExtFields::new()))
+        .call(
+            addr,
+            request(request_code::GET_ALL_CONSUMER_OFFSET, ExtFields::new()),
+        )
         .await?;
     let wrapper: ConsumerOffsetSerializeWrapper = from_json(&resp.body)?;
     let mut out = BTreeMap::new();
@@ -49,7 +62,11 @@ async fn group_offsets(admin: &Admin, addr: &str, group: &str) -> Result<BTreeMa
     Ok(out)
 }
 
-pub async fn consumer_progress(admin: &Admin, group: &str, only_topic: Option<&str>) -> Result<Report, ClientError> {
+pub async fn consumer_progress(
+    admin: &Admin,
+    group: &str,
+    only_topic: Option<&str>,
+) -> Result<Report, ClientError> {
     // The topics to show: the one asked for, or every topic the group has offsets for on any master.
     let mut offsets: BTreeMap<(String, String), BTreeMap<i32, i64>> = BTreeMap::new();
     let mut topics = std::collections::BTreeSet::new();
@@ -63,23 +80,39 @@ pub async fn consumer_progress(admin: &Admin, group: &str, only_topic: Option<&s
         topics.retain(|x| x == t);
         topics.insert(t.to_owned());
     }
-    let mut table = Table::new(&["Topic", "Broker Name", "QID", "Broker Offset", "Consumer Offset", "Diff"]);
+    let mut table = Table::new(&[
+        "Topic",
+        "Broker Name",
+        "QID",
+        "Broker Offset",
+        "Consumer Offset",
+        "Diff",
+    ]);
     let mut rows = Vec::new();
     let mut diff_total: i64 = 0;
     for topic in &topics {
         let route = match admin.route(topic).await {
             Ok(r) => r,
             // A group's offsets can outlive its topic (deleted): nothing to measure against.
-            Err(ClientError::Response { .. }) | Err(ClientError::NoRoute(_)) if only_topic.is_none() => continue,
+            Err(ClientError::Response { .. }) | Err(ClientError::NoRoute(_))
+                if only_topic.is_none() =>
+            {
+                continue
+            }
             Err(e) => return Err(e),
         };
         for (name, addr, queues) in route_masters(&route) {
             let client = admin.broker(&addr).await?;
             let committed = offsets.get(&(topic.clone(), name.clone()));
             for queue_id in 0..queues {
-                let broker_offset = broker_api::max_offset(&client, topic, queue_id, admin.timeout).await?;
+                let broker_offset =
+                    broker_api::max_offset(&client, topic, queue_id, admin.timeout).await?;
                 // As RocketMQ's consume stats: a queue without a committed offset counts from 0.
-                let consumer_offset = committed.and_then(|q| q.get(&queue_id)).copied().unwrap_or(0).max(0);
+                let consumer_offset = committed
+                    .and_then(|q| q.get(&queue_id))
+                    .copied()
+                    .unwrap_or(0)
+                    .max(0);
                 let diff = broker_offset.saturating_sub(consumer_offset).max(0);
                 diff_total = diff_total.saturating_add(diff);
                 table.row(vec![
@@ -97,8 +130,11 @@ pub async fn consumer_progress(admin: &Admin, group: &str, only_topic: Option<&s
             }
         }
     }
-    Ok(Report::new(table, json!({"group": group, "queues": rows, "diffTotal": diff_total}))
-        .with_footer(format!("Diff Total: {diff_total}")))
+    Ok(Report::new(
+        table,
+        json!({"group": group, "queues": rows, "diffTotal": diff_total}),
+    )
+    .with_footer(format!("Diff Total: {diff_total}")))
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil).
@@ -114,7 +150,11 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 
 /// Epoch milliseconds from `now`, a number of milliseconds, or `yyyy-MM-dd#HH:mm:ss:SSS` (UTC).
 pub fn parse_timestamp(text: &str, now_ms: i64) -> Result<i64, ClientError> {
-    let bad = || ClientError::Invalid(format!("timestamp {text:?}: expected epoch ms, now, or yyyy-MM-dd#HH:mm:ss:SSS"));
+    let bad = || {
+        ClientError::Invalid(format!(
+            "timestamp {text:?}: expected epoch ms, now, or yyyy-MM-dd#HH:mm:ss:SSS"
+        ))
+    };
     let text = text.trim();
     if text.eq_ignore_ascii_case("now") {
         return Ok(now_ms);
@@ -123,8 +163,16 @@ pub fn parse_timestamp(text: &str, now_ms: i64) -> Result<i64, ClientError> {
         return if ms >= 0 { Ok(ms) } else { Err(bad()) };
     }
     let (date, time) = text.split_once('#').ok_or_else(bad)?;
-    let d: Vec<i64> = date.split('-').map(|p| p.parse::<i64>()).collect::<Result<_, _>>().map_err(|_| bad())?;
-    let t: Vec<i64> = time.split(':').map(|p| p.parse::<i64>()).collect::<Result<_, _>>().map_err(|_| bad())?;
+    let d: Vec<i64> = date
+        .split('-')
+        .map(|p| p.parse::<i64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| bad())?;
+    let t: Vec<i64> = time
+        .split(':')
+        .map(|p| p.parse::<i64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| bad())?;
     let (&[year, month, day], &[hour, minute, second, milli]) = (d.as_slice(), t.as_slice()) else {
         return Err(bad());
     };
@@ -142,7 +190,12 @@ pub fn parse_timestamp(text: &str, now_ms: i64) -> Result<i64, ClientError> {
     Ok(secs * 1000 + milli)
 }
 
-pub async fn reset_offset_by_time(admin: &Admin, group: &str, topic: &str, timestamp: i64) -> Result<Report, ClientError> {
+pub async fn reset_offset_by_time(
+    admin: &Admin,
+    group: &str,
+    topic: &str,
+    timestamp: i64,
+) -> Result<Report, ClientError> {
     let route = admin.route(topic).await?;
     let mut table = Table::new(&["Broker Name", "QID", "Old Offset", "New Offset"]);
     let mut rows = Vec::new();
@@ -157,12 +210,29 @@ pub async fn reset_offset_by_time(admin: &Admin, group: &str, topic: &str, times
             };
             let resp = client::request::expect_success(
                 client
-                    .invoke(request(request_code::SEARCH_OFFSET_BY_TIMESTAMP, header.to_ext_fields()), admin.timeout)
+                    .invoke(
+                        request(
+                            request_code::SEARCH_OFFSET_BY_TIMESTAMP,
+                            header.to_ext_fields(),
+                        ),
+                        admin.timeout,
+                    )
                     .await?,
             )?;
             let new_offset = SearchOffsetResponseHeader::from_ext_fields(&resp.ext_fields)?.offset;
-            let old = broker_api::query_consumer_offset(&client, group, topic, queue_id, admin.timeout).await?;
-            broker_api::update_consumer_offset(&client, group, topic, queue_id, new_offset, false, admin.timeout).await?;
+            let old =
+                broker_api::query_consumer_offset(&client, group, topic, queue_id, admin.timeout)
+                    .await?;
+            broker_api::update_consumer_offset(
+                &client,
+                group,
+                topic,
+                queue_id,
+                new_offset,
+                false,
+                admin.timeout,
+            )
+            .await?;
             table.row(vec![
                 name.clone(),
                 queue_id.to_string(),
@@ -172,7 +242,10 @@ pub async fn reset_offset_by_time(admin: &Admin, group: &str, topic: &str, times
             rows.push(json!({"brokerName": name, "queueId": queue_id, "oldOffset": old, "newOffset": new_offset}));
         }
     }
-    Ok(Report::new(table, json!({"group": group, "topic": topic, "timestamp": timestamp, "queues": rows})))
+    Ok(Report::new(
+        table,
+        json!({"group": group, "topic": topic, "timestamp": timestamp, "queues": rows}),
+    ))
 }
 
 /// RocketMQ's `SubscriptionGroupConfig` as updateSubGroup sends it.
@@ -188,7 +261,11 @@ pub struct SubGroupSettings {
     pub notify_consumer_ids_changed_enable: bool,
 }
 
-pub async fn update_sub_group(admin: &Admin, addrs: Vec<String>, s: SubGroupSettings) -> Result<Report, ClientError> {
+pub async fn update_sub_group(
+    admin: &Admin,
+    addrs: Vec<String>,
+    s: SubGroupSettings,
+) -> Result<Report, ClientError> {
     if s.group.trim().is_empty() {
         return Err(ClientError::Invalid("group name is empty".into()));
     }
@@ -206,11 +283,18 @@ pub async fn update_sub_group(admin: &Admin, addrs: Vec<String>, s: SubGroupSett
     let bytes = serde_json::to_vec(&body).map_err(|e| ClientError::Invalid(e.to_string()))?;
     let mut table = Table::new(&["Broker Addr", "Result"]);
     for addr in &addrs {
-        let cmd = request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, ExtFields::new()).with_body(bytes.clone());
+        let cmd = request(
+            request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+            ExtFields::new(),
+        )
+        .with_body(bytes.clone());
         admin.call(addr, cmd).await?;
         table.row(vec![addr.clone(), "success".into()]);
     }
-    Ok(Report::new(table, json!({"config": body, "brokers": addrs})))
+    Ok(Report::new(
+        table,
+        json!({"config": body, "brokers": addrs}),
+    ))
 }
 
 #[cfg(test)]
@@ -220,12 +304,28 @@ mod tests {
     #[test]
     fn timestamps_parse_in_rocketmq_formats() {
         assert_eq!(parse_timestamp("now", 42).unwrap(), 42);
-        assert_eq!(parse_timestamp("1700000000123", 0).unwrap(), 1_700_000_000_123);
+        assert_eq!(
+            parse_timestamp("1700000000123", 0).unwrap(),
+            1_700_000_000_123
+        );
         // 2023-11-14T22:13:20.123Z is 1700000000123 ms.
-        assert_eq!(parse_timestamp("2023-11-14#22:13:20:123", 0).unwrap(), 1_700_000_000_123);
+        assert_eq!(
+            parse_timestamp("2023-11-14#22:13:20:123", 0).unwrap(),
+            1_700_000_000_123
+        );
         assert_eq!(parse_timestamp("1970-01-01#00:00:00:000", 0).unwrap(), 0);
-        assert_eq!(parse_timestamp("2024-02-29#00:00:00:000", 0).unwrap(), 1_709_164_800_000);
-        for bad in ["", "-5", "2023-13-01#00:00:00:000", "2023-11-14", "2023-11-14#22:13", "x#y"] {
+        assert_eq!(
+            parse_timestamp("2024-02-29#00:00:00:000", 0).unwrap(),
+            1_709_164_800_000
+        );
+        for bad in [
+            "",
+            "-5",
+            "2023-13-01#00:00:00:000",
+            "2023-11-14",
+            "2023-11-14#22:13",
+            "x#y",
+        ] {
             assert!(parse_timestamp(bad, 0).is_err(), "{bad}");
         }
     }

@@ -26,18 +26,40 @@ fn now_ms() -> i64 {
 /// Runs one command (inside a glommio executor).
 pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientError> {
     match command {
-        Command::UpdateTopic { ns, target, topic, read_queues, write_queues, perm, order } => {
+        Command::UpdateTopic {
+            ns,
+            target,
+            topic,
+            read_queues,
+            write_queues,
+            perm,
+            order,
+        } => {
             let admin = Admin::new(&ns.namesrv, timeout)?;
-            let addrs = admin.target_addrs(target.broker.as_deref(), target.cluster.as_deref()).await?;
-            let spec = topic_cmds::TopicSpec { topic: &topic, read_queues, write_queues, perm, order };
+            let addrs = admin
+                .target_addrs(target.broker.as_deref(), target.cluster.as_deref())
+                .await?;
+            let spec = topic_cmds::TopicSpec {
+                topic: &topic,
+                read_queues,
+                write_queues,
+                perm,
+                order,
+            };
             topic_cmds::update_topic(&admin, addrs, spec).await
         }
         Command::DeleteTopic { ns, cluster, topic } => {
             topic_cmds::delete_topic(&Admin::new(&ns.namesrv, timeout)?, &cluster, &topic).await
         }
-        Command::TopicList { ns } => topic_cmds::topic_list(&Admin::new(&ns.namesrv, timeout)?).await,
-        Command::TopicRoute { ns, topic } => topic_cmds::topic_route(&Admin::new(&ns.namesrv, timeout)?, &topic).await,
-        Command::TopicStatus { ns, topic } => topic_cmds::topic_status(&Admin::new(&ns.namesrv, timeout)?, &topic).await,
+        Command::TopicList { ns } => {
+            topic_cmds::topic_list(&Admin::new(&ns.namesrv, timeout)?).await
+        }
+        Command::TopicRoute { ns, topic } => {
+            topic_cmds::topic_route(&Admin::new(&ns.namesrv, timeout)?, &topic).await
+        }
+        Command::TopicStatus { ns, topic } => {
+            topic_cmds::topic_status(&Admin::new(&ns.namesrv, timeout)?, &topic).await
+        }
         Command::ClusterList { ns, cluster } => {
             cluster_cmds::cluster_list(&Admin::new(&ns.namesrv, timeout)?, cluster.as_deref()).await
         }
@@ -45,26 +67,74 @@ pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientEr
             let admin = Admin::new(&ns.namesrv, timeout)?;
             let addrs = match (&target.broker, &target.cluster) {
                 (Some(b), _) => vec![b.clone()],
-                (None, Some(c)) => admin.cluster_brokers(c).await?.into_iter().map(|(_, _, a)| a).collect(),
-                (None, None) => return Err(ClientError::Invalid("give -b brokerAddr or -c clusterName".into())),
+                (None, Some(c)) => admin
+                    .cluster_brokers(c)
+                    .await?
+                    .into_iter()
+                    .map(|(_, _, a)| a)
+                    .collect(),
+                (None, None) => {
+                    return Err(ClientError::Invalid(
+                        "give -b brokerAddr or -c clusterName".into(),
+                    ))
+                }
             };
             cluster_cmds::broker_status(&admin, addrs).await
         }
         Command::ConsumerProgress { ns, group, topic } => {
-            consumer_cmds::consumer_progress(&Admin::new(&ns.namesrv, timeout)?, &group, topic.as_deref()).await
+            consumer_cmds::consumer_progress(
+                &Admin::new(&ns.namesrv, timeout)?,
+                &group,
+                topic.as_deref(),
+            )
+            .await
         }
         Command::QueryMsgById { ns, msg_id, topic } => {
-            message_cmds::query_by_id(&Admin::new(&ns.namesrv, timeout)?, &msg_id, topic.as_deref()).await
+            message_cmds::query_by_id(
+                &Admin::new(&ns.namesrv, timeout)?,
+                &msg_id,
+                topic.as_deref(),
+            )
+            .await
         }
-        Command::QueryMsgByKey { ns, topic, key, max } => {
+        Command::QueryMsgByKey {
+            ns,
+            topic,
+            key,
+            max,
+        } => {
             message_cmds::query_by_key(&Admin::new(&ns.namesrv, timeout)?, &topic, &key, max).await
         }
-        Command::QueryMsgByOffset { ns, topic, broker_name, queue_id, offset } => {
-            message_cmds::query_by_offset(&Admin::new(&ns.namesrv, timeout)?, &topic, &broker_name, queue_id, offset).await
+        Command::QueryMsgByOffset {
+            ns,
+            topic,
+            broker_name,
+            queue_id,
+            offset,
+        } => {
+            message_cmds::query_by_offset(
+                &Admin::new(&ns.namesrv, timeout)?,
+                &topic,
+                &broker_name,
+                queue_id,
+                offset,
+            )
+            .await
         }
-        Command::ResetOffsetByTime { ns, group, topic, timestamp } => {
+        Command::ResetOffsetByTime {
+            ns,
+            group,
+            topic,
+            timestamp,
+        } => {
             let ts = consumer_cmds::parse_timestamp(&timestamp, now_ms())?;
-            consumer_cmds::reset_offset_by_time(&Admin::new(&ns.namesrv, timeout)?, &group, &topic, ts).await
+            consumer_cmds::reset_offset_by_time(
+                &Admin::new(&ns.namesrv, timeout)?,
+                &group,
+                &topic,
+                ts,
+            )
+            .await
         }
         Command::UpdateSubGroup {
             ns,
@@ -80,7 +150,9 @@ pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientEr
             notify_consumer_ids_changed,
         } => {
             let admin = Admin::new(&ns.namesrv, timeout)?;
-            let addrs = admin.target_addrs(target.broker.as_deref(), target.cluster.as_deref()).await?;
+            let addrs = admin
+                .target_addrs(target.broker.as_deref(), target.cluster.as_deref())
+                .await?;
             let settings = consumer_cmds::SubGroupSettings {
                 group,
                 consume_enable,

@@ -12,7 +12,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let json = cli.json;
     let timeout = Duration::from_millis(cli.timeout_ms.max(1));
-    let executor = match glommio::LocalExecutorBuilder::default().name("mqadmin").make() {
+    let executor = match glommio::LocalExecutorBuilder::default()
+        .name("mqadmin")
+        .make()
+    {
         Ok(e) => e,
         Err(e) => {
             eprintln!("mqadmin: cannot start the I/O executor: {e}");

@@ -23,7 +23,9 @@ fn decode_all(mut body: &[u8]) -> Result<Vec<Value>, ClientError> {
     while !body.is_empty() {
         let view = decode_view(body, false)?;
         out.push(message_json(&view));
-        let rest = body.get(view.total_size..).ok_or_else(|| ClientError::Invalid("record overruns the body".into()))?;
+        let rest = body
+            .get(view.total_size..)
+            .ok_or_else(|| ClientError::Invalid("record overruns the body".into()))?;
         if view.total_size == 0 {
             break;
         }
@@ -59,7 +61,17 @@ fn message_json(v: &RecordView<'_>) -> Value {
 }
 
 fn message_table(messages: &[Value]) -> Table {
-    let mut t = Table::new(&["Message ID", "Offset Msg ID", "Topic", "Tags", "Keys", "QID", "Queue Offset", "Store Time", "Body"]);
+    let mut t = Table::new(&[
+        "Message ID",
+        "Offset Msg ID",
+        "Topic",
+        "Tags",
+        "Keys",
+        "QID",
+        "Queue Offset",
+        "Store Time",
+        "Body",
+    ]);
     for m in messages {
         let s = |k: &str| match m.get(k) {
             Some(Value::String(s)) => s.clone(),
@@ -70,17 +82,34 @@ fn message_table(messages: &[Value]) -> Table {
         if body.chars().count() > 60 {
             body = body.chars().take(57).collect::<String>() + "...";
         }
-        t.row(vec![s("msgId"), s("offsetMsgId"), s("topic"), s("tags"), s("keys"), s("queueId"), s("queueOffset"), s("storeTimestamp"), body]);
+        t.row(vec![
+            s("msgId"),
+            s("offsetMsgId"),
+            s("topic"),
+            s("tags"),
+            s("keys"),
+            s("queueId"),
+            s("queueOffset"),
+            s("storeTimestamp"),
+            body,
+        ]);
     }
     t
 }
 
 /// QUERY_MESSAGE for `key` on every master of the topic's route.
-async fn query_key(admin: &Admin, topic: &str, key: &str, max: i32) -> Result<Vec<Value>, ClientError> {
+async fn query_key(
+    admin: &Admin,
+    topic: &str,
+    key: &str,
+    max: i32,
+) -> Result<Vec<Value>, ClientError> {
     let route = admin.route(topic).await?;
     let mut found = Vec::new();
     for b in &route.broker_datas {
-        let Some(addr) = b.master_addr() else { continue };
+        let Some(addr) = b.master_addr() else {
+            continue;
+        };
         let header = QueryMessageRequestHeader {
             topic: topic.to_owned(),
             key: key.to_owned(),
@@ -90,9 +119,15 @@ async fn query_key(admin: &Admin, topic: &str, key: &str, max: i32) -> Result<Ve
         };
         let client = admin.broker(addr).await?;
         let resp = client
-            .invoke(request(request_code::QUERY_MESSAGE, header.to_ext_fields()), admin.timeout)
+            .invoke(
+                request(request_code::QUERY_MESSAGE, header.to_ext_fields()),
+                admin.timeout,
+            )
             .await?;
-        let resp = expect_code(resp, &[response_code::SUCCESS, response_code::QUERY_NOT_FOUND])?;
+        let resp = expect_code(
+            resp,
+            &[response_code::SUCCESS, response_code::QUERY_NOT_FOUND],
+        )?;
         if resp.code == response_code::SUCCESS {
             found.extend(decode_all(&resp.body)?);
         }
@@ -102,15 +137,26 @@ async fn query_key(admin: &Admin, topic: &str, key: &str, max: i32) -> Result<Ve
 
 /// The message an offsetMsgId names, from the broker the id names.
 async fn view_by_offset_id(admin: &Admin, id: &str) -> Result<Vec<Value>, ClientError> {
-    let (addr, offset) = parse_offset_msg_id(id).map_err(|e| ClientError::Invalid(format!("msgId {id}: {e}")))?;
-    let header = ViewMessageRequestHeader { topic: None, offset };
+    let (addr, offset) =
+        parse_offset_msg_id(id).map_err(|e| ClientError::Invalid(format!("msgId {id}: {e}")))?;
+    let header = ViewMessageRequestHeader {
+        topic: None,
+        offset,
+    };
     let resp = admin
-        .call(&addr.to_string(), request(request_code::VIEW_MESSAGE_BY_ID, header.to_ext_fields()))
+        .call(
+            &addr.to_string(),
+            request(request_code::VIEW_MESSAGE_BY_ID, header.to_ext_fields()),
+        )
         .await?;
     decode_all(&resp.body)
 }
 
-pub async fn query_by_id(admin: &Admin, ids: &str, topic: Option<&str>) -> Result<Report, ClientError> {
+pub async fn query_by_id(
+    admin: &Admin,
+    ids: &str,
+    topic: Option<&str>,
+) -> Result<Report, ClientError> {
     let mut messages = Vec::new();
     for id in ids.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         // Both id kinds are 32 hex digits: with a topic, look the client msgId (UNIQ_KEY) up in the
@@ -131,15 +177,32 @@ pub async fn query_by_id(admin: &Admin, ids: &str, topic: Option<&str>) -> Resul
     if messages.is_empty() {
         return Err(ClientError::Invalid(format!("no message found for {ids}")));
     }
-    Ok(Report::new(message_table(&messages), Value::Array(messages)))
+    Ok(Report::new(
+        message_table(&messages),
+        Value::Array(messages),
+    ))
 }
 
-pub async fn query_by_key(admin: &Admin, topic: &str, key: &str, max: i32) -> Result<Report, ClientError> {
+pub async fn query_by_key(
+    admin: &Admin,
+    topic: &str,
+    key: &str,
+    max: i32,
+) -> Result<Report, ClientError> {
     let messages = query_key(admin, topic, key, max.clamp(1, 64)).await?;
-    Ok(Report::new(message_table(&messages), Value::Array(messages)))
+    Ok(Report::new(
+        message_table(&messages),
+        Value::Array(messages),
+    ))
 }
 
-pub async fn query_by_offset(admin: &Admin, topic: &str, broker_name: &str, queue_id: i32, offset: i64) -> Result<Report, ClientError> {
+pub async fn query_by_offset(
+    admin: &Admin,
+    topic: &str,
+    broker_name: &str,
+    queue_id: i32,
+    offset: i64,
+) -> Result<Report, ClientError> {
     let route = admin.route(topic).await?;
     let addr = route
         .broker_datas
@@ -158,7 +221,12 @@ pub async fn query_by_offset(admin: &Admin, topic: &str, broker_name: &str, queu
         ..PullOptions::default()
     };
     let client = admin.broker(&addr).await?;
-    let resp = client.invoke(pull_command(TOOLS_CONSUMER, &queue, offset, &options), admin.timeout).await?;
+    let resp = client
+        .invoke(
+            pull_command(TOOLS_CONSUMER, &queue, offset, &options),
+            admin.timeout,
+        )
+        .await?;
     let result = PullResult::from_response(resp)?;
     if result.status != PullStatus::Found {
         return Err(ClientError::Invalid(format!(
@@ -170,5 +238,8 @@ pub async fn query_by_offset(admin: &Admin, topic: &str, broker_name: &str, queu
     for view in result.records().take(1) {
         messages.push(message_json(&view?));
     }
-    Ok(Report::new(message_table(&messages), Value::Array(messages)))
+    Ok(Report::new(
+        message_table(&messages),
+        Value::Array(messages),
+    ))
 }

@@ -23,7 +23,10 @@ impl Table {
     }
 
     pub fn render(&self) -> String {
-        let columns = self.headers.len().max(self.rows.iter().map(Vec::len).max().unwrap_or(0));
+        let columns = self
+            .headers
+            .len()
+            .max(self.rows.iter().map(Vec::len).max().unwrap_or(0));
         let mut widths = vec![0usize; columns];
         for line in std::iter::once(&self.headers).chain(self.rows.iter()) {
             for (width, cell) in widths.iter_mut().zip(line) {
@@ -73,7 +76,8 @@ impl Report {
 
     pub fn render(&self, json: bool) -> String {
         if json {
-            let mut text = serde_json::to_string_pretty(&self.json).unwrap_or_else(|_| "null".into());
+            let mut text =
+                serde_json::to_string_pretty(&self.json).unwrap_or_else(|_| "null".into());
             text.push('\n');
             return text;
         }

@@ -25,7 +25,9 @@ pub struct TopicSpec<'a> {
 fn check_topic_name(topic: &str) -> Result<(), ClientError> {
     let ok = !topic.is_empty()
         && topic.len() <= 127
-        && topic.chars().all(|c| c.is_ascii_alphanumeric() || "%|-_".contains(c));
+        && topic
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "%|-_".contains(c));
     if ok {
         Ok(())
     } else {
@@ -35,7 +37,11 @@ fn check_topic_name(topic: &str) -> Result<(), ClientError> {
     }
 }
 
-pub async fn update_topic(admin: &Admin, addrs: Vec<String>, spec: TopicSpec<'_>) -> Result<Report, ClientError> {
+pub async fn update_topic(
+    admin: &Admin,
+    addrs: Vec<String>,
+    spec: TopicSpec<'_>,
+) -> Result<Report, ClientError> {
     check_topic_name(spec.topic)?;
     if !(1..=1024).contains(&spec.read_queues) || !(1..=1024).contains(&spec.write_queues) {
         return Err(ClientError::Invalid("queue counts must be 1..=1024".into()));
@@ -56,7 +62,13 @@ pub async fn update_topic(admin: &Admin, addrs: Vec<String>, spec: TopicSpec<'_>
     let mut done = Vec::new();
     for addr in &addrs {
         admin
-            .call(addr, request(request_code::UPDATE_AND_CREATE_TOPIC, header.to_ext_fields()))
+            .call(
+                addr,
+                request(
+                    request_code::UPDATE_AND_CREATE_TOPIC,
+                    header.to_ext_fields(),
+                ),
+            )
             .await?;
         table.row(vec![addr.clone(), "success".into()]);
         done.push(addr.clone());
@@ -65,22 +77,38 @@ pub async fn update_topic(admin: &Admin, addrs: Vec<String>, spec: TopicSpec<'_>
         "topic": spec.topic, "readQueueNums": spec.read_queues, "writeQueueNums": spec.write_queues,
         "perm": spec.perm, "order": spec.order, "brokers": done,
     });
-    Ok(Report::new(table, json).with_footer(format!("create topic {} on {} broker(s) success.", spec.topic, addrs.len())))
+    Ok(Report::new(table, json).with_footer(format!(
+        "create topic {} on {} broker(s) success.",
+        spec.topic,
+        addrs.len()
+    )))
 }
 
-pub async fn delete_topic(admin: &Admin, cluster: &str, topic: &str) -> Result<Report, ClientError> {
-    let header = DeleteTopicRequestHeader { topic: topic.to_owned() };
+pub async fn delete_topic(
+    admin: &Admin,
+    cluster: &str,
+    topic: &str,
+) -> Result<Report, ClientError> {
+    let header = DeleteTopicRequestHeader {
+        topic: topic.to_owned(),
+    };
     let mut table = Table::new(&["Target", "Result"]);
     let mut brokers = Vec::new();
     for (_, _, addr) in admin.cluster_brokers(cluster).await? {
         admin
-            .call(&addr, request(request_code::DELETE_TOPIC_IN_BROKER, header.to_ext_fields()))
+            .call(
+                &addr,
+                request(request_code::DELETE_TOPIC_IN_BROKER, header.to_ext_fields()),
+            )
             .await?;
         table.row(vec![format!("broker {addr}"), "deleted".into()]);
         brokers.push(addr);
     }
     let mut namesrvs = Vec::new();
-    let cmd = request(request_code::DELETE_TOPIC_IN_NAMESRV, header.to_ext_fields());
+    let cmd = request(
+        request_code::DELETE_TOPIC_IN_NAMESRV,
+        header.to_ext_fields(),
+    );
     for (addr, result) in admin.call_every_namesrv(&cmd).await {
         let text = match &result {
             Ok(()) => "deleted".to_owned(),
@@ -89,14 +117,20 @@ pub async fn delete_topic(admin: &Admin, cluster: &str, topic: &str) -> Result<R
         table.row(vec![format!("namesrv {addr}"), text.clone()]);
         namesrvs.push(json!({"addr": addr.to_string(), "result": text}));
     }
-    Ok(Report::new(table, json!({"topic": topic, "cluster": cluster, "brokers": brokers, "namesrvs": namesrvs})))
+    Ok(Report::new(
+        table,
+        json!({"topic": topic, "cluster": cluster, "brokers": brokers, "namesrvs": namesrvs}),
+    ))
 }
 
 pub async fn topic_list(admin: &Admin) -> Result<Report, ClientError> {
     let resp = client::request::expect_success(
         admin
             .namesrv
-            .invoke(request(request_code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER, ExtFields::new()))
+            .invoke(request(
+                request_code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+                ExtFields::new(),
+            ))
             .await?,
     )?;
     let list: TopicList = from_json(&resp.body)?;
@@ -116,11 +150,21 @@ fn perm_text(p: i32) -> String {
 
 pub async fn topic_route(admin: &Admin, topic: &str) -> Result<Report, ClientError> {
     let route = admin.route(topic).await?;
-    let mut table = Table::new(&["Broker Name", "BID", "Addr", "Read Queues", "Write Queues", "Perm"]);
+    let mut table = Table::new(&[
+        "Broker Name",
+        "BID",
+        "Addr",
+        "Read Queues",
+        "Write Queues",
+        "Perm",
+    ]);
     let mut datas = route.broker_datas.clone();
     datas.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
     for b in &datas {
-        let queues = route.queue_datas.iter().find(|q| q.broker_name == b.broker_name);
+        let queues = route
+            .queue_datas
+            .iter()
+            .find(|q| q.broker_name == b.broker_name);
         for (id, addr) in &b.broker_addrs {
             table.row(vec![
                 b.broker_name.clone(),
@@ -155,7 +199,12 @@ pub async fn topic_status(admin: &Admin, topic: &str) -> Result<Report, ClientEr
         for queue_id in 0..q.read_queue_nums.max(q.write_queue_nums) {
             let min = broker_api::min_offset(&client, topic, queue_id, admin.timeout).await?;
             let max = broker_api::max_offset(&client, topic, queue_id, admin.timeout).await?;
-            table.row(vec![q.broker_name.clone(), queue_id.to_string(), min.to_string(), max.to_string()]);
+            table.row(vec![
+                q.broker_name.clone(),
+                queue_id.to_string(),
+                min.to_string(),
+                max.to_string(),
+            ]);
             rows.push(json!({"brokerName": q.broker_name, "queueId": queue_id, "minOffset": min, "maxOffset": max}));
         }
     }

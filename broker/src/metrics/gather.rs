@@ -55,7 +55,11 @@ pub fn local_figures() -> Vec<LocalFigures> {
         .iter()
         .map(|m| LocalFigures {
             shard: m.shard,
-            put_latency_buckets: m.put_latency_buckets.iter().map(|b| b.load(Relaxed)).collect(),
+            put_latency_buckets: m
+                .put_latency_buckets
+                .iter()
+                .map(|b| b.load(Relaxed))
+                .collect(),
             put_latency_sum_us: m.put_latency_sum_us.load(Relaxed),
             put_requests: m.put_requests.load(Relaxed),
             pull_parked: m.pull_parked.load(Relaxed),
@@ -96,7 +100,8 @@ async fn max_offset(shard: &Rc<Shard>, owner: usize, topic: &str, queue_id: i32)
         queue_id,
         committed: None,
     };
-    let cmd = RemotingCommand::request(request_code::GET_MAX_OFFSET).with_ext_fields(header.to_ext_fields());
+    let cmd = RemotingCommand::request(request_code::GET_MAX_OFFSET)
+        .with_ext_fields(header.to_ext_fields());
     let nobody = SocketAddr::from(([0, 0, 0, 0], 0));
     let conn = ConnRef {
         shard: shard.id,
@@ -105,12 +110,21 @@ async fn max_offset(shard: &Rc<Shard>, owner: usize, topic: &str, queue_id: i32)
     };
     let answer = shard
         .mesh
-        .call(owner, ShardCall::Owned { cmd, conn, local: nobody })
+        .call(
+            owner,
+            ShardCall::Owned {
+                cmd,
+                conn,
+                local: nobody,
+            },
+        )
         .await
         .ok()?;
     match answer {
         ShardAnswer::Command(Some(resp)) if resp.code == response_code::SUCCESS => {
-            GetMaxOffsetResponseHeader::from_ext_fields(&resp.ext_fields).ok().map(|h| h.offset)
+            GetMaxOffsetResponseHeader::from_ext_fields(&resp.ext_fields)
+                .ok()
+                .map(|h| h.offset)
         }
         _ => None,
     }
@@ -132,17 +146,32 @@ pub async fn gather(shard: &Rc<Shard>) -> Snapshot {
     }
     // Each shard keeps the committed offsets of the queues it owns.
     let mut measured = 0usize;
-    for (owner, answer) in shard.mesh.call_all(|| ShardCall::Offsets).await.into_iter().enumerate() {
-        let Ok(ShardAnswer::Offsets(entries)) = answer else { continue };
+    for (owner, answer) in shard
+        .mesh
+        .call_all(|| ShardCall::Offsets)
+        .await
+        .into_iter()
+        .enumerate()
+    {
+        let Ok(ShardAnswer::Offsets(entries)) = answer else {
+            continue;
+        };
         for (key, queue_id, committed) in entries {
             if measured >= MAX_BACKLOG_QUEUES {
                 break;
             }
-            let Some((topic, group)) = protocol::body::split_offset_table_key(&key) else { continue };
+            let Some((topic, group)) = protocol::body::split_offset_table_key(&key) else {
+                continue;
+            };
             measured += 1;
-            let Some(max) = max_offset(shard, owner, topic, queue_id).await else { continue };
+            let Some(max) = max_offset(shard, owner, topic, queue_id).await else {
+                continue;
+            };
             let lag = max.saturating_sub(committed.max(0)).max(0);
-            let entry = snap.backlog.entry((topic.to_owned(), group.to_owned())).or_insert(0);
+            let entry = snap
+                .backlog
+                .entry((topic.to_owned(), group.to_owned()))
+                .or_insert(0);
             *entry = entry.saturating_add(lag);
         }
     }

@@ -24,7 +24,9 @@ pub enum Route {
 
 /// Routes a request head (`GET /metrics?x HTTP/1.1 ...`).
 pub fn route(head: &[u8]) -> Route {
-    let Ok(text) = std::str::from_utf8(head) else { return Route::BadRequest };
+    let Ok(text) = std::str::from_utf8(head) else {
+        return Route::BadRequest;
+    };
     let mut parts = text.lines().next().unwrap_or("").split(' ');
     let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
         return Route::BadRequest;
@@ -95,14 +97,24 @@ where
                 Ok(mut stream) => {
                     let page = page.clone();
                     glommio::spawn_local(async move {
-                        let Some(head) = read_head(&mut stream).await else { return };
+                        let Some(head) = read_head(&mut stream).await else {
+                            return;
+                        };
                         let reply = match route(&head) {
-                            Route::Metrics => {
-                                response("200 OK", "text/plain; version=0.0.4; charset=utf-8", &page().await)
+                            Route::Metrics => response(
+                                "200 OK",
+                                "text/plain; version=0.0.4; charset=utf-8",
+                                &page().await,
+                            ),
+                            Route::NotFound => {
+                                response("404 Not Found", "text/plain", "try /metrics\n")
                             }
-                            Route::NotFound => response("404 Not Found", "text/plain", "try /metrics\n"),
-                            Route::MethodNotAllowed => response("405 Method Not Allowed", "text/plain", "GET only\n"),
-                            Route::BadRequest => response("400 Bad Request", "text/plain", "bad request\n"),
+                            Route::MethodNotAllowed => {
+                                response("405 Method Not Allowed", "text/plain", "GET only\n")
+                            }
+                            Route::BadRequest => {
+                                response("400 Bad Request", "text/plain", "bad request\n")
+                            }
                         };
                         let _ = stream.write_all(&reply).await;
                         let _ = stream.flush().await;
@@ -126,10 +138,19 @@ mod tests {
 
     #[test]
     fn requests_are_routed_by_method_and_path() {
-        assert_eq!(route(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"), Route::Metrics);
-        assert_eq!(route(b"GET /metrics?name[]=x HTTP/1.0\r\n\r\n"), Route::Metrics);
+        assert_eq!(
+            route(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
+            Route::Metrics
+        );
+        assert_eq!(
+            route(b"GET /metrics?name[]=x HTTP/1.0\r\n\r\n"),
+            Route::Metrics
+        );
         assert_eq!(route(b"GET / HTTP/1.1\r\n\r\n"), Route::NotFound);
-        assert_eq!(route(b"POST /metrics HTTP/1.1\r\n\r\n"), Route::MethodNotAllowed);
+        assert_eq!(
+            route(b"POST /metrics HTTP/1.1\r\n\r\n"),
+            Route::MethodNotAllowed
+        );
         assert_eq!(route(b"garbage"), Route::BadRequest);
         assert_eq!(route(&[0xff, 0xfe, b' ', b'/']), Route::BadRequest);
     }

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 /// Upper bounds (microseconds) of the put latency histogram buckets; one more bucket holds the rest.
 pub const PUT_LATENCY_BOUNDS_US: [u64; 14] = [
-    50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000,
+    50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
+    1_000_000,
 ];
 
 /// The slot of one shard.
@@ -169,7 +170,10 @@ mod tests {
             assert_eq!(mine.put_requests.load(Relaxed), 3);
             assert_eq!(mine.put_latency_buckets[0].load(Relaxed), 1);
             assert_eq!(mine.put_latency_buckets[4].load(Relaxed), 1);
-            assert_eq!(mine.put_latency_buckets[PUT_LATENCY_BOUNDS_US.len()].load(Relaxed), 1);
+            assert_eq!(
+                mine.put_latency_buckets[PUT_LATENCY_BOUNDS_US.len()].load(Relaxed),
+                1
+            );
             assert_eq!(mine.put_latency_sum_us.load(Relaxed), 40 + 700 + 5_000_000);
         })
         .join()

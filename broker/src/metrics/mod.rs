@@ -27,7 +27,8 @@ pub fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
         .parse()
         .unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
     let addr = SocketAddr::new(ip, port);
-    let listener = http::bind(addr).map_err(|e| BrokerError::io(format!("metrics endpoint {addr}"), e))?;
+    let listener =
+        http::bind(addr).map_err(|e| BrokerError::io(format!("metrics endpoint {addr}"), e))?;
     tracing::info!("metrics endpoint on http://{addr}/metrics");
     let weak = Rc::downgrade(shard);
     let stop_on = shard.clone();
@@ -41,7 +42,10 @@ pub fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
                 }
             }
         };
-        http::serve(listener, page, async move { stop_on.stop_accepting.wait().await }).await;
+        http::serve(listener, page, async move {
+            stop_on.stop_accepting.wait().await
+        })
+        .await;
     })
     .detach();
     Ok(())

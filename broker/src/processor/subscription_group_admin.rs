@@ -12,16 +12,27 @@ use crate::subscription_groups::SubscriptionGroupConfig;
 
 pub async fn update_and_create(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {
     let Some(ctl) = &shard.control else {
-        return error(rc::SYSTEM_ERROR, "request reached a shard without the control role");
+        return error(
+            rc::SYSTEM_ERROR,
+            "request reached a shard without the control role",
+        );
     };
     let config: SubscriptionGroupConfig = match protocol::body::from_json(&req.body) {
         Ok(c) => c,
-        Err(e) => return error(rc::SYSTEM_ERROR, format!("bad SubscriptionGroupConfig body: {e}")),
+        Err(e) => {
+            return error(
+                rc::SYSTEM_ERROR,
+                format!("bad SubscriptionGroupConfig body: {e}"),
+            )
+        }
     };
     if config.group_name.trim().is_empty() {
         return error(rc::SYSTEM_ERROR, "groupName is empty");
     }
-    tracing::info!("update subscription group {}: {config:?}", config.group_name);
+    tracing::info!(
+        "update subscription group {}: {config:?}",
+        config.group_name
+    );
     {
         let mut groups = ctl.groups.borrow_mut();
         groups

@@ -34,7 +34,9 @@ pub fn bin_dir() -> PathBuf {
 
 /// Runs `cmd`, killing it after `limit`.
 pub fn run_with_timeout(mut cmd: Command, limit: Duration) -> Output {
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).stdin(Stdio::null());
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(Stdio::null());
     let mut child = cmd.spawn().expect("spawn");
     let mut stdout = child.stdout.take().expect("stdout");
     let mut stderr = child.stderr.take().expect("stderr");
@@ -74,7 +76,12 @@ fn port_free(port: u16) -> bool {
 /// The brokers of a layout, in local-cluster.sh's order.
 pub fn layout_brokers(layout: &str) -> Vec<(&'static str, bool)> {
     match layout {
-        "2m-2s-sync" | "2m-2s-async" => vec![("broker-a", true), ("broker-a-s", false), ("broker-b", true), ("broker-b-s", false)],
+        "2m-2s-sync" | "2m-2s-async" => vec![
+            ("broker-a", true),
+            ("broker-a-s", false),
+            ("broker-b", true),
+            ("broker-b-s", false),
+        ],
         "2m-noslave" => vec![("broker-a", true), ("broker-b", true)],
         "single-node" => vec![("broker-a", true)],
         other => panic!("unknown layout {other}"),
@@ -92,7 +99,8 @@ pub struct LocalCluster {
 impl LocalCluster {
     /// A port base whose name-server, broker (port-2..port+1) and metrics ports are all free.
     fn free_port_base(brokers: usize) -> u16 {
-        let mut x = u64::from(std::process::id()) ^ (Instant::now().elapsed().as_nanos() as u64)
+        let mut x = u64::from(std::process::id())
+            ^ (Instant::now().elapsed().as_nanos() as u64)
             ^ std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(7, |d| d.subsec_nanos() as u64);
@@ -153,7 +161,11 @@ impl LocalCluster {
     }
 
     pub fn namesrv_addr(&self) -> String {
-        format!("127.0.0.1:{};127.0.0.1:{}", self.port_base, self.port_base + 1)
+        format!(
+            "127.0.0.1:{};127.0.0.1:{}",
+            self.port_base,
+            self.port_base + 1
+        )
     }
 
     pub fn broker_addr(&self, n: usize) -> String {
@@ -182,7 +194,8 @@ impl LocalCluster {
         all.push("--json");
         let (ok, out, err) = self.mqadmin(&all);
         assert!(ok, "mqadmin {args:?} failed: {err}\n{out}");
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("mqadmin {args:?}: not JSON ({e}): {out}"))
+        serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("mqadmin {args:?}: not JSON ({e}): {out}"))
     }
 }
 
@@ -195,12 +208,21 @@ impl Drop for LocalCluster {
 /// GET http://addr/path; returns (status line, body).
 pub fn http_get(addr: &str, path: &str) -> (String, String) {
     let mut stream = std::net::TcpStream::connect(addr).expect("connect to metrics endpoint");
-    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut text = String::new();
     stream.read_to_string(&mut text).expect("read response");
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    (head.lines().next().unwrap_or("").to_owned(), body.to_owned())
+    (
+        head.lines().next().unwrap_or("").to_owned(),
+        body.to_owned(),
+    )
 }
 
 /// Sum of a metric's samples whose label set contains every `labels` fragment.
