@@ -305,6 +305,7 @@ pub fn start_tasks(shard: &Rc<Shard>, signals: Option<crate::signals::SignalFd>)
 /// The broker-wide graceful stop: every shard stops accepting and drains, then every store flushes and
 /// checkpoints, then shard 0 unregisters from the name servers and every executor ends.
 pub async fn shutdown_broker(shard: &Rc<Shard>) {
+    remoting::sd_notify::notify_stopping();
     let all = || 0..shard.shards;
     join_all(all().map(|s| shard.mesh.call(s, ShardCall::Drain))).await;
     join_all(all().map(|s| shard.mesh.call(s, ShardCall::Shutdown))).await;

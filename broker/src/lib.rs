@@ -14,6 +14,7 @@ pub mod ha_role;
 pub mod ha_sync;
 pub mod long_poll;
 pub mod mesh;
+pub mod metrics;
 pub mod namesrv;
 pub mod ownership;
 pub mod persist;

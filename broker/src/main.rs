@@ -12,15 +12,22 @@ struct Args {
     config: PathBuf,
 }
 
-fn main() {
+/// Logs go to stderr (the journal under systemd); RUST_LOG wins over the config's `logLevel`.
+fn init_logging(log_level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(log_level))
+        .unwrap_or_else(|_| {
+            eprintln!("broker: logLevel `{log_level}` is not a valid filter; using info");
+            tracing_subscriber::EnvFilter::new("info")
+        });
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
+        .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .init();
+}
+
+fn main() {
     let args = Args::parse();
     let (cfg, issues) = match broker::config::load(&args.config) {
         Ok(loaded) => loaded,
@@ -29,6 +36,7 @@ fn main() {
             std::process::exit(2);
         }
     };
+    init_logging(&cfg.log_level);
     for issue in issues {
         tracing::warn!("{issue}");
     }

@@ -182,6 +182,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
         .map_err(|e| BrokerError::Executor(format!("cannot join the cross-shard mesh: {e}")))?;
     let mesh = Mesh::new(senders);
     let id = mesh.me();
+    crate::metrics::register_shard(id);
     let cfg = Rc::new(boot.cfg);
     let store = MessageStore::open(store_config(&cfg, id)?)
         .await
@@ -236,6 +237,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
             return Err(BrokerError::Mesh(e));
         }
         crate::control::start_tasks(&shard, boot.signals);
+        crate::metrics::start(&shard)?;
         let registered = crate::control::register_now(&shard).await;
         tracing::info!(
             "The broker[{}, {}] boot success. serializeType=JSON and name server is {} ({} accepted the registration)",
@@ -250,6 +252,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
             cfg.broker_addr(),
             cfg.namesrv_addr.join(";")
         );
+        remoting::sd_notify::notify_ready(&format!("serving on {}", cfg.broker_addr()));
     }
     shard.exit.wait().await;
     Ok(())

@@ -107,6 +107,7 @@ pub fn start_listeners(shard: &Rc<Shard>, addrs: &[SocketAddr]) -> Result<(), Br
                     Some(Ok(stream)) => {
                         let handler = handler.clone();
                         glommio::spawn_local(async move {
+                            let _open = crate::metrics::OpenConnection::new();
                             if let Err(e) = remoting::serve_connection(
                                 stream,
                                 handler,

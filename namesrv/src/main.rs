@@ -21,6 +21,7 @@ fn main() -> ExitCode {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "namesrv listening on {addr}");
         let _ = out.flush();
+        remoting::sd_notify::notify_ready(&format!("listening on {addr}"));
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -86,6 +86,7 @@ pub async fn serve(listener: TcpListener, ns: Rc<NameServer>, stop: impl Future<
     let accept = accept_loop(&listener, &ns);
     let scan = scan_loop(&ns);
     accept.or(scan).or(stop).await;
+    remoting::sd_notify::notify_stopping();
     tracing::info!("name server stopping");
 }
 

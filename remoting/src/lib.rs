@@ -4,6 +4,7 @@ mod client;
 mod error;
 mod framed;
 mod server;
+pub mod sd_notify;
 
 pub use client::{resolve, Client, ServerRequestHandler};
 pub use error::RemotingError;

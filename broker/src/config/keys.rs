@@ -96,6 +96,10 @@ pub struct BrokerConfig {
     /// saves the wake-up and glommio's pre-sleep `membarrier` IPI on busy brokers with dedicated
     /// cores; it burns CPU other processes on those cores could use.
     pub spin_before_park_micros: u64,
+    /// Prometheus text endpoint port (`metricsPort`); 0 = off.
+    pub metrics_port: u16,
+    /// Log filter used when RUST_LOG is not set (`logLevel`).
+    pub log_level: String,
 }
 
 impl Default for BrokerConfig {
@@ -147,6 +151,8 @@ impl Default for BrokerConfig {
             shard_count: 0,
             read_cache_bytes: 64 * 1024 * 1024,
             spin_before_park_micros: 0,
+            metrics_port: 0,
+            log_level: "info".into(),
         }
     }
 }
@@ -340,6 +346,8 @@ impl BrokerConfig {
             "shardCount" => self.shard_count = num(key, v)?,
             "readCacheBytes" => self.read_cache_bytes = num(key, v)?,
             "spinBeforeParkMicros" => self.spin_before_park_micros = num(key, v)?,
+            "metricsPort" => self.metrics_port = num(key, v)?,
+            "logLevel" => self.log_level = v.to_owned(),
             _ if ACCEPTED_NOT_USED.contains(&key) => {
                 return Ok(Some(ConfigIssue::NotSupported(key.to_owned())))
             }

@@ -15,6 +15,7 @@ pub mod queue_offset;
 pub mod rebalance_lock;
 pub mod send;
 pub mod send_back;
+pub mod subscription_group_admin;
 pub mod topic_admin;
 
 use std::net::SocketAddr;
@@ -91,6 +92,7 @@ pub async fn dispatch(
         | code::GET_BROKER_RUNTIME_INFO
         | code::GET_ALL_CONSUMER_OFFSET
         | code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG
+        | code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
         | code::LOCK_BATCH_MQ
         | code::UNLOCK_BATCH_MQ => to_control(&shard, req, conn, ctx.local).await,
         code::GET_ALL_TOPIC_CONFIG => Some(topic_admin::all_topic_config(&shard)),
@@ -212,6 +214,7 @@ pub async fn run_control(
         code::GET_BROKER_RUNTIME_INFO => broker_admin::runtime_info(shard).await,
         code::GET_ALL_CONSUMER_OFFSET => broker_admin::all_consumer_offset(shard).await,
         code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => broker_admin::all_subscription_groups(shard),
+        code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => subscription_group_admin::update_and_create(shard, &req).await,
         code::LOCK_BATCH_MQ => rebalance_lock::lock(shard, &req),
         code::UNLOCK_BATCH_MQ => rebalance_lock::unlock(shard, &req),
         // Only from the transaction check service (clients' code 39 requests are not routed here).

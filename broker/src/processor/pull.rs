@@ -132,6 +132,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
             continue;
         }
         let remaining = deadline.saturating_duration_since(Instant::now());
+        let _parked = crate::metrics::Parked::new();
         arrival
             .or(async {
                 glommio::timer::sleep(remaining).await;

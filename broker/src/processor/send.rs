@@ -24,10 +24,12 @@ pub async fn handle(
     req: &RemotingCommand,
     born_host: SocketAddr,
 ) -> RemotingCommand {
+    let started = std::time::Instant::now();
     let response = match prepare(shard, req, born_host).await {
         Ok((records, batch)) => store(shard, records, batch).await,
         Err(response) => response,
     };
+    crate::metrics::record_put(started.elapsed());
     if response.code != rc::SUCCESS {
         shard.counters.send_error();
         tracing::debug!(

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Installs rocketmq-rs on a systemd host: binaries, the `rocketmq` user, config and store folders,
+# systemd units; optionally enables and starts them.
+#
+#   sudo deploy/install.sh [--bin-dir DIR] [--namesrv] [--broker CONF.toml]... [--enable]
+#
+#   --bin-dir DIR    where namesrv, broker and mqadmin were built (default target/release;
+#                    build them with `cargo build --release -p namesrv -p broker -p mqadmin`)
+#   --namesrv        install /etc/rocketmq/namesrv.env (kept if present); enable namesrv.service
+#   --broker FILE    install FILE as /etc/rocketmq/<name>.toml (kept if present) and make its store
+#                    folder; <name> is the file name without .toml, the unit is broker@<name>
+#   --enable         systemctl enable --now the selected units
+#   --destdir DIR    stage everything under DIR instead of / (no user creation, no systemctl);
+#                    used by the tests, which then run `systemd-analyze verify --root=DIR`
+# Example (first master of deploy/conf/2m-2s-sync on its host):
+#   sudo deploy/install.sh --namesrv --broker deploy/conf/2m-2s-sync/broker-a.toml --enable
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+bin_dir=$repo/target/release
+destdir=""
+namesrv=0
+enable=0
+brokers=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bin-dir) bin_dir=$2; shift 2 ;;
+    --destdir) destdir=$2; shift 2 ;;
+    --namesrv) namesrv=1; shift ;;
+    --broker) brokers+=("$2"); shift 2 ;;
+    --enable) enable=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "unknown argument $1 (try --help)" >&2; exit 2 ;;
+  esac
+done
+
+for bin in namesrv broker mqadmin; do
+  if [ ! -x "$bin_dir/$bin" ]; then
+    echo "$bin_dir/$bin is missing: cargo build --release -p namesrv -p broker -p mqadmin" >&2
+    exit 1
+  fi
+done
+if [ -z "$destdir" ] && [ "$(id -u)" -ne 0 ]; then
+  echo "run as root (or stage with --destdir)" >&2
+  exit 1
+fi
+
+root=${destdir:-}
+install -d -m 0755 "$root/usr/local/bin" "$root/etc/rocketmq" "$root/etc/systemd/system" \
+  "$root/usr/local/share/doc/rocketmq-rs"
+install -m 0755 "$bin_dir/namesrv" "$root/usr/local/bin/rocketmq-namesrv"
+install -m 0755 "$bin_dir/broker" "$root/usr/local/bin/rocketmq-broker"
+install -m 0755 "$bin_dir/mqadmin" "$root/usr/local/bin/mqadmin"
+install -m 0644 "$repo/deploy/systemd/namesrv.service" "$repo/deploy/systemd/broker@.service" \
+  "$root/etc/systemd/system/"
+install -m 0644 "$repo/deploy/README.md" "$root/usr/local/share/doc/rocketmq-rs/README.md"
+
+if [ -z "$destdir" ] && ! id rocketmq >/dev/null 2>&1; then
+  useradd --system --home-dir /var/lib/rocketmq --shell /usr/sbin/nologin --user-group rocketmq
+fi
+own() { if [ -z "$destdir" ]; then chown -R rocketmq:rocketmq "$@"; fi; }
+install -d -m 0750 "$root/var/lib/rocketmq"
+own "$root/var/lib/rocketmq"
+
+units=()
+if [ "$namesrv" = 1 ]; then
+  if [ ! -e "$root/etc/rocketmq/namesrv.env" ]; then
+    install -m 0644 "$repo/deploy/conf/namesrv.env" "$root/etc/rocketmq/namesrv.env"
+  fi
+  units+=(namesrv.service)
+fi
+for conf in "${brokers[@]}"; do
+  name=$(basename "$conf" .toml)
+  if [ -e "$root/etc/rocketmq/$name.toml" ]; then
+    echo "keeping existing /etc/rocketmq/$name.toml"
+  else
+    install -m 0644 "$conf" "$root/etc/rocketmq/$name.toml"
+  fi
+  # The store folder named by the config (storePathRootDir), owned by the service user.
+  store=$(sed -n 's/^storePathRootDir *= *"\(.*\)"/\1/p' "$root/etc/rocketmq/$name.toml" | head -n 1)
+  store=${store:-/var/lib/rocketmq/$name}
+  install -d -m 0750 "$root$store"
+  own "$root$store"
+  units+=("broker@$name.service")
+done
+
+if [ -z "$destdir" ] && command -v systemctl >/dev/null 2>&1; then
+  systemctl daemon-reload
+  if [ "$enable" = 1 ] && [ ${#units[@]} -gt 0 ]; then
+    systemctl enable --now "${units[@]}"
+  fi
+fi
+echo "installed under ${destdir:-/}: binaries in /usr/local/bin, configs in /etc/rocketmq, units ${units[*]:-(none selected)}"

@@ -1,0 +1,152 @@
+//! The connections a command uses: the name servers (each one, for changes that must reach all of
+//! them) and brokers by address, with one-call helpers for the requests mqadmin sends.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use client::request::{expect_success, request};
+use client::{ClientError, NameServer};
+use protocol::body::{from_json, ClusterInfo, KVTable, TopicRouteData};
+use protocol::{ExtFields, RemotingCommand};
+use remoting::Client;
+
+/// Name servers and a timeout, shared by every step of a command.
+pub struct Admin {
+    pub namesrv_addrs: Vec<SocketAddr>,
+    pub namesrv: NameServer,
+    pub timeout: Duration,
+}
+
+impl Admin {
+    pub fn new(namesrv_list: &str, timeout: Duration) -> Result<Admin, ClientError> {
+        let addrs = client::namesrv::parse_addr_list(namesrv_list)?;
+        Ok(Admin {
+            namesrv: NameServer::new(addrs.clone(), timeout),
+            namesrv_addrs: addrs,
+            timeout,
+        })
+    }
+
+    /// A new connection to a broker (`host:port`).
+    pub async fn broker(&self, addr: &str) -> Result<Client, ClientError> {
+        Ok(Client::connect(remoting::resolve(addr)?, self.timeout).await?)
+    }
+
+    /// Sends `cmd` to a broker and expects SUCCESS.
+    pub async fn call(
+        &self,
+        addr: &str,
+        cmd: RemotingCommand,
+    ) -> Result<RemotingCommand, ClientError> {
+        let client = self.broker(addr).await?;
+        expect_success(client.invoke(cmd, self.timeout).await?)
+    }
+
+    /// Sends `cmd` to every name server (one after the other), expecting SUCCESS from each.
+    pub async fn call_every_namesrv(
+        &self,
+        cmd: &RemotingCommand,
+    ) -> Vec<(SocketAddr, Result<(), ClientError>)> {
+        let mut results = Vec::new();
+        for addr in &self.namesrv_addrs {
+            let result = async {
+                let client = Client::connect(*addr, self.timeout).await?;
+                expect_success(client.invoke(cmd.clone(), self.timeout).await?)?;
+                Ok(())
+            }
+            .await;
+            results.push((*addr, result));
+        }
+        results
+    }
+
+    pub async fn cluster_info(&self) -> Result<ClusterInfo, ClientError> {
+        self.namesrv.cluster_info().await
+    }
+
+    pub async fn route(&self, topic: &str) -> Result<TopicRouteData, ClientError> {
+        self.namesrv.topic_route(topic).await
+    }
+
+    /// Master addresses of one cluster (or of every cluster), by broker name.
+    pub async fn masters(
+        &self,
+        cluster: Option<&str>,
+    ) -> Result<Vec<(String, String)>, ClientError> {
+        let info = self.cluster_info().await?;
+        let masters: Vec<(String, String)> = info
+            .broker_addr_table
+            .values()
+            .filter(|b| cluster.is_none() || cluster == Some(b.cluster.as_str()))
+            .filter_map(|b| {
+                b.master_addr()
+                    .map(|a| (b.broker_name.clone(), a.to_owned()))
+            })
+            .collect();
+        if masters.is_empty() {
+            return Err(ClientError::Invalid(match cluster {
+                Some(c) => format!("cluster {c} has no registered master"),
+                None => "no broker master is registered".into(),
+            }));
+        }
+        Ok(masters)
+    }
+
+    /// Every address (masters and slaves) of one cluster, as (broker name, broker id, address).
+    pub async fn cluster_brokers(
+        &self,
+        cluster: &str,
+    ) -> Result<Vec<(String, i64, String)>, ClientError> {
+        let info = self.cluster_info().await?;
+        let mut out = Vec::new();
+        for b in info
+            .broker_addr_table
+            .values()
+            .filter(|b| b.cluster == cluster)
+        {
+            for (id, addr) in &b.broker_addrs {
+                out.push((b.broker_name.clone(), *id, addr.clone()));
+            }
+        }
+        if out.is_empty() {
+            return Err(ClientError::Invalid(format!(
+                "cluster {cluster} has no registered broker"
+            )));
+        }
+        Ok(out)
+    }
+
+    /// GET_BROKER_RUNTIME_INFO of one broker.
+    pub async fn runtime_info(&self, addr: &str) -> Result<KVTable, ClientError> {
+        let resp = self
+            .call(
+                addr,
+                request(
+                    protocol::request_code::GET_BROKER_RUNTIME_INFO,
+                    ExtFields::new(),
+                ),
+            )
+            .await?;
+        Ok(from_json(&resp.body)?)
+    }
+
+    /// The addresses a `-b`/`-c` target names: the broker itself, or every master of the cluster.
+    pub async fn target_addrs(
+        &self,
+        broker: Option<&str>,
+        cluster: Option<&str>,
+    ) -> Result<Vec<String>, ClientError> {
+        match (broker, cluster) {
+            (Some(b), _) => Ok(vec![b.to_owned()]),
+            (None, Some(c)) => Ok(self
+                .masters(Some(c))
+                .await?
+                .into_iter()
+                .map(|(_, a)| a)
+                .collect()),
+            (None, None) => Err(ClientError::Invalid(
+                "give -b brokerAddr or -c clusterName".into(),
+            )),
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! Cluster commands: clusterList (every broker with its totals) and brokerStatus (runtime figures).
+
+use client::ClientError;
+use serde_json::json;
+
+use crate::admin::Admin;
+use crate::table::{Report, Table};
+
+pub async fn cluster_list(admin: &Admin, only: Option<&str>) -> Result<Report, ClientError> {
+    let info = admin.cluster_info().await?;
+    let mut table = Table::new(&[
+        "Cluster Name",
+        "Broker Name",
+        "BID",
+        "Addr",
+        "Version",
+        "InTotal",
+        "OutTotal",
+    ]);
+    let mut rows = Vec::new();
+    for (cluster, names) in &info.cluster_addr_table {
+        if only.is_some_and(|c| c != cluster) {
+            continue;
+        }
+        for name in names {
+            let Some(data) = info.broker_addr_table.get(name) else {
+                continue;
+            };
+            for (id, addr) in &data.broker_addrs {
+                // A broker that does not answer is listed, not fatal: that is what operators look for.
+                let (version, put, got, error) = match admin.runtime_info(addr).await {
+                    Ok(kv) => {
+                        let get = |k: &str| kv.table.get(k).cloned().unwrap_or_default();
+                        (
+                            get("brokerVersionDesc"),
+                            get("msgPutTotalTodayNow"),
+                            get("msgGetTotalTodayNow"),
+                            None,
+                        )
+                    }
+                    Err(e) => ("-".into(), "-".into(), "-".into(), Some(e.to_string())),
+                };
+                table.row(vec![
+                    cluster.clone(),
+                    name.clone(),
+                    id.to_string(),
+                    addr.clone(),
+                    version.clone(),
+                    put.clone(),
+                    got.clone(),
+                ]);
+                rows.push(json!({
+                    "clusterName": cluster, "brokerName": name, "brokerId": id, "addr": addr,
+                    "version": version, "inTotal": put, "outTotal": got, "error": error,
+                }));
+            }
+        }
+    }
+    Ok(Report::new(table, json!({"brokers": rows})))
+}
+
+pub async fn broker_status(admin: &Admin, addrs: Vec<String>) -> Result<Report, ClientError> {
+    let mut table = Table::new(&["Broker Addr", "Key", "Value"]);
+    let mut all = serde_json::Map::new();
+    for addr in addrs {
+        let kv = admin.runtime_info(&addr).await?;
+        for (k, v) in &kv.table {
+            table.row(vec![addr.clone(), k.clone(), v.clone()]);
+        }
+        all.insert(addr, json!(kv.table));
+    }
+    Ok(Report::new(table, serde_json::Value::Object(all)))
+}

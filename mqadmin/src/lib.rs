@@ -1,0 +1,170 @@
+//! `mqadmin`: RocketMQ's admin commands (topics, clusters, consumer progress, message lookups) for
+//! RocketMQ-compatible clusters, built on the `client` crate. Tables by default, JSON with `--json`.
+
+pub mod admin;
+pub mod cli;
+pub mod cluster_cmds;
+pub mod consumer_cmds;
+pub mod message_cmds;
+pub mod table;
+pub mod topic_cmds;
+
+use std::time::Duration;
+
+use client::ClientError;
+
+use crate::admin::Admin;
+use crate::cli::Command;
+use crate::table::Report;
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Runs one command (inside a glommio executor).
+pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientError> {
+    match command {
+        Command::UpdateTopic {
+            ns,
+            target,
+            topic,
+            read_queues,
+            write_queues,
+            perm,
+            order,
+        } => {
+            let admin = Admin::new(&ns.namesrv, timeout)?;
+            let addrs = admin
+                .target_addrs(target.broker.as_deref(), target.cluster.as_deref())
+                .await?;
+            let spec = topic_cmds::TopicSpec {
+                topic: &topic,
+                read_queues,
+                write_queues,
+                perm,
+                order,
+            };
+            topic_cmds::update_topic(&admin, addrs, spec).await
+        }
+        Command::DeleteTopic { ns, cluster, topic } => {
+            topic_cmds::delete_topic(&Admin::new(&ns.namesrv, timeout)?, &cluster, &topic).await
+        }
+        Command::TopicList { ns } => {
+            topic_cmds::topic_list(&Admin::new(&ns.namesrv, timeout)?).await
+        }
+        Command::TopicRoute { ns, topic } => {
+            topic_cmds::topic_route(&Admin::new(&ns.namesrv, timeout)?, &topic).await
+        }
+        Command::TopicStatus { ns, topic } => {
+            topic_cmds::topic_status(&Admin::new(&ns.namesrv, timeout)?, &topic).await
+        }
+        Command::ClusterList { ns, cluster } => {
+            cluster_cmds::cluster_list(&Admin::new(&ns.namesrv, timeout)?, cluster.as_deref()).await
+        }
+        Command::BrokerStatus { ns, target } => {
+            let admin = Admin::new(&ns.namesrv, timeout)?;
+            let addrs = match (&target.broker, &target.cluster) {
+                (Some(b), _) => vec![b.clone()],
+                (None, Some(c)) => admin
+                    .cluster_brokers(c)
+                    .await?
+                    .into_iter()
+                    .map(|(_, _, a)| a)
+                    .collect(),
+                (None, None) => {
+                    return Err(ClientError::Invalid(
+                        "give -b brokerAddr or -c clusterName".into(),
+                    ))
+                }
+            };
+            cluster_cmds::broker_status(&admin, addrs).await
+        }
+        Command::ConsumerProgress { ns, group, topic } => {
+            consumer_cmds::consumer_progress(
+                &Admin::new(&ns.namesrv, timeout)?,
+                &group,
+                topic.as_deref(),
+            )
+            .await
+        }
+        Command::QueryMsgById { ns, msg_id, topic } => {
+            message_cmds::query_by_id(
+                &Admin::new(&ns.namesrv, timeout)?,
+                &msg_id,
+                topic.as_deref(),
+            )
+            .await
+        }
+        Command::QueryMsgByKey {
+            ns,
+            topic,
+            key,
+            max,
+        } => {
+            message_cmds::query_by_key(&Admin::new(&ns.namesrv, timeout)?, &topic, &key, max).await
+        }
+        Command::QueryMsgByOffset {
+            ns,
+            topic,
+            broker_name,
+            queue_id,
+            offset,
+        } => {
+            message_cmds::query_by_offset(
+                &Admin::new(&ns.namesrv, timeout)?,
+                &topic,
+                &broker_name,
+                queue_id,
+                offset,
+            )
+            .await
+        }
+        Command::ResetOffsetByTime {
+            ns,
+            group,
+            topic,
+            timestamp,
+        } => {
+            let ts = consumer_cmds::parse_timestamp(&timestamp, now_ms())?;
+            consumer_cmds::reset_offset_by_time(
+                &Admin::new(&ns.namesrv, timeout)?,
+                &group,
+                &topic,
+                ts,
+            )
+            .await
+        }
+        Command::UpdateSubGroup {
+            ns,
+            target,
+            group,
+            consume_enable,
+            consume_from_min_enable,
+            consume_broadcast_enable,
+            retry_queue_nums,
+            retry_max_times,
+            broker_id,
+            which_broker_when_consume_slowly,
+            notify_consumer_ids_changed,
+        } => {
+            let admin = Admin::new(&ns.namesrv, timeout)?;
+            let addrs = admin
+                .target_addrs(target.broker.as_deref(), target.cluster.as_deref())
+                .await?;
+            let settings = consumer_cmds::SubGroupSettings {
+                group,
+                consume_enable,
+                consume_from_min_enable,
+                consume_broadcast_enable,
+                retry_queue_nums,
+                retry_max_times,
+                broker_id,
+                which_broker_when_consume_slowly,
+                notify_consumer_ids_changed_enable: notify_consumer_ids_changed,
+            };
+            consumer_cmds::update_sub_group(&admin, addrs, settings).await
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! Message lookups: queryMsgById (offsetMsgId via VIEW_MESSAGE_BY_ID, client msgId via the index),
+//! queryMsgByKey (QUERY_MESSAGE on every master of the topic) and queryMsgByOffset (a one-message pull).
+
+use client::pull::{pull_command, PullOptions, PullResult, PullStatus};
+use client::request::{expect_code, request};
+use client::{ClientError, MessageQueue};
+use protocol::header::{CommandHeader, QueryMessageRequestHeader, ViewMessageRequestHeader};
+use protocol::message::msgid::{offset_msg_id, parse_offset_msg_id};
+use protocol::message::properties;
+use protocol::message::record::{decode_view, RecordView};
+use protocol::{request_code, response_code};
+use serde_json::{json, Value};
+
+use crate::admin::Admin;
+use crate::table::{Report, Table};
+
+/// The consumer group RocketMQ's tools pull with (a system group every broker has).
+const TOOLS_CONSUMER: &str = "TOOLS_CONSUMER";
+
+/// Decodes the concatenated records of a response body; a bad record ends the list with an error.
+fn decode_all(mut body: &[u8]) -> Result<Vec<Value>, ClientError> {
+    let mut out = Vec::new();
+    while !body.is_empty() {
+        let view = decode_view(body, false)?;
+        out.push(message_json(&view));
+        let rest = body
+            .get(view.total_size..)
+            .ok_or_else(|| ClientError::Invalid("record overruns the body".into()))?;
+        if view.total_size == 0 {
+            break;
+        }
+        body = rest;
+    }
+    Ok(out)
+}
+
+fn message_json(v: &RecordView<'_>) -> Value {
+    let props: serde_json::Map<String, Value> = properties::iter(v.properties)
+        .map(|(k, val)| (k.to_owned(), Value::String(val.to_owned())))
+        .collect();
+    json!({
+        "topic": v.topic,
+        "msgId": properties::get(v.properties, "UNIQ_KEY").unwrap_or(""),
+        "offsetMsgId": offset_msg_id(v.store_host, v.physical_offset),
+        "tags": properties::get(v.properties, "TAGS").unwrap_or(""),
+        "keys": properties::get(v.properties, "KEYS").unwrap_or(""),
+        "queueId": v.queue_id,
+        "queueOffset": v.queue_offset,
+        "commitLogOffset": v.physical_offset,
+        "reconsumeTimes": v.reconsume_times,
+        "bornTimestamp": v.born_timestamp,
+        "bornHost": v.born_host.to_string(),
+        "storeTimestamp": v.store_timestamp,
+        "storeHost": v.store_host.to_string(),
+        "sysFlag": v.sys_flag,
+        "flag": v.flag,
+        "properties": props,
+        "bodyLength": v.body.len(),
+        "body": String::from_utf8_lossy(v.body),
+    })
+}
+
+fn message_table(messages: &[Value]) -> Table {
+    let mut t = Table::new(&[
+        "Message ID",
+        "Offset Msg ID",
+        "Topic",
+        "Tags",
+        "Keys",
+        "QID",
+        "Queue Offset",
+        "Store Time",
+        "Body",
+    ]);
+    for m in messages {
+        let s = |k: &str| match m.get(k) {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        };
+        let mut body = s("body");
+        if body.chars().count() > 60 {
+            body = body.chars().take(57).collect::<String>() + "...";
+        }
+        t.row(vec![
+            s("msgId"),
+            s("offsetMsgId"),
+            s("topic"),
+            s("tags"),
+            s("keys"),
+            s("queueId"),
+            s("queueOffset"),
+            s("storeTimestamp"),
+            body,
+        ]);
+    }
+    t
+}
+
+/// QUERY_MESSAGE for `key` on every master of the topic's route.
+async fn query_key(
+    admin: &Admin,
+    topic: &str,
+    key: &str,
+    max: i32,
+) -> Result<Vec<Value>, ClientError> {
+    let route = admin.route(topic).await?;
+    let mut found = Vec::new();
+    for b in &route.broker_datas {
+        let Some(addr) = b.master_addr() else {
+            continue;
+        };
+        let header = QueryMessageRequestHeader {
+            topic: topic.to_owned(),
+            key: key.to_owned(),
+            max_num: max,
+            begin_timestamp: 0,
+            end_timestamp: i64::MAX,
+        };
+        let client = admin.broker(addr).await?;
+        let resp = client
+            .invoke(
+                request(request_code::QUERY_MESSAGE, header.to_ext_fields()),
+                admin.timeout,
+            )
+            .await?;
+        let resp = expect_code(
+            resp,
+            &[response_code::SUCCESS, response_code::QUERY_NOT_FOUND],
+        )?;
+        if resp.code == response_code::SUCCESS {
+            found.extend(decode_all(&resp.body)?);
+        }
+    }
+    Ok(found)
+}
+
+/// The message an offsetMsgId names, from the broker the id names.
+async fn view_by_offset_id(admin: &Admin, id: &str) -> Result<Vec<Value>, ClientError> {
+    let (addr, offset) =
+        parse_offset_msg_id(id).map_err(|e| ClientError::Invalid(format!("msgId {id}: {e}")))?;
+    let header = ViewMessageRequestHeader {
+        topic: None,
+        offset,
+    };
+    let resp = admin
+        .call(
+            &addr.to_string(),
+            request(request_code::VIEW_MESSAGE_BY_ID, header.to_ext_fields()),
+        )
+        .await?;
+    decode_all(&resp.body)
+}
+
+pub async fn query_by_id(
+    admin: &Admin,
+    ids: &str,
+    topic: Option<&str>,
+) -> Result<Report, ClientError> {
+    let mut messages = Vec::new();
+    for id in ids.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        // Both id kinds are 32 hex digits: with a topic, look the client msgId (UNIQ_KEY) up in the
+        // index first, then fall back to reading it as an offsetMsgId (as RocketMQ's tool does).
+        let mut found = match topic {
+            Some(t) => query_key(admin, t, id, 1)
+                .await?
+                .into_iter()
+                .filter(|m| m.get("msgId").and_then(Value::as_str) == Some(id))
+                .collect(),
+            None => Vec::new(),
+        };
+        if found.is_empty() {
+            found = view_by_offset_id(admin, id).await?;
+        }
+        messages.extend(found);
+    }
+    if messages.is_empty() {
+        return Err(ClientError::Invalid(format!("no message found for {ids}")));
+    }
+    Ok(Report::new(
+        message_table(&messages),
+        Value::Array(messages),
+    ))
+}
+
+pub async fn query_by_key(
+    admin: &Admin,
+    topic: &str,
+    key: &str,
+    max: i32,
+) -> Result<Report, ClientError> {
+    let messages = query_key(admin, topic, key, max.clamp(1, 64)).await?;
+    Ok(Report::new(
+        message_table(&messages),
+        Value::Array(messages),
+    ))
+}
+
+pub async fn query_by_offset(
+    admin: &Admin,
+    topic: &str,
+    broker_name: &str,
+    queue_id: i32,
+    offset: i64,
+) -> Result<Report, ClientError> {
+    let route = admin.route(topic).await?;
+    let addr = route
+        .broker_datas
+        .iter()
+        .find(|b| b.broker_name == broker_name)
+        .and_then(|b| b.master_addr())
+        .ok_or_else(|| ClientError::NoBrokerAddr(broker_name.to_owned()))?
+        .to_owned();
+    let queue = MessageQueue {
+        topic: topic.to_owned(),
+        broker_name: broker_name.to_owned(),
+        queue_id,
+    };
+    let options = PullOptions {
+        max_msg_nums: 1,
+        ..PullOptions::default()
+    };
+    let client = admin.broker(&addr).await?;
+    let resp = client
+        .invoke(
+            pull_command(TOOLS_CONSUMER, &queue, offset, &options),
+            admin.timeout,
+        )
+        .await?;
+    let result = PullResult::from_response(resp)?;
+    if result.status != PullStatus::Found {
+        return Err(ClientError::Invalid(format!(
+            "no message at {topic} {broker_name} queue {queue_id} offset {offset} ({:?}; queue holds {}..{})",
+            result.status, result.min_offset, result.max_offset
+        )));
+    }
+    let mut messages = Vec::new();
+    for view in result.records().take(1) {
+        messages.push(message_json(&view?));
+    }
+    Ok(Report::new(
+        message_table(&messages),
+        Value::Array(messages),
+    ))
+}
