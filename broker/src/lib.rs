@@ -4,6 +4,7 @@
 //! table; queues are owned by shards (`ownership`); shards talk only through the channel mesh (`mesh`);
 //! shard 0 also plays the control role (`control`).
 
+pub mod acl;
 pub mod clients;
 pub mod config;
 pub mod consumer_offsets;

@@ -86,6 +86,8 @@ pub struct BrokerConfig {
     pub ha_transfer_batch_size: usize,
     pub ha_max_gap_not_in_sync: u64,
     pub acl_enable: bool,
+    /// `aclFile`: the plain_acl.yml to use (default `$ROCKETMQ_HOME/conf/plain_acl.yml`).
+    pub acl_file: Option<PathBuf>,
     pub server_channel_max_idle_time_seconds: u64,
     pub register_name_server_period_ms: u64,
     /// Shards (executors); 0 means one per core.
@@ -138,6 +140,7 @@ impl Default for BrokerConfig {
             ha_transfer_batch_size: 32 * 1024,
             ha_max_gap_not_in_sync: 256 * 1024 * 1024,
             acl_enable: false,
+            acl_file: None,
             server_channel_max_idle_time_seconds: 120,
             register_name_server_period_ms: 30_000,
             shard_count: 0,
@@ -328,6 +331,7 @@ impl BrokerConfig {
             "haTransferBatchSize" => self.ha_transfer_batch_size = num(key, v)?,
             "haMaxGapNotInSync" => self.ha_max_gap_not_in_sync = num(key, v)?,
             "aclEnable" => self.acl_enable = boolean(key, v)?,
+            "aclFile" => self.acl_file = Some(PathBuf::from(v)).filter(|p| !p.as_os_str().is_empty()),
             "serverChannelMaxIdleTimeSeconds" => {
                 self.server_channel_max_idle_time_seconds = num(key, v)?
             }
