@@ -6,6 +6,7 @@
 
 pub mod acl;
 pub mod clients;
+pub mod conn_limits;
 pub mod config;
 pub mod consumer_offsets;
 pub mod control;
