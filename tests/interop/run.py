@@ -23,6 +23,7 @@ import caselib  # noqa: E402
 import cases_python  # noqa: E402,F401  (registers cases)
 import cases_rust  # noqa: E402,F401
 import cases_cross  # noqa: E402,F401
+import cases_acl  # noqa: E402,F401
 import harness  # noqa: E402
 
 

@@ -23,6 +23,17 @@ impl std::fmt::Display for Resource {
     }
 }
 
+/// Consumer groups appear as their retry topic (`%RETRY%group`); RocketMQ checks those against
+/// the account's group permissions, so a retry topic is the group here.
+const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
+
+fn topic_resource(name: &str) -> Resource {
+    match name.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) {
+        Some(group) => Resource::Group(group.to_owned()),
+        None => Resource::Topic(name.to_owned()),
+    }
+}
+
 /// Codes only an `admin: true` account may send (RocketMQ's `Permission.ADMIN_CODE`).
 pub fn needs_admin(request_code: i32) -> bool {
     matches!(
@@ -38,7 +49,7 @@ pub fn needs_admin(request_code: i32) -> bool {
 /// The resources `request` touches with the permission each needs; `Err` when the request cannot be
 /// read well enough to say (RocketMQ refuses those too).
 pub fn needed(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, String> {
-    let topic = |key: &str| Resource::Topic(request.ext(key).unwrap_or_default().to_owned());
+    let topic = |key: &str| topic_resource(request.ext(key).unwrap_or_default());
     let group = |key: &str| Resource::Group(request.ext(key).unwrap_or_default().to_owned());
     Ok(match request.code {
         code::SEND_MESSAGE => vec![(topic("topic"), perm::PUB)],
@@ -55,7 +66,7 @@ pub fn needed(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, String> 
             let mut out = Vec::new();
             for consumer in data.consumer_data_set {
                 for sub in consumer.subscription_data_set {
-                    out.push((Resource::Topic(sub.topic), perm::SUB));
+                    out.push((topic_resource(&sub.topic), perm::SUB));
                 }
                 out.push((Resource::Group(consumer.group_name), perm::SUB));
             }
@@ -95,6 +106,10 @@ mod tests {
         let req = RemotingCommand::request(code::HEART_BEAT).with_body(&body[..]);
         let got = needed(&req).unwrap();
         assert!(got.contains(&(Resource::Topic("T".into()), perm::SUB)));
+        let retry = br#"{"clientID":"c","consumerDataSet":[{"groupName":"G","subscriptionDataSet":[{"topic":"%RETRY%G","subString":"*"}]}]}"#;
+        let req = RemotingCommand::request(code::HEART_BEAT).with_body(&retry[..]);
+        // The retry topic is checked as the group, not as a topic.
+        assert!(!needed(&req).unwrap().iter().any(|(r, _)| matches!(r, Resource::Topic(_))));
         assert!(got.contains(&(Resource::Group("G".into()), perm::SUB)));
         let bad = RemotingCommand::request(code::HEART_BEAT).with_body(&b"{"[..]);
         assert!(needed(&bad).is_err());
