@@ -160,6 +160,8 @@ def acl_python(ctx):
             break
         check(time.monotonic() < deadline, "the changed plain_acl.yml was not picked up within 20s")
         time.sleep(0.3)
+    # Each broker shard re-reads the file on its own, at most every 0.5 s: give all of them time.
+    time.sleep(1.5)
     require_refused(ctx, produce(ctx, "acl-produce-oldsecret", USER, "AclTopic", "aclold", 3),
                     "old secret after reload", "Check signature failed")
     require_sent(produce(ctx, "acl-produce-newsecret", (USER[0], "user-secret-2"), "AclTopic", "aclnew", 5),
