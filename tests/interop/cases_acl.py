@@ -166,3 +166,40 @@ def acl_python(ctx):
                     "old secret after reload", "Check signature failed")
     require_sent(produce(ctx, "acl-produce-newsecret", (USER[0], "user-secret-2"), "AclTopic", "aclnew", 5),
                  "aclnew", 5)
+
+
+def run_rust(ctx, name, keys, args, timeout=90, serialize=None):
+    env = {"ACL_ACCESS_KEY": keys[0], "ACL_SECRET_KEY": keys[1]}
+    if serialize:
+        env["ROCKETMQ_SERIALIZE_TYPE"] = serialize
+    return ctx.clients.run("rust", name, args, timeout, env=env)
+
+
+@case("acl_rust_client_hook", timeout=300)
+def acl_rust(ctx):
+    c = start_acl_cluster(ctx)
+    resp = signed_request(c.broker_addr, remoting.UPDATE_AND_CREATE_TOPIC, create_topic_fields("AclTopic"), ADMIN)
+    check(resp.code == 0, "admin topic creation answered %d %r" % (resp.code, resp.remark))
+    c.wait_route("AclTopic")
+    n = 20
+    earlier = {}
+    for serialize in (None, "ROCKETMQ"):
+        label = (serialize or "json").lower()
+        prefix = "rsacl%s" % label
+        sent = run_rust(ctx, "rs-acl-send-%s" % label, USER,
+                        ["send", "--topic", "AclTopic", "--prefix", prefix, "--count", str(n)], serialize=serialize)
+        require_sent(sent, prefix, n, statuses=("SendOk",))
+        bad = run_rust(ctx, "rs-acl-badsecret-%s" % label, (USER[0], "not-the-secret"),
+                       ["send", "--topic", "AclTopic", "--prefix", prefix + "bad", "--count", "2"],
+                       serialize=serialize)
+        check(not [r for r in bad.of_kind("sent") if r.get("status") == "SendOk"],
+              "rust client with a wrong secret sent: %s" % bad.describe())
+        errors = bad.of_kind("send_error") + bad.of_kind("error")
+        check(errors, "rust client with a wrong secret reported no error: %s" % bad.describe())
+        res = run_rust(ctx, "rs-acl-consume-%s" % label, USER,
+                       ["consume", "--topic", "AclTopic", "--group", "AclRs%s" % label, "--timeout", "60",
+                        "--expect", "%s:%d" % (prefix, n)], timeout=100, serialize=serialize)
+        # A new group starts at the first offset: it also gets what earlier rounds sent.
+        check_received(ctx, res, {prefix: n}, what="signed rust push consumer (%s)" % label,
+                       optional=dict(earlier))
+        earlier[prefix] = n
