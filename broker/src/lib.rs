@@ -4,7 +4,9 @@
 //! table; queues are owned by shards (`ownership`); shards talk only through the channel mesh (`mesh`);
 //! shard 0 also plays the control role (`control`).
 
+pub mod acl;
 pub mod clients;
+pub mod conn_limits;
 pub mod config;
 pub mod consumer_offsets;
 pub mod control;

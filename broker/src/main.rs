@@ -40,6 +40,10 @@ fn main() {
     for issue in issues {
         tracing::warn!("{issue}");
     }
+    if let Err(e) = broker::acl::check_at_start(&cfg) {
+        eprintln!("broker: {e}");
+        std::process::exit(2);
+    }
     if let Err(e) = broker::run(cfg) {
         tracing::error!("{e}");
         eprintln!("broker: {e}");

@@ -5,20 +5,14 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::rc::Rc;
-use std::time::Duration;
 
-use futures_lite::FutureExt;
 use glommio::net::TcpListener;
 use protocol::RemotingCommand;
-use remoting::{ConnectionContext, Handler};
+use remoting::{ConnectionContext, ConnectionGate, Handler};
 
 use crate::error::BrokerError;
 use crate::mesh::ShardCall;
 use crate::shard::Shard;
-
-/// Requests of one connection handled at once; beyond this the connection is not read (back-pressure).
-/// Parked long-poll pulls count, so it is generous.
-const MAX_IN_FLIGHT_PER_CONNECTION: usize = 1024;
 
 pub struct BrokerHandler {
     shard: Rc<Shard>,
@@ -82,19 +76,28 @@ impl Handler for BrokerHandler {
     }
 }
 
-/// Binds every address and accepts until the shard stops accepting.
+/// Binds every address and accepts until the shard stops accepting. The shard's listeners share one
+/// connection cap (`serverMaxConnectionsPerShard`); every connection gets `conn_limits`' limits.
 pub fn start_listeners(shard: &Rc<Shard>, addrs: &[SocketAddr]) -> Result<(), BrokerError> {
     let handler = Rc::new(BrokerHandler {
         shard: shard.clone(),
     });
+    let gate = Rc::new(ConnectionGate::new(shard.cfg.server_max_connections_per_shard));
+    let limits = crate::conn_limits::connection_limits(&shard.cfg);
     for addr in addrs {
         let listener = TcpListener::bind(*addr).map_err(|e| BrokerError::Io {
             path: format!("listen {addr}"),
             source: std::io::Error::other(e.to_string()),
         })?;
-        let shard = shard.clone();
-        let handler = handler.clone();
-        let addr = *addr;
+        let stop_shard = shard.clone();
+        let (id, addr) = (shard.id, *addr);
+        let accepting = remoting::accept_connections(
+            listener,
+            handler.clone(),
+            limits.clone(),
+            gate.clone(),
+            async move { stop_shard.stop_accepting.wait().await },
+        );
         glommio::spawn_local(async move {
             loop {
                 let accepted = async { Some(listener.accept().await) }
@@ -128,6 +131,8 @@ pub fn start_listeners(shard: &Rc<Shard>, addrs: &[SocketAddr]) -> Result<(), Br
                 }
             }
             tracing::debug!("shard {}: stopped accepting on {addr}", shard.id);
+            accepting.await;
+            tracing::debug!("shard {id}: stopped accepting on {addr}");
         })
         .detach();
     }

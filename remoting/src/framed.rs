@@ -1,5 +1,9 @@
 //! Frame-level reading and writing of `RemotingCommand`s over any async byte stream.
 
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::Instant;
+
 use bytes::BytesMut;
 use futures_lite::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use protocol::command::RemotingCommand;
@@ -14,6 +18,8 @@ const READ_CHUNK: usize = 64 * 1024;
 pub struct FrameReader<R> {
     inner: R,
     buf: BytesMut,
+    /// When the first byte of the frame now being received arrived; `None` between frames.
+    frame_started: Rc<Cell<Option<Instant>>>,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
@@ -21,14 +27,26 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         FrameReader {
             inner,
             buf: BytesMut::with_capacity(READ_CHUNK),
+            frame_started: Rc::new(Cell::new(None)),
         }
+    }
+
+    /// Shared view of when the partial frame now buffered began (for a watchdog against slowloris).
+    pub fn frame_clock(&self) -> Rc<Cell<Option<Instant>>> {
+        self.frame_started.clone()
     }
 
     /// The next command; `Ok(None)` when the peer closed cleanly between frames.
     pub async fn read_command(&mut self) -> Result<Option<RemotingCommand>, RemotingError> {
         loop {
             if let Some(cmd) = decode_frame(&mut self.buf)? {
+                // Bytes left over are the start of the next frame.
+                self.frame_started
+                    .set((!self.buf.is_empty()).then(Instant::now));
                 return Ok(Some(cmd));
+            }
+            if !self.buf.is_empty() && self.frame_started.get().is_none() {
+                self.frame_started.set(Some(Instant::now()));
             }
             let start = self.buf.len();
             if self.buf.capacity() - start < READ_CHUNK / 4 {

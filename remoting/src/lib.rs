@@ -1,15 +1,19 @@
 //! Remoting over glommio TCP: framed connections, a request-serving loop and a request/response client.
 
+mod accept;
 mod client;
 mod error;
 mod framed;
+mod limits;
 mod server;
 pub mod sd_notify;
 
+pub use accept::accept_connections;
 pub use client::{resolve, Client, ServerRequestHandler};
 pub use error::RemotingError;
 pub use framed::{FrameReader, FrameWriter};
-pub use server::{serve_connection, ConnectionContext, Handler, ResponseSink};
+pub use limits::{Admitted, ConnectionGate, ConnectionLimits};
+pub use server::{serve_connection, serve_connection_with, ConnectionContext, Handler, ResponseSink};
 
 use std::time::Duration;
 

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
 use std::rc::Rc;
+use std::time::{Duration, Instant};
 
 use futures_lite::future::poll_once;
 use glommio::channels::local_channel::{self, LocalReceiver, LocalSender};
@@ -14,6 +15,7 @@ use glommio::sync::Semaphore;
 use protocol::command::RemotingCommand;
 
 use crate::framed::{FrameReader, FrameWriter};
+use crate::limits::ConnectionLimits;
 use crate::RemotingError;
 
 /// Stop gathering responses into one write past this many bytes.
@@ -33,10 +35,17 @@ pub trait Handler: 'static {
     fn on_close(&self, _ctx: &ConnectionContext) {}
 }
 
+/// A command queued for the writer, with the pending-bytes budget it holds until written.
+/// Server-initiated commands (small, rare) hold none.
+pub(crate) struct Outgoing {
+    cmd: RemotingCommand,
+    cost: u64,
+}
+
 /// Sends commands (responses, or server-initiated oneway requests) to one connection.
 #[derive(Clone)]
 pub struct ResponseSink {
-    tx: Rc<LocalSender<RemotingCommand>>,
+    tx: Rc<LocalSender<Outgoing>>,
     closed: Rc<Cell<bool>>,
     fd: RawFd,
 }
@@ -47,7 +56,17 @@ impl ResponseSink {
         if self.closed.get() {
             return Err(RemotingError::Closed);
         }
-        self.tx.send(cmd).await.map_err(|_| RemotingError::Closed)
+        self.tx
+            .send(Outgoing { cmd, cost: 0 })
+            .await
+            .map_err(|_| RemotingError::Closed)
+    }
+
+    async fn send_outgoing(&self, out: Outgoing) -> Result<(), RemotingError> {
+        if self.closed.get() {
+            return Err(RemotingError::Closed);
+        }
+        self.tx.send(out).await.map_err(|_| RemotingError::Closed)
     }
 
     /// Queues a command without waiting; fails when the queue is full or the connection closed.
@@ -55,7 +74,9 @@ impl ResponseSink {
         if self.closed.get() {
             return Err(RemotingError::Closed);
         }
-        self.tx.try_send(cmd).map_err(|_| RemotingError::Closed)
+        self.tx
+            .try_send(Outgoing { cmd, cost: 0 })
+            .map_err(|_| RemotingError::Closed)
     }
 
     /// Whether the connection has ended.
@@ -94,16 +115,49 @@ thread_local! {
     static NEXT_CONNECTION_ID: Cell<u64> = const { Cell::new(1) };
 }
 
+/// Bytes a response will take on the wire, near enough to bound memory by.
+fn wire_size(cmd: &RemotingCommand) -> u64 {
+    let remark = cmd.remark.as_ref().map_or(0, String::len);
+    let fields = cmd.ext_fields.text_len() + cmd.ext_fields.len() * 8;
+    (cmd.body.len() + remark + fields + 128) as u64
+}
+
+/// State the reader, the writer, the request tasks and the watchdog share.
+struct Shared {
+    closed: Rc<Cell<bool>>,
+    fd: RawFd,
+    peer: SocketAddr,
+    /// Last time a request was read or a response written.
+    last_io: Cell<Instant>,
+    /// Budget of encoded response bytes that may wait for the writer.
+    pending: Semaphore,
+}
+
+impl Shared {
+    /// Closes the connection for a reason worth a log line.
+    fn close_because(&self, reason: &str) {
+        if !self.closed.replace(true) {
+            tracing::info!("closing connection from {}: {reason}", self.peer);
+            shutdown_socket(self.fd);
+        }
+        // Wake request tasks waiting for budget: their responses are no longer wanted.
+        self.pending.close();
+    }
+}
+
 async fn write_loop<W: futures_lite::AsyncWrite + Unpin>(
     mut writer: FrameWriter<W>,
-    rx: LocalReceiver<RemotingCommand>,
-    closed: Rc<Cell<bool>>,
+    rx: LocalReceiver<Outgoing>,
+    shared: Rc<Shared>,
+    stall: Option<Duration>,
 ) {
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
+        let mut cost = 0u64;
         // Gather whatever else is ready into the same write.
-        while let Some(cmd) = next.take() {
-            if let Err(e) = writer.buffer_command(&cmd) {
+        while let Some(out) = next.take() {
+            cost = cost.saturating_add(out.cost);
+            if let Err(e) = writer.buffer_command(&out.cmd) {
                 tracing::warn!("dropping a response that cannot be encoded: {e}");
             }
             if writer.buffered() >= MAX_WRITE_BATCH {
@@ -111,29 +165,97 @@ async fn write_loop<W: futures_lite::AsyncWrite + Unpin>(
             }
             next = poll_once(rx.recv()).await.flatten();
         }
-        if let Err(e) = writer.flush().await {
-            tracing::debug!("write failed, closing connection: {e}");
-            closed.set(true);
-            return;
+        let flushed = match stall {
+            Some(limit) => crate::with_timeout(limit, writer.flush()).await,
+            None => writer.flush().await,
+        };
+        match flushed {
+            Ok(()) => {
+                shared.last_io.set(Instant::now());
+                shared.pending.signal(cost);
+            }
+            Err(RemotingError::Timeout(limit)) => {
+                shared.close_because(&format!(
+                    "it has not read its responses for {limit:?} ({} bytes waiting)",
+                    writer.buffered()
+                ));
+                return;
+            }
+            Err(e) => {
+                tracing::debug!("write failed, closing connection: {e}");
+                shared.close_because("write failed");
+                return;
+            }
+        }
+    }
+}
+
+/// Closes connections that stay idle or dribble a frame for too long.
+async fn watchdog(
+    shared: Rc<Shared>,
+    frame_clock: Rc<Cell<Option<Instant>>>,
+    permits: Rc<Semaphore>,
+    limits: ConnectionLimits,
+    every: Duration,
+) {
+    while !shared.closed.get() {
+        glommio::timer::sleep(every).await;
+        if let (Some(limit), Some(started)) = (limits.frame_timeout, frame_clock.get()) {
+            if started.elapsed() > limit {
+                shared.close_because(&format!("a frame did not complete within {limit:?}"));
+                return;
+            }
+        }
+        if let Some(limit) = limits.idle_timeout {
+            // A parked request (a long-polling pull) is not idleness.
+            let busy = permits.available() < limits.max_in_flight as u64;
+            if !busy && shared.last_io.get().elapsed() > limit {
+                shared.close_because(&format!("idle for over {limit:?}"));
+                return;
+            }
         }
     }
 }
 
 /// Serves `stream` until the peer closes it or sends an unreadable frame. At most `max_in_flight`
 /// requests of this connection run at once; past that, reading pauses (back-pressure on the client).
+/// Other limits have `ConnectionLimits::new`'s defaults.
 pub async fn serve_connection<H: Handler>(
     stream: TcpStream,
     handler: Rc<H>,
     max_in_flight: usize,
 ) -> Result<(), RemotingError> {
+    serve_connection_with(stream, handler, ConnectionLimits::new(max_in_flight)).await
+}
+
+/// Serves `stream` under `limits` (see `ConnectionLimits`).
+pub async fn serve_connection_with<H: Handler>(
+    stream: TcpStream,
+    handler: Rc<H>,
+    limits: ConnectionLimits,
+) -> Result<(), RemotingError> {
     let _ = stream.set_nodelay(true);
     let peer = stream.peer_addr()?;
     let local = stream.local_addr()?;
     let fd = stream.as_raw_fd();
+    let max_in_flight = limits.max_in_flight.max(1);
+    let budget = limits.max_pending_response_bytes.max(1);
     let (read_half, write_half) = futures_lite::io::split(stream);
-    let (tx, rx) = local_channel::new_bounded(max_in_flight.max(1) * 2);
+    let (tx, rx) = local_channel::new_bounded(max_in_flight * 2);
     let closed = Rc::new(Cell::new(false));
-    let writer = glommio::spawn_local(write_loop(FrameWriter::new(write_half), rx, closed.clone()));
+    let shared = Rc::new(Shared {
+        closed: closed.clone(),
+        fd,
+        peer,
+        last_io: Cell::new(Instant::now()),
+        pending: Semaphore::new(budget),
+    });
+    let writer = glommio::spawn_local(write_loop(
+        FrameWriter::new(write_half),
+        rx,
+        shared.clone(),
+        limits.write_stall_timeout,
+    ));
     let id = NEXT_CONNECTION_ID.with(|c| {
         let id = c.get();
         c.set(id + 1);
@@ -149,15 +271,32 @@ pub async fn serve_connection<H: Handler>(
             fd,
         },
     };
-    let permits = Rc::new(Semaphore::new(max_in_flight.max(1) as u64));
+    let permits = Rc::new(Semaphore::new(max_in_flight as u64));
     let mut reader = FrameReader::new(read_half);
+    let watch = limits.watch_every().map(|every| {
+        glommio::spawn_local(watchdog(
+            shared.clone(),
+            reader.frame_clock(),
+            permits.clone(),
+            limits.clone(),
+            every,
+        ))
+    });
     let result = loop {
+        // A peer that does not read its responses gets no more requests read either.
+        if shared.pending.acquire(1).await.is_err() {
+            break Ok(());
+        }
+        shared.pending.signal(1);
         let request = match reader.read_command().await {
             Ok(Some(_)) if closed.get() => break Ok(()),
             Ok(Some(cmd)) => cmd,
             Ok(None) => break Ok(()),
+            // A connection we closed on purpose (idle, stalled, slowloris) ends without an error.
+            Err(_) if closed.get() => break Ok(()),
             Err(e) => break Err(e),
         };
+        shared.last_io.set(Instant::now());
         if request.is_response() {
             // Answers to server-initiated oneway requests: nothing waits for them.
             continue;
@@ -167,6 +306,7 @@ pub async fn serve_connection<H: Handler>(
         };
         let handler = handler.clone();
         let ctx = ctx.clone();
+        let shared = shared.clone();
         glommio::spawn_local(async move {
             let opaque = request.opaque;
             let oneway = request.is_oneway();
@@ -176,15 +316,25 @@ pub async fn serve_connection<H: Handler>(
                 response.opaque = opaque;
                 response.mark_response();
                 response.serialize_type = serialize_type;
-                let _ = ctx.sink.send(response).await;
+                let cost = wire_size(&response).min(budget);
+                // Wait while the peer has too many unread bytes; a closed connection drops the answer.
+                if shared.pending.acquire(cost).await.is_ok() {
+                    if ctx.sink.send_outgoing(Outgoing { cmd: response, cost }).await.is_err() {
+                        shared.pending.signal(cost);
+                    }
+                }
             }
             drop(permit);
         })
         .detach();
     };
     closed.set(true);
+    shared.pending.close();
     handler.on_close(&ctx);
     drop(ctx);
+    if let Some(watch) = watch {
+        watch.detach();
+    }
     // The writer ends once every in-flight handler has dropped its sink.
     writer.detach();
     result

@@ -86,7 +86,17 @@ pub struct BrokerConfig {
     pub ha_transfer_batch_size: usize,
     pub ha_max_gap_not_in_sync: u64,
     pub acl_enable: bool,
+    /// `aclFile`: the plain_acl.yml to use (default `$ROCKETMQ_HOME/conf/plain_acl.yml`).
+    pub acl_file: Option<PathBuf>,
     pub server_channel_max_idle_time_seconds: u64,
+    /// `serverMaxConnectionsPerShard`: connections one shard serves at once; more are closed at accept.
+    pub server_max_connections_per_shard: usize,
+    /// `serverMaxPendingResponseBytes`: response bytes one connection may have waiting to be written.
+    pub server_max_pending_response_bytes: u64,
+    /// `serverWriteStallTimeoutSeconds`: a peer that takes none of its responses for this long is closed.
+    pub server_write_stall_timeout_seconds: u64,
+    /// `serverFrameTimeoutSeconds`: a request frame must arrive whole within this (slowloris).
+    pub server_frame_timeout_seconds: u64,
     pub register_name_server_period_ms: u64,
     /// Shards (executors); 0 means one per core.
     pub shard_count: usize,
@@ -146,7 +156,12 @@ impl Default for BrokerConfig {
             ha_transfer_batch_size: 32 * 1024,
             ha_max_gap_not_in_sync: 256 * 1024 * 1024,
             acl_enable: false,
+            acl_file: None,
             server_channel_max_idle_time_seconds: 120,
+            server_max_connections_per_shard: 10_000,
+            server_max_pending_response_bytes: 64 * 1024 * 1024,
+            server_write_stall_timeout_seconds: 30,
+            server_frame_timeout_seconds: 60,
             register_name_server_period_ms: 30_000,
             shard_count: 0,
             read_cache_bytes: 64 * 1024 * 1024,
@@ -339,9 +354,14 @@ impl BrokerConfig {
             "haTransferBatchSize" => self.ha_transfer_batch_size = num(key, v)?,
             "haMaxGapNotInSync" => self.ha_max_gap_not_in_sync = num(key, v)?,
             "aclEnable" => self.acl_enable = boolean(key, v)?,
+            "aclFile" => self.acl_file = Some(PathBuf::from(v)).filter(|p| !p.as_os_str().is_empty()),
             "serverChannelMaxIdleTimeSeconds" => {
                 self.server_channel_max_idle_time_seconds = num(key, v)?
             }
+            "serverMaxConnectionsPerShard" => self.server_max_connections_per_shard = num(key, v)?,
+            "serverMaxPendingResponseBytes" => self.server_max_pending_response_bytes = num(key, v)?,
+            "serverWriteStallTimeoutSeconds" => self.server_write_stall_timeout_seconds = num(key, v)?,
+            "serverFrameTimeoutSeconds" => self.server_frame_timeout_seconds = num(key, v)?,
             "registerNameServerPeriod" => self.register_name_server_period_ms = num(key, v)?,
             "shardCount" => self.shard_count = num(key, v)?,
             "readCacheBytes" => self.read_cache_bytes = num(key, v)?,

@@ -60,6 +60,9 @@ pub async fn dispatch(
     req: RemotingCommand,
     ctx: ConnectionContext,
 ) -> Option<RemotingCommand> {
+    if let Some(denied) = crate::acl::check(&shard.cfg, &req, ctx.peer) {
+        return Some(denied);
+    }
     let conn = ConnRef {
         shard: shard.id,
         conn_id: ctx.id,

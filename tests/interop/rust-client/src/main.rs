@@ -24,6 +24,8 @@ use rocketmq_client_rust::{
     ClientResult, ClientRuntime, ClientRuntimeConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
     DefaultMQProducer, DefaultMQPushConsumer, LocalTransactionState, MQPushConsumer, MessageListenerConcurrently,
     TransactionListener, TransactionMQProducer,
+    AclClientRPCHook, SessionCredentials, ClientResult, ClientRuntime, ClientRuntimeConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
+    DefaultMQProducer, DefaultMQPushConsumer, MQPushConsumer, MessageListenerConcurrently,
 };
 use rocketmq_model::common::message::MessageTrait;
 use rocketmq_model::common::consumer::consume_from_where::ConsumeFromWhere;
@@ -177,11 +179,20 @@ fn sent_record(i: usize, result: &rocketmq_client_rust::SendResult, extra: Value
     rec
 }
 
+/// The client's ACL signing hook when ACL_ACCESS_KEY and ACL_SECRET_KEY are set (tests/interop/cases_acl.py).
+fn acl_hook() -> Option<Arc<AclClientRPCHook>> {
+    let (ak, sk) = (std::env::var("ACL_ACCESS_KEY").ok()?, std::env::var("ACL_SECRET_KEY").ok()?);
+    Some(Arc::new(AclClientRPCHook::new(SessionCredentials::with_keys(ak, sk))))
+}
+
 async fn produce(runtime: Arc<ClientRuntime>, args: &Args) -> Result<(), String> {
-    let mut producer = DefaultMQProducer::builder(runtime)
+    let mut builder = DefaultMQProducer::builder(runtime)
         .producer_group(format!("{}-producer", args.group))
-        .name_server_addr(args.namesrv.clone())
-        .build();
+        .name_server_addr(args.namesrv.clone());
+    if let Some(hook) = acl_hook() {
+        builder = builder.rpc_hook(hook);
+    }
+    let mut producer = builder.build();
     producer.start().await.map_err(|e| format!("producer start: {}", chain(&e)))?;
     let outcome = produce_with(&producer, args).await;
     let _ = tokio::time::timeout(Duration::from_secs(5), producer.shutdown()).await;
@@ -382,11 +393,14 @@ impl MessageListenerConcurrently for Recorder {
 
 async fn consume(runtime: Arc<ClientRuntime>, args: &Args) -> Result<bool, String> {
     let seen = Arc::new(Seen { want: args.expect.clone(), got: Mutex::new(HashMap::new()) });
-    let mut consumer = DefaultMQPushConsumer::builder(runtime)
+    let mut builder = DefaultMQPushConsumer::builder(runtime)
         .consumer_group(args.group.clone())
         .name_server_addr(args.namesrv.clone())
-        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset)
-        .build();
+        .consume_from_where(ConsumeFromWhere::ConsumeFromFirstOffset);
+    if let Some(hook) = acl_hook() {
+        builder = builder.rpc_hook(Some(hook));
+    }
+    let mut consumer = builder.build();
     consumer.subscribe(args.topic.clone(), "*").await.map_err(|e| format!("subscribe: {}", chain(&e)))?;
     consumer.register_message_listener_concurrently(Recorder(Arc::clone(&seen)));
     consumer.start().await.map_err(|e| format!("consumer start: {}", chain(&e)))?;
