@@ -7,7 +7,10 @@ use std::rc::Rc;
 
 use remoting::Client;
 
-use crate::common::pull_all;
+use protocol::message::record::MessageRecord;
+use protocol::response_code;
+
+use crate::common::{decode_records, pull, TIMEOUT};
 
 /// One acknowledged send.
 #[derive(Debug, Clone)]
@@ -81,7 +84,7 @@ impl Ledger {
                 .or_insert_with(HashMap::new);
         }
         for ((topic, q), records) in queues.iter_mut() {
-            for r in pull_all(client, topic, *q).await {
+            for r in read_queue(client, topic, *q).await {
                 records.insert(r.queue_offset, r);
             }
         }
@@ -102,5 +105,50 @@ impl Ledger {
             }
         }
         report
+    }
+}
+
+/// Every record of a queue from offset 0 up to its max offset. Retries PULL_RETRY_IMMEDIATELY and
+/// says on stderr why it stopped early (an answer that is not FOUND below the max offset).
+pub async fn read_queue(client: &Client, topic: &str, queue: i32) -> Vec<MessageRecord> {
+    let mut offset = 0i64;
+    let mut out = Vec::new();
+    let mut retries = 0;
+    loop {
+        let r = pull(client, topic, queue, offset).await;
+        if r.code == response_code::SUCCESS {
+            let recs = decode_records(&r.body);
+            let next: i64 = r
+                .ext("nextBeginOffset")
+                .and_then(|o| o.parse().ok())
+                .expect("nextBeginOffset");
+            if recs.is_empty() || next <= offset {
+                eprintln!("{topic}/{queue}: FOUND without progress at offset {offset}");
+                return out;
+            }
+            offset = next;
+            out.extend(recs);
+            continue;
+        }
+        let max: i64 = r
+            .ext("maxOffset")
+            .and_then(|o| o.parse().ok())
+            .unwrap_or(-1);
+        if r.code == response_code::PULL_RETRY_IMMEDIATELY && retries < 50 {
+            retries += 1;
+            eprintln!(
+                "{topic}/{queue}: PULL_RETRY_IMMEDIATELY at offset {offset} (nextBeginOffset {:?}, max {max}); retrying the same offset",
+                r.ext("nextBeginOffset")
+            );
+            glommio::timer::sleep(std::time::Duration::from_millis(20)).await;
+            continue;
+        }
+        if offset < max {
+            eprintln!(
+                "{topic}/{queue}: pull at {offset} answered code {} ({:?}) below max offset {max} (timeout {:?})",
+                r.code, r.remark, TIMEOUT
+            );
+        }
+        return out;
     }
 }
