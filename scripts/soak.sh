@@ -11,6 +11,8 @@
 #   SOAK_SIZE=1024          body bytes
 #   SOAK_FLUSH=SYNC_FLUSH   flushDiskType (ASYNC_FLUSH loses acknowledged messages on SIGKILL by design)
 #   SOAK_SHARDS=2           broker shardCount
+#   SOAK_SEGMENT=268435456  mappedFileSizeCommitLog (smaller than RocketMQ's 1 GiB: SYNC_FLUSH zero-fills
+#                           the next segment of every shard ahead of need)
 #   SOAK_RESTART_MIN=20 SOAK_RESTART_MAX=60   seconds between broker restarts
 #   SOAK_STEADY_PERCENT=30  last part of the run without restarts (leak check on one process)
 #   SOAK_WARMUP=30          seconds after each broker start not used for the flatness check
@@ -29,6 +31,7 @@ SOAK_RATE=${SOAK_RATE:-2000}
 SOAK_SIZE=${SOAK_SIZE:-1024}
 SOAK_FLUSH=${SOAK_FLUSH:-SYNC_FLUSH}
 SOAK_SHARDS=${SOAK_SHARDS:-2}
+SOAK_SEGMENT=${SOAK_SEGMENT:-268435456}
 SOAK_RESTART_MIN=${SOAK_RESTART_MIN:-20}
 SOAK_RESTART_MAX=${SOAK_RESTART_MAX:-60}
 SOAK_STEADY_PERCENT=${SOAK_STEADY_PERCENT:-30}
@@ -112,6 +115,7 @@ namesrvAddr = "127.0.0.1:$ns_port"
 storePathRootDir = "$work/$name"
 shardCount = $SOAK_SHARDS
 flushDiskType = "$SOAK_FLUSH"
+mappedFileSizeCommitLog = $SOAK_SEGMENT
 EOF
 }
 

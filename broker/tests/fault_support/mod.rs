@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod acked;
+pub mod broker_proc;
 pub mod loopfs;
 pub mod namesrv_proc;
 pub mod proxy;
