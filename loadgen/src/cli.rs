@@ -24,6 +24,8 @@ pub enum Command {
     E2e(E2eArgs),
     /// A name server + broker stand-in that answers at once (measures loadgen itself).
     NullBroker(NullBrokerArgs),
+    /// Read a topic back and check that every message of `--acked-log` files is stored intact.
+    Verify(crate::verify::VerifyArgs),
 }
 
 /// Options every load mode has.
@@ -107,6 +109,9 @@ pub struct ProduceOpts {
     pub rate: f64,
     #[arg(long, default_value = "loadgen_producer")]
     pub producer_group: String,
+    /// Write one line per acknowledged message to this file (for `loadgen verify`).
+    #[arg(long)]
+    pub acked_log: Option<PathBuf>,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

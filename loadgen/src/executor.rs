@@ -120,6 +120,7 @@ async fn setup(index: usize, spec: &RunSpec, gate: &StartGate, recorder: &Rc<Rec
             stop: StopRule::new(None, budget),
             recorder: recorder.clone(),
             maker: RefCell::new(PayloadMaker::new(&common.topic, spec, index)),
+            acks: opts.acked_log.as_deref().map(crate::ack_log::AckLog::open).transpose()?,
         }));
     }
     if let Some(opts) = &spec.consume {

@@ -1,6 +1,7 @@
 //! loadgen: a load generator for RocketMQ-compatible brokers (produce, consume, end-to-end), and a
 //! null broker to measure loadgen itself. The binary is `src/main.rs`; modules are public for tests.
 
+pub mod ack_log;
 pub mod aggregate;
 pub mod cli;
 pub mod consume;
@@ -17,3 +18,4 @@ pub mod run;
 pub mod stats;
 pub mod timeline;
 pub mod topic_setup;
+pub mod verify;

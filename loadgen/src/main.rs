@@ -19,6 +19,7 @@ fn main() {
         Command::Consume(a) => loadgen::run::run(Sides::Consume, RunSpec { common: a.common, produce: None, consume: Some(a.consume) }, command_line).map(|_| ()),
         Command::E2e(a) => loadgen::run::run(Sides::Both, RunSpec { common: a.common, produce: Some(a.produce), consume: Some(a.consume) }, command_line).map(|_| ()),
         Command::NullBroker(a) => loadgen::null_broker::serve(a),
+        Command::Verify(a) => loadgen::verify::run(a).and_then(|r| if r.ok() { Ok(()) } else { Err("acknowledged messages lost".into()) }),
     };
     if let Err(e) = result {
         eprintln!("loadgen: {e}");

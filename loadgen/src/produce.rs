@@ -10,6 +10,7 @@ use client::{ClientError, Message, Producer};
 use glommio::sync::Semaphore;
 
 use crate::cli::SendMode;
+use crate::ack_log::AckLog;
 use crate::errors::ErrorKey;
 use crate::pacing::Pacer;
 use crate::payload::{unix_micros, PayloadMaker};
@@ -36,6 +37,8 @@ pub struct ProduceCtx {
     pub stop: StopRule,
     pub recorder: Rc<Recorder>,
     pub maker: RefCell<PayloadMaker>,
+    /// `--acked-log`: where acknowledged messages are listed.
+    pub acks: Option<AckLog>,
 }
 
 fn body_bytes(msgs: &[Message]) -> u64 {
@@ -43,10 +46,20 @@ fn body_bytes(msgs: &[Message]) -> u64 {
 }
 
 async fn send_once(ctx: &ProduceCtx, msgs: &[Message]) -> Result<(), ClientError> {
-    match (ctx.plan.mode, msgs) {
-        (SendMode::Oneway, [msg]) => ctx.producer.send_oneway(msg).await.map(|_| ()),
-        (_, [msg]) if ctx.plan.batch == 1 => ctx.producer.send(msg).await.map(|_| ()),
-        _ => ctx.producer.send_batch(msgs).await.map(|_| ()),
+    let acked = match (ctx.plan.mode, msgs) {
+        (SendMode::Oneway, [msg]) => return ctx.producer.send_oneway(msg).await.map(|_| ()),
+        (_, [msg]) if ctx.plan.batch == 1 => ctx.producer.send(msg).await?,
+        _ => ctx.producer.send_batch(msgs).await?,
+    };
+    ctx.log_acked(&acked, msgs);
+    Ok(())
+}
+
+impl ProduceCtx {
+    fn log_acked(&self, acked: &client::SendResult, msgs: &[Message]) {
+        if let Some(log) = &self.acks {
+            log.record(acked, msgs);
+        }
     }
 }
 
@@ -59,11 +72,14 @@ async fn pause_after(key: Option<ErrorKey>) {
 /// Runs this executor's producers until the stop rule ends them and every send has finished.
 pub async fn run(ctx: Rc<ProduceCtx>, start: Instant) {
     if ctx.plan.rate > 0.0 {
-        open_loop(ctx, start).await;
+        open_loop(ctx.clone(), start).await;
     } else if ctx.plan.mode == SendMode::Async {
-        async_dispatch(ctx).await;
+        async_dispatch(ctx.clone()).await;
     } else {
-        closed_loop(ctx).await;
+        closed_loop(ctx.clone()).await;
+    }
+    if let Some(log) = &ctx.acks {
+        log.flush();
     }
 }
 
@@ -103,9 +119,13 @@ async fn async_dispatch(ctx: Rc<ProduceCtx>) {
         }
         let mut msgs = ctx.maker.borrow_mut().messages(n as usize);
         let bytes = body_bytes(&msgs);
-        let recorder = ctx.recorder.clone();
+        let logged = ctx.clone();
+        let sent = ctx.acks.as_ref().map(|_| msgs.clone());
         let done = move |result: Result<client::SendResult, ClientError>, started: Instant| {
-            recorder.record_send(result.map(|_| ()), n, bytes, started.elapsed());
+            if let (Ok(acked), Some(sent)) = (&result, &sent) {
+                logged.log_acked(acked, sent);
+            }
+            logged.recorder.record_send(result.map(|_| ()), n, bytes, started.elapsed());
         };
         let started = if ctx.plan.batch > 1 {
             sender.send_batch(msgs, done).await

@@ -32,6 +32,9 @@ pub fn run(sides: Sides, spec: RunSpec, command: String) -> Result<Outcome, Stri
     if let Some(p) = &spec.produce {
         p.validate()?;
     }
+    if let Some(path) = spec.produce.as_ref().and_then(|p| p.acked_log.as_ref()) {
+        crate::ack_log::truncate(path)?;
+    }
     if let Some(queues) = spec.common.create_queues {
         crate::topic_setup::create_topic(&spec.common, queues)?;
     }

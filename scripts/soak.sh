@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# Bounded soak test (not run in CI): loadgen e2e at a fixed rate against a name server and a broker
+# that is restarted at random (SIGKILL or SIGTERM), then `loadgen verify` reads the topic back and
+# checks that every acknowledged message is stored intact. Samples the broker's RSS and open fds
+# over time and says whether they stay flat after warm-up (the last part of the run has no restarts,
+# so one broker process lives long enough to show a trend).
+#
+# Settings (environment):
+#   SOAK_SECONDS=600        length of the load (default 10 minutes)
+#   SOAK_RATE=2000          messages/s sent (open loop)
+#   SOAK_SIZE=1024          body bytes
+#   SOAK_FLUSH=SYNC_FLUSH   flushDiskType (ASYNC_FLUSH loses acknowledged messages on SIGKILL by design)
+#   SOAK_SHARDS=2           broker shardCount
+#   SOAK_SEGMENT=268435456  mappedFileSizeCommitLog (smaller than RocketMQ's 1 GiB: SYNC_FLUSH zero-fills
+#                           the next segment of every shard ahead of need)
+#   SOAK_RESTART_MIN=20 SOAK_RESTART_MAX=60   seconds between broker restarts
+#   SOAK_STEADY_PERCENT=30  last part of the run without restarts (leak check on one process)
+#   SOAK_WARMUP=30          seconds after each broker start not used for the flatness check
+#   SOAK_SAMPLE=5           seconds between RSS / fd samples
+#   SOAK_SLAVES=0           slave brokers to start and kill at random too (needs HA: brokerRole=SLAVE)
+#   SOAK_BUILD=release      release | debug (debug skips the long release build)
+#   SOAK_BIN=DIR            use the namesrv, broker and loadgen binaries in DIR, build nothing
+#   SOAK_OUT=target/soak-<time>   where logs, samples.csv and summary.txt go
+#   SOAK_KEEP_STORE=0       1 keeps the store directory
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+SOAK_SECONDS=${SOAK_SECONDS:-600}
+SOAK_RATE=${SOAK_RATE:-2000}
+SOAK_SIZE=${SOAK_SIZE:-1024}
+SOAK_FLUSH=${SOAK_FLUSH:-SYNC_FLUSH}
+SOAK_SHARDS=${SOAK_SHARDS:-2}
+SOAK_SEGMENT=${SOAK_SEGMENT:-268435456}
+SOAK_RESTART_MIN=${SOAK_RESTART_MIN:-20}
+SOAK_RESTART_MAX=${SOAK_RESTART_MAX:-60}
+SOAK_STEADY_PERCENT=${SOAK_STEADY_PERCENT:-30}
+SOAK_WARMUP=${SOAK_WARMUP:-30}
+SOAK_SAMPLE=${SOAK_SAMPLE:-5}
+SOAK_SLAVES=${SOAK_SLAVES:-0}
+SOAK_BUILD=${SOAK_BUILD:-release}
+SOAK_OUT=${SOAK_OUT:-target/soak-$(date -u +%Y%m%dT%H%M%SZ)}
+SOAK_KEEP_STORE=${SOAK_KEEP_STORE:-0}
+
+if [[ -n ${SOAK_BIN:-} ]]; then
+    bin=$(cd "$SOAK_BIN" && pwd)
+elif [[ $SOAK_BUILD == release ]]; then
+    cargo build --release -p namesrv -p broker -p loadgen
+    bin=$root/target/release
+else
+    cargo build -p namesrv -p broker -p loadgen
+    bin=$root/target/debug
+fi
+
+mkdir -p "$SOAK_OUT"
+out=$(cd "$SOAK_OUT" && pwd)
+work=$(mktemp -d /tmp/soak.XXXXXX)
+echo "soak: ${SOAK_SECONDS}s at ${SOAK_RATE} msg/s, ${SOAK_FLUSH}, ${SOAK_SHARDS} shards, slaves ${SOAK_SLAVES}; results in $out, store in $work"
+
+# Free ports: one for the name server, and per broker p with p-2 (fast port) and p+1 (HA) free.
+read -r ns_port master_port slave_ports < <(python3 - "$SOAK_SLAVES" <<'EOF'
+import random, socket, sys
+def free(p):
+    for host in ("127.0.0.1", "0.0.0.0"):
+        s = socket.socket()
+        try:
+            s.bind((host, p))
+        except OSError:
+            return False
+        finally:
+            s.close()
+    return True
+picked = []
+def pick(span):
+    while True:
+        p = random.randint(20000, 60000)
+        if all(free(q) and q not in picked for q in range(p - 2, p + span)):
+            picked.extend(range(p - 2, p + span))
+            return p
+ns = pick(1)
+master = pick(2)
+slaves = [str(pick(2)) for _ in range(int(sys.argv[1]))]
+print(ns, master, ",".join(slaves) or "-")
+EOF
+)
+
+pids_to_stop=()
+cleanup() {
+    local pid
+    for pid in "${pids_to_stop[@]}" ${sampler_pid:-} ${loadgen_pid:-}; do
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+    for f in "$work"/*.pid; do
+        [[ -f $f ]] && kill -KILL "$(cat "$f")" 2>/dev/null || true
+    done
+    if [[ $SOAK_KEEP_STORE != 1 ]]; then rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+"$bin/namesrv" --listen "127.0.0.1:$ns_port" >"$out/namesrv.log" 2>&1 &
+pids_to_stop+=($!)
+disown $!
+
+# broker_config NAME PORT ID ROLE
+broker_config() {
+    local name=$1 port=$2 id=$3 role=$4
+    cat <<EOF
+brokerClusterName = "SoakCluster"
+brokerName = "soak-broker"
+brokerId = $id
+brokerRole = "$role"
+brokerIP1 = "127.0.0.1"
+listenPort = $port
+namesrvAddr = "127.0.0.1:$ns_port"
+storePathRootDir = "$work/$name"
+shardCount = $SOAK_SHARDS
+flushDiskType = "$SOAK_FLUSH"
+mappedFileSizeCommitLog = $SOAK_SEGMENT
+EOF
+}
+
+# start_broker NAME: starts it and waits for its boot line (60 s at most).
+start_broker() {
+    local name=$1 before
+    before=$(grep -c "boot success" "$out/$name.log" 2>/dev/null || true)
+    "$bin/broker" --config "$work/$name.toml" >>"$out/$name.log" 2>&1 &
+    echo $! >"$work/$name.pid"
+    disown $!   # killed on purpose: no job-control noise
+    for _ in $(seq 600); do
+        if (( $(grep -c "boot success" "$out/$name.log" 2>/dev/null || true) > ${before:-0} )); then
+            return 0
+        fi
+        if ! kill -0 "$(cat "$work/$name.pid")" 2>/dev/null; then
+            echo "soak: $name exited during start; see $out/$name.log" >&2
+            return 1
+        fi
+        sleep 0.1
+    done
+    echo "soak: $name not ready in 60 s" >&2
+    return 1
+}
+
+# stop_broker NAME SIGNAL: signals it and waits for the exit (SIGKILL after 40 s).
+stop_broker() {
+    local name=$1 sig=$2 pid
+    pid=$(cat "$work/$name.pid")
+    kill "-$sig" "$pid" 2>/dev/null || true
+    for _ in $(seq 400); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.1
+    done
+    echo "soak: $name ignored SIG$sig for 40 s; SIGKILL" | tee -a "$out/events.log"
+    kill -KILL "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+}
+
+broker_config master "$master_port" 0 "$( ((SOAK_SLAVES > 0)) && echo SYNC_MASTER || echo ASYNC_MASTER )" >"$work/master.toml"
+start_broker master
+slaves=()
+if [[ $slave_ports != "-" ]]; then
+    i=1
+    for p in ${slave_ports//,/ }; do
+        # Slaves need HA (brokerRole = SLAVE replicating from the master); untested until HA is merged.
+        broker_config "slave$i" "$p" "$i" SLAVE >"$work/slave$i.toml"
+        start_broker "slave$i"
+        slaves+=("slave$i")
+        i=$((i + 1))
+    done
+fi
+
+# Samples RSS (kB) and open fds of every broker process.
+(
+    echo "t_s,broker,pid,rss_kb,fds" >"$out/samples.csv"
+    t0=$(date +%s)
+    while true; do
+        for f in "$work"/*.pid; do
+            name=$(basename "$f" .pid)
+            pid=$(cat "$f" 2>/dev/null || true)
+            [[ -n $pid && -r /proc/$pid/status ]] || continue
+            rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)
+            fds=$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)
+            [[ -n $rss ]] && echo "$(( $(date +%s) - t0 )),$name,$pid,$rss,$fds" >>"$out/samples.csv"
+        done
+        sleep "$SOAK_SAMPLE"
+    done
+) &
+sampler_pid=$!
+
+"$bin/loadgen" e2e --namesrv "127.0.0.1:$ns_port" --topic SoakTopic --create-queues 8 \
+    --rate "$SOAK_RATE" --size "$SOAK_SIZE" --inflight 256 --timeout 3s --duration "${SOAK_SECONDS}s" \
+    --interval 10s --drain 10s --acked-log "$out/acked.log" --json "$out/loadgen.json" >"$out/loadgen.log" 2>&1 &
+loadgen_pid=$!
+
+start=$(date +%s)
+restart_until=$(( start + SOAK_SECONDS * (100 - SOAK_STEADY_PERCENT) / 100 ))
+next=$(( start + SOAK_RESTART_MIN + RANDOM % (SOAK_RESTART_MAX - SOAK_RESTART_MIN + 1) ))
+restarts=0
+echo "t_s,event" >"$out/events.csv"
+while kill -0 "$loadgen_pid" 2>/dev/null; do
+    now=$(date +%s)
+    if (( now >= next && now < restart_until )); then
+        victims=(master "${slaves[@]}")
+        victim=${victims[RANDOM % ${#victims[@]}]}
+        sig=$( ((RANDOM % 2)) && echo KILL || echo TERM )
+        echo "$((now - start)),SIG$sig $victim" >>"$out/events.csv"
+        echo "soak: t=$((now - start))s SIG$sig $victim"
+        stop_broker "$victim" "$sig"
+        down_at=$(date +%s)
+        start_broker "$victim"
+        echo "$(( $(date +%s) - start )),restarted $victim (down $(( $(date +%s) - down_at ))s)" >>"$out/events.csv"
+        restarts=$((restarts + 1))
+        next=$(( $(date +%s) + SOAK_RESTART_MIN + RANDOM % (SOAK_RESTART_MAX - SOAK_RESTART_MIN + 1) ))
+    fi
+    sleep 1
+done
+loadgen_rc=0
+wait "$loadgen_pid" || loadgen_rc=$?
+loadgen_pid=
+kill "$sampler_pid" 2>/dev/null || true
+wait "$sampler_pid" 2>/dev/null || true
+sampler_pid=
+
+verify_rc=0
+"$bin/loadgen" verify --namesrv "127.0.0.1:$ns_port" --topic SoakTopic --acked-log "$out/acked.log" \
+    --json "$out/verify.json" | tee "$out/verify.log" || verify_rc=$?
+
+python3 - "$out" "$SOAK_WARMUP" "$restarts" "$loadgen_rc" "$verify_rc" <<'EOF' | tee "$out/summary.txt"
+import csv, json, sys
+out, warmup, restarts, loadgen_rc, verify_rc = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+rows = list(csv.DictReader(open(f"{out}/samples.csv")))
+lg = json.load(open(f"{out}/loadgen.json")) if loadgen_rc == 0 else {}
+ver = json.load(open(f"{out}/verify.json"))
+print(f"broker restarts: {restarts}")
+send, cons = lg.get("produce", {}), lg.get("consume", {})
+if send:
+    print(f"loadgen: sent ok {send['messages']} msgs ({send['tps']:.0f}/s), send failed {send['send_failed']}, "
+          f"response failed {send['response_failed']}, missed (open loop) {send['missed_open_loop']}, errors {json.dumps(send['errors'])}; "
+          f"send RT ms p50 {send['rt_ms'].get('p50')} p99 {send['rt_ms'].get('p99')} max {send['rt_ms'].get('max')}; "
+          f"e2e consumed {cons.get('messages')}, e2e ms p99 {cons.get('e2e_ms', {}).get('p99')}")
+else:
+    print(f"loadgen: exit code {loadgen_rc}")
+print(f"verify: acknowledged {ver['acked']} msgs / {ver['acked_bytes']} B, read back {ver['found']} / {ver['found_bytes']} B, "
+      f"missing {ver['missing']}, mismatched {ver['mismatched']}, duplicates {ver['duplicates']}, stored without ack {ver['unacknowledged_stored']}")
+ok = verify_rc == 0 and ver["missing"] == 0 and ver["mismatched"] == 0 and ver["acked"] > 0
+flat_all = True
+by_proc = {}
+for r in rows:
+    by_proc.setdefault((r["broker"], r["pid"]), []).append((int(r["t_s"]), int(r["rss_kb"]), int(r["fds"])))
+for (name, pid), s in by_proc.items():
+    life = s[-1][0] - s[0][0]
+    after = [x for x in s if x[0] - s[0][0] >= warmup]
+    line = f"{name} pid {pid}: lived {life}s, RSS {s[0][1]//1024}..{max(x[1] for x in s)//1024} MiB, fds {min(x[2] for x in s)}..{max(x[2] for x in s)}"
+    if len(after) >= 6:
+        third = max(1, len(after) // 3)
+        head, tail = after[:third], after[-third:]
+        rss_head, rss_tail = max(x[1] for x in head), max(x[1] for x in tail)
+        fd_head, fd_tail = max(x[2] for x in head), max(x[2] for x in tail)
+        # Flat: the last third's peak within 10% (+8 MiB) of the first third's, fds within +4.
+        flat = rss_tail <= rss_head * 1.10 + 8192 and fd_tail <= fd_head + 4
+        flat_all &= flat
+        line += (f"; after warm-up RSS peak first third {rss_head//1024} MiB, last third {rss_tail//1024} MiB; "
+                 f"fds {fd_head} -> {fd_tail}: {'flat' if flat else 'GROWING'}")
+    print(line)
+print("RESULT:", "zero acknowledged messages lost" if ok else "ACKNOWLEDGED MESSAGES LOST OR CHECK FAILED",
+      "| RSS/fds", "flat after warm-up" if flat_all else "NOT flat")
+sys.exit(0 if ok and flat_all else 1)
+EOF
