@@ -1,6 +1,8 @@
 //! The shard's listeners (listenPort and the fast "VIP" port, SO_REUSEPORT so every shard binds them)
 //! and the remoting `Handler` that feeds requests to the processors.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -16,6 +18,8 @@ use crate::shard::Shard;
 
 pub struct BrokerHandler {
     shard: Rc<Shard>,
+    /// Open connections of this shard, counted in the metrics while they live.
+    open: RefCell<HashMap<u64, crate::metrics::OpenConnection>>,
 }
 
 /// Counts a request as in flight until dropped.
@@ -49,7 +53,14 @@ impl Handler for BrokerHandler {
         })
     }
 
+    fn on_open(&self, ctx: &ConnectionContext) {
+        self.open
+            .borrow_mut()
+            .insert(ctx.id, crate::metrics::OpenConnection::new());
+    }
+
     fn on_close(&self, ctx: &ConnectionContext) {
+        self.open.borrow_mut().remove(&ctx.id);
         let had_clients = self
             .shard
             .connections
@@ -81,6 +92,7 @@ impl Handler for BrokerHandler {
 pub fn start_listeners(shard: &Rc<Shard>, addrs: &[SocketAddr]) -> Result<(), BrokerError> {
     let handler = Rc::new(BrokerHandler {
         shard: shard.clone(),
+        open: RefCell::new(HashMap::new()),
     });
     let gate = Rc::new(ConnectionGate::new(shard.cfg.server_max_connections_per_shard));
     let limits = crate::conn_limits::connection_limits(&shard.cfg);
@@ -99,38 +111,6 @@ pub fn start_listeners(shard: &Rc<Shard>, addrs: &[SocketAddr]) -> Result<(), Br
             async move { stop_shard.stop_accepting.wait().await },
         );
         glommio::spawn_local(async move {
-            loop {
-                let accepted = async { Some(listener.accept().await) }
-                    .or(async {
-                        shard.stop_accepting.wait().await;
-                        None
-                    })
-                    .await;
-                match accepted {
-                    Some(Ok(stream)) => {
-                        let handler = handler.clone();
-                        glommio::spawn_local(async move {
-                            let _open = crate::metrics::OpenConnection::new();
-                            if let Err(e) = remoting::serve_connection(
-                                stream,
-                                handler,
-                                MAX_IN_FLIGHT_PER_CONNECTION,
-                            )
-                            .await
-                            {
-                                tracing::info!("connection closed: {e}");
-                            }
-                        })
-                        .detach();
-                    }
-                    Some(Err(e)) => {
-                        tracing::warn!("shard {}: accept on {addr} failed: {e}", shard.id);
-                        glommio::timer::sleep(Duration::from_millis(10)).await;
-                    }
-                    None => break,
-                }
-            }
-            tracing::debug!("shard {}: stopped accepting on {addr}", shard.id);
             accepting.await;
             tracing::debug!("shard {id}: stopped accepting on {addr}");
         })

@@ -31,6 +31,9 @@ pub trait Handler: 'static {
         ctx: ConnectionContext,
     ) -> Pin<Box<dyn Future<Output = Option<RemotingCommand>>>>;
 
+    /// Called once when the connection is accepted, before its first request.
+    fn on_open(&self, _ctx: &ConnectionContext) {}
+
     /// Called once when the connection is gone (peer closed, error, or bad frame).
     fn on_close(&self, _ctx: &ConnectionContext) {}
 }
@@ -271,6 +274,7 @@ pub async fn serve_connection_with<H: Handler>(
             fd,
         },
     };
+    handler.on_open(&ctx);
     let permits = Rc::new(Semaphore::new(max_in_flight as u64));
     let mut reader = FrameReader::new(read_half);
     let watch = limits.watch_every().map(|every| {

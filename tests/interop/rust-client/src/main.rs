@@ -21,11 +21,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rocketmq_client_rust::{
-    ClientResult, ClientRuntime, ClientRuntimeConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
-    DefaultMQProducer, DefaultMQPushConsumer, LocalTransactionState, MQPushConsumer, MessageListenerConcurrently,
-    TransactionListener, TransactionMQProducer,
-    AclClientRPCHook, SessionCredentials, ClientResult, ClientRuntime, ClientRuntimeConfig, ConsumeConcurrentlyContext, ConsumeConcurrentlyStatus,
-    DefaultMQProducer, DefaultMQPushConsumer, MQPushConsumer, MessageListenerConcurrently,
+    AclClientRPCHook, ClientResult, ClientRuntime, ClientRuntimeConfig, ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus, DefaultMQProducer, DefaultMQPushConsumer, LocalTransactionState, MQPushConsumer,
+    MessageListenerConcurrently, SessionCredentials, TransactionListener, TransactionMQProducer,
 };
 use rocketmq_model::common::message::MessageTrait;
 use rocketmq_model::common::consumer::consume_from_where::ConsumeFromWhere;
