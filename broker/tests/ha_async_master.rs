@@ -160,3 +160,42 @@ fn slave_with_another_shard_count_is_refused() {
     let info = run_local(runtime_info(master.addr()));
     assert_eq!(info_i64(&info, "haSlaveConnections"), Some(0));
 }
+
+#[test]
+fn slave_serves_a_topic_created_just_before_the_master_died() {
+    let mut master = Broker::start(&master_extra("ASYNC_MASTER", "ASYNC_FLUSH"));
+    let slave = Broker::start(&slave_extra(Some(&master), None));
+    run_local(async {
+        wait_slave_connected(master.addr(), Duration::from_secs(30)).await;
+        // Let the slave's first metadata copy pass, so the new topic is not in it.
+        glommio::timer::sleep(Duration::from_secs(4)).await;
+        let topic = "HaLateTopic";
+        let c = connect(master.addr()).await;
+        let mut sent = Vec::new();
+        for i in 0..20 {
+            let body = format!("late-{i}");
+            let r = send(&c, topic, i % 4, body.as_bytes(), "").await;
+            assert_eq!(r.code, protocol::response_code::SUCCESS);
+            sent.push((i % 4, body));
+        }
+        wait_caught_up(master.addr(), slave.addr(), SHARDS, Duration::from_secs(30)).await;
+        master.kill9();
+        let s = connect(slave.addr()).await;
+        for q in 0..4 {
+            let got: Vec<String> = pull_all(&s, topic, q)
+                .await
+                .iter()
+                .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+                .collect();
+            let want: Vec<String> = sent
+                .iter()
+                .filter(|(qq, _)| *qq == q)
+                .map(|(_, b)| b.clone())
+                .collect();
+            assert_eq!(got, want, "queue {q} on the slave:\n{}", slave.log());
+        }
+        assert!(slave
+            .log()
+            .contains("HaLateTopic arrived before its config"));
+    });
+}
