@@ -371,10 +371,8 @@ pub async fn after_put(
         .await;
     match waited {
         Ok(()) => Ok(oks),
-        Err(ha::WaitError::SlaveNotAvailable) => Err(PutError::SlaveNotAvailable),
-        Err(ha::WaitError::Timeout) => {
-            Err(PutError::FlushSlaveTimeout(shard.cfg.sync_flush_timeout_ms))
-        }
+        Err(ha::WaitError::SlaveNotAvailable) => Err(PutError::SlaveNotAvailable(oks)),
+        Err(ha::WaitError::Timeout) => Err(PutError::FlushSlaveTimeout(oks)),
     }
 }
 
@@ -476,5 +474,16 @@ pub fn suggest_broker(shard: &Shard, result: &storage::GetResult) -> i64 {
         1
     } else {
         0
+    }
+}
+
+/// A SYNC_MASTER send that was stored but not acknowledged by a slave: where it was stored and the
+/// response code (SLAVE_NOT_AVAILABLE or FLUSH_SLAVE_TIMEOUT) to answer with the send result.
+pub fn stored_without_slave_ack(e: &PutError) -> Option<(&[PutOk], i32)> {
+    use protocol::response_code as rc;
+    match e {
+        PutError::SlaveNotAvailable(oks) if !oks.is_empty() => Some((oks, rc::SLAVE_NOT_AVAILABLE)),
+        PutError::FlushSlaveTimeout(oks) if !oks.is_empty() => Some((oks, rc::FLUSH_SLAVE_TIMEOUT)),
+        _ => None,
     }
 }
