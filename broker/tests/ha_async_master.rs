@@ -199,3 +199,63 @@ fn slave_serves_a_topic_created_just_before_the_master_died() {
             .contains("HaLateTopic arrived before its config"));
     });
 }
+
+#[test]
+fn slave_copies_topics_offsets_groups_and_delay_offsets_from_the_master() {
+    use protocol::{request_code, response_code, RemotingCommand};
+    let master = Broker::start(&master_extra("ASYNC_MASTER", "ASYNC_FLUSH"));
+    run_local(async {
+        let c = connect(master.addr()).await;
+        for q in 0..4 {
+            let r = send(&c, "HaMeta", q, b"m", "").await;
+            assert_eq!(r.code, response_code::SUCCESS);
+            let up = RemotingCommand::request(request_code::UPDATE_CONSUMER_OFFSET)
+                .with_ext("consumerGroup", "ha-cg")
+                .with_ext("topic", "HaMeta")
+                .with_ext("queueId", &q.to_string())
+                .with_ext("commitOffset", "1");
+            assert_eq!(
+                c.invoke(up, TIMEOUT).await.unwrap().code,
+                response_code::SUCCESS
+            );
+        }
+    });
+    // Offsets are flushed to the master's file every 5 s but served from memory: the copy sees them.
+    let slave = Broker::start(&slave_extra(Some(&master), None));
+    run_local(async {
+        let s = connect(slave.addr()).await;
+        let start = Instant::now();
+        loop {
+            let mut copied = 0;
+            for q in 0..4 {
+                let query = RemotingCommand::request(request_code::QUERY_CONSUMER_OFFSET)
+                    .with_ext("consumerGroup", "ha-cg")
+                    .with_ext("topic", "HaMeta")
+                    .with_ext("queueId", &q.to_string())
+                    .with_ext("setZeroIfNotFound", "false");
+                let r = s.invoke(query, TIMEOUT).await.unwrap();
+                if r.code == response_code::SUCCESS && r.ext("offset") == Some("1") {
+                    copied += 1;
+                }
+            }
+            let topics = s
+                .invoke(
+                    RemotingCommand::request(request_code::GET_ALL_TOPIC_CONFIG),
+                    TIMEOUT,
+                )
+                .await
+                .unwrap();
+            let has_topic = String::from_utf8_lossy(&topics.body).contains("\"HaMeta\"");
+            let delay_file = slave.dir.join("store/config/delayOffset.json").exists();
+            if copied == 4 && has_topic && delay_file {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "slave copied {copied}/4 offsets, topic {has_topic}, delay offsets {delay_file}:\n{}",
+                slave.log()
+            );
+            glommio::timer::sleep(Duration::from_millis(300)).await;
+        }
+    });
+}
