@@ -28,29 +28,70 @@ pub struct HaShard {
     /// Slave: the master's remoting address learned from the name server.
     pub master_addr: RefCell<Option<String>>,
     /// Slave: topics seen in replicated data before their config arrived (asked for once each).
-    unknown_topics: RefCell<std::collections::HashSet<String>>,
+    unknown_topics: RefCell<std::collections::HashSet<(String, i32)>>,
     /// Slave, shard 0: copy the master's metadata at the next tick instead of waiting 60 s.
     pub sync_soon: std::cell::Cell<bool>,
 }
 
-/// After records reached a queue: wakes the master's senders; on a slave, a topic without config
-/// (created on the master since the last copy) asks shard 0 to copy the metadata now, so the slave
-/// can serve it.
-pub fn on_arrival(shard: &Rc<Shard>, topic: &str) {
+/// After records reached a queue: wakes the master's senders. On a slave, replicated records of a
+/// topic (or queue) its config does not know yet, because the master created it since the last copy,
+/// get a stand-in config at once, so the slave can serve them even if the master dies before the next
+/// copy, and shard 0 copies the master's metadata now (which replaces the stand-in).
+pub fn on_arrival(shard: &Rc<Shard>, topic: &str, queue_id: i32) {
     shard.ha.signal.raise();
-    if is_master(shard) || shard.topics.borrow().get(topic).is_some() {
+    if is_master(shard) {
         return;
     }
+    let known = shard
+        .topics
+        .borrow()
+        .get(topic)
+        .map(|tc| tc.read_queue_nums);
+    if known.is_some_and(|n| queue_id < n) {
+        return;
+    }
+    let default = i32::try_from(shard.cfg.default_topic_queue_nums).unwrap_or(4);
+    let queues = default.max(queue_id.saturating_add(1));
     if !shard
         .ha
         .unknown_topics
         .borrow_mut()
-        .insert(topic.to_owned())
+        .insert((topic.to_owned(), queues))
     {
         return;
     }
     let s = shard.clone();
-    glommio::spawn_local(async move { s.mesh.tell(0, ShardCall::HaSyncSoon).await }).detach();
+    let topic = topic.to_owned();
+    glommio::spawn_local(async move {
+        s.mesh
+            .tell(0, ShardCall::HaTopicSeen { topic, queues })
+            .await
+    })
+    .detach();
+}
+
+/// Shard 0 of a slave: installs a stand-in config for a replicated topic and asks for a metadata copy.
+pub async fn topic_seen(shard: &Rc<Shard>, topic: String, queues: i32) {
+    shard.ha.sync_soon.set(true);
+    let existing = shard.topics.borrow().get(&topic).cloned();
+    if existing
+        .as_ref()
+        .is_some_and(|tc| tc.read_queue_nums >= queues)
+    {
+        return;
+    }
+    let tc = match existing {
+        Some(tc) => protocol::body::TopicConfig {
+            read_queue_nums: queues,
+            write_queue_nums: tc.write_queue_nums.max(queues),
+            ..tc
+        },
+        None => protocol::body::TopicConfig::new(topic.clone(), queues),
+    };
+    tracing::info!(
+        "HA: replicated data of topic {topic} arrived before its config: serving it with {queues} queues until the master's config is copied"
+    );
+    crate::control::change_topic(shard, Some(tc), None).await;
 }
 
 /// HA figures of one shard for GET_BROKER_RUNTIME_INFO.
@@ -330,10 +371,8 @@ pub async fn after_put(
         .await;
     match waited {
         Ok(()) => Ok(oks),
-        Err(ha::WaitError::SlaveNotAvailable) => Err(PutError::SlaveNotAvailable),
-        Err(ha::WaitError::Timeout) => {
-            Err(PutError::FlushSlaveTimeout(shard.cfg.sync_flush_timeout_ms))
-        }
+        Err(ha::WaitError::SlaveNotAvailable) => Err(PutError::SlaveNotAvailable(oks)),
+        Err(ha::WaitError::Timeout) => Err(PutError::FlushSlaveTimeout(oks)),
     }
 }
 
@@ -435,5 +474,16 @@ pub fn suggest_broker(shard: &Shard, result: &storage::GetResult) -> i64 {
         1
     } else {
         0
+    }
+}
+
+/// A SYNC_MASTER send that was stored but not acknowledged by a slave: where it was stored and the
+/// response code (SLAVE_NOT_AVAILABLE or FLUSH_SLAVE_TIMEOUT) to answer with the send result.
+pub fn stored_without_slave_ack(e: &PutError) -> Option<(&[PutOk], i32)> {
+    use protocol::response_code as rc;
+    match e {
+        PutError::SlaveNotAvailable(oks) if !oks.is_empty() => Some((oks, rc::SLAVE_NOT_AVAILABLE)),
+        PutError::FlushSlaveTimeout(oks) if !oks.is_empty() => Some((oks, rc::FLUSH_SLAVE_TIMEOUT)),
+        _ => None,
     }
 }

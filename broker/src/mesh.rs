@@ -88,8 +88,8 @@ pub enum ShardCall {
         ha_addr: Option<String>,
         master_addr: Option<String>,
     },
-    /// HA (slave, to shard 0): copy the master's metadata now.
-    HaSyncSoon,
+    /// HA (slave, to shard 0): replicated records of a topic/queue the config lacks arrived.
+    HaTopicSeen { topic: String, queues: i32 },
     /// HA (slave): consumer offsets copied from the master, (group, topic, queue, offset).
     HaOffsets(Vec<(String, String, i32, i64)>),
 }

@@ -209,7 +209,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
         .set_arrival_listener(Box::new(move |topic, queue_id, _max| {
             if let Some(shard) = weak.upgrade() {
                 shard.waiters.notify(topic, queue_id);
-                crate::ha_role::on_arrival(&shard, topic);
+                crate::ha_role::on_arrival(&shard, topic, queue_id);
             }
         }));
     crate::transaction::start(&shard).await?;

@@ -122,8 +122,8 @@ pub async fn serve(shard: Rc<Shard>, call: ShardCall) -> ShardAnswer {
             crate::ha_role::set_master(&shard, ha_addr, master_addr);
             ShardAnswer::Done
         }
-        ShardCall::HaSyncSoon => {
-            shard.ha.sync_soon.set(true);
+        ShardCall::HaTopicSeen { topic, queues } => {
+            crate::ha_role::topic_seen(&shard, topic, queues).await;
             ShardAnswer::Done
         }
         ShardCall::HaOffsets(entries) => {

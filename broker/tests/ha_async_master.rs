@@ -160,3 +160,102 @@ fn slave_with_another_shard_count_is_refused() {
     let info = run_local(runtime_info(master.addr()));
     assert_eq!(info_i64(&info, "haSlaveConnections"), Some(0));
 }
+
+#[test]
+fn slave_serves_a_topic_created_just_before_the_master_died() {
+    let mut master = Broker::start(&master_extra("ASYNC_MASTER", "ASYNC_FLUSH"));
+    let slave = Broker::start(&slave_extra(Some(&master), None));
+    run_local(async {
+        wait_slave_connected(master.addr(), Duration::from_secs(30)).await;
+        // Let the slave's first metadata copy pass, so the new topic is not in it.
+        glommio::timer::sleep(Duration::from_secs(4)).await;
+        let topic = "HaLateTopic";
+        let c = connect(master.addr()).await;
+        let mut sent = Vec::new();
+        for i in 0..20 {
+            let body = format!("late-{i}");
+            let r = send(&c, topic, i % 4, body.as_bytes(), "").await;
+            assert_eq!(r.code, protocol::response_code::SUCCESS);
+            sent.push((i % 4, body));
+        }
+        wait_caught_up(master.addr(), slave.addr(), SHARDS, Duration::from_secs(30)).await;
+        master.kill9();
+        let s = connect(slave.addr()).await;
+        for q in 0..4 {
+            let got: Vec<String> = pull_all(&s, topic, q)
+                .await
+                .iter()
+                .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+                .collect();
+            let want: Vec<String> = sent
+                .iter()
+                .filter(|(qq, _)| *qq == q)
+                .map(|(_, b)| b.clone())
+                .collect();
+            assert_eq!(got, want, "queue {q} on the slave:\n{}", slave.log());
+        }
+        assert!(slave
+            .log()
+            .contains("HaLateTopic arrived before its config"));
+    });
+}
+
+#[test]
+fn slave_copies_topics_offsets_groups_and_delay_offsets_from_the_master() {
+    use protocol::{request_code, response_code, RemotingCommand};
+    let master = Broker::start(&master_extra("ASYNC_MASTER", "ASYNC_FLUSH"));
+    run_local(async {
+        let c = connect(master.addr()).await;
+        for q in 0..4 {
+            let r = send(&c, "HaMeta", q, b"m", "").await;
+            assert_eq!(r.code, response_code::SUCCESS);
+            let up = RemotingCommand::request(request_code::UPDATE_CONSUMER_OFFSET)
+                .with_ext("consumerGroup", "ha-cg")
+                .with_ext("topic", "HaMeta")
+                .with_ext("queueId", &q.to_string())
+                .with_ext("commitOffset", "1");
+            assert_eq!(
+                c.invoke(up, TIMEOUT).await.unwrap().code,
+                response_code::SUCCESS
+            );
+        }
+    });
+    // Offsets are flushed to the master's file every 5 s but served from memory: the copy sees them.
+    let slave = Broker::start(&slave_extra(Some(&master), None));
+    run_local(async {
+        let s = connect(slave.addr()).await;
+        let start = Instant::now();
+        loop {
+            let mut copied = 0;
+            for q in 0..4 {
+                let query = RemotingCommand::request(request_code::QUERY_CONSUMER_OFFSET)
+                    .with_ext("consumerGroup", "ha-cg")
+                    .with_ext("topic", "HaMeta")
+                    .with_ext("queueId", &q.to_string())
+                    .with_ext("setZeroIfNotFound", "false");
+                let r = s.invoke(query, TIMEOUT).await.unwrap();
+                if r.code == response_code::SUCCESS && r.ext("offset") == Some("1") {
+                    copied += 1;
+                }
+            }
+            let topics = s
+                .invoke(
+                    RemotingCommand::request(request_code::GET_ALL_TOPIC_CONFIG),
+                    TIMEOUT,
+                )
+                .await
+                .unwrap();
+            let has_topic = String::from_utf8_lossy(&topics.body).contains("\"HaMeta\"");
+            let delay_file = slave.dir.join("store/config/delayOffset.json").exists();
+            if copied == 4 && has_topic && delay_file {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "slave copied {copied}/4 offsets, topic {has_topic}, delay offsets {delay_file}:\n{}",
+                slave.log()
+            );
+            glommio::timer::sleep(Duration::from_millis(300)).await;
+        }
+    });
+}

@@ -41,6 +41,9 @@ fn sync_master_without_slave_answers_slave_not_available() {
         let start = Instant::now();
         let r = send(&c, "HaNoSlave", 0, b"hello", "").await;
         assert_eq!(r.code, response_code::SLAVE_NOT_AVAILABLE, "{:?}", r.remark);
+        // With the send result, as RocketMQ answers (clients read the header on this code).
+        assert_eq!(r.ext("queueOffset"), Some("0"));
+        assert_eq!(r.ext("msgId").map(str::len), Some(32));
         // At once, not after syncFlushTimeout (5 s).
         assert!(start.elapsed() < Duration::from_secs(2));
         // The message is stored all the same (as RocketMQ does).

@@ -236,7 +236,16 @@ async fn store(shard: &Rc<Shard>, records: Vec<MessageRecord>, is_batch: bool) -
     };
     match result {
         Ok(oks) => success(shard, &oks, queue_id, is_batch),
-        Err(e) => put_error(&e),
+        // SYNC_MASTER without a slave's ack: stored, so the send result goes with the code.
+        Err(e) => match crate::ha_role::stored_without_slave_ack(&e) {
+            Some((oks, code)) => {
+                let mut response = success(shard, oks, queue_id, is_batch);
+                response.code = code;
+                response.remark = Some(e.to_string());
+                response
+            }
+            None => put_error(&e),
+        },
     }
 }
 
@@ -275,7 +284,7 @@ pub fn put_error(e: &PutError) -> RemotingCommand {
         PutError::ReadOnly(_) => rc::SERVICE_NOT_AVAILABLE,
         PutError::MessageTooLarge { .. } | PutError::Illegal(_) => rc::MESSAGE_ILLEGAL,
         PutError::Io(_) => rc::SYSTEM_ERROR,
-        PutError::SlaveNotAvailable => rc::SLAVE_NOT_AVAILABLE,
+        PutError::SlaveNotAvailable(_) => rc::SLAVE_NOT_AVAILABLE,
         PutError::FlushSlaveTimeout(_) => rc::FLUSH_SLAVE_TIMEOUT,
     };
     let remark = match e {
