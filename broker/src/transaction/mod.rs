@@ -68,7 +68,10 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
     }
     // A slave's CommitLog is a copy of its master's: it must not append copies or ask producers.
     if shard.cfg.broker_role == crate::config::BrokerRole::Slave {
-        tracing::info!("shard {}: slave: transaction check-backs are left to the master", shard.id);
+        tracing::info!(
+            "shard {}: slave: transaction check-backs are left to the master",
+            shard.id
+        );
         return Ok(());
     }
     let cfg = &shard.cfg;
