@@ -226,6 +226,11 @@ fn commit_rollback_check_back_and_restart() {
         .contains("unresolved after 2 checks: rolled back"));
     broker.kill9();
     broker.restart();
+    // The port answers once any shard listens: wait for the half queue's shard to report.
+    let start = Instant::now();
+    while !broker.log().contains("transactions: 4 resolved") && start.elapsed() < TIMEOUT {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     assert!(
         broker.log().contains("transactions: 4 resolved"),
         "the op queue is read back at start:\n{}",

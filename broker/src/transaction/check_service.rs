@@ -72,6 +72,10 @@ async fn scan(shard: &Rc<Shard>, state: &TxState) -> Result<(), String> {
                 save_progress(shard, state, offset);
                 continue;
             };
+            if state.ops.borrow().is_resolving(half.origin) {
+                // An END_TRANSACTION is storing it now; look again once it is done (or failed).
+                return Ok(());
+            }
             let resolved = state.ops.borrow().is_resolved(half.origin);
             let verdict = state.policy.verdict(
                 resolved,

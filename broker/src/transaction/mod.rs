@@ -61,9 +61,17 @@ pub fn save_progress(shard: &Shard, state: &TxState, next: i64) {
 }
 
 /// On the half queue's shard: loads the op queue into the op set, restores the check progress and starts
-/// the check service. Other shards do nothing.
+/// the check service. Other shards, and slaves, do nothing.
 pub async fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
     if half_shard(shard) != shard.id {
+        return Ok(());
+    }
+    // A slave's CommitLog is a copy of its master's: it must not append copies or ask producers.
+    if shard.cfg.broker_role == crate::config::BrokerRole::Slave {
+        tracing::info!(
+            "shard {}: slave: transaction check-backs are left to the master",
+            shard.id
+        );
         return Ok(());
     }
     let cfg = &shard.cfg;

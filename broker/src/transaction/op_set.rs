@@ -58,23 +58,33 @@ impl CheckPolicy {
     }
 }
 
-/// Resolved transactions, by the half queue offset of their first half message. A transaction being
-/// resolved is in the set from the start of its resolution, so a concurrent second END_TRANSACTION
-/// cannot resolve it twice; a failed resolution takes it out again.
+/// Resolved transactions, by the half queue offset of their first half message, and those being
+/// resolved right now (so a concurrent second END_TRANSACTION cannot resolve one twice, and the check
+/// service waits for the outcome instead of skipping it).
 #[derive(Debug, Default)]
 pub struct OpSet {
     resolved: HashSet<i64>,
+    resolving: HashSet<i64>,
 }
 
 impl OpSet {
     /// Starts resolving `origin`; false when it is resolved (or being resolved) already.
     pub fn begin(&mut self, origin: i64) -> bool {
-        self.resolved.insert(origin)
+        if self.resolved.contains(&origin) {
+            return false;
+        }
+        self.resolving.insert(origin)
+    }
+
+    /// The resolution started by `begin` is done (its op message written or attempted).
+    pub fn finish(&mut self, origin: i64) {
+        self.resolving.remove(&origin);
+        self.resolved.insert(origin);
     }
 
     /// Undoes `begin` after the resolution failed before anything became visible.
     pub fn abort(&mut self, origin: i64) {
-        self.resolved.remove(&origin);
+        self.resolving.remove(&origin);
     }
 
     /// Records an op read back from the op queue at start.
@@ -86,6 +96,11 @@ impl OpSet {
         self.resolved.contains(&origin)
     }
 
+    pub fn is_resolving(&self, origin: i64) -> bool {
+        self.resolving.contains(&origin)
+    }
+
+    /// Resolved transactions.
     pub fn len(&self) -> usize {
         self.resolved.len()
     }
@@ -176,12 +191,18 @@ mod tests {
         assert!(ops.begin(7));
         assert!(
             !ops.begin(7),
+            "a concurrent second resolution must be refused"
+        );
+        assert!(ops.is_resolving(7) && !ops.is_resolved(7));
+        ops.abort(7);
+        assert!(!ops.is_resolving(7) && !ops.is_resolved(7));
+        assert!(ops.begin(7));
+        ops.finish(7);
+        assert!(ops.is_resolved(7) && !ops.is_resolving(7));
+        assert!(
+            !ops.begin(7),
             "a second commit of the same half must be refused"
         );
-        assert!(ops.is_resolved(7));
-        ops.abort(7);
-        assert!(!ops.is_resolved(7));
-        assert!(ops.begin(7));
         ops.mark(8);
         assert!(!ops.begin(8));
         assert_eq!(ops.len(), 2);

@@ -63,5 +63,6 @@ pub async fn resolve(
             half.origin
         );
     }
+    state.ops.borrow_mut().finish(half.origin);
     Ok(Resolved::Now)
 }
