@@ -8,12 +8,13 @@
 #
 # LAYOUT: 2m-2s-sync | 2m-2s-async | 2m-noslave | single-node (the layouts of deploy/conf/).
 # Environment:
-#   CLUSTER_DIR  base directory (configs, stores, logs, pid files); default ./local-cluster/LAYOUT
+#   CLUSTER_DIR  base directory (configs, stores, logs, pid files); default target/local-cluster/LAYOUT
 #   PORT_BASE    first port (default 19876): name servers PORT_BASE and PORT_BASE+1, brokers at
 #                PORT_BASE+100 (+10 per broker; each also uses its port-2 and port+1), metrics
 #                endpoints at PORT_BASE+200 (+1 per broker)
 #   BIN_DIR      where the namesrv and broker binaries are (default target/release, then target/debug)
 #   SHARDS       shards per broker (default 2)
+#   SEGMENT_BYTES CommitLog segment size (default 67108864; each shard preallocates one)
 #   START_TIMEOUT seconds to wait for each process to serve (default 60)
 # The brokers' name-server list holds both name servers. `up` prints NAMESRV_ADDR=... last.
 set -euo pipefail
@@ -21,12 +22,13 @@ set -euo pipefail
 cmd=${1:-}
 layout=${2:-2m-2s-sync}
 repo=$(cd "$(dirname "$0")/.." && pwd)
-dir=${CLUSTER_DIR:-$PWD/local-cluster/$layout}
+dir=${CLUSTER_DIR:-$repo/target/local-cluster/$layout}
 port_base=${PORT_BASE:-19876}
 shards=${SHARDS:-2}
+segment_bytes=${SEGMENT_BYTES:-67108864}
 start_timeout=${START_TIMEOUT:-60}
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 case "$layout" in
   2m-2s-sync)  brokers="broker-a:SYNC_MASTER broker-a-s:SLAVE broker-b:SYNC_MASTER broker-b-s:SLAVE" ;;
@@ -82,7 +84,7 @@ bindAddress = "127.0.0.1"
 listenPort = $port
 storePathRootDir = "$dir/store/$name"
 shardCount = $shards
-mappedFileSizeCommitLog = 67108864
+mappedFileSizeCommitLog = $segment_bytes
 autoCreateTopicEnable = true
 defaultTopicQueueNums = 4
 metricsPort = $((port_base + 200 + n))

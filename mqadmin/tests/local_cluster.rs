@@ -341,6 +341,22 @@ fn local_cluster_mqadmin_and_metrics() {
         held_back as f64,
         "{after_b}"
     );
+    // The endpoint answers other paths with 404 and survives garbage and oversized requests.
+    let (status404, _) = http_get(&cluster.metrics_addr(a), "/");
+    assert!(status404.contains("404"), "{status404}");
+    {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(cluster.metrics_addr(a)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let _ = s.write_all(&vec![b'x'; 20_000]);
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest);
+        assert!(
+            rest.is_empty(),
+            "an oversized head gets no answer, only a close"
+        );
+    }
+    assert!(scrape(&cluster, a).contains("rocketmq_put_messages_total"));
     for family in [
         "rocketmq_pull_parked",
         "rocketmq_connections",

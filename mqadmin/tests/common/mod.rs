@@ -130,6 +130,7 @@ impl LocalCluster {
             .env("PORT_BASE", self.port_base.to_string())
             .env("BIN_DIR", &self.bin_dir)
             .env("SHARDS", "2")
+            .env("SEGMENT_BYTES", "16777216")
             .env("START_TIMEOUT", "120")
             .env("RUST_LOG", "info");
         run_with_timeout(cmd, limit)
