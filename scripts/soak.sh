@@ -13,9 +13,11 @@
 #   SOAK_SHARDS=2           broker shardCount
 #   SOAK_SEGMENT=268435456  mappedFileSizeCommitLog (smaller than RocketMQ's 1 GiB: SYNC_FLUSH zero-fills
 #                           the next segment of every shard ahead of need)
+#   SOAK_READ_CACHE=16777216  readCacheBytes per shard: a bounded cache that fills during warm-up (the
+#                           broker's 64 MiB default takes minutes to fill at soak rates and looks like growth)
 #   SOAK_RESTART_MIN=20 SOAK_RESTART_MAX=60   seconds between broker restarts
 #   SOAK_STEADY_PERCENT=30  last part of the run without restarts (leak check on one process)
-#   SOAK_WARMUP=30          seconds after each broker start not used for the flatness check
+#   SOAK_WARMUP=60          seconds after each broker start not used for the flatness check
 #   SOAK_SAMPLE=5           seconds between RSS / fd samples
 #   SOAK_SLAVES=0           slave brokers to start and kill at random too (needs HA: brokerRole=SLAVE)
 #   SOAK_BUILD=release      release | debug (debug skips the long release build)
@@ -32,10 +34,11 @@ SOAK_SIZE=${SOAK_SIZE:-1024}
 SOAK_FLUSH=${SOAK_FLUSH:-SYNC_FLUSH}
 SOAK_SHARDS=${SOAK_SHARDS:-2}
 SOAK_SEGMENT=${SOAK_SEGMENT:-268435456}
+SOAK_READ_CACHE=${SOAK_READ_CACHE:-16777216}
 SOAK_RESTART_MIN=${SOAK_RESTART_MIN:-20}
 SOAK_RESTART_MAX=${SOAK_RESTART_MAX:-60}
 SOAK_STEADY_PERCENT=${SOAK_STEADY_PERCENT:-30}
-SOAK_WARMUP=${SOAK_WARMUP:-30}
+SOAK_WARMUP=${SOAK_WARMUP:-60}
 SOAK_SAMPLE=${SOAK_SAMPLE:-5}
 SOAK_SLAVES=${SOAK_SLAVES:-0}
 SOAK_BUILD=${SOAK_BUILD:-release}
@@ -116,6 +119,7 @@ storePathRootDir = "$work/$name"
 shardCount = $SOAK_SHARDS
 flushDiskType = "$SOAK_FLUSH"
 mappedFileSizeCommitLog = $SOAK_SEGMENT
+readCacheBytes = $SOAK_READ_CACHE
 EOF
 }
 
