@@ -91,15 +91,8 @@ pub async fn sync_all(shard: &Rc<Shard>, client: &Client) -> Result<(), String> 
     install_offsets(shard, offsets).await;
 
     let body = fetch(client, request_code::GET_ALL_DELAY_OFFSET).await?;
-    // The delay service reads it from here (its owner wires the rest).
-    let path = shard
-        .cfg
-        .store_path_root_dir
-        .join("config")
-        .join("delayOffset.json");
-    crate::persist::write_atomic_off_thread(path.clone(), body)
-        .await
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let text = String::from_utf8_lossy(&body);
+    crate::schedule::install_delay_offsets_json(shard, &text).await?;
 
     let body = fetch(client, request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG).await?;
     let groups: SubscriptionGroupTable =

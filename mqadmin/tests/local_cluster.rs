@@ -372,6 +372,30 @@ fn local_cluster_mqadmin_and_metrics() {
         );
     }
 
+    // Replication (layouts with slaves): each master shard stream has its slave and the lag drains.
+    if brokers.iter().any(|(_, master)| !master) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let m = scrape(&cluster, a);
+            let slaves = metric_sum(&m, "rocketmq_ha_slaves", &[]);
+            let lag = metric_sum(&m, "rocketmq_ha_slave_lag_bytes", &[]);
+            if slaves == 2.0 && lag == 0.0 && m.contains("rocketmq_ha_slave_lag_bytes{") {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "replication never caught up: {m}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let slave = scrape(&cluster, index_of("broker-a-s"));
+        assert_eq!(
+            metric_sum(&slave, "rocketmq_ha_slave_connected", &[]),
+            2.0,
+            "{slave}"
+        );
+    }
+
     // Message lookups: by offsetMsgId, by client msgId (UNIQ_KEY) with the topic, by key, by offset.
     let (body, first) = &sent[5];
     let found = cluster.mqadmin_json(&["queryMsgById", "-i", &first.offset_msg_id]);

@@ -39,10 +39,15 @@ pub struct StoreConfig {
     pub file_reserved_time_hours: u64,
     /// Hours (local time, `;`-separated) at which expired segments are deleted.
     pub delete_when: String,
-    /// Above this disk usage (percent) the oldest segments are deleted even if not expired.
+    /// Above this disk usage (percent) expired segments are deleted at once, outside `deleteWhen`.
     pub disk_max_used_space_ratio: u32,
     /// Above this disk usage (percent) the store refuses writes (`diskSpaceWarningLevelRatio`).
     pub disk_space_warning_level_ratio: u32,
+    /// Above this disk usage (%) segments are deleted even before they expire, oldest first, one per
+    /// retention pass (RocketMQ's `diskSpaceCleanForciblyRatio`, 85); unconsumed messages go with them.
+    pub disk_space_clean_forcibly_ratio: u32,
+    /// Whether that forced deletion happens at all (`cleanFileForciblyEnable`).
+    pub clean_file_forcibly_enable: bool,
     pub max_message_size: usize,
     /// Parsed `messageDelayLevel`, in milliseconds, level 1 first.
     pub message_delay_level: Vec<i64>,
@@ -76,6 +81,8 @@ impl StoreConfig {
             delete_when: "04".to_owned(),
             disk_max_used_space_ratio: 75,
             disk_space_warning_level_ratio: 90,
+            disk_space_clean_forcibly_ratio: 85,
+            clean_file_forcibly_enable: true,
             max_message_size: 4 << 20,
             message_delay_level: parse_delay_levels(DEFAULT_MESSAGE_DELAY_LEVEL)
                 .unwrap_or_default(),

@@ -1,5 +1,6 @@
 //! Retention: deletes whole CommitLog segments older than `fileReservedTime` at `deleteWhen` (or at once
-//! when the disk is fuller than `diskMaxUsedSpaceRatio`, oldest first even if not expired), then the
+//! when the disk is fuller than `diskMaxUsedSpaceRatio`; oldest first even if not expired when fuller
+//! than `diskSpaceCleanForciblyRatio`, 85%, as RocketMQ), then the
 //! ConsumeQueue and index files wholly below the new CommitLog minimum. Also keeps the disk-full flag.
 
 use std::path::Path;
@@ -80,7 +81,11 @@ impl MessageStore {
                 );
             }
         }
+        // As RocketMQ: above diskMaxUsedSpaceRatio expired segments go at once (outside deleteWhen);
+        // only above diskSpaceCleanForciblyRatio do unexpired ones go too.
         let disk_pressure = used.is_some_and(|u| u >= cfg.disk_max_used_space_ratio);
+        let clean_forcibly = cfg.clean_file_forcibly_enable
+            && used.is_some_and(|u| u >= cfg.disk_space_clean_forcibly_ratio);
         let in_window = force || is_delete_hour(&cfg.delete_when, now_ms);
         let reserved = Duration::from_secs(cfg.file_reserved_time_hours.saturating_mul(3600));
         let now = SystemTime::UNIX_EPOCH + Duration::from_millis(now_ms.max(0) as u64);
@@ -99,7 +104,7 @@ impl MessageStore {
             let expired =
                 modified.is_some_and(|m| now.duration_since(m).is_ok_and(|age| age >= reserved));
             let delete = (expired && (in_window || disk_pressure))
-                || (disk_pressure && report.commitlog_segments.is_empty());
+                || (clean_forcibly && report.commitlog_segments.is_empty());
             if !delete {
                 break;
             }

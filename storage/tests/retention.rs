@@ -141,6 +141,8 @@ fn disk_pressure_deletes_oldest_and_warning_level_refuses_writes() {
         let mut cfg = small_config(&path, FlushDiskType::SyncFlush);
         // Any real disk is "fuller" than 0 %.
         cfg.disk_max_used_space_ratio = 0;
+        cfg.disk_space_clean_forcibly_ratio = 0;
+        cfg.clean_file_forcibly_enable = false;
         let store = MessageStore::open(cfg).await.expect("open");
         for i in 0..200u64 {
             store
@@ -150,7 +152,16 @@ fn disk_pressure_deletes_oldest_and_warning_level_refuses_writes() {
         }
         let before = store.commitlog_segments();
         assert!(before.len() >= 3);
-        // Not expired, not in deleteWhen, but under pressure: the oldest one goes, one per pass.
+        // Over diskMaxUsedSpaceRatio only expired segments go (none is), and forced cleaning is off.
+        let report = store.run_retention(0, false).await.expect("retention");
+        assert!(report.commitlog_segments.is_empty(), "{report:?}");
+        store.shutdown().await;
+
+        let mut cfg = small_config(&path, FlushDiskType::SyncFlush);
+        cfg.disk_space_clean_forcibly_ratio = 0;
+        let store = MessageStore::open(cfg).await.expect("reopen");
+        // Not expired, not in deleteWhen, but over diskSpaceCleanForciblyRatio: the oldest one goes,
+        // one per pass.
         let report = store.run_retention(0, false).await.expect("retention");
         assert_eq!(report.commitlog_segments.len(), 1);
         // (A segment created ahead in the background may have joined the list meanwhile.)

@@ -46,8 +46,8 @@ pub struct Snapshot {
     /// (topic, group) -> messages not yet consumed, summed over queues.
     pub backlog: BTreeMap<(String, String), i64>,
     pub disk: Option<DiskFigures>,
-    /// (slave address, bytes behind) per connected slave. HA is not wired in yet: always empty.
-    pub ha_slave_lag: Vec<(String, u64)>,
+    /// This broker is a slave (HA figures are then the slave side's).
+    pub is_slave: bool,
 }
 
 pub fn local_figures() -> Vec<LocalFigures> {
@@ -85,12 +85,6 @@ pub fn disk_figures(path: &std::path::Path) -> Option<DiskFigures> {
         total_bytes: (st.f_blocks as u64).saturating_mul(frsize),
         free_bytes: (st.f_bavail as u64).saturating_mul(frsize),
     })
-}
-
-/// HA hook: per-slave replication lag in bytes. Returns nothing until the `ha` crate reports its
-/// slaves' acknowledged offsets here (master/slave replication is built on another branch).
-pub fn ha_slave_lag(_shard: &Shard) -> Vec<(String, u64)> {
-    Vec::new()
 }
 
 /// The max offset of a queue, asked of its owner shard through the normal GET_MAX_OFFSET path.
@@ -136,7 +130,7 @@ pub async fn gather(shard: &Rc<Shard>) -> Snapshot {
         cluster: shard.cfg.broker_cluster_name.clone(),
         local: local_figures(),
         disk: disk_figures(&shard.cfg.store_path_root_dir),
-        ha_slave_lag: ha_slave_lag(shard),
+        is_slave: shard.cfg.broker_role == crate::config::BrokerRole::Slave,
         ..Snapshot::default()
     };
     for answer in shard.mesh.call_all(|| ShardCall::Stats).await {

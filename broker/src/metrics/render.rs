@@ -224,17 +224,56 @@ pub fn render(s: &Snapshot) -> String {
             lag,
         );
     }
-    o.family(
-        "rocketmq_ha_slave_lag_bytes",
-        "gauge",
-        "Bytes each slave is behind this master (no samples until HA reports its slaves).",
-    );
-    for (slave, lag) in &s.ha_slave_lag {
-        o.sample(
-            "rocketmq_ha_slave_lag_bytes",
-            &format!("slave=\"{}\"", escape(slave)),
-            lag,
+    if s.is_slave {
+        o.family(
+            "rocketmq_ha_slave_connected",
+            "gauge",
+            "1 when this slave's shard is connected to its master's HA stream.",
         );
+        for sh in &s.shards {
+            let l = format!("shard=\"{}\"", sh.shard);
+            o.sample(
+                "rocketmq_ha_slave_connected",
+                &l,
+                u8::from(sh.ha.slave_connected),
+            );
+        }
+    } else {
+        o.family(
+            "rocketmq_ha_slaves",
+            "gauge",
+            "Slaves connected to this master's shard stream.",
+        );
+        for sh in &s.shards {
+            o.sample(
+                "rocketmq_ha_slaves",
+                &format!("shard=\"{}\"", sh.shard),
+                sh.ha.slaves,
+            );
+        }
+        // HA tracks the best slave's acknowledged offset per shard stream.
+        o.family(
+            "rocketmq_ha_slave_lag_bytes",
+            "gauge",
+            "Bytes the best connected slave is behind this master, per shard (no sample without a slave).",
+        );
+        for sh in s.shards.iter().filter(|sh| sh.ha.slaves > 0) {
+            let l = format!("shard=\"{}\"", sh.shard);
+            o.sample("rocketmq_ha_slave_lag_bytes", &l, sh.ha.behind_bytes);
+        }
+        o.family(
+            "rocketmq_ha_slave_lag_seconds",
+            "gauge",
+            "How long ago the best slave last held everything this master had, per shard.",
+        );
+        for sh in s.shards.iter().filter(|sh| sh.ha.slaves > 0) {
+            let l = format!("shard=\"{}\"", sh.shard);
+            o.sample(
+                "rocketmq_ha_slave_lag_seconds",
+                &l,
+                sh.ha.behind_ms as f64 / 1e3,
+            );
+        }
     }
 
     o.family(
@@ -350,6 +389,29 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("# TYPE rocketmq_ha_slave_lag_bytes gauge\n"));
+        // No slave on shard 1: no lag sample; with one, its lag.
+        assert!(!text.contains("rocketmq_ha_slave_lag_bytes{"), "{text}");
+        snap.shards[0].ha.slaves = 1;
+        snap.shards[0].ha.behind_bytes = 123;
+        let text = render(&snap);
+        assert!(
+            text.contains(
+                "rocketmq_ha_slave_lag_bytes{cluster=\"C\",broker=\"broker-a\",shard=\"1\"} 123\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("rocketmq_ha_slaves{cluster=\"C\",broker=\"broker-a\",shard=\"1\"} 1\n")
+        );
+        snap.is_slave = true;
+        snap.shards[0].ha.slave_connected = true;
+        let text = render(&snap);
+        assert!(
+            text.contains(
+                "rocketmq_ha_slave_connected{cluster=\"C\",broker=\"broker-a\",shard=\"1\"} 1\n"
+            ),
+            "{text}"
+        );
         // Every sample line is `name{labels} value`.
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             let (_, value) = line.rsplit_once(' ').unwrap();
