@@ -21,9 +21,8 @@ use crate::wire::{self, Answer, FrameHeader, Handshake};
 pub const REPORT_INTERVAL: Duration = Duration::from_secs(5);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
-/// A master that sends nothing (it has no heartbeat of its own) is only suspected after this long;
-/// a dead TCP peer is noticed by the reports failing first.
-const MASTER_SILENCE_LIMIT: Duration = Duration::from_secs(3600);
+/// A master sends an empty frame every 5 s when idle: silence this long means the link is dead.
+const MASTER_SILENCE_LIMIT: Duration = Duration::from_secs(20);
 const BACKOFF_MIN: Duration = Duration::from_millis(200);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 
@@ -212,6 +211,9 @@ async fn receive(
         let frame = FrameHeader::decode(&header, expected, cfg.max_frame).inspect_err(|_| {
             status.rejected.set(status.rejected.get() + 1);
         })?;
+        if frame.size == 0 {
+            continue;
+        }
         data.resize(frame.size, 0);
         read_exact_within(&mut reader, &mut data, MASTER_SILENCE_LIMIT).await?;
         frame.check(&data).inspect_err(|_| {
