@@ -5,16 +5,18 @@
 //! - Slave -> master, once: handshake `magic u32 "RQHA" | version u16 (1) | shard count u16 |
 //!   shard id u16 | name length u16 | brokerName (UTF-8, <= 255 bytes)`, then its log end for that
 //!   shard as an offset report.
-//! - Master -> slave, once: answer `magic u32 | status u8 (0 accepted, 1 refused) | length u16 | reason`.
+//! - Master -> slave, once: answer `magic u32 | status u8 (0 accepted, 1 refused) | length u16 | text`,
+//!   text = the master's remoting address when accepted (for the metadata copy), else the reason.
 //!   Refused (then closed): shard-count or brokerName mismatch, a slave ahead of the master (its log
 //!   diverged), or one that needs data the master already deleted.
 //! - Slave -> master, repeatedly: offset report `i64` = the slave's log end (physical offset, shard id in
 //!   the top bits), after every append and at least every 5 s (heartbeat). A master drops a slave
 //!   silent for 20 s.
 //! - Master -> slave, repeatedly: frames `start i64 | size i32 | crc32(data) u32 | data`, data = whole
-//!   stored records (at most `haTransferBatchSize` bytes, or one record when it is larger). The slave
-//!   checks that `start` equals its own end and the crc, appends with `append_replicated` (same
-//!   physical offsets, ConsumeQueues and index rebuilt), reports. Any mismatch: log line, close,
+//!   stored records (at most `haTransferBatchSize` bytes, or one record when it is larger); an empty
+//!   frame (size 0) every 5 s while idle is the master's heartbeat (a slave drops a master silent for
+//!   20 s). The slave checks that `start` equals its own end and the crc, appends with
+//!   `append_replicated` (same physical offsets, ConsumeQueues and index rebuilt), reports. Any mismatch: log line, close,
 //!   reconnect from the true end; nothing unchecked is ever written.
 //!
 //! Master side (`master`): whichever shard accepts reads the handshake; the broker hands the socket to

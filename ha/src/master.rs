@@ -172,6 +172,8 @@ async fn stream_frames(
     let batch = ms.transfer_batch_size.max(4096);
     let mut next = from;
     let mut buf = Vec::with_capacity(batch + wire::FRAME_HEADER);
+    let heartbeat = Duration::from_secs(wire::HEARTBEAT_SECS);
+    let mut last_sent = std::time::Instant::now();
     loop {
         if closed.get() {
             return Ok(());
@@ -197,6 +199,11 @@ async fn stream_frames(
                     "the log at {next} does not start a record; stopping this stream"
                 )));
             }
+            if last_sent.elapsed() >= heartbeat {
+                let empty = FrameHeader::for_data(next, &[]).encode();
+                write_all_within(&mut writer, &empty, WRITE_TIMEOUT).await?;
+                last_sent = std::time::Instant::now();
+            }
             let wake = ms.signal.changed(seq);
             let tick = glommio::timer::sleep(IDLE_POLL);
             futures_lite::future::or(wake, tick).await;
@@ -211,6 +218,7 @@ async fn stream_frames(
         buf.extend_from_slice(&FrameHeader::for_data(next, chunk).encode());
         buf.extend_from_slice(chunk);
         write_all_within(&mut writer, &buf, WRITE_TIMEOUT).await?;
+        last_sent = std::time::Instant::now();
         next = next.saturating_add(len as i64);
     }
 }

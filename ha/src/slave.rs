@@ -21,9 +21,10 @@ use crate::wire::{self, Answer, FrameHeader, Handshake};
 pub const REPORT_INTERVAL: Duration = Duration::from_secs(5);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
-/// A master that sends nothing (it has no heartbeat of its own) is only suspected after this long;
-/// a dead TCP peer is noticed by the reports failing first.
-const MASTER_SILENCE_LIMIT: Duration = Duration::from_secs(3600);
+/// A master sends an empty frame every 5 s when idle: silence this long means the link is dead.
+const MASTER_SILENCE_LIMIT: Duration = Duration::from_secs(20);
+/// Most replicated bytes a slave holds unflushed before it stops reading frames.
+const UNFLUSHED_LIMIT: i64 = 64 << 20;
 const BACKOFF_MIN: Duration = Duration::from_millis(200);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
 
@@ -212,14 +213,18 @@ async fn receive(
         let frame = FrameHeader::decode(&header, expected, cfg.max_frame).inspect_err(|_| {
             status.rejected.set(status.rejected.get() + 1);
         })?;
+        if frame.size == 0 {
+            continue;
+        }
         data.resize(frame.size, 0);
         read_exact_within(&mut reader, &mut data, MASTER_SILENCE_LIMIT).await?;
         frame.check(&data).inspect_err(|_| {
             status.rejected.set(status.rejected.get() + 1);
         })?;
+        // Acknowledged once appended, not once synced (as RocketMQ's slaves): the master already
+        // holds the data, and a sync per frame would cap a SYNC_MASTER at one frame per fsync.
         let new_end = store
-            .append_replicated(frame.start, &data)
-            .await
+            .append_replicated_unsynced(frame.start, &data)
             .inspect_err(|_| status.rejected.set(status.rejected.get() + 1))?;
         status.frames.set(status.frames.get() + 1);
         status.bytes.set(status.bytes.get() + frame.size as u64);
@@ -233,6 +238,14 @@ async fn receive(
                 "frame at {} of {} bytes ended inside a record (appended up to {new_end})",
                 frame.start, frame.size
             )));
+        }
+        // Catching up faster than the disk writes: let the flusher gain ground first.
+        while store
+            .max_physical_offset()
+            .saturating_sub(store.flushed_physical_offset())
+            > UNFLUSHED_LIMIT
+        {
+            glommio::timer::sleep(Duration::from_millis(2)).await;
         }
         if stopped() {
             return Ok(());

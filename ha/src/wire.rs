@@ -14,6 +14,8 @@ pub const ANSWER_FIXED: usize = 4 + 1 + 2;
 pub const FRAME_HEADER: usize = 8 + 4 + 4;
 /// An offset report from the slave.
 pub const REPORT: usize = 8;
+/// An idle master sends an empty frame this often, so a slave can tell a dead link from a quiet one.
+pub const HEARTBEAT_SECS: u64 = 5;
 /// Longest broker name a handshake carries.
 pub const MAX_NAME: usize = 255;
 
@@ -151,6 +153,7 @@ impl FrameHeader {
     }
 
     /// Decodes and checks a header against the slave's log end and the size limit.
+    /// A frame of size 0 is a heartbeat (the master sends one when idle for `HEARTBEAT` s).
     pub fn decode(
         b: &[u8; FRAME_HEADER],
         expected_start: i64,
@@ -167,7 +170,7 @@ impl FrameHeader {
         }
         let size = usize::try_from(size)
             .ok()
-            .filter(|s| *s > 0 && *s <= max_size)
+            .filter(|s| *s <= max_size)
             .ok_or(WireError::FrameTooLarge {
                 size: i64::from(size),
                 max: max_size,
@@ -310,8 +313,9 @@ mod tests {
         assert!(FrameHeader::decode(&enc, 0, 9).is_err());
         enc[8..12].copy_from_slice(&(-5i32).to_be_bytes());
         assert!(FrameHeader::decode(&enc, 0, 1024).is_err());
-        enc[8..12].copy_from_slice(&0i32.to_be_bytes());
-        assert!(FrameHeader::decode(&enc, 0, 1024).is_err());
+        // Size 0 is the master's heartbeat: accepted, nothing to append.
+        let hb = FrameHeader::for_data(0, &[]).encode();
+        assert_eq!(FrameHeader::decode(&hb, 0, 1024).map(|h| h.size), Ok(0));
     }
 
     #[test]

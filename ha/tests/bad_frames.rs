@@ -283,3 +283,51 @@ fn real_master_streams_to_real_slave_and_acks_release_waiters() {
         slave.shutdown().await;
     });
 }
+
+#[test]
+fn slave_drops_a_silent_master_and_reconnects() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_owned();
+    run(move || async move {
+        let slave = MessageStore::open(config(&root.join("s")))
+            .await
+            .expect("slave store");
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (_status, stop) = start_slave(&slave, addr);
+        // Accepted, then neither data nor heartbeats: the slave gives up within its 20 s limit.
+        let (mut s, _) = accept_slave(&listener).await;
+        let start = std::time::Instant::now();
+        expect_closed_within(&mut s, Duration::from_secs(40)).await;
+        assert!(
+            start.elapsed() >= Duration::from_secs(15),
+            "closed too early: {:?}",
+            start.elapsed()
+        );
+        // ... and comes back.
+        let (_s, from) = accept_slave(&listener).await;
+        assert_eq!(from, slave.max_physical_offset());
+        stop.set(true);
+        slave.shutdown().await;
+    });
+}
+
+async fn expect_closed_within(s: &mut TcpStream, limit: Duration) {
+    let mut buf = [0u8; 64];
+    let closed = async {
+        loop {
+            match s.read(&mut buf).await {
+                Ok(0) | Err(_) => return true,
+                Ok(_) => continue,
+            }
+        }
+    };
+    let timer = async {
+        glommio::timer::sleep(limit).await;
+        false
+    };
+    assert!(
+        futures_lite::future::or(closed, timer).await,
+        "slave kept a silent master"
+    );
+}

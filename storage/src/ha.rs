@@ -40,7 +40,26 @@ impl MessageStore {
 
     /// Appends bytes read from a master's `read_commitlog` at `from_phys`, which must be this log's end.
     /// Only whole records are taken; returns the new end (the offset to ask the master for next).
+    /// With SYNC_FLUSH, returns once a sync covered them.
     pub async fn append_replicated(&self, from_phys: i64, bytes: &[u8]) -> Result<i64, StoreError> {
+        let end = self.append_replicated_unsynced(from_phys, bytes)?;
+        if self.inner.cfg.flush_disk_type == FlushDiskType::SyncFlush {
+            self.inner
+                .waiters
+                .wait(local_of(end))
+                .await
+                .map_err(|e| StoreError::io("commitlog", e))?;
+        }
+        Ok(end)
+    }
+
+    /// `append_replicated` without waiting for a sync (the flusher writes them as usual): what an HA
+    /// slave acknowledges, as RocketMQ's slaves do (the master holds the data durably already).
+    pub fn append_replicated_unsynced(
+        &self,
+        from_phys: i64,
+        bytes: &[u8],
+    ) -> Result<i64, StoreError> {
         let inner = &*self.inner;
         let log = &inner.log;
         let expected = self.max_physical_offset();
@@ -135,13 +154,6 @@ impl MessageStore {
             }
         }
         inner.signal.raise();
-        if inner.cfg.flush_disk_type == FlushDiskType::SyncFlush {
-            inner
-                .waiters
-                .wait(pos)
-                .await
-                .map_err(|e| StoreError::io("commitlog", e))?;
-        }
         Ok(physical(inner.cfg.shard_id, pos))
     }
 }

@@ -12,14 +12,19 @@ use remoting::Client;
 
 use crate::common::*;
 
+/// Retention must not delete what a slave still needs because the shared test disk is fairly full.
+const NO_DISK_PRESSURE: &str = "diskMaxUsedSpaceRatio = 99\n";
+
 /// Extra config of a master.
 pub fn master_extra(role: &str, flush: &str) -> String {
-    format!("brokerRole = \"{role}\"\nflushDiskType = \"{flush}\"\nsyncFlushTimeout = 5000\n")
+    format!(
+        "brokerRole = \"{role}\"\nflushDiskType = \"{flush}\"\nsyncFlushTimeout = 5000\n{NO_DISK_PRESSURE}"
+    )
 }
 
 /// Extra config of a slave of `master` (by haMasterAddress) or found through `namesrv`.
 pub fn slave_extra(master: Option<&Broker>, namesrv: Option<SocketAddr>) -> String {
-    let mut s = "brokerRole = \"SLAVE\"\nbrokerId = 1\n".to_owned();
+    let mut s = format!("brokerRole = \"SLAVE\"\nbrokerId = 1\n{NO_DISK_PRESSURE}");
     if let Some(m) = master {
         s.push_str(&format!("haMasterAddress = \"127.0.0.1:{}\"\n", m.port + 1));
     }
