@@ -15,7 +15,7 @@ use crate::shard::Shard;
 use crate::topics::{now_ms, SCHEDULE_TOPIC};
 
 /// Units read per round.
-const BATCH: i32 = 64;
+const BATCH: i32 = 512;
 const BATCH_BYTES: usize = 8 * 1024 * 1024;
 /// After a failed put (busy store, unreachable shard): try the same units again after this.
 const RETRY_AFTER: Duration = Duration::from_millis(200);
