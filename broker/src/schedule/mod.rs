@@ -186,7 +186,9 @@ pub fn start(shard: &Rc<Shard>) {
                 task.detach();
             }
             Err(e) => {
-                tracing::warn!("delay level {level}: no delivery task queue ({e}); using the default");
+                tracing::warn!(
+                    "delay level {level}: no delivery task queue ({e}); using the default"
+                );
                 glommio::spawn_local(delivery::run_level(shard.clone(), level)).detach();
             }
         }
@@ -207,7 +209,11 @@ pub async fn quiesce(shard: &Shard) {
 /// Answers `ShardCall::DelayOffsets`: applies installed offsets of owned levels, moves `safe` over the
 /// deliveries now flushed (all of them with `settle_all`, once every store has shut down), and answers
 /// the safe table of the owned levels.
-pub async fn serve_call(shard: &Shard, install: Vec<(i32, i64)>, settle_all: bool) -> Vec<(i32, i64)> {
+pub async fn serve_call(
+    shard: &Shard,
+    install: Vec<(i32, i64)>,
+    settle_all: bool,
+) -> Vec<(i32, i64)> {
     {
         let mut levels = shard.schedule.levels.borrow_mut();
         for (level, offset) in install {
