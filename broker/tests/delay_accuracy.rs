@@ -41,13 +41,24 @@ fn delayed_delivery_accuracy_under_load() {
                 tasks.push(glommio::spawn_local(async move {
                     let mut i = 0;
                     // Load runs a little longer than the delayed sends, so deliveries meet busy stores.
-                    let run_for = if delayed { SEND_FOR } else { SEND_FOR + Duration::from_secs(2) };
+                    let run_for = if delayed {
+                        SEND_FOR
+                    } else {
+                        SEND_FOR + Duration::from_secs(2)
+                    };
                     while start.elapsed() < run_for {
                         i += 1;
                         let queue = ((c * IN_FLIGHT + w) % 4) as i32;
                         if delayed {
                             let key = format!("d-{c}-{w}-{i}");
-                            let r = send(&client, "Delayed", queue, key.as_bytes(), &delayed_props(1, &key)).await;
+                            let r = send(
+                                &client,
+                                "Delayed",
+                                queue,
+                                key.as_bytes(),
+                                &delayed_props(1, &key),
+                            )
+                            .await;
                             assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
                             sent.borrow_mut().push(key);
                         } else {
@@ -64,12 +75,21 @@ fn delayed_delivery_accuracy_under_load() {
         }
         let client = connect(broker.addr()).await;
         let total = sent.borrow().len();
-        let parked = wait_records(&client, "SCHEDULE_TOPIC_XXXX", 0, total, Duration::from_secs(60)).await;
+        let parked = wait_records(
+            &client,
+            "SCHEDULE_TOPIC_XXXX",
+            0,
+            total,
+            Duration::from_secs(60),
+        )
+        .await;
         assert_eq!(parked.len(), total);
         let due: HashMap<String, i64> = parked
             .iter()
             .map(|(r, _)| {
-                let key = properties::get(&r.properties, "UNIQ_KEY").unwrap().to_owned();
+                let key = properties::get(&r.properties, "UNIQ_KEY")
+                    .unwrap()
+                    .to_owned();
                 (key, r.store_timestamp + 1000)
             })
             .collect();
@@ -77,7 +97,9 @@ fn delayed_delivery_accuracy_under_load() {
         let mut keys = Vec::with_capacity(total);
         for q in 0..4 {
             for r in pull_from(&client, "Delayed", q, 0).await {
-                let key = properties::get(&r.properties, "UNIQ_KEY").unwrap().to_owned();
+                let key = properties::get(&r.properties, "UNIQ_KEY")
+                    .unwrap()
+                    .to_owned();
                 late.push(r.store_timestamp - due[&key]);
                 keys.push(key);
             }

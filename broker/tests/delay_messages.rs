@@ -11,8 +11,8 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use common::*;
 use delay_support::*;
-use protocol::message::{batch, msgid, properties};
 use protocol::message::record::MessageRecord;
+use protocol::message::{batch, msgid, properties};
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
 
@@ -40,7 +40,11 @@ fn delayed_messages_arrive_when_due_on_their_real_queue() {
         let client = connect(broker.addr()).await;
         let sent2 = send(&client, "DelayT", 1, b"in-2s", &delayed_props(2, "K2")).await;
         assert_eq!(sent2.code, response_code::SUCCESS, "{:?}", sent2.remark);
-        assert_eq!(sent2.ext("queueId"), Some("1"), "the reply names the real queue");
+        assert_eq!(
+            sent2.ext("queueId"),
+            Some("1"),
+            "the reply names the real queue"
+        );
         // Level 9 with 3 levels configured: clamped to level 3 (3 s).
         let sent9 = send(&client, "DelayT", 3, b"in-3s", &delayed_props(9, "K9")).await;
         assert_eq!(sent9.code, response_code::SUCCESS, "{:?}", sent9.remark);
@@ -54,14 +58,24 @@ fn delayed_messages_arrive_when_due_on_their_real_queue() {
         assert_eq!(properties::get(&p9.properties, "DELAY"), Some("3"));
 
         assert_eq!(pull_from(&client, "DelayT", 0, 0).await.len(), 1);
-        assert!(pull_from(&client, "DelayT", 1, 0).await.is_empty(), "not visible before due");
-        assert!(pull_from(&client, "DelayT", 3, 0).await.is_empty(), "not visible before due");
+        assert!(
+            pull_from(&client, "DelayT", 1, 0).await.is_empty(),
+            "not visible before due"
+        );
+        assert!(
+            pull_from(&client, "DelayT", 3, 0).await.is_empty(),
+            "not visible before due"
+        );
 
         let got2 = wait_records(&client, "DelayT", 1, 1, Duration::from_secs(15)).await;
         assert_eq!(got2.len(), 1, "level 2 delivered");
         let (d2, seen2) = &got2[0];
         let due2 = p2.store_timestamp + 2000;
-        assert!(d2.store_timestamp >= due2, "stored {} before due {due2}", d2.store_timestamp);
+        assert!(
+            d2.store_timestamp >= due2,
+            "stored {} before due {due2}",
+            d2.store_timestamp
+        );
         let late2 = d2.store_timestamp - due2;
         assert!(late2 < 1500, "delivered {late2} ms late");
         assert!(*seen2 >= due2);
@@ -79,10 +93,16 @@ fn delayed_messages_arrive_when_due_on_their_real_queue() {
         assert_eq!(got9.len(), 1, "clamped level delivered");
         let d9 = &got9[0].0;
         let due9 = p9.store_timestamp + 3000;
-        assert!(d9.store_timestamp >= due9, "clamped to the last level, not delivered early");
+        assert!(
+            d9.store_timestamp >= due9,
+            "clamped to the last level, not delivered early"
+        );
         assert!(d9.store_timestamp - due9 < 1500);
         assert_eq!(&d9.body[..], b"in-3s");
-        println!("lateness: level 2 {late2} ms, level 3 {} ms", d9.store_timestamp - due9);
+        println!(
+            "lateness: level 2 {late2} ms, level 3 {} ms",
+            d9.store_timestamp - due9
+        );
 
         // Each delivered once, and the progress table says so.
         glommio::timer::sleep(Duration::from_millis(500)).await;
@@ -110,18 +130,28 @@ fn a_delayed_batch_is_refused() {
         let client = connect(broker.addr()).await;
         let delayed = delayed_props(1, "B1");
         let mut body = BytesMut::new();
-        batch::encode([(0, &b"a"[..], ""), (0, &b"b"[..], delayed.as_str())], &mut body).unwrap();
+        batch::encode(
+            [(0, &b"a"[..], ""), (0, &b"b"[..], delayed.as_str())],
+            &mut body,
+        )
+        .unwrap();
         let mut req = send_request("DelayBatch", 0, &body, "");
         req.code = request_code::SEND_BATCH_MESSAGE;
         let r = client.invoke(req, TIMEOUT).await.unwrap();
         assert_eq!(r.code, response_code::MESSAGE_ILLEGAL, "{:?}", r.remark);
-        assert!(r.remark.unwrap_or_default().contains("not supported for batching"));
+        assert!(r
+            .remark
+            .unwrap_or_default()
+            .contains("not supported for batching"));
         // Without DELAY the same batch is fine.
         let mut ok_body = BytesMut::new();
         batch::encode([(0, &b"a"[..], ""), (0, &b"b"[..], "")], &mut ok_body).unwrap();
         let mut ok = send_request("DelayBatch", 0, &ok_body, "");
         ok.code = request_code::SEND_BATCH_MESSAGE;
-        assert_eq!(client.invoke(ok, TIMEOUT).await.unwrap().code, response_code::SUCCESS);
+        assert_eq!(
+            client.invoke(ok, TIMEOUT).await.unwrap().code,
+            response_code::SUCCESS
+        );
         // The schedule topic itself does not take sends.
         let direct = send(&client, "SCHEDULE_TOPIC_XXXX", 0, b"x", "").await;
         assert_eq!(direct.code, response_code::NO_PERMISSION);
@@ -143,22 +173,42 @@ fn a_burst_of_due_messages_is_delivered_on_time() {
             let mut ids = Vec::new();
             for i in 0..PER_CONN {
                 let key = format!("burst-{c}-{i}");
-                let r = send(&client, "Burst", (i % 4) as i32, key.as_bytes(), &delayed_props(1, &key)).await;
+                let r = send(
+                    &client,
+                    "Burst",
+                    (i % 4) as i32,
+                    key.as_bytes(),
+                    &delayed_props(1, &key),
+                )
+                .await;
                 assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
                 ids.push(key);
             }
             ids
         });
-        let sent: Vec<String> = futures_lite_join(senders.collect()).await.into_iter().flatten().collect();
+        let sent: Vec<String> = futures_lite_join(senders.collect())
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
         let client = connect(addr).await;
         // Due times from the parked copies (level 1 = queue 0 of the schedule topic).
-        let parked = wait_records(&client, "SCHEDULE_TOPIC_XXXX", 0, sent.len(), Duration::from_secs(20)).await;
+        let parked = wait_records(
+            &client,
+            "SCHEDULE_TOPIC_XXXX",
+            0,
+            sent.len(),
+            Duration::from_secs(20),
+        )
+        .await;
         assert_eq!(parked.len(), sent.len());
         let due: std::collections::HashMap<String, i64> = parked
             .iter()
             .map(|(r, _)| {
                 (
-                    properties::get(&r.properties, "UNIQ_KEY").unwrap().to_owned(),
+                    properties::get(&r.properties, "UNIQ_KEY")
+                        .unwrap()
+                        .to_owned(),
                     r.store_timestamp + 1000,
                 )
             })
@@ -169,11 +219,29 @@ fn a_burst_of_due_messages_is_delivered_on_time() {
             let got = wait_records(&client, "Burst", q, want, Duration::from_secs(30)).await;
             if got.len() != want {
                 let log = broker.log();
-                let lines: Vec<&str> = log.lines().filter(|l| l.contains("delay") || l.contains("WARN") || l.contains("ERROR")).collect();
-                let mut keys: Vec<(String, i64, i64)> = got.iter().map(|(r, _)| (properties::get(&r.properties, "UNIQ_KEY").unwrap().to_owned(), r.queue_offset, r.store_timestamp)).collect();
+                let lines: Vec<&str> = log
+                    .lines()
+                    .filter(|l| l.contains("delay") || l.contains("WARN") || l.contains("ERROR"))
+                    .collect();
+                let mut keys: Vec<(String, i64, i64)> = got
+                    .iter()
+                    .map(|(r, _)| {
+                        (
+                            properties::get(&r.properties, "UNIQ_KEY")
+                                .unwrap()
+                                .to_owned(),
+                            r.queue_offset,
+                            r.store_timestamp,
+                        )
+                    })
+                    .collect();
                 keys.sort();
                 let dups: Vec<_> = keys.windows(2).filter(|w| w[0].0 == w[1].0).collect();
-                panic!("queue {q}: {} of {want}\n{}\n{dups:?}", got.len(), lines.join("\n"));
+                panic!(
+                    "queue {q}: {} of {want}\n{}\n{dups:?}",
+                    got.len(),
+                    lines.join("\n")
+                );
             }
             delivered.extend(got.into_iter().map(|(r, _)| r));
         }
@@ -185,7 +253,11 @@ fn a_burst_of_due_messages_is_delivered_on_time() {
             })
             .collect();
         late.sort_unstable();
-        assert!(late[0] >= 0, "a message was delivered {} ms early", -late[0]);
+        assert!(
+            late[0] >= 0,
+            "a message was delivered {} ms early",
+            -late[0]
+        );
         let p = |q: f64| late[((late.len() - 1) as f64 * q) as usize];
         println!(
             "{} due messages: lateness p50 {} ms, p99 {} ms, max {} ms",

@@ -30,7 +30,10 @@ fn back(offset: i64, group: &str, delay_level: i32, max: Option<i32>) -> Remotin
 
 async fn topic_perm(client: &Client, topic: &str) -> Option<i64> {
     let r = client
-        .invoke(RemotingCommand::request(request_code::GET_ALL_TOPIC_CONFIG), TIMEOUT)
+        .invoke(
+            RemotingCommand::request(request_code::GET_ALL_TOPIC_CONFIG),
+            TIMEOUT,
+        )
         .await
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
@@ -49,17 +52,29 @@ fn failed_messages_are_retried_after_a_delay_then_dead_lettered() {
         // Two retries go to %RETRY%fg, each after 2 s (level 3 + reconsumeTimes, clamped to 6).
         for round in 1..=2usize {
             let asked = now_ms();
-            let r = client.invoke(back(phys, "fg", 0, Some(2)), TIMEOUT).await.unwrap();
+            let r = client
+                .invoke(back(phys, "fg", 0, Some(2)), TIMEOUT)
+                .await
+                .unwrap();
             assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
             assert!(
-                pull_from(&client, "%RETRY%fg", 0, (round - 1) as i64).await.is_empty(),
+                pull_from(&client, "%RETRY%fg", 0, (round - 1) as i64)
+                    .await
+                    .is_empty(),
                 "the retry waits for its delay"
             );
-            let retries = wait_records(&client, "%RETRY%fg", 0, round, Duration::from_secs(20)).await;
+            let retries =
+                wait_records(&client, "%RETRY%fg", 0, round, Duration::from_secs(20)).await;
             assert_eq!(retries.len(), round);
             let (last, _) = retries.last().unwrap();
-            assert!(last.store_timestamp >= asked + 2000, "retry {round} came early");
-            assert!(last.store_timestamp < asked + 4000, "retry {round} came late");
+            assert!(
+                last.store_timestamp >= asked + 2000,
+                "retry {round} came early"
+            );
+            assert!(
+                last.store_timestamp < asked + 4000,
+                "retry {round} came late"
+            );
             assert_eq!(&last.body[..], b"payload");
             assert_eq!(last.reconsume_times, round as i32);
             let p = &last.properties;
@@ -69,15 +84,29 @@ fn failed_messages_are_retried_after_a_delay_then_dead_lettered() {
             assert_eq!(properties::get(p, "DELAY"), None);
             phys = last.physical_offset;
         }
-        assert_eq!(topic_perm(&client, "%DLQ%fg").await, None, "no DLQ before it is needed");
+        assert_eq!(
+            topic_perm(&client, "%DLQ%fg").await,
+            None,
+            "no DLQ before it is needed"
+        );
         // The third failure exceeds maxReconsumeTimes: dead-letter queue, at once.
-        let r = client.invoke(back(phys, "fg", 0, Some(2)), TIMEOUT).await.unwrap();
+        let r = client
+            .invoke(back(phys, "fg", 0, Some(2)), TIMEOUT)
+            .await
+            .unwrap();
         assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
         assert_eq!(max_offset(&client, "%DLQ%fg", 0).await, 1);
-        assert_eq!(topic_perm(&client, "%DLQ%fg").await, Some(2), "DLQ is write-only");
+        assert_eq!(
+            topic_perm(&client, "%DLQ%fg").await,
+            Some(2),
+            "DLQ is write-only"
+        );
         let pulled = pull(&client, "%DLQ%fg", 0, 0).await;
         assert_eq!(pulled.code, response_code::NO_PERMISSION);
-        let missing = client.invoke(back(12345, "fg", 0, Some(2)), TIMEOUT).await.unwrap();
+        let missing = client
+            .invoke(back(12345, "fg", 0, Some(2)), TIMEOUT)
+            .await
+            .unwrap();
         assert_eq!(missing.code, response_code::SYSTEM_ERROR);
     });
 }
@@ -87,18 +116,35 @@ fn client_delay_level_and_dlq_request_are_honoured() {
     let broker = Broker::start(LEVELS);
     run_local(async {
         let client = connect(broker.addr()).await;
-        let sent = send(&client, "Failing2", 0, b"p2", &properties::encode([("UNIQ_KEY", "U2")])).await;
+        let sent = send(
+            &client,
+            "Failing2",
+            0,
+            b"p2",
+            &properties::encode([("UNIQ_KEY", "U2")]),
+        )
+        .await;
         let (_, phys) = msgid::parse_offset_msg_id(sent.ext("msgId").unwrap()).unwrap();
         // delayLevel 1 from the client: 1 s, not the 2 s of level 3.
         let asked = now_ms();
-        let r = client.invoke(back(phys, "cg", 1, None), TIMEOUT).await.unwrap();
+        let r = client
+            .invoke(back(phys, "cg", 1, None), TIMEOUT)
+            .await
+            .unwrap();
         assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
         let got = wait_records(&client, "%RETRY%cg", 0, 1, Duration::from_secs(20)).await;
         assert_eq!(got.len(), 1);
         let t = got[0].0.store_timestamp;
-        assert!(t >= asked + 1000 && t < asked + 1900, "client level 1 honoured: {}", t - asked);
+        assert!(
+            t >= asked + 1000 && t < asked + 1900,
+            "client level 1 honoured: {}",
+            t - asked
+        );
         // delayLevel -1: straight to the DLQ, whatever the count.
-        let r = client.invoke(back(phys, "cg", -1, None), TIMEOUT).await.unwrap();
+        let r = client
+            .invoke(back(phys, "cg", -1, None), TIMEOUT)
+            .await
+            .unwrap();
         assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
         assert_eq!(max_offset(&client, "%DLQ%cg", 0).await, 1);
     });
@@ -113,7 +159,10 @@ fn without_a_client_maximum_the_sixteenth_failure_is_dead_lettered() {
         let sent = send(&client, "Failing3", 0, b"p3", "").await;
         let (_, mut phys) = msgid::parse_offset_msg_id(sent.ext("msgId").unwrap()).unwrap();
         for round in 1..=16usize {
-            let r = client.invoke(back(phys, "dg", 0, None), TIMEOUT).await.unwrap();
+            let r = client
+                .invoke(back(phys, "dg", 0, None), TIMEOUT)
+                .await
+                .unwrap();
             assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
             let all = wait_records(&client, "%RETRY%dg", 0, round, Duration::from_secs(20)).await;
             assert_eq!(all.len(), round);
@@ -122,9 +171,16 @@ fn without_a_client_maximum_the_sixteenth_failure_is_dead_lettered() {
             phys = last.physical_offset;
         }
         assert_eq!(max_offset(&client, "%DLQ%dg", 0).await, 0);
-        let r = client.invoke(back(phys, "dg", 0, None), TIMEOUT).await.unwrap();
+        let r = client
+            .invoke(back(phys, "dg", 0, None), TIMEOUT)
+            .await
+            .unwrap();
         assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
-        assert_eq!(max_offset(&client, "%DLQ%dg", 0).await, 1, "dead after 16 reconsumes");
+        assert_eq!(
+            max_offset(&client, "%DLQ%dg", 0).await,
+            1,
+            "dead after 16 reconsumes"
+        );
         assert_eq!(max_offset(&client, "%RETRY%dg", 0).await, 16);
     });
 }
@@ -137,7 +193,11 @@ fn a_client_resend_to_the_retry_topic_follows_the_same_rules() {
     run_local(async {
         let client = connect(broker.addr()).await;
         let resend = |reconsume: i32, max: Option<i32>, key: &str| {
-            let mut h = send_header("%RETRY%rg", 0, &properties::encode([("UNIQ_KEY", key), ("DELAY", "3")]));
+            let mut h = send_header(
+                "%RETRY%rg",
+                0,
+                &properties::encode([("UNIQ_KEY", key), ("DELAY", "3")]),
+            );
             h.j = Some(reconsume);
             h.l = max;
             RemotingCommand::request(request_code::SEND_MESSAGE_V2)
@@ -145,17 +205,36 @@ fn a_client_resend_to_the_retry_topic_follows_the_same_rules() {
                 .with_body(bytes::Bytes::from_static(b"again"))
         };
         let asked = now_ms();
-        let r = client.invoke(resend(3, Some(5), "R1"), TIMEOUT).await.unwrap();
+        let r = client
+            .invoke(resend(3, Some(5), "R1"), TIMEOUT)
+            .await
+            .unwrap();
         assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
-        let r = client.invoke(resend(16, None, "R2"), TIMEOUT).await.unwrap();
+        let r = client
+            .invoke(resend(16, None, "R2"), TIMEOUT)
+            .await
+            .unwrap();
         assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
-        let r = client.invoke(resend(5, Some(5), "R3"), TIMEOUT).await.unwrap();
+        let r = client
+            .invoke(resend(5, Some(5), "R3"), TIMEOUT)
+            .await
+            .unwrap();
         assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
-        assert_eq!(max_offset(&client, "%DLQ%rg", 0).await, 2, "R2 and R3 are out of retries");
+        assert_eq!(
+            max_offset(&client, "%DLQ%rg", 0).await,
+            2,
+            "R2 and R3 are out of retries"
+        );
         assert_eq!(topic_perm(&client, "%DLQ%rg").await, Some(2));
         let got = wait_records(&client, "%RETRY%rg", 0, 1, Duration::from_secs(20)).await;
         assert_eq!(got.len(), 1);
-        assert_eq!(properties::get(&got[0].0.properties, "UNIQ_KEY"), Some("R1"));
-        assert!(got[0].0.store_timestamp >= asked + 2000, "delayed by its level");
+        assert_eq!(
+            properties::get(&got[0].0.properties, "UNIQ_KEY"),
+            Some("R1")
+        );
+        assert!(
+            got[0].0.store_timestamp >= asked + 2000,
+            "delayed by its level"
+        );
     });
 }

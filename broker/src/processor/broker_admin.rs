@@ -161,6 +161,9 @@ pub fn all_subscription_groups(shard: &Shard) -> RemotingCommand {
 pub async fn all_delay_offset(shard: &Shard) -> RemotingCommand {
     match crate::schedule::delay_offsets_json(shard).await {
         Ok(body) => ok().with_body(body),
-        Err(e) => error(rc::SYSTEM_ERROR, format!("cannot gather delay offsets: {e}")),
+        Err(e) => error(
+            rc::SYSTEM_ERROR,
+            format!("cannot gather delay offsets: {e}"),
+        ),
     }
 }

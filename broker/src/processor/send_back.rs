@@ -147,7 +147,11 @@ async fn ensure_topic(shard: &Rc<Shard>, topic: &str, dlq: bool) -> Result<(), R
         return Ok(());
     }
     let tc = TopicConfig {
-        perm: if dlq { perm::WRITE } else { perm::READ | perm::WRITE },
+        perm: if dlq {
+            perm::WRITE
+        } else {
+            perm::READ | perm::WRITE
+        },
         ..TopicConfig::new(topic, 1)
     };
     match shard.mesh.call(0, ShardCall::CreateTopic(tc)).await {

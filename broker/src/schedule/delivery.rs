@@ -15,7 +15,7 @@ use crate::shard::Shard;
 use crate::topics::{now_ms, SCHEDULE_TOPIC};
 
 /// Units read per round.
-const BATCH: i32 = 64;
+const BATCH: i32 = 512;
 const BATCH_BYTES: usize = 8 * 1024 * 1024;
 /// After a failed put (busy store, unreachable shard): try the same units again after this.
 const RETRY_AFTER: Duration = Duration::from_millis(200);
@@ -49,7 +49,8 @@ pub async fn run_level(shard: Rc<Shard>, level: i32) {
         match step {
             Step::More => {}
             Step::DueAt(due) => {
-                let wait = Duration::from_millis(u64::try_from(due - now_ms()).unwrap_or(0));
+                let wait =
+                    Duration::from_millis(u64::try_from(due.saturating_sub(now_ms())).unwrap_or(0));
                 // New units of a level fall due after the head (same delay, later store time), so
                 // arrivals cannot change when to look next: only the timer matters.
                 drop(arrival);
@@ -57,7 +58,9 @@ pub async fn run_level(shard: Rc<Shard>, level: i32) {
                     glommio::timer::sleep(wait).await;
                 }
             }
-            Step::Idle => futures_lite::future::or(arrival, glommio::timer::sleep(IDLE_RECHECK)).await,
+            Step::Idle => {
+                futures_lite::future::or(arrival, glommio::timer::sleep(IDLE_RECHECK)).await
+            }
             Step::Retry => glommio::timer::sleep(RETRY_AFTER).await,
         }
     }
@@ -86,7 +89,14 @@ async fn round(shard: &Rc<Shard>, level: i32) -> Step {
     };
     let got = match shard
         .store
-        .get_messages(SCHEDULE_TOPIC, queue_id, offset, BATCH, BATCH_BYTES, Some(&due))
+        .get_messages(
+            SCHEDULE_TOPIC,
+            queue_id,
+            offset,
+            BATCH,
+            BATCH_BYTES,
+            Some(&due),
+        )
         .await
     {
         Ok(got) => got,
@@ -140,14 +150,17 @@ enum Outcome {
 async fn deliver(shard: &Rc<Shard>, level: i32, offset: i64, records: Vec<bytes::Bytes>) -> Step {
     // (queue offset of the parked unit, rebuilt record or why not)
     let mut items: Vec<(i64, Result<MessageRecord, String>)> = Vec::with_capacity(records.len());
-    let mut last = offset - 1;
+    let mut last = offset.saturating_sub(1);
     for bytes in &records {
         let item = match MessageRecord::decode(bytes, false) {
             Ok((parked, _)) => {
-                let at = parked.queue_offset.max(last + 1);
+                let at = parked.queue_offset.max(last.saturating_add(1));
                 (at, super::park::unpark(parked, shard.store_host))
             }
-            Err(e) => (last + 1, Err(format!("undecodable record: {e}"))),
+            Err(e) => (
+                last.saturating_add(1),
+                Err(format!("undecodable record: {e}")),
+            ),
         };
         last = item.0;
         items.push(item);
@@ -168,7 +181,9 @@ async fn deliver(shard: &Rc<Shard>, level: i32, offset: i64, records: Vec<bytes:
         .map(|(at, rec)| match rec {
             Ok(_) => Outcome::Failed,
             Err(why) => {
-                tracing::error!("delay level {level}: unit {at} cannot be delivered: {why}; skipped");
+                tracing::error!(
+                    "delay level {level}: unit {at} cannot be delivered: {why}; skipped"
+                );
                 Outcome::Skipped
             }
         })
@@ -191,14 +206,19 @@ async fn deliver(shard: &Rc<Shard>, level: i32, offset: i64, records: Vec<bytes:
             Ok(ShardAnswer::Put(Ok(oks))) => {
                 for (i, ok) in members.iter().zip(oks.iter()) {
                     if let Some(o) = outcomes.get_mut(*i) {
-                        *o = Outcome::Stored(Some((owner, ok.physical_offset + i64::from(ok.size))));
+                        *o = Outcome::Stored(Some((
+                            owner,
+                            ok.physical_offset.saturating_add(i64::from(ok.size)),
+                        )));
                     }
                 }
             }
             Ok(ShardAnswer::Put(Err(e))) => {
                 let outcome = match &e {
                     PutError::MessageTooLarge { .. } | PutError::Illegal(_) => {
-                        tracing::error!("delay level {level}: the store refused a due message ({e}); skipped");
+                        tracing::error!(
+                            "delay level {level}: the store refused a due message ({e}); skipped"
+                        );
                         Outcome::Skipped
                     }
                     // Written, only its sync is late: it is in the log.
@@ -235,9 +255,9 @@ async fn deliver(shard: &Rc<Shard>, level: i32, offset: i64, records: Vec<bytes:
                         None => marks.push((*s, *end)),
                     }
                 }
-                next = at + 1;
+                next = at.saturating_add(1);
             }
-            Outcome::Skipped => next = at + 1,
+            Outcome::Skipped => next = at.saturating_add(1),
         }
     }
     shard.schedule.advance(level, next, marks);

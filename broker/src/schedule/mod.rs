@@ -24,6 +24,10 @@ pub use park::{park_if_delayed, reply_queue_id};
 /// How often shard 0 writes the table when it changed (RocketMQ's flushDelayOffsetInterval is 10 s;
 /// shorter here keeps the repeat window after a crash small).
 const PERSIST_INTERVAL: Duration = Duration::from_millis(500);
+/// Share of the delivery task queue (the default queue has 1000).
+const DELIVERY_SHARES: usize = 4000;
+/// How long a ready delivery may wait before the executor preempts other queues for it.
+const DELIVERY_LATENCY: Duration = Duration::from_millis(5);
 /// Longest the drain phase waits for deliveries in flight.
 const QUIESCE_LIMIT: Duration = Duration::from_secs(10);
 
@@ -169,8 +173,25 @@ pub fn start(shard: &Rc<Shard>) {
     if shard.cfg.broker_role == crate::config::BrokerRole::Slave {
         return;
     }
+    // Deliveries run in their own latency-sensitive queue with a large share, so a due message is not
+    // stuck behind the request tasks of a saturated shard.
+    let tq = glommio::executor().create_task_queue(
+        glommio::Shares::Static(DELIVERY_SHARES),
+        glommio::Latency::Matters(DELIVERY_LATENCY),
+        "delay-delivery",
+    );
     for level in levels {
-        glommio::spawn_local(delivery::run_level(shard.clone(), level)).detach();
+        match glommio::spawn_local_into(delivery::run_level(shard.clone(), level), tq) {
+            Ok(task) => {
+                task.detach();
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "delay level {level}: no delivery task queue ({e}); using the default"
+                );
+                glommio::spawn_local(delivery::run_level(shard.clone(), level)).detach();
+            }
+        }
     }
 }
 
@@ -188,7 +209,11 @@ pub async fn quiesce(shard: &Shard) {
 /// Answers `ShardCall::DelayOffsets`: applies installed offsets of owned levels, moves `safe` over the
 /// deliveries now flushed (all of them with `settle_all`, once every store has shut down), and answers
 /// the safe table of the owned levels.
-pub async fn serve_call(shard: &Shard, install: Vec<(i32, i64)>, settle_all: bool) -> Vec<(i32, i64)> {
+pub async fn serve_call(
+    shard: &Shard,
+    install: Vec<(i32, i64)>,
+    settle_all: bool,
+) -> Vec<(i32, i64)> {
     {
         let mut levels = shard.schedule.levels.borrow_mut();
         for (level, offset) in install {

@@ -22,7 +22,8 @@ pub fn delay_level(record: &MessageRecord) -> i32 {
 pub fn park_if_delayed(record: MessageRecord, max_level: usize) -> MessageRecord {
     let level = delay_level(&record);
     let kind = sys_flag::transaction_type(record.sys_flag);
-    let transactional = kind != sys_flag::TRANSACTION_NOT_TYPE && kind != sys_flag::TRANSACTION_COMMIT;
+    let transactional =
+        kind != sys_flag::TRANSACTION_NOT_TYPE && kind != sys_flag::TRANSACTION_COMMIT;
     let Ok(max_level) = i32::try_from(max_level) else {
         return record;
     };
@@ -32,7 +33,11 @@ pub fn park_if_delayed(record: MessageRecord, max_level: usize) -> MessageRecord
     let level = level.min(max_level);
     let mut props = properties::with(&record.properties, properties::DELAY, &level.to_string());
     props = properties::with(&props, properties::REAL_TOPIC, &record.topic);
-    props = properties::with(&props, properties::REAL_QUEUE_ID, &record.queue_id.to_string());
+    props = properties::with(
+        &props,
+        properties::REAL_QUEUE_ID,
+        &record.queue_id.to_string(),
+    );
     MessageRecord {
         topic: SCHEDULE_TOPIC.to_owned(),
         queue_id: level - 1,
@@ -121,7 +126,11 @@ mod tests {
     #[test]
     fn parks_clamps_and_restores() {
         let host: SocketAddr = "127.0.0.1:10911".parse().unwrap();
-        let original = record("T", 3, &props(&[("DELAY", "40"), ("TAGS", "a"), ("k", "v")]));
+        let original = record(
+            "T",
+            3,
+            &props(&[("DELAY", "40"), ("TAGS", "a"), ("k", "v")]),
+        );
         let parked = park_if_delayed(original.clone(), 18);
         assert_eq!(parked.topic, SCHEDULE_TOPIC);
         assert_eq!(parked.queue_id, 17);
@@ -140,13 +149,21 @@ mod tests {
 
     #[test]
     fn leaves_undelayed_and_transactional_records() {
-        for p in ["", "DELAY\u{1}0\u{2}", "DELAY\u{1}x\u{2}", "DELAY\u{1}-3\u{2}"] {
+        for p in [
+            "",
+            "DELAY\u{1}0\u{2}",
+            "DELAY\u{1}x\u{2}",
+            "DELAY\u{1}-3\u{2}",
+        ] {
             assert_eq!(park_if_delayed(record("T", 1, p), 18).topic, "T", "{p:?}");
         }
         let mut prepared = record("T", 1, &props(&[("DELAY", "2")]));
         prepared.sys_flag = sys_flag::TRANSACTION_PREPARED;
         assert_eq!(park_if_delayed(prepared, 18).topic, "T");
-        assert_eq!(park_if_delayed(record("T", 1, &props(&[("DELAY", "2")])), 0).topic, "T");
+        assert_eq!(
+            park_if_delayed(record("T", 1, &props(&[("DELAY", "2")])), 0).topic,
+            "T"
+        );
         let mut committed = record("T", 1, &props(&[("DELAY", "2")]));
         committed.sys_flag = sys_flag::TRANSACTION_COMMIT;
         assert_eq!(park_if_delayed(committed, 18).queue_id, 1);

@@ -16,7 +16,12 @@ pub fn now_ms() -> i64 {
 }
 
 /// Every record of a queue from `offset` (pulls until nothing more).
-pub async fn pull_from(client: &Client, topic: &str, queue_id: i32, mut offset: i64) -> Vec<MessageRecord> {
+pub async fn pull_from(
+    client: &Client,
+    topic: &str,
+    queue_id: i32,
+    mut offset: i64,
+) -> Vec<MessageRecord> {
     let mut out = Vec::new();
     loop {
         let r = pull(client, topic, queue_id, offset).await;
