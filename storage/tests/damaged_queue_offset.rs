@@ -1,6 +1,6 @@
 //! Regression (found by the `recovery_scan` fuzz target): a record whose QUEUEOFFSET (outside the CRC)
 //! is damaged to a huge value made recovery try to fill a gap of trillions of ConsumeQueue units
-//! (out of memory). Now that record is left out of its queue and every other record stays reachable.
+//! (out of memory). Now its unit goes where the queue is (no hole) and every record stays reachable.
 
 mod common;
 
@@ -45,7 +45,8 @@ fn a_damaged_queue_offset_does_not_blow_up_recovery() {
             .await
             .expect("reopen after damage");
         assert_eq!(store.max_offset("T", 0), 10, "later records keep their queue offsets");
-        for i in [0u64, 4, 6, 9] {
+        assert_eq!(store.min_offset("T", 0), 0);
+        for i in 0..10u64 {
             let got = store
                 .get_messages("T", 0, i as i64, 1, 1 << 20, None)
                 .await
