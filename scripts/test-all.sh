@@ -10,6 +10,8 @@ cargo check --workspace --all-targets
 echo "== cargo test --workspace"
 cargo test --workspace
 
+scripts/fuzz-ci.sh
+
 echo "== interop tests with real clients"
 tests/interop/setup.sh
 tests/interop/.venv/bin/python tests/interop/run.py "$@"

@@ -212,6 +212,25 @@ impl ConsumeQueue {
     /// Places a unit at queue offset `offset` (recovery): drops anything at or after it first. An empty
     /// queue may start past 0 (its older units are gone); a gap in a non-empty one gets empty units.
     pub async fn put_at(&mut self, offset: i64, entry: CqEntry) -> Result<(), StoreError> {
+        // QUEUEOFFSET is outside the record's CRC: a damaged one must not make recovery fill (allocate)
+        // a gap of billions of units. A queue moves one unit per record, so a jump past one file of
+        // units (or an absurd value) is damage: the unit goes where the queue is (as RocketMQ appends
+        // at its current position), leaving no hole.
+        let jump = offset.saturating_sub(self.max_offset);
+        let absurd = !(0..=i64::MAX / (4 * CQ_UNIT as i64)).contains(&offset);
+        // (An empty queue may legitimately start anywhere: its older units are gone.)
+        let fresh = self.max_offset == 0 && self.files.is_empty();
+        if absurd || (!fresh && jump > self.units_per_file) {
+            tracing::error!(
+                "{}/{}: record says queue offset {offset}, the queue is at {}: damaged; indexed at {}",
+                self.topic,
+                self.queue_id,
+                self.max_offset,
+                self.max_offset
+            );
+            self.append(entry);
+            return Ok(());
+        }
         if offset < self.max_offset {
             self.truncate(offset).await?;
         }
