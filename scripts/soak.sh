@@ -15,6 +15,8 @@
 #                           the next segment of every shard ahead of need)
 #   SOAK_READ_CACHE=16777216  readCacheBytes per shard: a bounded cache that fills during warm-up (the
 #                           broker's 64 MiB default takes minutes to fill at soak rates and looks like growth)
+#   SOAK_DISK_RATIO=100     diskMaxUsedSpaceRatio: above it retention deletes the oldest segments even
+#                           unexpired (RocketMQ's rule; default 75), which would count as loss here
 #   SOAK_RESTART_MIN=20 SOAK_RESTART_MAX=60   seconds between broker restarts
 #   SOAK_STEADY_PERCENT=30  last part of the run without restarts (leak check on one process)
 #   SOAK_WARMUP=60          seconds after each broker start not used for the flatness check
@@ -35,6 +37,7 @@ SOAK_FLUSH=${SOAK_FLUSH:-SYNC_FLUSH}
 SOAK_SHARDS=${SOAK_SHARDS:-2}
 SOAK_SEGMENT=${SOAK_SEGMENT:-268435456}
 SOAK_READ_CACHE=${SOAK_READ_CACHE:-16777216}
+SOAK_DISK_RATIO=${SOAK_DISK_RATIO:-100}
 SOAK_RESTART_MIN=${SOAK_RESTART_MIN:-20}
 SOAK_RESTART_MAX=${SOAK_RESTART_MAX:-60}
 SOAK_STEADY_PERCENT=${SOAK_STEADY_PERCENT:-30}
@@ -120,6 +123,7 @@ shardCount = $SOAK_SHARDS
 flushDiskType = "$SOAK_FLUSH"
 mappedFileSizeCommitLog = $SOAK_SEGMENT
 readCacheBytes = $SOAK_READ_CACHE
+diskMaxUsedSpaceRatio = $SOAK_DISK_RATIO
 EOF
 }
 

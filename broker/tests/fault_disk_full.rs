@@ -22,15 +22,26 @@ struct Outcome {
     took: Duration,
 }
 
-async fn send_one(client: &remoting::Client, ledger: &Ledger, queue: i32, body: Vec<u8>) -> Outcome {
+async fn send_one(
+    client: &remoting::Client,
+    ledger: &Ledger,
+    queue: i32,
+    body: Vec<u8>,
+) -> Outcome {
     let began = Instant::now();
     let r = client
-        .invoke(send_request(TOPIC, queue, &body, ""), ANSWER_LIMIT + Duration::from_secs(5))
+        .invoke(
+            send_request(TOPIC, queue, &body, ""),
+            ANSWER_LIMIT + Duration::from_secs(5),
+        )
         .await
         .unwrap_or_else(|e| panic!("send not answered (hang?) after {:?}: {e}", began.elapsed()));
     let took = began.elapsed();
     if r.code == response_code::SUCCESS {
-        let offset = r.ext("queueOffset").and_then(|o| o.parse().ok()).expect("queueOffset");
+        let offset = r
+            .ext("queueOffset")
+            .and_then(|o| o.parse().ok())
+            .expect("queueOffset");
         ledger.record(TOPIC, queue, offset, body);
     }
     Outcome { code: r.code, took }
@@ -87,20 +98,46 @@ fn disk_full_case(flush: &str) {
         let client = connect(broker.addr()).await;
         // 1. Normal writes.
         for i in 0..40 {
-            let o = send_one(&client, &ledger, (i % 4) as i32, body("before", i, 16 << 10)).await;
-            assert_eq!(o.code, response_code::SUCCESS, "send before the disk filled");
+            let o = send_one(
+                &client,
+                &ledger,
+                (i % 4) as i32,
+                body("before", i, 16 << 10),
+            )
+            .await;
+            assert_eq!(
+                o.code,
+                response_code::SUCCESS,
+                "send before the disk filled"
+            );
         }
         // 2. Fill the disk, keep writing until the broker refuses; every answer comes in time.
         let filler = fs.fill("filler");
-        println!("{flush}: filler wrote {filler} B; {} B left", fs.free_bytes());
+        println!(
+            "{flush}: filler wrote {filler} B; {} B left",
+            fs.free_bytes()
+        );
         let began = Instant::now();
         let mut first_error = None;
         let mut acked_while_filling = 0;
         let mut i = 0;
         while first_error.is_none() {
-            assert!(began.elapsed() < Duration::from_secs(90), "the broker never refused a send on a full disk");
-            let o = send_one(&client, &ledger, (i % 4) as i32, body("filling", i, 60 << 10)).await;
-            assert!(o.took < ANSWER_LIMIT, "a send took {:?} on a full disk", o.took);
+            assert!(
+                began.elapsed() < Duration::from_secs(90),
+                "the broker never refused a send on a full disk"
+            );
+            let o = send_one(
+                &client,
+                &ledger,
+                (i % 4) as i32,
+                body("filling", i, 60 << 10),
+            )
+            .await;
+            assert!(
+                o.took < ANSWER_LIMIT,
+                "a send took {:?} on a full disk",
+                o.took
+            );
             if o.code == response_code::SUCCESS {
                 acked_while_filling += 1;
             } else {
@@ -116,7 +153,11 @@ fn disk_full_case(flush: &str) {
         let mut refusals = Vec::new();
         for j in 0..5 {
             let o = send_one(&client, &ledger, (j % 4) as i32, body("full", j, 4 << 10)).await;
-            assert!(o.took < ANSWER_LIMIT, "a send took {:?} on a full disk", o.took);
+            assert!(
+                o.took < ANSWER_LIMIT,
+                "a send took {:?} on a full disk",
+                o.took
+            );
             refusals.push((o.code, o.took));
         }
         println!("{flush}: sends on the full disk: {refusals:?}");
@@ -125,7 +166,10 @@ fn disk_full_case(flush: &str) {
             "a send succeeded on a full disk: {refusals:?}"
         );
         // 3. Reads still work.
-        ledger.verify(&client).await.assert_no_loss("disk full, reads while full");
+        ledger
+            .verify(&client)
+            .await
+            .assert_no_loss("disk full, reads while full");
         let r = client
             .invoke(
                 protocol::RemotingCommand::request(protocol::request_code::GET_ALL_TOPIC_CONFIG),
@@ -153,12 +197,18 @@ fn disk_full_case(flush: &str) {
             k += 1;
             glommio::timer::sleep(Duration::from_millis(200)).await;
         }
-        println!("{flush}: writes resumed {:?} after space was freed", freed.elapsed());
+        println!(
+            "{flush}: writes resumed {:?} after space was freed",
+            freed.elapsed()
+        );
         for j in 0..40 {
             let o = send_one(&client, &ledger, (j % 4) as i32, body("after", j, 16 << 10)).await;
             assert_eq!(o.code, response_code::SUCCESS, "send after space was freed");
         }
-        ledger.verify(&client).await.assert_no_loss("disk full, after resuming");
+        ledger
+            .verify(&client)
+            .await
+            .assert_no_loss("disk full, after resuming");
     });
 
     // 5. Everything acknowledged survives a graceful restart and a SIGKILL restart.
@@ -166,13 +216,19 @@ fn disk_full_case(flush: &str) {
     broker.restart();
     run_local(async {
         let client = connect(broker.addr()).await;
-        ledger.verify(&client).await.assert_no_loss("disk full, after graceful restart");
+        ledger
+            .verify(&client)
+            .await
+            .assert_no_loss("disk full, after graceful restart");
     });
     broker.kill9();
     broker.restart();
     run_local(async {
         let client = connect(broker.addr()).await;
-        ledger.verify(&client).await.assert_no_loss("disk full, after SIGKILL restart");
+        ledger
+            .verify(&client)
+            .await
+            .assert_no_loss("disk full, after SIGKILL restart");
     });
     let log = broker.log();
     assert!(!log.contains("panicked"), "broker panicked:\n{log}");

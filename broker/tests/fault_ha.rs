@@ -35,54 +35,96 @@ async fn runtime_info(addr: SocketAddr) -> BTreeMap<String, String> {
     let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
     v.get("table")
         .and_then(|t| t.as_object())
-        .map(|t| t.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned())).collect())
+        .map(|t| {
+            t.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 async fn slave_connections(master: SocketAddr) -> Option<i64> {
-    runtime_info(master).await.get("haSlaveConnections").and_then(|v| v.parse().ok())
+    runtime_info(master)
+        .await
+        .get("haSlaveConnections")
+        .and_then(|v| v.parse().ok())
 }
 
 /// One send with a hard limit: (code, how long).
-async fn send_once(client: &remoting::Client, ledger: &Ledger, queue: i32, body: Vec<u8>) -> (i32, Duration) {
+async fn send_once(
+    client: &remoting::Client,
+    ledger: &Ledger,
+    queue: i32,
+    body: Vec<u8>,
+) -> (i32, Duration) {
     let began = Instant::now();
     let r = client
-        .invoke(send_request(TOPIC, queue, &body, ""), ANSWER_LIMIT + Duration::from_secs(5))
+        .invoke(
+            send_request(TOPIC, queue, &body, ""),
+            ANSWER_LIMIT + Duration::from_secs(5),
+        )
         .await
         .unwrap_or_else(|e| panic!("send not answered after {:?} (hang?): {e}", began.elapsed()));
     if r.code == response_code::SUCCESS {
-        let offset = r.ext("queueOffset").and_then(|o| o.parse().ok()).expect("queueOffset");
+        let offset = r
+            .ext("queueOffset")
+            .and_then(|o| o.parse().ok())
+            .expect("queueOffset");
         ledger.record(TOPIC, queue, offset, body);
     }
     (r.code, began.elapsed())
 }
 
 /// Sends until one succeeds (the link is back); panics after `limit`.
-async fn send_until_success(client: &remoting::Client, ledger: &Ledger, tag: &str, limit: Duration) -> Duration {
+async fn send_until_success(
+    client: &remoting::Client,
+    ledger: &Ledger,
+    tag: &str,
+    limit: Duration,
+) -> Duration {
     let start = Instant::now();
     for i in 0.. {
-        let (code, took) = send_once(client, ledger, (i % 4) as i32, format!("{tag}-{i}").into_bytes()).await;
+        let (code, took) =
+            send_once(client, ledger, i % 4, format!("{tag}-{i}").into_bytes()).await;
         assert!(took < ANSWER_LIMIT, "{tag}: a send took {took:?}");
         if code == response_code::SUCCESS {
             break;
         }
-        assert!(start.elapsed() < limit, "{tag}: sends did not succeed again within {limit:?} (last code {code})");
+        assert!(
+            start.elapsed() < limit,
+            "{tag}: sends did not succeed again within {limit:?} (last code {code})"
+        );
         glommio::timer::sleep(Duration::from_millis(200)).await;
     }
     start.elapsed()
 }
 
 /// `n` sends that must all fail with a slave error, each answered in time.
-async fn expect_slave_errors(client: &remoting::Client, ledger: &Ledger, tag: &str, n: usize) -> Vec<i32> {
+async fn expect_slave_errors(
+    client: &remoting::Client,
+    ledger: &Ledger,
+    tag: &str,
+    n: usize,
+) -> Vec<i32> {
     let mut codes = Vec::new();
     for i in 0..n {
-        let (code, took) = send_once(client, ledger, (i % 4) as i32, format!("{tag}-{i}").into_bytes()).await;
+        let (code, took) = send_once(
+            client,
+            ledger,
+            (i % 4) as i32,
+            format!("{tag}-{i}").into_bytes(),
+        )
+        .await;
         assert!(took < ANSWER_LIMIT, "{tag}: a send took {took:?}");
         codes.push(code);
     }
     println!("{tag}: answers {codes:?}");
     assert!(
-        codes.iter().all(|c| [response_code::FLUSH_SLAVE_TIMEOUT, response_code::SLAVE_NOT_AVAILABLE].contains(c)),
+        codes.iter().all(|c| [
+            response_code::FLUSH_SLAVE_TIMEOUT,
+            response_code::SLAVE_NOT_AVAILABLE
+        ]
+        .contains(c)),
         "{tag}: expected slave errors, got {codes:?}"
     );
     codes
@@ -95,7 +137,9 @@ fn ha_link_stalled_cut_and_slave_killed_sends_answer_errors_then_resume_without_
     ));
     let has_ha = run_local(async { slave_connections(master.addr()).await.is_some() });
     if !has_ha {
-        println!("SKIPPED HA fault test: this broker reports no haSlaveConnections (HA not built in)");
+        println!(
+            "SKIPPED HA fault test: this broker reports no haSlaveConnections (HA not built in)"
+        );
         return;
     }
     let proxy = FaultProxy::start(master.ha_addr());
@@ -109,7 +153,8 @@ fn ha_link_stalled_cut_and_slave_killed_sends_answer_errors_then_resume_without_
         let took = send_until_success(&client, &ledger, "connect", Duration::from_secs(30)).await;
         println!("slave connected through the proxy after {took:?}");
         for i in 0..40 {
-            let (code, _) = send_once(&client, &ledger, (i % 4) as i32, format!("before-{i}").into_bytes()).await;
+            let (code, _) =
+                send_once(&client, &ledger, i % 4, format!("before-{i}").into_bytes()).await;
             assert_eq!(code, response_code::SUCCESS);
         }
 
@@ -126,7 +171,13 @@ fn ha_link_stalled_cut_and_slave_killed_sends_answer_errors_then_resume_without_
         let took = send_until_success(&client, &ledger, "relinked", Duration::from_secs(60)).await;
         println!("sends succeed {took:?} after the link came back");
         for i in 0..40 {
-            let (code, _) = send_once(&client, &ledger, (i % 4) as i32, format!("after-link-{i}").into_bytes()).await;
+            let (code, _) = send_once(
+                &client,
+                &ledger,
+                i % 4,
+                format!("after-link-{i}").into_bytes(),
+            )
+            .await;
             assert_eq!(code, response_code::SUCCESS);
         }
     });
@@ -141,18 +192,34 @@ fn ha_link_stalled_cut_and_slave_killed_sends_answer_errors_then_resume_without_
     slave.spawn();
     run_local(async {
         let client = connect(master.addr()).await;
-        let took = send_until_success(&client, &ledger, "slave-restarted", Duration::from_secs(60)).await;
+        let took =
+            send_until_success(&client, &ledger, "slave-restarted", Duration::from_secs(60)).await;
         println!("sends succeed {took:?} after the slave restarted");
         for i in 0..40 {
-            let (code, _) = send_once(&client, &ledger, (i % 4) as i32, format!("end-{i}").into_bytes()).await;
+            let (code, _) =
+                send_once(&client, &ledger, i % 4, format!("end-{i}").into_bytes()).await;
             assert_eq!(code, response_code::SUCCESS);
         }
         let on_master = connect(master.addr()).await;
-        ledger.verify(&on_master).await.assert_no_loss("HA faults, on the master");
+        ledger
+            .verify(&on_master)
+            .await
+            .assert_no_loss("HA faults, on the master");
         // Every acknowledged message reached the slave (SYNC_MASTER acknowledged only after its ack).
         let on_slave = connect(slave.addr()).await;
-        ledger.verify(&on_slave).await.assert_no_loss("HA faults, on the slave");
+        ledger
+            .verify(&on_slave)
+            .await
+            .assert_no_loss("HA faults, on the slave");
     });
-    assert!(!master.log().contains("panicked"), "master panicked:\n{}", master.log());
-    assert!(!slave.log().contains("panicked"), "slave panicked:\n{}", slave.log());
+    assert!(
+        !master.log().contains("panicked"),
+        "master panicked:\n{}",
+        master.log()
+    );
+    assert!(
+        !slave.log().contains("panicked"),
+        "slave panicked:\n{}",
+        slave.log()
+    );
 }

@@ -35,7 +35,8 @@ async fn route_code(ns: SocketAddr, topic: &str) -> i32 {
     let Ok(client) = remoting::Client::connect(ns, Duration::from_secs(2)).await else {
         return -1;
     };
-    let req = RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC).with_ext("topic", topic);
+    let req =
+        RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC).with_ext("topic", topic);
     match client.invoke(req, Duration::from_secs(2)).await {
         Ok(r) => r.code,
         Err(_) => -1,
@@ -72,9 +73,17 @@ async fn send_acked(
             .invoke(send_request(topic, queue, &body, ""), limit)
             .await
             .unwrap_or_else(|e| panic!("send {tag}/{i} not answered within {limit:?}: {e}"));
-        assert_eq!(r.code, response_code::SUCCESS, "send {tag}/{i}: {:?}", r.remark);
+        assert_eq!(
+            r.code,
+            response_code::SUCCESS,
+            "send {tag}/{i}: {:?}",
+            r.remark
+        );
         slowest = slowest.max(began.elapsed());
-        let offset = r.ext("queueOffset").and_then(|o| o.parse().ok()).expect("queueOffset");
+        let offset = r
+            .ext("queueOffset")
+            .and_then(|o| o.parse().ok())
+            .expect("queueOffset");
         ledger.record(topic, queue, offset, body);
     }
     slowest
@@ -102,10 +111,19 @@ fn stalled_namesrv_link_does_not_stop_sends_and_broker_reregisters_after() {
         let mut slowest = Duration::ZERO;
         let mut rounds = 0;
         while stall_began.elapsed() < Duration::from_secs(8) {
-            slowest = slowest.max(send_acked(&client, &ledger, "Known", 20, "stalled", TIMEOUT).await);
+            slowest =
+                slowest.max(send_acked(&client, &ledger, "Known", 20, "stalled", TIMEOUT).await);
             // A new topic makes the broker try to register at once, into the stalled link.
             slowest = slowest.max(
-                send_acked(&client, &ledger, "BornInStall", 4, &format!("new{rounds}"), TIMEOUT).await,
+                send_acked(
+                    &client,
+                    &ledger,
+                    "BornInStall",
+                    4,
+                    &format!("new{rounds}"),
+                    TIMEOUT,
+                )
+                .await,
             );
             rounds += 1;
             glommio::timer::sleep(Duration::from_millis(200)).await;
@@ -155,13 +173,19 @@ fn namesrv_sigkill_and_restart_broker_reregisters_and_clients_keep_sending() {
             .with_ext("writeQueueNums", "4")
             .with_ext("perm", "6")
             .with_ext("topicFilterType", "SINGLE_TAG");
-        assert_eq!(direct.invoke(create, TIMEOUT).await.unwrap().code, response_code::SUCCESS);
+        assert_eq!(
+            direct.invoke(create, TIMEOUT).await.unwrap().code,
+            response_code::SUCCESS
+        );
         wait_route(ns.addr, topic, Duration::from_secs(20)).await;
 
         // A real client that learnt the route from the name server.
         let producer = Rc::new(client::Producer::new(
             client::NameServer::new(vec![ns.addr], Duration::from_secs(2)),
-            client::ProducerConfig { group: "fault_pg".into(), ..client::ProducerConfig::default() },
+            client::ProducerConfig {
+                group: "fault_pg".into(),
+                ..client::ProducerConfig::default()
+            },
         ));
         let ledger = Ledger::default();
         let send_some = |n: usize, tag: &'static str| {
@@ -170,7 +194,10 @@ fn namesrv_sigkill_and_restart_broker_reregisters_and_clients_keep_sending() {
                 let mut failed = 0;
                 for i in 0..n {
                     let body = format!("{tag}-{i}-{}", "k".repeat(i * 53 % 3000)).into_bytes();
-                    match producer.send(&client::Message::new(topic, body.clone())).await {
+                    match producer
+                        .send(&client::Message::new(topic, body.clone()))
+                        .await
+                    {
                         Ok(r) => ledger.record(topic, r.queue.queue_id, r.queue_offset, body),
                         Err(e) => {
                             eprintln!("send {tag}/{i} failed: {e}");
@@ -185,7 +212,11 @@ fn namesrv_sigkill_and_restart_broker_reregisters_and_clients_keep_sending() {
 
         ns.kill9();
         let acked_before = ledger.len();
-        assert_eq!(send_some(100, "namesrv-down").await, 0, "sends to a known route failed while the name server was down");
+        assert_eq!(
+            send_some(100, "namesrv-down").await,
+            0,
+            "sends to a known route failed while the name server was down"
+        );
         // Registration attempts against the dead name server must not disturb the broker.
         glommio::timer::sleep(Duration::from_millis(2 * REGISTER_PERIOD_MS)).await;
         assert_eq!(send_some(50, "namesrv-down-2").await, 0);
@@ -197,14 +228,24 @@ fn namesrv_sigkill_and_restart_broker_reregisters_and_clients_keep_sending() {
         // A client that never saw the route finds it again.
         let fresh = client::Producer::new(
             client::NameServer::new(vec![ns.addr], Duration::from_secs(2)),
-            client::ProducerConfig { group: "fault_pg2".into(), instance: 7, ..client::ProducerConfig::default() },
+            client::ProducerConfig {
+                group: "fault_pg2".into(),
+                instance: 7,
+                ..client::ProducerConfig::default()
+            },
         );
         let body = b"fresh-client".to_vec();
-        let r = fresh.send(&client::Message::new(topic, body.clone())).await.expect("fresh client sends");
+        let r = fresh
+            .send(&client::Message::new(topic, body.clone()))
+            .await
+            .expect("fresh client sends");
         ledger.record(topic, r.queue.queue_id, r.queue_offset, body);
         assert_eq!(send_some(50, "after").await, 0);
 
-        ledger.verify(&direct).await.assert_no_loss("namesrv SIGKILL + restart");
+        ledger
+            .verify(&direct)
+            .await
+            .assert_no_loss("namesrv SIGKILL + restart");
     });
     drop(broker);
 }

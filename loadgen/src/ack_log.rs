@@ -32,7 +32,9 @@ pub struct AckLog {
 
 /// Empties (or creates) the log before a run.
 pub fn truncate(path: &Path) -> Result<(), String> {
-    File::create(path).map(|_| ()).map_err(|e| format!("cannot create {}: {e}", path.display()))
+    File::create(path)
+        .map(|_| ())
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))
 }
 
 impl AckLog {
@@ -43,7 +45,10 @@ impl AckLog {
             .append(true)
             .open(path)
             .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
-        Ok(AckLog { file, buf: RefCell::new(Vec::with_capacity(FLUSH_AT + 256)) })
+        Ok(AckLog {
+            file,
+            buf: RefCell::new(Vec::with_capacity(FLUSH_AT + 256)),
+        })
     }
 
     /// Logs the messages of one acknowledged send (a batch's ids are comma-separated, offsets consecutive).
@@ -111,11 +116,18 @@ mod tests {
         let path = dir.path().join("acked.log");
         truncate(&path).unwrap();
         let log = AckLog::open(&path).unwrap();
-        let msgs = vec![Message::new("T", &b"one"[..]), Message::new("T", &b"second"[..])];
+        let msgs = vec![
+            Message::new("T", &b"one"[..]),
+            Message::new("T", &b"second"[..]),
+        ];
         let result = SendResult {
             msg_id: "AA,BB".into(),
             offset_msg_id: String::new(),
-            queue: MessageQueue { topic: "T".into(), broker_name: "broker-a".into(), queue_id: 3 },
+            queue: MessageQueue {
+                topic: "T".into(),
+                broker_name: "broker-a".into(),
+                queue_id: 3,
+            },
             queue_offset: 41,
         };
         log.record(&result, &msgs);

@@ -78,7 +78,8 @@ struct Expected {
 fn load(paths: &[PathBuf], report: &mut VerifyReport) -> Result<HashMap<String, Expected>, String> {
     let mut expected = HashMap::new();
     for path in paths {
-        let file = std::fs::File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        let file = std::fs::File::open(path)
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
         for line in BufReader::new(file).lines() {
             let line = line.map_err(|e| format!("reading {}: {e}", path.display()))?;
             if line.trim().is_empty() {
@@ -89,7 +90,17 @@ fn load(paths: &[PathBuf], report: &mut VerifyReport) -> Result<HashMap<String, 
                 continue;
             };
             // A msgId acknowledged twice (cannot happen with fresh UNIQ_KEYs) counts once.
-            if expected.insert(e.msg_id, Expected { len: e.body_len, crc: e.body_crc, seen: 0 }).is_none() {
+            if expected
+                .insert(
+                    e.msg_id,
+                    Expected {
+                        len: e.body_len,
+                        crc: e.body_crc,
+                        seen: 0,
+                    },
+                )
+                .is_none()
+            {
                 report.acked += 1;
                 report.acked_bytes += u64::from(e.body_len);
             }
@@ -106,16 +117,29 @@ async fn read_queue(
     report: &mut VerifyReport,
 ) -> Result<(), String> {
     let what = format!("{}/{}", queue.broker_name, queue.queue_id);
-    let min = consumer.min_offset(queue).await.map_err(|e| format!("min offset of {what}: {e}"))?;
-    let max = consumer.max_offset(queue).await.map_err(|e| format!("max offset of {what}: {e}"))?;
-    let options = PullOptions { max_msg_nums: 32, suspend: None, ..PullOptions::default() };
+    let min = consumer
+        .min_offset(queue)
+        .await
+        .map_err(|e| format!("min offset of {what}: {e}"))?;
+    let max = consumer
+        .max_offset(queue)
+        .await
+        .map_err(|e| format!("max offset of {what}: {e}"))?;
+    let options = PullOptions {
+        max_msg_nums: 32,
+        suspend: None,
+        ..PullOptions::default()
+    };
     let mut offset = min;
     let mut retries = 0;
     while offset < max {
-        let pulled = futures_lite::future::or(async { Some(consumer.pull(queue, offset, &options).await) }, async {
-            glommio::timer::sleep(timeout).await;
-            None
-        })
+        let pulled = futures_lite::future::or(
+            async { Some(consumer.pull(queue, offset, &options).await) },
+            async {
+                glommio::timer::sleep(timeout).await;
+                None
+            },
+        )
         .await;
         let result = match pulled {
             Some(Ok(r)) if r.status == PullStatus::Found => r,
@@ -127,7 +151,9 @@ async fn read_queue(
                         Some(Err(e)) => e.to_string(),
                         None => "timed out".into(),
                     };
-                    report.unreadable.push(format!("{what} offsets {offset}..{max}: {why}"));
+                    report
+                        .unreadable
+                        .push(format!("{what} offsets {offset}..{max}: {why}"));
                     return Ok(());
                 }
                 glommio::timer::sleep(Duration::from_millis(20)).await;
@@ -146,7 +172,9 @@ async fn read_queue(
                     exp.seen += 1;
                     if exp.seen > 1 {
                         report.duplicates += 1;
-                    } else if view.body.len() as u64 == u64::from(exp.len) && body_crc(view.body) as u32 == exp.crc {
+                    } else if view.body.len() as u64 == u64::from(exp.len)
+                        && body_crc(view.body) as u32 == exp.crc
+                    {
                         report.found += 1;
                         report.found_bytes += view.body.len() as u64;
                     } else {
@@ -157,7 +185,9 @@ async fn read_queue(
             }
         }
         if count == 0 || result.next_begin_offset <= offset {
-            report.unreadable.push(format!("{what} offset {offset}: FOUND without records"));
+            report
+                .unreadable
+                .push(format!("{what} offset {offset}: FOUND without records"));
             return Ok(());
         }
         offset = result.next_begin_offset;
@@ -169,12 +199,22 @@ async fn read_queue(
 pub fn run(args: VerifyArgs) -> Result<VerifyReport, String> {
     let mut report = VerifyReport::default();
     let mut expected = load(&args.acked_logs, &mut report)?;
-    let ex = glommio::LocalExecutorBuilder::default().make().map_err(|e| e.to_string())?;
+    let ex = glommio::LocalExecutorBuilder::default()
+        .make()
+        .map_err(|e| e.to_string())?;
     let topic = args.topic.clone();
     let read = ex.run(async {
         let ns = NameServer::from_list(&args.namesrv, args.timeout).map_err(|e| e.to_string())?;
-        let consumer = PullConsumer::new(&args.consumer_group, ns, BrokerConnections::new(1, args.timeout), args.timeout);
-        let queues = consumer.queues(&topic).await.map_err(|e| format!("queues of {topic}: {e}"))?;
+        let consumer = PullConsumer::new(
+            &args.consumer_group,
+            ns,
+            BrokerConnections::new(1, args.timeout),
+            args.timeout,
+        );
+        let queues = consumer
+            .queues(&topic)
+            .await
+            .map_err(|e| format!("queues of {topic}: {e}"))?;
         for queue in &queues {
             read_queue(&consumer, queue, args.timeout, &mut expected, &mut report).await?;
         }
@@ -210,7 +250,8 @@ pub fn run(args: VerifyArgs) -> Result<VerifyReport, String> {
     }
     if let Some(path) = &args.json {
         let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
-        std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(report)
 }

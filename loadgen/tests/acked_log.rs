@@ -21,7 +21,13 @@ impl Drop for Guard {
 
 fn null_broker(extra: &[&str]) -> (Guard, String) {
     let mut child = Command::new(LOADGEN)
-        .args(["null-broker", "--listen", "127.0.0.1:0", "--exit-after", "120s"])
+        .args([
+            "null-broker",
+            "--listen",
+            "127.0.0.1:0",
+            "--exit-after",
+            "120s",
+        ])
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -35,14 +41,21 @@ fn null_broker(extra: &[&str]) -> (Guard, String) {
         let _ = BufReader::new(stdout).read_line(&mut line);
         let _ = tx.send(line);
     });
-    let line = rx.recv_timeout(Duration::from_secs(20)).expect("null-broker did not say where it listens");
+    let line = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("null-broker did not say where it listens");
     let addr = line.trim().rsplit(' ').next().expect("address").to_owned();
     (guard, addr)
 }
 
 /// Runs loadgen to completion (killed past 60 s).
 fn loadgen(args: &[&str]) -> Output {
-    let child = Command::new(LOADGEN).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn loadgen");
+    let child = Command::new(LOADGEN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn loadgen");
     let pid = child.id();
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -72,13 +85,30 @@ fn every_acknowledged_send_is_logged_once_and_verify_reports_what_is_missing() {
     .enumerate()
     {
         let log = dir.path().join(format!("acked{i}.log"));
-        let mut args = vec!["produce", "--namesrv", &addr, "--topic", "A", "--count", "200", "--size", "64", "--acked-log", log.to_str().unwrap()];
+        let mut args = vec![
+            "produce",
+            "--namesrv",
+            &addr,
+            "--topic",
+            "A",
+            "--count",
+            "200",
+            "--size",
+            "64",
+            "--acked-log",
+            log.to_str().unwrap(),
+        ];
         args.extend_from_slice(extra);
         let out = loadgen(&args);
-        assert!(out.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let text = std::fs::read_to_string(&log).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        let ids: std::collections::HashSet<&str> = lines.iter().filter_map(|l| l.split(' ').next()).collect();
+        let ids: std::collections::HashSet<&str> =
+            lines.iter().filter_map(|l| l.split(' ').next()).collect();
         let stdout = String::from_utf8_lossy(&out.stdout);
         // The summary's "sent ok N" is what the log must hold.
         let ok: usize = stdout
@@ -87,8 +117,15 @@ fn every_acknowledged_send_is_logged_once_and_verify_reports_what_is_missing() {
             .and_then(|s| s.split_whitespace().next())
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("no 'sent ok' in {stdout}"));
-        assert!(ok > 0 && ok < 200, "{extra:?}: some sends fail on purpose, got {ok} ok");
-        assert_eq!(lines.len(), ok, "{extra:?}: one line per acknowledged message");
+        assert!(
+            ok > 0 && ok < 200,
+            "{extra:?}: some sends fail on purpose, got {ok} ok"
+        );
+        assert_eq!(
+            lines.len(),
+            ok,
+            "{extra:?}: one line per acknowledged message"
+        );
         assert_eq!(ids.len(), ok, "{extra:?}: msgIds are distinct");
         for l in &lines {
             let f: Vec<&str> = l.split(' ').collect();
@@ -99,9 +136,23 @@ fn every_acknowledged_send_is_logged_once_and_verify_reports_what_is_missing() {
     // The null broker keeps nothing: verify must fail and count every acknowledged message missing.
     let json = dir.path().join("verify.json");
     let log0 = dir.path().join("acked0.log");
-    let out = loadgen(&["verify", "--namesrv", &addr, "--topic", "A", "--acked-log", log0.to_str().unwrap(), "--json", json.to_str().unwrap()]);
-    assert!(!out.status.success(), "verify passed although nothing is stored");
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let out = loadgen(&[
+        "verify",
+        "--namesrv",
+        &addr,
+        "--topic",
+        "A",
+        "--acked-log",
+        log0.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(
+        !out.status.success(),
+        "verify passed although nothing is stored"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let acked = v["acked"].as_u64().unwrap();
     assert!(acked > 0);
     assert_eq!(v["found"], 0, "{v}");

@@ -50,7 +50,9 @@ impl LossReport {
         );
         assert!(self.acked > 0, "{what}: nothing was acknowledged");
         assert!(
-            self.lost.is_empty() && self.found == self.acked && self.found_bytes == self.acked_bytes,
+            self.lost.is_empty()
+                && self.found == self.acked
+                && self.found_bytes == self.acked_bytes,
             "{what}: acknowledged messages lost: {self:?}"
         );
     }

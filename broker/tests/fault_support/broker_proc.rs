@@ -33,7 +33,13 @@ impl BrokerProc {
         let port = free_broker_port();
         let config = dir.join("broker.toml");
         std::fs::write(&config, test_config(port, &dir.join("store"), extra)).expect("config");
-        let mut b = BrokerProc { port, dir, config, child: None, _temp: temp };
+        let mut b = BrokerProc {
+            port,
+            dir,
+            config,
+            child: None,
+            _temp: temp,
+        };
         b.spawn();
         b
     }
@@ -73,7 +79,8 @@ impl BrokerProc {
                 panic!("broker exited early ({status}):\n{}", self.log());
             }
             let ready = run_local(async move {
-                let Ok(c) = remoting::Client::connect(addr, Duration::from_millis(500)).await else {
+                let Ok(c) = remoting::Client::connect(addr, Duration::from_millis(500)).await
+                else {
                     return false;
                 };
                 let req = RemotingCommand::request(request_code::GET_ALL_TOPIC_CONFIG);
@@ -96,7 +103,9 @@ impl BrokerProc {
 
     /// SIGTERM and wait (SIGKILL after 30 s); true when it exited 0.
     pub fn stop(&mut self) -> bool {
-        let Some(mut c) = self.child.take() else { return false };
+        let Some(mut c) = self.child.take() else {
+            return false;
+        };
         // SAFETY: kill on a child pid we own.
         unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
         match wait_exit(&mut c, Duration::from_secs(30)) {

@@ -58,7 +58,14 @@ impl NamesrvProcess {
             .expect("namesrv log");
         let exe = std::env::current_exe().expect("test binary path");
         let child = Command::new(exe)
-            .args([self.helper, "--exact", "--ignored", "--nocapture", "--test-threads", "1"])
+            .args([
+                self.helper,
+                "--exact",
+                "--ignored",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
             .env(LISTEN_ENV, self.addr.to_string())
             .env("RUST_LOG", "info")
             .stdout(Stdio::from(log.try_clone().expect("log fd")))
