@@ -150,9 +150,11 @@ fn slave_with_another_shard_count_is_refused() {
         if log.contains("refused replication") && log.contains("shard count mismatch") {
             break;
         }
+        // Generous: the slave's reconnect back-off reaches 5 s and CI runs these tests in parallel.
         assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "no refusal logged:\n{log}"
+            start.elapsed() < Duration::from_secs(60),
+            "no refusal logged:\n{log}\nmaster:\n{}",
+            master.log()
         );
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -25,27 +25,7 @@ pub async fn route(
     local: SocketAddr,
 ) -> Option<RemotingCommand> {
     let owner = crate::transaction::half_shard(shard);
-    if owner == shard.id {
-        return Some(handle(shard, &req).await);
-    }
-    Some(
-        match shard
-            .mesh
-            .call(
-                owner,
-                ShardCall::Owned {
-                    cmd: req,
-                    conn,
-                    local,
-                },
-            )
-            .await
-        {
-            Ok(ShardAnswer::Command(Some(cmd))) => cmd,
-            Ok(other) => error(rc::SYSTEM_ERROR, format!("unexpected answer {other:?}")),
-            Err(e) => error(rc::SYSTEM_ERROR, e),
-        },
-    )
+    super::on_shard(shard, owner, req, conn, local).await
 }
 
 pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {

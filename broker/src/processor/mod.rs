@@ -127,6 +127,17 @@ async fn to_owner(
         // Let the local processor report what is missing.
         _ => shard.id,
     };
+    on_shard(shard, owner, req, conn, local).await
+}
+
+/// Runs an owned request on shard `owner`: here, or there through the mesh (where `run_owned` takes it).
+pub async fn on_shard(
+    shard: &Rc<Shard>,
+    owner: usize,
+    req: RemotingCommand,
+    conn: ConnRef,
+    local: SocketAddr,
+) -> Option<RemotingCommand> {
     if owner == shard.id {
         return run_owned(shard, req, conn, local).await;
     }
