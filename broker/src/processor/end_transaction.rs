@@ -12,7 +12,6 @@ use protocol::RemotingCommand;
 
 use super::{error, header_error, ok};
 use crate::clients::ConnRef;
-use crate::mesh::{ShardAnswer, ShardCall};
 use crate::shard::Shard;
 use crate::transaction::records::HalfMessage;
 use crate::transaction::resolve::{resolve, Outcome, Resolved};
