@@ -228,7 +228,9 @@ pub async fn run_control(
         code::GET_BROKER_RUNTIME_INFO => broker_admin::runtime_info(shard).await,
         code::GET_ALL_CONSUMER_OFFSET => broker_admin::all_consumer_offset(shard).await,
         code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => broker_admin::all_subscription_groups(shard),
-        code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => subscription_group_admin::update_and_create(shard, &req).await,
+        code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
+            subscription_group_admin::update_and_create(shard, &req).await
+        }
         code::LOCK_BATCH_MQ => rebalance_lock::lock(shard, &req),
         code::UNLOCK_BATCH_MQ => rebalance_lock::unlock(shard, &req),
         // Only from the transaction check service (clients' code 39 requests are not routed here).

@@ -154,23 +154,7 @@ async fn ensure_topic(shard: &Rc<Shard>, topic: &str, dlq: bool) -> Result<(), R
         },
         ..TopicConfig::new(topic, 1)
     };
-    match shard.mesh.call(0, ShardCall::CreateTopic(tc)).await {
-        Ok(ShardAnswer::Topic(Ok(created))) => {
-            shard
-                .topics
-                .borrow_mut()
-                .topics
-                .entry(created.topic_name.clone())
-                .or_insert(created);
-            Ok(())
-        }
-        Ok(ShardAnswer::Topic(Err(e))) | Err(e) => Err(error(
-            rc::SYSTEM_ERROR,
-            format!("cannot create {topic}: {e}"),
-        )),
-        Ok(other) => Err(error(
-            rc::SYSTEM_ERROR,
-            format!("unexpected answer {other:?}"),
-        )),
-    }
+    super::topic_admin::create_through_control(shard, tc)
+        .await
+        .map(|_| ())
 }

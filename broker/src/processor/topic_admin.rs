@@ -74,12 +74,23 @@ pub async fn find_or_create_for_send(
             format!("topic[{}] not exist, apply first please!", header.topic),
         ));
     };
-    let created = match shard.mesh.call(0, ShardCall::CreateTopic(new_config)).await {
-        Ok(ShardAnswer::Topic(Ok(tc))) => tc,
+    let created = create_through_control(shard, new_config).await?;
+    Ok(SendTopic::from(&created))
+}
+
+/// Creates `tc` on shard 0 (which persists it and broadcasts it) and keeps the created config in this
+/// shard's copy at once, so the caller does not wait for the broadcast.
+pub async fn create_through_control(
+    shard: &Rc<Shard>,
+    tc: TopicConfig,
+) -> Result<TopicConfig, RemotingCommand> {
+    let topic = tc.topic_name.clone();
+    let created = match shard.mesh.call(0, ShardCall::CreateTopic(tc)).await {
+        Ok(ShardAnswer::Topic(Ok(created))) => created,
         Ok(ShardAnswer::Topic(Err(e))) | Err(e) => {
             return Err(error(
                 rc::SYSTEM_ERROR,
-                format!("cannot create topic {}: {e}", header.topic),
+                format!("cannot create topic {topic}: {e}"),
             ))
         }
         Ok(other) => {
@@ -89,15 +100,13 @@ pub async fn find_or_create_for_send(
             ))
         }
     };
-    let result = SendTopic::from(&created);
-    // Shard 0 broadcasts too; inserting here means this shard does not wait for that.
     shard
         .topics
         .borrow_mut()
         .topics
         .entry(created.topic_name.clone())
-        .or_insert(created);
-    Ok(result)
+        .or_insert_with(|| created.clone());
+    Ok(created)
 }
 
 pub fn all_topic_config(shard: &Shard) -> RemotingCommand {
