@@ -6,8 +6,8 @@
 
 pub mod acl;
 pub mod clients;
-pub mod conn_limits;
 pub mod config;
+pub mod conn_limits;
 pub mod consumer_offsets;
 pub mod control;
 pub mod error;

@@ -157,7 +157,9 @@ pub fn run(cfg: BrokerConfig) -> Result<(), BrokerError> {
     let mut pool = LocalExecutorPoolBuilder::new(placement).name("shard");
     if cfg.spin_before_park_micros > 0 {
         // glommio only spins on executors pinned to a CPU (shards <= CPUs).
-        pool = pool.spin_before_park(std::time::Duration::from_micros(cfg.spin_before_park_micros));
+        pool = pool.spin_before_park(std::time::Duration::from_micros(
+            cfg.spin_before_park_micros,
+        ));
     }
     let handles = pool
         .on_all_shards(move || async move {

@@ -94,7 +94,9 @@ pub fn start_listeners(shard: &Rc<Shard>, addrs: &[SocketAddr]) -> Result<(), Br
         shard: shard.clone(),
         open: RefCell::new(HashMap::new()),
     });
-    let gate = Rc::new(ConnectionGate::new(shard.cfg.server_max_connections_per_shard));
+    let gate = Rc::new(ConnectionGate::new(
+        shard.cfg.server_max_connections_per_shard,
+    ));
     let limits = crate::conn_limits::connection_limits(&shard.cfg);
     for addr in addrs {
         let listener = TcpListener::bind(*addr).map_err(|e| BrokerError::Io {

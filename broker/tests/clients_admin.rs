@@ -377,7 +377,10 @@ fn silent_clients_expire() {
         assert!(consumer_list(&client, "idle").await.is_some());
         glommio::timer::sleep(Duration::from_millis(2200)).await;
         // The idle connection itself is closed by now (as RocketMQ's idle handler does): ask on a new one.
-        assert!(client.invoke(heartbeat("c1", "idle"), TIMEOUT).await.is_err());
+        assert!(client
+            .invoke(heartbeat("c1", "idle"), TIMEOUT)
+            .await
+            .is_err());
         let fresh = connect(broker.addr()).await;
         assert!(
             consumer_list(&fresh, "idle").await.is_none(),

@@ -55,19 +55,33 @@ fn slave_answers_view_by_id_and_query_by_key() {
         let m = connect(master.addr()).await;
         let s = connect(slave.addr()).await;
         for (key, body, phys) in &sent {
-            let on_master = m.invoke(view(*phys), TIMEOUT).await.expect("view on master");
+            let on_master = m
+                .invoke(view(*phys), TIMEOUT)
+                .await
+                .expect("view on master");
             let on_slave = s.invoke(view(*phys), TIMEOUT).await.expect("view on slave");
-            assert_eq!(on_slave.code, response_code::SUCCESS, "{:?}", on_slave.remark);
+            assert_eq!(
+                on_slave.code,
+                response_code::SUCCESS,
+                "{:?}",
+                on_slave.remark
+            );
             assert_eq!(on_slave.body, on_master.body, "the slave's record differs");
             assert!(
-                on_slave.body.windows(body.len()).any(|w| w == body.as_slice()),
+                on_slave
+                    .body
+                    .windows(body.len())
+                    .any(|w| w == body.as_slice()),
                 "the record viewed on the slave lacks its body"
             );
 
             // The slave's index is built from replicated records; give it a moment to be dispatched.
             let start = Instant::now();
             loop {
-                let r = s.invoke(query(key, before, after), TIMEOUT).await.expect("query");
+                let r = s
+                    .invoke(query(key, before, after), TIMEOUT)
+                    .await
+                    .expect("query");
                 if r.code == response_code::SUCCESS {
                     assert!(
                         r.body.windows(body.len()).any(|w| w == body.as_slice()),

@@ -46,7 +46,10 @@ fn served_connection(addr: SocketAddr, opaque: i32) -> TcpStream {
         if answered(&mut s, opaque) {
             return s;
         }
-        assert!(t.elapsed() < Duration::from_secs(5), "no connection slot became free");
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "no connection slot became free"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -60,7 +63,11 @@ fn closed_within(s: &mut TcpStream, limit: Duration) -> Option<Duration> {
         match s.read(&mut buf) {
             Ok(0) => return Some(t.elapsed()),
             Ok(_) => {}
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Err(_) => return Some(t.elapsed()),
         }
     }
@@ -79,7 +86,10 @@ fn the_broker_cuts_off_slowloris_floods_and_idle_connections() {
     // (The readiness probe's connections may still hold slots for a moment after closing.)
     let mut open: Vec<TcpStream> = (0..3).map(|i| served_connection(addr, i)).collect();
     let mut extra = connect_to(addr);
-    assert!(!answered(&mut extra, 10), "a connection past serverMaxConnectionsPerShard was served");
+    assert!(
+        !answered(&mut extra, 10),
+        "a connection past serverMaxConnectionsPerShard was served"
+    );
     drop(open.pop());
     let mut again = served_connection(addr, 11);
     drop(open);
@@ -87,7 +97,8 @@ fn the_broker_cuts_off_slowloris_floods_and_idle_connections() {
     // Slowloris: one byte every 200 ms; the frame would take seconds, the limit is 1 s.
     // (Admitted first with one whole request, so a slot still being freed cannot be the cause.)
     let mut slow = served_connection(addr, 12);
-    slow.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    slow.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
     let t = Instant::now();
     let mut cut = None;
     for byte in frame(13) {
@@ -101,7 +112,11 @@ fn the_broker_cuts_off_slowloris_floods_and_idle_connections() {
                 cut = Some(t.elapsed());
                 break;
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Ok(n) => panic!("{n} unexpected bytes on the slowloris connection"),
             // A reset is the server closing too (it shut the socket while we were still writing).
             Err(_) => {
@@ -111,10 +126,14 @@ fn the_broker_cuts_off_slowloris_floods_and_idle_connections() {
         }
     }
     let cut = cut.expect("a frame dribbled byte by byte was never cut off");
-    assert!(cut >= Duration::from_millis(900) && cut < Duration::from_secs(6), "cut after {cut:?}");
+    assert!(
+        cut >= Duration::from_millis(900) && cut < Duration::from_secs(6),
+        "cut after {cut:?}"
+    );
 
     // Idle: `again` has been silent since its answer; the limit is 3 s.
-    let took = closed_within(&mut again, Duration::from_secs(10)).expect("idle connection not closed");
+    let took =
+        closed_within(&mut again, Duration::from_secs(10)).expect("idle connection not closed");
     assert!(took < Duration::from_secs(10));
     // The broker still serves new connections.
     served_connection(addr, 14);

@@ -167,7 +167,9 @@ accounts:
         assert_eq!(a.group_perms["groupA"], perm::DENY);
         let b = &acl.accounts["rocketmq2"];
         assert!(b.admin);
-        assert!(b.white_remote_address.matches("192.168.1.9".parse().unwrap()));
+        assert!(b
+            .white_remote_address
+            .matches("192.168.1.9".parse().unwrap()));
         assert_eq!(b.default_topic_perm, perm::DENY);
     }
 
@@ -175,10 +177,14 @@ accounts:
     fn rejects_broken_files() {
         assert!(parse("accounts:\n  - accessKey: x\n").is_err());
         assert!(parse("accounts: 3\n").is_err());
-        assert!(parse("accounts:\n  - accessKey: a\n    secretKey: b\n    topicPerms:\n      - nope\n").is_err());
+        assert!(parse(
+            "accounts:\n  - accessKey: a\n    secretKey: b\n    topicPerms:\n      - nope\n"
+        )
+        .is_err());
         assert!(parse("accounts: [\n").is_err());
         assert!(parse("globalWhiteRemoteAddresses:\n  - 999.1.1.1\n").is_err());
-        let dup = "accounts:\n  - accessKey: a\n    secretKey: b\n  - accessKey: a\n    secretKey: c\n";
+        let dup =
+            "accounts:\n  - accessKey: a\n    secretKey: b\n  - accessKey: a\n    secretKey: c\n";
         assert!(parse(dup).is_err());
     }
 

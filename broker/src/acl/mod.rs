@@ -28,7 +28,9 @@ pub fn acl_file_path(cfg: &BrokerConfig) -> PathBuf {
     if let Some(p) = &cfg.acl_file {
         return p.clone();
     }
-    let home = std::env::var_os("ROCKETMQ_HOME").map(PathBuf::from).unwrap_or_default();
+    let home = std::env::var_os("ROCKETMQ_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
     home.join("conf").join("plain_acl.yml")
 }
 
@@ -111,7 +113,11 @@ fn refresh(slot: &mut Option<Loaded>, path: &Path) {
 }
 
 /// `None` when `request` may proceed; otherwise the NO_PERMISSION answer with the reason.
-pub fn check(cfg: &BrokerConfig, request: &RemotingCommand, peer: SocketAddr) -> Option<RemotingCommand> {
+pub fn check(
+    cfg: &BrokerConfig,
+    request: &RemotingCommand,
+    peer: SocketAddr,
+) -> Option<RemotingCommand> {
     if !cfg.acl_enable {
         return None;
     }
@@ -176,7 +182,9 @@ mod tests {
         assert!(check_at_start(&cfg).is_err());
 
         let rules = |sk: &str| {
-            format!("accounts:\n  - accessKey: ak1\n    secretKey: {sk}\n    defaultTopicPerm: PUB\n")
+            format!(
+                "accounts:\n  - accessKey: ak1\n    secretKey: {sk}\n    defaultTopicPerm: PUB\n"
+            )
         };
         std::fs::write(&path, rules("secret1")).unwrap();
         std::thread::sleep(RELOAD_CHECK_EVERY + Duration::from_millis(100));

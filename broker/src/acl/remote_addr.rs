@@ -47,8 +47,12 @@ impl AddrPattern {
             return Ok(AddrPattern::Any);
         }
         if let Some((addr, bits)) = t.split_once('/') {
-            let addr: IpAddr = addr.parse().map_err(|_| format!("bad CIDR address in `{t}`"))?;
-            let bits: u8 = bits.parse().map_err(|_| format!("bad CIDR prefix in `{t}`"))?;
+            let addr: IpAddr = addr
+                .parse()
+                .map_err(|_| format!("bad CIDR address in `{t}`"))?;
+            let bits: u8 = bits
+                .parse()
+                .map_err(|_| format!("bad CIDR prefix in `{t}`"))?;
             let max = if addr.is_ipv4() { 32 } else { 128 };
             if bits > max {
                 return Err(format!("CIDR prefix over {max} in `{t}`"));
@@ -65,7 +69,12 @@ impl AddrPattern {
         if parts.is_empty() || parts.len() > 4 {
             return Err(format!("bad IPv4 pattern `{t}`"));
         }
-        let mut segs = [SegmentMatch::Any, SegmentMatch::Any, SegmentMatch::Any, SegmentMatch::Any];
+        let mut segs = [
+            SegmentMatch::Any,
+            SegmentMatch::Any,
+            SegmentMatch::Any,
+            SegmentMatch::Any,
+        ];
         for (i, (slot, part)) in segs.iter_mut().zip(&parts).enumerate() {
             *slot = segment(part).ok_or_else(|| format!("bad segment `{part}` in `{t}`"))?;
             // A set is only allowed in the last given segment, as RocketMQ requires.
@@ -164,7 +173,14 @@ mod tests {
 
     #[test]
     fn bad_patterns_are_errors() {
-        for p in ["300.1.1.1", "1.2.3", "1.{2}.3.4", "a.b.c.d", "10.0.0.0/40", "1.2.3.4.5"] {
+        for p in [
+            "300.1.1.1",
+            "1.2.3",
+            "1.{2}.3.4",
+            "a.b.c.d",
+            "10.0.0.0/40",
+            "1.2.3.4.5",
+        ] {
             assert!(AddrPattern::parse(p).is_err(), "{p}");
         }
     }

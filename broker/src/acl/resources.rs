@@ -56,9 +56,15 @@ pub fn needed(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, String> 
         // RocketMQ 4.x checks only V2; a batch (320) carries the same header and publishes the same.
         code::SEND_MESSAGE_V2 | code::SEND_BATCH_MESSAGE => vec![(topic("b"), perm::PUB)],
         code::CONSUMER_SEND_MSG_BACK => {
-            vec![(topic("originTopic"), perm::PUB), (group("group"), perm::SUB)]
+            vec![
+                (topic("originTopic"), perm::PUB),
+                (group("group"), perm::SUB),
+            ]
         }
-        code::PULL_MESSAGE => vec![(topic("topic"), perm::SUB), (group("consumerGroup"), perm::SUB)],
+        code::PULL_MESSAGE => vec![
+            (topic("topic"), perm::SUB),
+            (group("consumerGroup"), perm::SUB),
+        ],
         code::QUERY_MESSAGE => vec![(topic("topic"), perm::SUB)],
         code::HEART_BEAT => {
             let data: HeartbeatData = protocol::body::from_json(&request.body)
@@ -76,7 +82,10 @@ pub fn needed(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, String> 
             vec![(group("consumerGroup"), perm::SUB)]
         }
         code::UPDATE_CONSUMER_OFFSET => {
-            vec![(group("consumerGroup"), perm::SUB), (topic("topic"), perm::SUB)]
+            vec![
+                (group("consumerGroup"), perm::SUB),
+                (topic("topic"), perm::SUB),
+            ]
         }
         _ => Vec::new(),
     })
@@ -109,7 +118,10 @@ mod tests {
         let retry = br#"{"clientID":"c","consumerDataSet":[{"groupName":"G","subscriptionDataSet":[{"topic":"%RETRY%G","subString":"*"}]}]}"#;
         let req = RemotingCommand::request(code::HEART_BEAT).with_body(&retry[..]);
         // The retry topic is checked as the group, not as a topic.
-        assert!(!needed(&req).unwrap().iter().any(|(r, _)| matches!(r, Resource::Topic(_))));
+        assert!(!needed(&req)
+            .unwrap()
+            .iter()
+            .any(|(r, _)| matches!(r, Resource::Topic(_))));
         assert!(got.contains(&(Resource::Group("G".into()), perm::SUB)));
         let bad = RemotingCommand::request(code::HEART_BEAT).with_body(&b"{"[..]);
         assert!(needed(&bad).is_err());

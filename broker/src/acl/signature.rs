@@ -58,7 +58,8 @@ mod tests {
 
     /// HMAC-SHA1 computed by Python's hmac/hashlib, not by this code.
     fn python_signature(secret: &str, content: &[u8]) -> Option<String> {
-        let script = "import sys,hmac,hashlib,base64;k=sys.argv[1].encode();d=sys.stdin.buffer.read();\
+        let script =
+            "import sys,hmac,hashlib,base64;k=sys.argv[1].encode();d=sys.stdin.buffer.read();\
                       print(base64.b64encode(hmac.new(k,d,hashlib.sha1).digest()).decode())";
         let mut child = std::process::Command::new("python3")
             .args(["-c", script, secret])

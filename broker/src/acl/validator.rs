@@ -15,12 +15,19 @@ pub type Denied = String;
 
 /// Accepts or refuses `request` from `peer`.
 pub fn validate(acl: &PlainAcl, request: &RemotingCommand, peer: IpAddr) -> Result<(), Denied> {
-    if acl.global_white_remote_addresses.iter().any(|p| p.matches(peer)) {
+    if acl
+        .global_white_remote_addresses
+        .iter()
+        .any(|p| p.matches(peer))
+    {
         return Ok(());
     }
     let access_key = request.ext(ACCESS_KEY).filter(|k| !k.is_empty());
     let Some(access_key) = access_key else {
-        return Err(format!("No accessKey is configured (request code {})", request.code));
+        return Err(format!(
+            "No accessKey is configured (request code {})",
+            request.code
+        ));
     };
     let Some(account) = acl.accounts.get(access_key) else {
         return Err(format!("No acl config for {access_key}"));
@@ -117,7 +124,12 @@ accounts:
     #[test]
     fn right_keys_and_perms_pass() {
         let acl = parse(ACL).unwrap();
-        validate(&acl, &signed(send("topicB"), "RocketMQ", "12345678"), local()).unwrap();
+        validate(
+            &acl,
+            &signed(send("topicB"), "RocketMQ", "12345678"),
+            local(),
+        )
+        .unwrap();
     }
 
     #[test]
@@ -139,7 +151,8 @@ accounts:
         let acl = parse(ACL).unwrap();
         // topicC is SUB only; topicX falls back to defaultTopicPerm DENY.
         for topic in ["topicC", "topicX"] {
-            let e = validate(&acl, &signed(send(topic), "RocketMQ", "12345678"), local()).unwrap_err();
+            let e =
+                validate(&acl, &signed(send(topic), "RocketMQ", "12345678"), local()).unwrap_err();
             assert!(e.contains(&format!("topic={topic}")), "{e}");
         }
         let pull = |group: &str| {
@@ -147,8 +160,18 @@ accounts:
                 .with_ext("topic", "topicC")
                 .with_ext("consumerGroup", group)
         };
-        validate(&acl, &signed(pull("groupB"), "RocketMQ", "12345678"), local()).unwrap();
-        let e = validate(&acl, &signed(pull("groupA"), "RocketMQ", "12345678"), local()).unwrap_err();
+        validate(
+            &acl,
+            &signed(pull("groupB"), "RocketMQ", "12345678"),
+            local(),
+        )
+        .unwrap();
+        let e = validate(
+            &acl,
+            &signed(pull("groupA"), "RocketMQ", "12345678"),
+            local(),
+        )
+        .unwrap_err();
         assert!(e.contains("group=groupA"), "{e}");
     }
 
@@ -156,7 +179,12 @@ accounts:
     fn admin_codes_need_admin() {
         let acl = parse(ACL).unwrap();
         let create = RemotingCommand::request(code::UPDATE_AND_CREATE_TOPIC).with_ext("topic", "N");
-        let e = validate(&acl, &signed(create.clone(), "RocketMQ", "12345678"), local()).unwrap_err();
+        let e = validate(
+            &acl,
+            &signed(create.clone(), "RocketMQ", "12345678"),
+            local(),
+        )
+        .unwrap_err();
         assert!(e.contains("admin"), "{e}");
         validate(&acl, &signed(create, "rocketmq2", "87654321"), local()).unwrap();
     }

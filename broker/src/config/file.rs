@@ -30,7 +30,8 @@ pub fn parse_properties(text: &str) -> Vec<(String, String)> {
     let mut pending = String::new();
     for raw in text.lines() {
         let line = raw.trim_start();
-        if pending.is_empty() && (line.is_empty() || line.starts_with('#') || line.starts_with('!')) {
+        if pending.is_empty() && (line.is_empty() || line.starts_with('#') || line.starts_with('!'))
+        {
             continue;
         }
         if let Some(stripped) = line.strip_suffix('\\') {
@@ -114,7 +115,13 @@ mod tests {
     #[test]
     fn toml_must_be_flat() {
         assert!(parse_toml("a = 1\nb = \"x\"\nc = true", "t").is_ok());
-        assert!(matches!(parse_toml("[t]\na = 1", "t"), Err(LoadError::NotFlat { .. })));
-        assert!(matches!(parse_toml("a = ", "t"), Err(LoadError::Toml { .. })));
+        assert!(matches!(
+            parse_toml("[t]\na = 1", "t"),
+            Err(LoadError::NotFlat { .. })
+        ));
+        assert!(matches!(
+            parse_toml("a = ", "t"),
+            Err(LoadError::Toml { .. })
+        ));
     }
 }

@@ -33,7 +33,10 @@ impl std::fmt::Display for ConfigIssue {
         match self {
             ConfigIssue::Unknown(k) => write!(f, "unknown config key `{k}` ignored"),
             ConfigIssue::NotSupported(k) => {
-                write!(f, "config key `{k}` is a RocketMQ key this broker does not use; ignored")
+                write!(
+                    f,
+                    "config key `{k}` is a RocketMQ key this broker does not use; ignored"
+                )
             }
         }
     }
@@ -116,7 +119,9 @@ pub struct BrokerConfig {
 
 impl Default for BrokerConfig {
     fn default() -> Self {
-        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."));
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("."));
         BrokerConfig {
             broker_cluster_name: "DefaultCluster".into(),
             broker_name: "broker-a".into(),
@@ -147,7 +152,8 @@ impl Default for BrokerConfig {
             auto_create_subscription_group: true,
             default_topic_queue_nums: 4,
             broker_permission: 6,
-            message_delay_level: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h".into(),
+            message_delay_level: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+                .into(),
             wait_time_mills_in_send_queue: 200,
             long_polling_enable: true,
             short_polling_time_mills: 1000,
@@ -192,7 +198,10 @@ fn bad(key: &str, value: &str, reason: &str) -> LoadError {
 }
 
 fn num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, LoadError> {
-    value.trim().parse().map_err(|_| bad(key, value, "not a number in range"))
+    value
+        .trim()
+        .parse()
+        .map_err(|_| bad(key, value, "not a number in range"))
 }
 
 fn boolean(key: &str, value: &str) -> Result<bool, LoadError> {
@@ -353,17 +362,25 @@ impl BrokerConfig {
             "transactionCheckMax" => self.transaction_check_max = num(key, v)?,
             "transactionCheckInterval" => self.transaction_check_interval_ms = num(key, v)?,
             "slaveReadEnable" => self.slave_read_enable = boolean(key, v)?,
-            "haMasterAddress" => self.ha_master_address = Some(v.to_owned()).filter(|s| !s.is_empty()),
+            "haMasterAddress" => {
+                self.ha_master_address = Some(v.to_owned()).filter(|s| !s.is_empty())
+            }
             "haTransferBatchSize" => self.ha_transfer_batch_size = num(key, v)?,
             "haMaxGapNotInSync" => self.ha_max_gap_not_in_sync = num(key, v)?,
             "aclEnable" => self.acl_enable = boolean(key, v)?,
-            "aclFile" => self.acl_file = Some(PathBuf::from(v)).filter(|p| !p.as_os_str().is_empty()),
+            "aclFile" => {
+                self.acl_file = Some(PathBuf::from(v)).filter(|p| !p.as_os_str().is_empty())
+            }
             "serverChannelMaxIdleTimeSeconds" => {
                 self.server_channel_max_idle_time_seconds = num(key, v)?
             }
             "serverMaxConnectionsPerShard" => self.server_max_connections_per_shard = num(key, v)?,
-            "serverMaxPendingResponseBytes" => self.server_max_pending_response_bytes = num(key, v)?,
-            "serverWriteStallTimeoutSeconds" => self.server_write_stall_timeout_seconds = num(key, v)?,
+            "serverMaxPendingResponseBytes" => {
+                self.server_max_pending_response_bytes = num(key, v)?
+            }
+            "serverWriteStallTimeoutSeconds" => {
+                self.server_write_stall_timeout_seconds = num(key, v)?
+            }
             "serverFrameTimeoutSeconds" => self.server_frame_timeout_seconds = num(key, v)?,
             "registerNameServerPeriod" => self.register_name_server_period_ms = num(key, v)?,
             "shardCount" => self.shard_count = num(key, v)?,
@@ -413,7 +430,9 @@ impl BrokerConfig {
             .split_whitespace()
             .map(|level| {
                 let (digits, unit) = level.split_at(level.len().saturating_sub(1));
-                let n: u64 = digits.parse().map_err(|_| bad("messageDelayLevel", level, "expected e.g. 5s, 2m, 1h, 1d"))?;
+                let n: u64 = digits
+                    .parse()
+                    .map_err(|_| bad("messageDelayLevel", level, "expected e.g. 5s, 2m, 1h, 1d"))?;
                 let ms = match unit {
                     "s" => 1000,
                     "m" => 60_000,
@@ -432,7 +451,9 @@ mod tests {
     use super::*;
 
     fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-        list.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -477,10 +498,12 @@ mod tests {
         assert!(err.to_string().contains("listenPort"), "{err}");
         assert!(BrokerConfig::from_pairs(pairs(&[("brokerRole", "LEADER")])).is_err());
         assert!(BrokerConfig::from_pairs(pairs(&[("brokerRole", "SLAVE")])).is_err());
-        assert!(BrokerConfig::from_pairs(pairs(&[("messageDelayLevel", "1x")]))
-            .unwrap()
-            .0
-            .delay_levels_ms()
-            .is_err());
+        assert!(
+            BrokerConfig::from_pairs(pairs(&[("messageDelayLevel", "1x")]))
+                .unwrap()
+                .0
+                .delay_levels_ms()
+                .is_err()
+        );
     }
 }
