@@ -194,6 +194,12 @@ pub async fn pull_raw_all(addr: SocketAddr, topic: &str, queue_id: i32) -> Vec<u
     loop {
         let r = pull(&client, topic, queue_id, offset).await;
         if r.code != response_code::SUCCESS {
+            if r.code != response_code::PULL_NOT_FOUND {
+                eprintln!(
+                    "pull_raw_all {addr} {topic}/{queue_id}: stopped at {offset} with code {} {:?}",
+                    r.code, r.remark
+                );
+            }
             return out;
         }
         out.extend_from_slice(&r.body);
