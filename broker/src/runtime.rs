@@ -87,6 +87,7 @@ pub fn store_config(cfg: &BrokerConfig, shard: usize) -> Result<StoreConfig, Bro
         .map(|ms| i64::try_from(ms).unwrap_or(i64::MAX))
         .collect();
     sc.read_cache_bytes = cfg.read_cache_bytes as u64;
+    sc.read_block_cache_bytes = cfg.read_block_cache_bytes as u64;
     sc.validate().map_err(|e| BrokerError::Store {
         shard,
         reason: e.to_string(),

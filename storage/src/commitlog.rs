@@ -12,6 +12,7 @@ use protocol::message::record::{encode_blank, peek_head, RecordHead, MIN_BLANK_L
 
 use crate::error::StoreError;
 use crate::log_buffer::LogBuffer;
+use crate::read_cache::BlockCache;
 use crate::segment::{open_segment, Segment, SegmentMap};
 
 /// O_DIRECT block size used for every write.
@@ -23,8 +24,17 @@ pub const MAX_WRITE: u64 = 4 << 20;
 pub const MAX_FLUSH_ROUND: u64 = 32 << 20;
 /// Write buffers kept for reuse: one round's worth.
 const POOLED_WRITE_BUFFERS: usize = (MAX_FLUSH_ROUND / MAX_WRITE) as usize;
-/// Size of a disk read window used when reading records sequentially.
+/// Size of the disk read for one record outside the block cache (most records fit in one read).
 pub const READ_WINDOW: usize = 64 << 10;
+
+/// How a record is read from disk.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReadMode {
+    /// Part of a sequential scan (a pull): through the block cache, reading ahead.
+    Sequential,
+    /// One record on its own (a lookup by offset or key): one small read.
+    Single,
+}
 
 pub(crate) fn align_down(v: u64) -> u64 {
     v - v % BLOCK
@@ -66,6 +76,10 @@ pub(crate) struct CommitLog {
     pub appended_records: Cell<u64>,
     flushed_records: Cell<u64>,
     read_cache_bytes: u64,
+    /// Durable blocks for sequential reads of older data.
+    blocks: BlockCache,
+    /// Direct disk reads (the block cache counts its own).
+    direct_reads: Cell<u64>,
     scratch: RefCell<Vec<u8>>,
     /// Full-size write buffers kept between flushes (fresh 4 MiB buffers cost page faults each time).
     write_buffers: RefCell<Vec<DmaBuffer>>,
@@ -80,6 +94,7 @@ impl CommitLog {
         write_pos: u64,
         tail: Vec<u8>,
         read_cache_bytes: u64,
+        read_block_cache_bytes: u64,
     ) -> CommitLog {
         CommitLog {
             dir,
@@ -97,6 +112,8 @@ impl CommitLog {
             appended_records: Cell::new(0),
             flushed_records: Cell::new(0),
             read_cache_bytes,
+            blocks: BlockCache::new(chunk_size_for(segment_size), read_block_cache_bytes),
+            direct_reads: Cell::new(0),
             scratch: RefCell::new(Vec::new()),
             write_buffers: RefCell::new(Vec::new()),
         }
@@ -140,7 +157,13 @@ impl CommitLog {
     }
 
     pub fn remove_segment(&self, start: u64) -> Option<Rc<Segment>> {
+        self.blocks.forget(start, start + self.segment_size);
         self.segments.borrow_mut().remove(&start)
+    }
+
+    /// Disk reads of CommitLog data so far (direct ones and block loads).
+    pub fn disk_reads(&self) -> u64 {
+        self.direct_reads.get() + self.blocks.loads()
     }
 
     /// Where a record of `len` bytes will start: if it does not fit the current segment with room for
@@ -406,59 +429,100 @@ impl CommitLog {
         if end <= local {
             return Ok(None);
         }
+        self.direct_reads.set(self.direct_reads.get() + 1);
         let bytes = seg.read(local - seg_start, (end - local) as usize).await?;
         Ok(Some(bytes))
     }
 
+    /// Bytes `[local, local + len)` through the block cache, starting a read of the block after the
+    /// last one touched; None when they are not wholly durable (or not in one segment).
+    async fn read_blocks(&self, local: u64, len: usize) -> Result<Option<Bytes>, StoreError> {
+        let end = local + len as u64;
+        let seg_start = self.segment_start(local);
+        if end > self.flushed.get() || end > seg_start + self.segment_size {
+            return Ok(None);
+        }
+        let Some(seg) = self.segment_at(seg_start) else {
+            return Ok(None);
+        };
+        let size = self.blocks.block_size();
+        let first = self.blocks.block_start(local);
+        let last = self.blocks.block_start(end - 1);
+        self.read_ahead(&seg, last + size);
+        if first == last {
+            let block = self.blocks.get(&seg, first).await?;
+            let at = (local - first) as usize;
+            return Ok(block.get(at..at + len).map(|b| block.slice_ref(b)));
+        }
+        // A record across blocks: copy its parts.
+        let mut out = bytes::BytesMut::with_capacity(len);
+        let mut start = first;
+        while start <= last {
+            let block = self.blocks.get(&seg, start).await?;
+            let from = local.max(start) - start;
+            let to = end.min(start + size) - start;
+            let Some(part) = block.get(from as usize..to as usize) else {
+                return Ok(None);
+            };
+            out.extend_from_slice(part);
+            start += size;
+        }
+        Ok(Some(out.freeze()))
+    }
+
+    /// Starts loading the block at `next` if it is durable (it may begin the next segment).
+    fn read_ahead(&self, seg: &Rc<Segment>, next: u64) {
+        if next + self.blocks.block_size() > self.flushed.get() || self.blocks.has(next) {
+            return;
+        }
+        if next < seg.start + self.segment_size {
+            self.blocks.prefetch(seg.clone(), next);
+        } else if let Some(seg) = self.segment_at(next) {
+            self.blocks.prefetch(seg, next);
+        }
+    }
+
     /// The stored message record at `local`, or None if there is none (blank, out of range, garbage).
-    /// `window` caches the last disk read so sequential reads share one DMA read.
     pub async fn read_record(
         &self,
         local: u64,
-        window: &mut Option<(u64, Bytes)>,
+        mode: ReadMode,
     ) -> Result<Option<Bytes>, StoreError> {
         if local >= self.write_pos() || local < self.min_offset() {
             return Ok(None);
         }
         let head = self.buf.borrow().read(local, MIN_BLANK_LEN);
-        let size = if let Some(head) = head {
-            head_size(&head)
-        } else {
-            let in_window = |w: &Option<(u64, Bytes)>| match w {
-                Some((start, b)) if local >= *start && local + 8 <= *start + b.len() as u64 => {
-                    let at = (local - start) as usize;
-                    b.get(at..at + 8).and_then(head_size)
-                }
-                _ => None,
+        if let Some(head) = head {
+            let Some(size) = head_size(&head) else {
+                return Ok(None);
             };
-            match in_window(window) {
-                Some(s) => Some(s),
-                None => {
-                    let Some(bytes) = self.read(local, READ_WINDOW).await? else {
-                        return Ok(None);
-                    };
-                    let s = bytes.get(..8).and_then(head_size);
-                    *window = Some((local, bytes));
-                    s
+            if let Some(b) = self.buf.borrow().read(local, size) {
+                return Ok(Some(b));
+            }
+        }
+        if mode == ReadMode::Sequential {
+            if let Some(head) = self.read_blocks(local, MIN_BLANK_LEN).await? {
+                let Some(size) = head_size(&head) else {
+                    return Ok(None);
+                };
+                if let Some(rec) = self.read_blocks(local, size).await? {
+                    return Ok(Some(rec));
                 }
             }
-        };
-        let Some(size) = size else { return Ok(None) };
-        if let Some(b) = self.buf.borrow().read(local, size) {
-            return Ok(Some(b));
         }
-        if let Some((start, b)) = window.as_ref() {
-            if local >= *start && local + size as u64 <= *start + b.len() as u64 {
-                let at = (local - start) as usize;
-                return Ok(Some(b.slice(at..at + size)));
-            }
-        }
-        let Some(bytes) = self.read(local, size.max(READ_WINDOW)).await? else {
+        let Some(bytes) = self.read(local, READ_WINDOW).await? else {
             return Ok(None);
         };
-        let rec = (bytes.len() >= size).then(|| bytes.slice(..size));
-        *window = Some((local, bytes));
-        Ok(rec)
+        let Some(size) = bytes.get(..MIN_BLANK_LEN).and_then(head_size) else {
+            return Ok(None);
+        };
+        if bytes.len() >= size {
+            return Ok(Some(bytes.slice(..size)));
+        }
+        let Some(bytes) = self.read(local, size).await? else {
+            return Ok(None);
+        };
+        Ok((bytes.len() >= size).then(|| bytes.slice(..size)))
     }
 }
 

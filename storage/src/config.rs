@@ -53,6 +53,9 @@ pub struct StoreConfig {
     pub message_delay_level: Vec<i64>,
     /// Bytes of recent CommitLog data kept in memory for reads beyond what still waits for a flush.
     pub read_cache_bytes: u64,
+    /// Bytes of older, durable CommitLog blocks cached for pulls that read a backlog from disk
+    /// (`readBlockCacheBytes`; at least two blocks).
+    pub read_block_cache_bytes: u64,
     pub max_hash_slot_num: u32,
     pub max_index_num: u32,
     pub message_index_enable: bool,
@@ -87,6 +90,7 @@ impl StoreConfig {
             message_delay_level: parse_delay_levels(DEFAULT_MESSAGE_DELAY_LEVEL)
                 .unwrap_or_default(),
             read_cache_bytes: 64 << 20,
+            read_block_cache_bytes: 32 << 20,
             max_hash_slot_num: 5_000_000,
             max_index_num: 20_000_000,
             message_index_enable: true,

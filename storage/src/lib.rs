@@ -17,6 +17,7 @@ mod log_buffer;
 pub mod offset;
 pub mod probe;
 mod read;
+mod read_cache;
 mod recovery;
 pub mod retention;
 mod segment;

@@ -5,6 +5,7 @@ use bytes::Bytes;
 use protocol::message::properties::{self, UNIQ_KEY};
 use protocol::message::record::{decode_view, store_timestamp_pos, SYS_FLAG_POS};
 
+use crate::commitlog::ReadMode;
 use crate::consume_queue::{CqEntry, CQ_UNIT};
 use crate::error::StoreError;
 use crate::offset::{local_of, shard_of};
@@ -156,7 +157,7 @@ impl MessageStore {
         let mut next = offset;
         let mut filtered = false;
         let mut missing = false;
-        let mut window = None;
+        let disk_reads = self.inner.log.disk_reads();
         for (o, unit) in units {
             let Some(unit) = unit else {
                 next = o + 1;
@@ -181,7 +182,7 @@ impl MessageStore {
             match self
                 .inner
                 .log
-                .read_record(local_of(unit.phys), &mut window)
+                .read_record(local_of(unit.phys), ReadMode::Sequential)
                 .await?
             {
                 Some(rec) if rec.len() == size => {
@@ -191,9 +192,10 @@ impl MessageStore {
                 _ => missing = true,
             }
         }
-        if window.is_some() {
-            StoreStats::inc(&self.inner.stats.disk_reads, 1);
-        }
+        StoreStats::inc(
+            &self.inner.stats.disk_reads,
+            self.inner.log.disk_reads() - disk_reads,
+        );
         let status = if !records.is_empty() {
             GetMessageStatus::Found
         } else if filtered {
@@ -213,7 +215,7 @@ impl MessageStore {
         }
         self.inner
             .log
-            .read_record(local_of(physical_offset), &mut None)
+            .read_record(local_of(physical_offset), ReadMode::Single)
             .await
     }
 
@@ -244,7 +246,7 @@ impl MessageStore {
         let rec = self
             .inner
             .log
-            .read_record(local_of(unit.phys), &mut None)
+            .read_record(local_of(unit.phys), ReadMode::Single)
             .await?;
         Ok(rec.as_deref().and_then(record_store_timestamp))
     }
@@ -322,7 +324,7 @@ impl MessageStore {
             let Some(rec) = self
                 .inner
                 .log
-                .read_record(local_of(phys), &mut None)
+                .read_record(local_of(phys), ReadMode::Single)
                 .await?
             else {
                 continue;

@@ -163,7 +163,15 @@ pub(crate) async fn recover(cfg: &StoreConfig) -> Result<Recovered, StoreError> 
             reason: "CommitLog segment missing or short at its end".to_owned(),
         });
     }
-    let mut log = CommitLog::new(log_dir, seg_size, segments, end, tail, cfg.read_cache_bytes);
+    let mut log = CommitLog::new(
+        log_dir,
+        seg_size,
+        segments,
+        end,
+        tail,
+        cfg.read_cache_bytes,
+        cfg.read_block_cache_bytes,
+    );
     log.set_warm_segments(cfg.warm_segments());
     Ok(Recovered {
         log,

@@ -23,7 +23,12 @@ fn a_damaged_queue_offset_does_not_blow_up_recovery() {
             .expect("open");
         let mut oks = Vec::new();
         for i in 0..10u64 {
-            oks.push(store.put(message("T", 0, &body(i, 300), "", "", "")).await.expect("put"));
+            oks.push(
+                store
+                    .put(message("T", 0, &body(i, 300), "", "", ""))
+                    .await
+                    .expect("put"),
+            );
         }
         // No shutdown: the abort marker stays, so the next open scans the log.
         oks
@@ -34,9 +39,14 @@ fn a_damaged_queue_offset_does_not_blow_up_recovery() {
         .path()
         .join(COMMITLOG_DIR)
         .join(format!("{:020}", damaged - damaged % seg));
-    let mut f = std::fs::OpenOptions::new().write(true).open(&file).expect("segment");
-    f.seek(SeekFrom::Start(damaged % seg + QUEUE_OFFSET_POS)).expect("seek");
-    f.write_all(&0x0000_0700_0000_0000i64.to_be_bytes()).expect("patch");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&file)
+        .expect("segment");
+    f.seek(SeekFrom::Start(damaged % seg + QUEUE_OFFSET_POS))
+        .expect("seek");
+    f.write_all(&0x0000_0700_0000_0000i64.to_be_bytes())
+        .expect("patch");
     f.sync_all().expect("sync");
 
     let path = dir.path().to_owned();
@@ -44,7 +54,11 @@ fn a_damaged_queue_offset_does_not_blow_up_recovery() {
         let store = MessageStore::open(small_config(&path, FlushDiskType::SyncFlush))
             .await
             .expect("reopen after damage");
-        assert_eq!(store.max_offset("T", 0), 10, "later records keep their queue offsets");
+        assert_eq!(
+            store.max_offset("T", 0),
+            10,
+            "later records keep their queue offsets"
+        );
         assert_eq!(store.min_offset("T", 0), 0);
         for i in 0..10u64 {
             let got = store
@@ -52,7 +66,10 @@ fn a_damaged_queue_offset_does_not_blow_up_recovery() {
                 .await
                 .expect("get");
             assert_eq!(got.status, GetMessageStatus::Found, "record {i}");
-            assert_eq!(decode_view(&got.records[0], true).expect("valid").body, &body(i, 300)[..]);
+            assert_eq!(
+                decode_view(&got.records[0], true).expect("valid").body,
+                &body(i, 300)[..]
+            );
         }
         store.shutdown().await;
     });

@@ -107,6 +107,9 @@ pub struct BrokerConfig {
     pub shard_count: usize,
     /// Bytes of recently read records each shard keeps in memory.
     pub read_cache_bytes: usize,
+    /// Ours: bytes of older CommitLog blocks each shard caches for pulls reading a backlog from disk
+    /// (O_DIRECT has no page cache to do it); at least two blocks.
+    pub read_block_cache_bytes: usize,
     /// Ours: how long an idle shard polls for work before it sleeps (0 = sleep at once). Polling
     /// saves the wake-up and glommio's pre-sleep `membarrier` IPI on busy brokers with dedicated
     /// cores; it burns CPU other processes on those cores could use.
@@ -174,6 +177,7 @@ impl Default for BrokerConfig {
             register_name_server_period_ms: 30_000,
             shard_count: 0,
             read_cache_bytes: 64 * 1024 * 1024,
+            read_block_cache_bytes: 32 * 1024 * 1024,
             spin_before_park_micros: 0,
             metrics_port: 0,
             log_level: "info".into(),
@@ -385,6 +389,7 @@ impl BrokerConfig {
             "registerNameServerPeriod" => self.register_name_server_period_ms = num(key, v)?,
             "shardCount" => self.shard_count = num(key, v)?,
             "readCacheBytes" => self.read_cache_bytes = num(key, v)?,
+            "readBlockCacheBytes" => self.read_block_cache_bytes = num(key, v)?,
             "spinBeforeParkMicros" => self.spin_before_park_micros = num(key, v)?,
             "metricsPort" => self.metrics_port = num(key, v)?,
             "logLevel" => self.log_level = v.to_owned(),
