@@ -413,25 +413,65 @@ impl CommitLog {
         buf.trim_before(keep_from);
     }
 
-    /// Bytes `[local, local + len)` from memory or, if older, from the segment; None below the log.
+    /// Bytes `[local, local + len)` (fewer at the log's or the segment's end) from memory or, if
+    /// older, from the segment; None when none of them can be read.
     pub async fn read(&self, local: u64, len: usize) -> Result<Option<Bytes>, StoreError> {
         if let Some(b) = self.buf.borrow().read(local, len) {
             return Ok(Some(b));
         }
         let seg_start = self.segment_start(local);
-        let Some(seg) = self.segment_at(seg_start) else {
-            return Ok(None);
-        };
-        // Only durable bytes come from disk; newer ones are in memory.
-        let end = (local + len as u64)
-            .min(self.flushed.get())
+        let end = local
+            .saturating_add(len as u64)
             .min(seg_start + self.segment_size);
-        if end <= local {
-            return Ok(None);
+        let mut pieces: Vec<Bytes> = Vec::new();
+        let mut pos = local;
+        // Disk holds only durable bytes and memory only bytes from its start on; the two overlap
+        // (memory keeps the block the next flush rewrites), but a range can begin below memory and
+        // end past the durable point: its head comes from disk, its tail from memory. A flush that
+        // completes during a disk read may trim that tail from memory; it is durable by then, so the
+        // loop reads it from disk (every pass makes progress or stops).
+        while pos < end {
+            let mem = {
+                let buf = self.buf.borrow();
+                let mem_end = end.min(buf.write_pos());
+                (pos < mem_end)
+                    .then(|| buf.read(pos, (mem_end - pos) as usize))
+                    .flatten()
+            };
+            if let Some(b) = mem {
+                pieces.push(b);
+                break;
+            }
+            let disk_end = end.min(self.flushed.get());
+            if disk_end <= pos {
+                break;
+            }
+            let Some(seg) = self.segment_at(seg_start) else {
+                break;
+            };
+            self.direct_reads.set(self.direct_reads.get() + 1);
+            let b = seg.read(pos - seg_start, (disk_end - pos) as usize).await?;
+            let short = (b.len() as u64) < disk_end - pos;
+            pos += b.len() as u64;
+            if !b.is_empty() {
+                pieces.push(b);
+            }
+            if short {
+                break;
+            }
         }
-        self.direct_reads.set(self.direct_reads.get() + 1);
-        let bytes = seg.read(local - seg_start, (end - local) as usize).await?;
-        Ok(Some(bytes))
+        Ok(match pieces.len() {
+            0 => None,
+            1 => pieces.pop(),
+            _ => {
+                let total = pieces.iter().map(Bytes::len).sum();
+                let mut out = bytes::BytesMut::with_capacity(total);
+                for p in &pieces {
+                    out.extend_from_slice(p);
+                }
+                Some(out.freeze())
+            }
+        })
     }
 
     /// Bytes `[local, local + len)` through the block cache, starting a read of the block after the

@@ -60,7 +60,10 @@ impl MessageStore {
             if let Some(v) = q.mem_entries(from, count) {
                 return Ok(Some(v));
             }
-            let count = count.min(q.max_offset - from);
+            // Only units below the flush point are on disk: past it the file holds the zero padding
+            // of the last flush (or stale units after a truncate), and an empty unit read there would
+            // be skipped as a gap. Those units are in memory and are taken from there below.
+            let count = count.min(q.max_offset - from).min(q.flushed - from);
             q.disk_span(from, count)
         };
         let Some((file, pos, len)) = plan else {
@@ -75,17 +78,24 @@ impl MessageStore {
             .await
             .map_err(|e| StoreError::io(format!("consumequeue/{topic}/{queue_id}"), e))?;
         let n = b.len() / CQ_UNIT as usize;
-        Ok(Some(
-            (0..n)
-                .map(|i| {
-                    let at = i * CQ_UNIT as usize;
-                    (
-                        from + i as i64,
-                        b.get(at..at + CQ_UNIT as usize).and_then(CqEntry::decode),
-                    )
-                })
-                .collect(),
-        ))
+        let mut units: Vec<(i64, Option<CqEntry>)> = (0..n)
+            .map(|i| {
+                let at = i * CQ_UNIT as usize;
+                (
+                    from + i as i64,
+                    b.get(at..at + CQ_UNIT as usize).and_then(CqEntry::decode),
+                )
+            })
+            .collect();
+        // The rest of the range from memory, if the disk read reached it (a flush that completed
+        // during the read may have dropped it from memory: the next pull reads it from disk).
+        let done = n as i64;
+        if n * CQ_UNIT as usize == len && done < count {
+            if let Some(more) = q.borrow().mem_entries(from + done, count - done) {
+                units.extend(more);
+            }
+        }
+        Ok(Some(units))
     }
 
     /// Up to `max_count` messages of a queue from `offset`, at most `max_bytes` (at least one record),
