@@ -24,6 +24,9 @@ pub const MAX_WRITE: u64 = 4 << 20;
 pub const MAX_FLUSH_ROUND: u64 = 32 << 20;
 /// Write buffers kept for reuse: one round's worth.
 const POOLED_WRITE_BUFFERS: usize = (MAX_FLUSH_ROUND / MAX_WRITE) as usize;
+/// One zero write of a background segment fill, and the pause after it (at most ~128 MB/s).
+const FILL_CHUNK: u64 = 256 << 10;
+const FILL_PAUSE: Duration = Duration::from_millis(2);
 /// Size of the disk read for one record outside the block cache (most records fit in one read).
 pub const READ_WINDOW: usize = 64 << 10;
 
@@ -68,8 +71,11 @@ pub(crate) struct CommitLog {
     creating: Cell<Option<u64>>,
     /// Zero-fill segments created ahead, so syncs need no unwritten-extent conversion.
     warm: bool,
-    /// Asks a background zero-fill to stop because the flusher needs its segment now.
-    cancel_warm: Cell<bool>,
+    /// The zero write of a background fill now in flight (shard-local range): flushes wait for it
+    /// before writing over the same bytes.
+    zeroing: Cell<Option<(u64, u64)>>,
+    /// Set at shutdown: background fills stop.
+    closed: Cell<bool>,
     /// Shard-local offset up to which data is durable.
     pub flushed: Cell<u64>,
     /// Records appended since open, and records covered by completed flushes.
@@ -107,7 +113,8 @@ impl CommitLog {
             segments: RefCell::new(segments),
             creating: Cell::new(None),
             warm: false,
-            cancel_warm: Cell::new(false),
+            zeroing: Cell::new(None),
+            closed: Cell::new(false),
             flushed: Cell::new(write_pos),
             appended_records: Cell::new(0),
             flushed_records: Cell::new(0),
@@ -217,7 +224,6 @@ impl CommitLog {
             if self.creating.get() != Some(start) {
                 break;
             }
-            self.cancel_warm.set(true);
             glommio::timer::sleep(Duration::from_micros(100)).await;
         }
         let seg = open_segment(&self.dir, start, self.segment_size, true).await?;
@@ -225,8 +231,8 @@ impl CommitLog {
         Ok(seg)
     }
 
-    /// Creates the next segment in the background as soon as the current one is in use (zero-filling
-    /// it when warming is on; a flusher that needs it early stops the zero-fill).
+    /// Creates the next segment in the background as soon as the current one is in use (and
+    /// zero-fills it when warming is on).
     fn preallocate_ahead(self: &Rc<Self>) {
         let pos = self.write_pos();
         let next = self.segment_start(pos) + self.segment_size;
@@ -245,16 +251,23 @@ impl CommitLog {
         }
     }
 
+    /// Stops background work on the files (zero-fills) before the store closes.
+    pub fn close(&self) {
+        self.closed.set(true);
+    }
+
     fn preallocate(self: &Rc<Self>, next: u64) {
         if self.creating.get().is_some() || self.segment_at(next).is_some() {
             return;
         }
         self.creating.set(Some(next));
-        self.cancel_warm.set(false);
         let log = self.clone();
         glommio::spawn_local(async move {
-            match open_segment(&log.dir, next, log.segment_size, true).await {
+            let created = open_segment(&log.dir, next, log.segment_size, true).await;
+            log.creating.set(None);
+            match created {
                 Ok(seg) => {
+                    log.segments.borrow_mut().insert(next, seg.clone());
                     if log.warm {
                         if let Err(e) = log.zero_fill(&seg).await {
                             tracing::warn!(
@@ -263,34 +276,61 @@ impl CommitLog {
                             );
                         }
                     }
-                    log.segments.borrow_mut().insert(next, seg);
                 }
                 Err(e) => tracing::warn!("preallocating segment {next} failed: {e}"),
             }
-            log.creating.set(None);
         })
         .detach();
     }
 
-    /// Writes zeros over a new segment (stopping early when asked) and syncs it.
-    async fn zero_fill(&self, seg: &Segment) -> Result<(), StoreError> {
+    /// Writes zeros over a segment ahead of the appends, paced, then syncs it. The segment is in
+    /// use meanwhile: the fill never writes below the append position (it skips ahead when appends
+    /// catch up), and a flush waits for the one zero write in flight before writing over its bytes.
+    /// Pacing keeps the device queue short, so group-commit syncs never wait behind a long run of
+    /// zeros (a 1 GiB fill at full speed made every SYNC_FLUSH sync several times slower).
+    async fn zero_fill(self: &Rc<Self>, seg: &Segment) -> Result<(), StoreError> {
         let zeros = {
-            let mut b = seg.file.alloc_dma_buffer(MAX_WRITE as usize);
+            let mut b = seg.file.alloc_dma_buffer(FILL_CHUNK as usize);
             b.as_bytes_mut().fill(0);
             Rc::new(b)
         };
-        let mut pos = 0;
-        while pos < self.segment_size && !self.cancel_warm.get() {
-            seg.file
-                .write_rc_at(zeros.clone(), pos)
-                .await
-                .map_err(|e| StoreError::io(seg.path.display(), e))?;
-            pos += MAX_WRITE;
+        let seg_end = seg.start + self.segment_size;
+        let mut pos = seg.start;
+        // Stops at shutdown, or when the store was dropped (only this task holds the log).
+        while !self.closed.get() && Rc::strong_count(self) > 1 {
+            pos = pos.max(align_up(self.write_pos()));
+            if pos >= seg_end {
+                break;
+            }
+            let end = (pos + FILL_CHUNK).min(seg_end);
+            self.zeroing.set(Some((pos, end)));
+            let written = if end - pos == FILL_CHUNK {
+                seg.file.write_rc_at(zeros.clone(), pos - seg.start).await
+            } else {
+                let mut b = seg.file.alloc_dma_buffer((end - pos) as usize);
+                b.as_bytes_mut().fill(0);
+                seg.file.write_at(b, pos - seg.start).await
+            };
+            self.zeroing.set(None);
+            written.map_err(|e| StoreError::io(seg.path.display(), e))?;
+            pos = end;
+            glommio::timer::sleep(FILL_PAUSE).await;
         }
         seg.file
             .fdatasync()
             .await
             .map_err(|e| StoreError::io(seg.path.display(), e))
+    }
+
+    /// Waits while a background zero write covers part of `[from, to)`.
+    async fn wait_for_zeroing(&self, from: u64, to: u64) {
+        while self
+            .zeroing
+            .get()
+            .is_some_and(|(zf, zt)| zf < to && from < zt)
+        {
+            glommio::timer::sleep(Duration::from_micros(50)).await;
+        }
     }
 
     /// Writes everything appended so far (from the block holding the flush point) and fdatasyncs it.
@@ -325,6 +365,9 @@ impl CommitLog {
                 segs.push(self.segment_for_write(seg_start).await?);
             }
         }
+        // A fill only zeroes beyond the append position, so this waits only when appends caught up
+        // with the zero write in flight.
+        self.wait_for_zeroing(align_down(flushed), end).await;
         // Copy the data before any further await; appends only add bytes after `target`.
         let mut writes = Vec::with_capacity(pieces.len());
         {

@@ -541,6 +541,7 @@ impl MessageStore {
         if inner.shutting_down.replace(true) {
             return;
         }
+        inner.log.close();
         inner.signal.raise();
         let flusher = inner.flusher.borrow_mut().take();
         if let Some(task) = flusher {
