@@ -27,6 +27,9 @@ const POOLED_WRITE_BUFFERS: usize = (MAX_FLUSH_ROUND / MAX_WRITE) as usize;
 /// One zero write of a background segment fill, and the pause after it (at most ~128 MB/s).
 const FILL_CHUNK: u64 = 256 << 10;
 const FILL_PAUSE: Duration = Duration::from_millis(2);
+/// How far a fill runs ahead of the appends, and how often it looks again once there.
+const FILL_AHEAD: u64 = 32 << 20;
+const FILL_IDLE: Duration = Duration::from_millis(20);
 /// Size of the disk read for one record outside the block cache (most records fit in one read).
 pub const READ_WINDOW: usize = 64 << 10;
 
@@ -283,11 +286,11 @@ impl CommitLog {
         .detach();
     }
 
-    /// Writes zeros over a segment ahead of the appends, paced, then syncs it. The segment is in
-    /// use meanwhile: the fill never writes below the append position (it skips ahead when appends
-    /// catch up), and a flush waits for the one zero write in flight before writing over its bytes.
-    /// Pacing keeps the device queue short, so group-commit syncs never wait behind a long run of
-    /// zeros (a 1 GiB fill at full speed made every SYNC_FLUSH sync several times slower).
+    /// Writes zeros over a segment a little ahead of the appends, paced, then syncs it. The segment
+    /// may be in use meanwhile: the fill never writes below the append position (it skips ahead when
+    /// appends catch up), and a flush waits for the one zero write in flight before writing over its
+    /// bytes. Pacing keeps the device queue short, so group-commit syncs never wait behind a long run
+    /// of zeros (a 1 GiB fill at full speed made every SYNC_FLUSH sync several times slower).
     async fn zero_fill(self: &Rc<Self>, seg: &Segment) -> Result<(), StoreError> {
         let zeros = {
             let mut b = seg.file.alloc_dma_buffer(FILL_CHUNK as usize);
@@ -301,6 +304,12 @@ impl CommitLog {
             pos = pos.max(align_up(self.write_pos()));
             if pos >= seg_end {
                 break;
+            }
+            // Only a short way ahead of the appends: the zeros then cost about as much bandwidth
+            // as the data, spread over time, instead of a burst when the segment is created.
+            if pos >= self.write_pos() + FILL_AHEAD {
+                glommio::timer::sleep(FILL_IDLE).await;
+                continue;
             }
             let end = (pos + FILL_CHUNK).min(seg_end);
             self.zeroing.set(Some((pos, end)));
