@@ -125,6 +125,25 @@ fn compressed_registration_serves_routes_and_bad_bodies_get_errors() {
         let same = invoke(&client, query).await;
         assert_eq!(same.ext("changed"), Some("false"), "{:?}", same.remark);
 
+        // A RocketMQ 5 broker with compressedRegister=true: zlib body, header compressed=false.
+        let java5 = compressed_register(java_compressed_body(1))
+            .with_ext("brokerName", "broker-d")
+            .with_ext("brokerAddr", "127.0.0.6:10911")
+            .with_ext("compressed", "false");
+        let response = invoke(&client, java5).await;
+        assert_eq!(
+            response.code,
+            response_code::SUCCESS,
+            "{:?}",
+            response.remark
+        );
+        let route = body_json(&invoke(&client, route_request("CompressedTopic")).await);
+        assert_eq!(
+            route["queueDatas"].as_array().map(Vec::len),
+            Some(2),
+            "broker-c and broker-d: {route}"
+        );
+
         // A broken body after a good one is refused and leaves the registration as it was.
         let mut flipped = java_compressed_body(6);
         let middle = flipped.len() / 2;

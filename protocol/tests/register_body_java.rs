@@ -176,6 +176,19 @@ fn java_4_compressed_body_without_mapping_section_decodes() {
 }
 
 #[test]
+fn java_5_deflated_body_sent_as_not_compressed_decodes() {
+    // RocketMQ 5 brokers with compressedRegister=true send compressed=false with a zlib body.
+    let plain = java_plain(&TOPIC_LINES, "[]", Some(&[]));
+    check_topics(&RegisterBrokerBody::decode(&zlib(&plain), false).unwrap());
+    // Neither JSON nor zlib: the JSON error is reported.
+    let e = RegisterBrokerBody::decode(b"\x01\x02 not json", false).unwrap_err();
+    assert!(!e.0.contains("compressed"), "the JSON error: {}", e.0);
+    // A zlib header on a broken stream: still the JSON error (that is what the header announced).
+    let e = RegisterBrokerBody::decode(&[0x78, 0xDA, 0, 0], false).unwrap_err();
+    assert!(!e.0.contains("compressed"), "the JSON error: {}", e.0);
+}
+
+#[test]
 fn raw_deflate_body_of_rocketmq_rust_brokers_decodes() {
     let plain = java_plain(&TOPIC_LINES, "[]", Some(&[]));
     check_topics(&decode_compressed_register_body(&raw_deflate(&plain)).unwrap());

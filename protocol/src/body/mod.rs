@@ -21,6 +21,7 @@ pub use json_compat::quote_integer_keys;
 pub use offset::*;
 pub use register::*;
 pub use register_compressed::*;
+use register_compressed::has_zlib_header;
 pub use route::*;
 
 use serde::de::DeserializeOwned;

@@ -144,13 +144,24 @@ impl RegisterBrokerBody {
 
     /// Reads a REGISTER_BROKER body: JSON, or the compressed binary form when the request header
     /// says `compressed=true`. An empty body is a registration without topics (as in Java).
+    ///
+    /// RocketMQ 5 brokers with `compressedRegister=true` deflate the body yet send
+    /// `compressed=false` (BrokerOuterAPI always sets false since 5.0); Java's name server then
+    /// fails on it. A "JSON" body that is not JSON but starts with a zlib header is read as
+    /// compressed instead (JSON starts with `{`, zlib with 0x78: no ambiguity).
     pub fn decode(body: &[u8], compressed: bool) -> Result<Self, super::BodyError> {
         if body.is_empty() {
             Ok(RegisterBrokerBody::default())
         } else if compressed {
             super::decode_compressed_register_body(body)
         } else {
-            super::from_json(body)
+            match super::from_json(body) {
+                Ok(decoded) => Ok(decoded),
+                Err(json_error) if super::has_zlib_header(body) => {
+                    super::decode_compressed_register_body(body).map_err(|_| json_error)
+                }
+                Err(json_error) => Err(json_error),
+            }
         }
     }
 }

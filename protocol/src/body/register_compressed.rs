@@ -138,7 +138,7 @@ pub fn decode_topic_config_text(bytes: &[u8]) -> Result<TopicConfig, String> {
 }
 
 /// Whether `body` starts with a zlib header (RFC 1950: deflate method, header checksum).
-fn has_zlib_header(body: &[u8]) -> bool {
+pub(crate) fn has_zlib_header(body: &[u8]) -> bool {
     match body {
         [cmf, flg, ..] => {
             cmf & 0x0F == 8 && cmf >> 4 <= 7 && u16::from_be_bytes([*cmf, *flg]) % 31 == 0
