@@ -290,3 +290,21 @@ proptest! {
         let _ = decode_compressed_register_body(&body);
     }
 }
+
+#[test]
+fn body_deflated_by_real_zlib_decodes() {
+    // Written by fuzz/make_seeds.py with Python's zlib.compress(..., 9): the zlib library that
+    // Java's Deflater wraps, so these are the bytes a Java broker would send.
+    let seed = include_bytes!("../../fuzz/corpus/json_bodies/seed-register-compressed");
+    let body = RegisterBrokerBody::decode(seed, true).unwrap();
+    let w = &body.topic_config_serialize_wrapper;
+    assert_eq!(w.data_version.counter, 1);
+    let a = &w.topic_config_table["TopicA"];
+    assert_eq!((a.read_queue_nums, a.perm, a.attributes.len()), (4, 6, 1));
+    assert_eq!(
+        w.topic_config_table["TopicB"].topic_filter_type,
+        "MULTI_TAG"
+    );
+    let mappings = w.topic_queue_mapping_info_map.as_ref().expect("mappings");
+    assert_eq!(mappings["TopicA"]["totalQueues"], 4);
+}
