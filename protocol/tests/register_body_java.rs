@@ -256,6 +256,12 @@ fn garbage_and_oversized_bodies_are_errors() {
     assert!(decode_error(&[0x78, 0xDA, 1, 2, 3, 4, 5]).contains("compressed register broker body"));
     // 32 MiB of zeros deflate to about 32 KiB: refused past the limit, not allocated.
     let bomb = zlib(&vec![0u8; 32 * 1024 * 1024]);
+    // The limit is exact: a body inflating to the limit is read, one byte more is refused.
+    let plain = java_plain(&TOPIC_LINES, "[]", Some(&[MAPPING]));
+    let body = zlib(&plain);
+    check_topics(&decode_compressed_register_body_limited(&body, plain.len()).unwrap());
+    assert!(decode_compressed_register_body_limited(&body, plain.len() - 1).is_err());
+    assert!(decode_compressed_register_body_limited(&body, 0).is_err());
     let e = decode_compressed_register_body_limited(&bomb, 1024 * 1024).unwrap_err();
     assert!(
         e.0.contains("inflates to more than 1048576 bytes"),

@@ -162,20 +162,22 @@ fn inflate_java_or_raw(body: &[u8], max_inflated: usize) -> Result<Vec<u8>, Body
 /// Inflates one whole stream; a stream that ends early, is corrupt, or inflates past
 /// `max_inflated` is an error (bytes after the stream's end are ignored, as Java does).
 fn inflate(body: &[u8], zlib: bool, max_inflated: usize) -> Result<Vec<u8>, BodyError> {
+    let too_big = || error(format_args!("inflates to more than {max_inflated} bytes"));
     let mut inflater = Decompress::new(zlib);
-    let first = body
-        .len()
-        .saturating_mul(4)
-        .clamp(4096, max_inflated.max(1));
-    let mut out: Vec<u8> = Vec::with_capacity(first);
+    // Start near the expected size and grow by doubling: a hostile body reserves little up front.
+    let first = body.len().saturating_mul(4).clamp(4096, 1024 * 1024);
+    let mut out: Vec<u8> = Vec::with_capacity(first.min(max_inflated.saturating_add(1)));
     loop {
         if out.len() == out.capacity() {
-            if out.len() >= max_inflated {
-                return Err(error(format_args!(
-                    "inflates to more than {max_inflated} bytes"
-                )));
+            if out.len() > max_inflated {
+                return Err(too_big());
             }
-            let grow = out.len().max(4096).min(max_inflated - out.len());
+            // One byte past the limit is enough to tell "too big" apart from "exactly the limit".
+            let grow = out
+                .len()
+                .max(4096)
+                .min(max_inflated.saturating_add(1).saturating_sub(out.len()))
+                .max(1);
             out.reserve_exact(grow);
         }
         let consumed = usize::try_from(inflater.total_in()).unwrap_or(usize::MAX);
@@ -184,6 +186,9 @@ fn inflate(body: &[u8], zlib: bool, max_inflated: usize) -> Result<Vec<u8>, Body
         let status = inflater
             .decompress_vec(input, &mut out, FlushDecompress::None)
             .map_err(|e| error(format_args!("not a valid deflate stream ({e})")))?;
+        if out.len() > max_inflated {
+            return Err(too_big());
+        }
         if status == Status::StreamEnd {
             return Ok(out);
         }
