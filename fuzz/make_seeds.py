@@ -55,6 +55,17 @@ def batch(items):
     return out
 
 
+def register_compressed():
+    """A compressed REGISTER_BROKER body in Java's RegisterBrokerBody.encode(true) layout (zlib)."""
+    def entry(b):
+        return struct.pack(">i", len(b)) + b
+    plain = entry(b'{"counter":1,"stateVersion":0,"timestamp":1700000000000}') + struct.pack(">i", 2)
+    plain += entry(b'TopicA 4 4 6 SINGLE_TAG {"+message.type":"NORMAL"}') + entry(b"TopicB 1 1 6 MULTI_TAG")
+    plain += entry(b"[]") + struct.pack(">i", 1)
+    plain += entry(b'{"bname":"broker-a","epoch":1,"topic":"TopicA","totalQueues":4}')
+    return zlib.compress(plain, 9)
+
+
 def seeds():
     props = "TAGS\u0001TagA\u0002KEYS\u0001k1\u0002UNIQ_KEY\u0001AC11000100002A9F0000000000000000\u0002"
     send_ext = {"a": "PG", "b": "TopicA", "c": "TBW102", "d": "4", "e": "1", "f": "0", "g": "1700000000000",
@@ -78,7 +89,7 @@ def seeds():
         "json_header": {"send": json_header(310, send_ext), "response": json_header(0, {}, flag=1)},
         "rocketmq_header": {"send": rocketmq_header(310, send_ext)},
         "batch_decoder": {"two": batch([(b"one", props), (b"two" * 5, "")])},
-        "json_bodies": {"heartbeat": heartbeat},
+        "json_bodies": {"heartbeat": heartbeat, "register-compressed": register_compressed()},
         "record_decoder": {"record": first},
         "recovery_scan": {
             "two-records": segment,

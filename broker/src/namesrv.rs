@@ -43,10 +43,8 @@ pub fn register_body(cfg: &BrokerConfig, mut wrapper: TopicConfigSerializeWrappe
         // Read/write bits follow the broker's; the inherit bit stays as configured.
         tc.perm &= broker_perm | protocol::body::perm::INHERIT;
     }
-    protocol::body::to_json(&RegisterBrokerBody {
-        topic_config_serialize_wrapper: wrapper,
-        filter_server_list: Vec::new(),
-    })
+    // Java-shaped: the RocketMQ 5 mapping fields are always written (strict name servers need them).
+    protocol::body::to_json(&RegisterBrokerBody::new(wrapper, Vec::new()))
 }
 
 impl Registrar {
@@ -179,6 +177,31 @@ mod tests {
         assert_eq!(
             body.topic_config_serialize_wrapper.topic_config_table["T"].perm,
             5
+        );
+    }
+
+    #[test]
+    fn body_is_what_a_rocketmq_5_broker_sends() {
+        // fastjson's output for a Java 5 broker with one topic; rocketmq-rust's name server refuses
+        // a body without the mapping fields.
+        let mut wrapper = TopicConfigSerializeWrapper::default();
+        wrapper
+            .topic_config_table
+            .insert("T".into(), TopicConfig::new("T", 4));
+        wrapper.data_version.counter = 2;
+        wrapper.data_version.timestamp = 1_700_000_000_000;
+        let body = register_body(&BrokerConfig::default(), wrapper);
+        assert_eq!(
+            String::from_utf8(body).unwrap(),
+            concat!(
+                r#"{"filterServerList":[],"topicConfigSerializeWrapper":{"#,
+                r#""dataVersion":{"counter":2,"stateVersion":0,"timestamp":1700000000000},"#,
+                r#""mappingDataVersion":{"counter":0,"stateVersion":0,"timestamp":0},"#,
+                r#""topicConfigTable":{"T":{"attributes":{},"order":false,"perm":6,"#,
+                r#""readQueueNums":4,"topicFilterType":"SINGLE_TAG","topicName":"T","#,
+                r#""topicSysFlag":0,"writeQueueNums":4}},"#,
+                r#""topicQueueMappingDetailMap":{},"topicQueueMappingInfoMap":{}}}"#
+            )
         );
     }
 }

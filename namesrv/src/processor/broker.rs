@@ -5,7 +5,7 @@ use protocol::header::{
     CommandHeader, QueryDataVersionRequestHeader, QueryDataVersionResponseHeader,
     RegisterBrokerRequestHeader, RegisterBrokerResponseHeader, UnregisterBrokerRequestHeader,
 };
-use protocol::{response_code, RemotingCommand};
+use protocol::RemotingCommand;
 
 use crate::name_server::NameServer;
 use crate::response;
@@ -23,14 +23,6 @@ pub fn register(ns: &NameServer, request: &RemotingCommand, connection_id: u64) 
         Ok(header) => header,
         Err(e) => return response::bad_input(request, format!("register broker header: {e}")),
     };
-    if header.compressed == Some(true) {
-        return response::error(
-            request,
-            response_code::SYSTEM_ERROR,
-            "compressed broker registration is not supported by this name server; \
-             set compressedRegister=false on the broker",
-        );
-    }
     if let Some(expected) = header.body_crc32.filter(|crc| *crc != 0) {
         let actual = body_crc32(&request.body);
         if actual != expected {
@@ -40,14 +32,12 @@ pub fn register(ns: &NameServer, request: &RemotingCommand, connection_id: u64) 
             );
         }
     }
-    // No body: a registration without topics (Java treats it the same way).
-    let body = if request.body.is_empty() {
-        RegisterBrokerBody::default()
-    } else {
-        match body::from_json::<RegisterBrokerBody>(&request.body) {
-            Ok(body) => body,
-            Err(e) => return response::bad_input(request, format!("register broker body: {e}")),
-        }
+    // JSON, or RocketMQ's binary layout in a zlib stream when `compressed=true`; no body is a
+    // registration without topics (as in Java).
+    let compressed = header.compressed == Some(true);
+    let body = match RegisterBrokerBody::decode(&request.body, compressed) {
+        Ok(body) => body,
+        Err(e) => return response::bad_input(request, format!("register broker body: {e}")),
     };
     let expire_after_ms = header
         .heartbeat_timeout_millis

@@ -11,6 +11,7 @@ mod java_enum;
 mod json_compat;
 mod offset;
 mod register;
+mod register_compressed;
 mod route;
 
 pub use cluster::*;
@@ -19,6 +20,8 @@ pub use heartbeat::*;
 pub use json_compat::quote_integer_keys;
 pub use offset::*;
 pub use register::*;
+pub use register_compressed::*;
+use register_compressed::has_zlib_header;
 pub use route::*;
 
 use serde::de::DeserializeOwned;

@@ -9,12 +9,13 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct DataVersion {
+    // Fields are declared in fastjson's (alphabetical) order, so our JSON matches Java's byte for byte.
+    #[serde(default)]
+    pub counter: i64,
     #[serde(default)]
     pub state_version: i64,
     #[serde(default)]
     pub timestamp: i64,
-    #[serde(default)]
-    pub counter: i64,
 }
 
 impl DataVersion {
@@ -41,23 +42,24 @@ fn default_filter_type() -> String {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TopicConfig {
+    // Declared in fastjson's (alphabetical) order, as Java writes them.
     #[serde(default)]
-    pub topic_name: String,
-    #[serde(default = "default_queue_nums")]
-    pub read_queue_nums: i32,
-    #[serde(default = "default_queue_nums")]
-    pub write_queue_nums: i32,
+    pub attributes: BTreeMap<String, String>,
+    #[serde(default)]
+    pub order: bool,
     #[serde(default = "default_perm")]
     pub perm: i32,
+    #[serde(default = "default_queue_nums")]
+    pub read_queue_nums: i32,
     /// "SINGLE_TAG" or "MULTI_TAG".
     #[serde(default = "default_filter_type")]
     pub topic_filter_type: String,
     #[serde(default)]
+    pub topic_name: String,
+    #[serde(default)]
     pub topic_sys_flag: i32,
-    #[serde(default)]
-    pub order: bool,
-    #[serde(default)]
-    pub attributes: BTreeMap<String, String>,
+    #[serde(default = "default_queue_nums")]
+    pub write_queue_nums: i32,
 }
 
 impl Default for TopicConfig {
@@ -87,29 +89,79 @@ impl TopicConfig {
     }
 }
 
-/// A broker's topic table with its version (also the GET_ALL_TOPIC_CONFIG response body). The
-/// RocketMQ 5 mapping fields are kept as raw JSON.
+/// A broker's topic table with its version (topics.json, GET_ALL_TOPIC_CONFIG, and inside the
+/// registration body). The RocketMQ 5 static-topic mapping fields are kept as raw JSON; they are
+/// written only when set (topics.json has none, as Java's), see [`RegisterBrokerBody::new`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct TopicConfigSerializeWrapper {
-    #[serde(default)]
-    pub topic_config_table: BTreeMap<String, TopicConfig>,
+    // Declared in fastjson's (alphabetical) order, as Java writes them.
     #[serde(default)]
     pub data_version: DataVersion,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topic_queue_mapping_info_map: Option<serde_json::Value>,
+    pub mapping_data_version: Option<DataVersion>,
+    #[serde(default)]
+    pub topic_config_table: BTreeMap<String, TopicConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topic_queue_mapping_detail_map: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mapping_data_version: Option<DataVersion>,
+    pub topic_queue_mapping_info_map: Option<serde_json::Value>,
 }
 
-/// REGISTER_BROKER body (uncompressed form; `compressed=true` bodies are not supported).
+/// REGISTER_BROKER body. As JSON (header `compressed=false`, Java's default) it is this struct;
+/// with `compressed=true` it is RocketMQ's binary layout inside a zlib stream, read by
+/// [`decode_compressed_register_body`](super::decode_compressed_register_body).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct RegisterBrokerBody {
     #[serde(default)]
-    pub topic_config_serialize_wrapper: TopicConfigSerializeWrapper,
-    #[serde(default)]
     pub filter_server_list: Vec<String>,
+    #[serde(default)]
+    pub topic_config_serialize_wrapper: TopicConfigSerializeWrapper,
+}
+
+impl RegisterBrokerBody {
+    /// The body a RocketMQ 5 broker sends: its wrapper is a `TopicConfigAndMappingSerializeWrapper`,
+    /// whose mapping fields fastjson always writes (empty maps, a mapping data version). Name
+    /// servers that decode it strictly (rocketmq-rust's) refuse a body without them. Without
+    /// static topics the mapping version is all zeros (what Java's name server assumes for none).
+    pub fn new(mut wrapper: TopicConfigSerializeWrapper, filter_server_list: Vec<String>) -> Self {
+        let empty_map = || Some(serde_json::Value::Object(serde_json::Map::new()));
+        if wrapper.mapping_data_version.is_none() {
+            wrapper.mapping_data_version = Some(DataVersion::default());
+        }
+        if wrapper.topic_queue_mapping_detail_map.is_none() {
+            wrapper.topic_queue_mapping_detail_map = empty_map();
+        }
+        if wrapper.topic_queue_mapping_info_map.is_none() {
+            wrapper.topic_queue_mapping_info_map = empty_map();
+        }
+        RegisterBrokerBody {
+            filter_server_list,
+            topic_config_serialize_wrapper: wrapper,
+        }
+    }
+
+    /// Reads a REGISTER_BROKER body: JSON, or the compressed binary form when the request header
+    /// says `compressed=true`. An empty body is a registration without topics (as in Java).
+    ///
+    /// RocketMQ 5 brokers with `compressedRegister=true` deflate the body yet send
+    /// `compressed=false` (BrokerOuterAPI always sets false since 5.0); Java's name server then
+    /// fails on it. A "JSON" body that is not JSON but starts with a zlib header is read as
+    /// compressed instead (JSON starts with `{`, zlib with 0x78: no ambiguity).
+    pub fn decode(body: &[u8], compressed: bool) -> Result<Self, super::BodyError> {
+        if body.is_empty() {
+            Ok(RegisterBrokerBody::default())
+        } else if compressed {
+            super::decode_compressed_register_body(body)
+        } else {
+            match super::from_json(body) {
+                Ok(decoded) => Ok(decoded),
+                Err(json_error) if super::has_zlib_header(body) => {
+                    super::decode_compressed_register_body(body).map_err(|_| json_error)
+                }
+                Err(json_error) => Err(json_error),
+            }
+        }
+    }
 }
