@@ -451,6 +451,38 @@ fn local_cluster_mqadmin_and_metrics() {
         Some(MESSAGES as i64),
         "{progress}"
     );
+    // The brokers' own stats (GET_TOPIC_STATS_INFO / GET_CONSUME_STATS) were used: store times are
+    // there, and a reset without force never moves the group forward.
+    let status = cluster.mqadmin_json(&["topicStatus", "-t", TOPIC]);
+    assert!(
+        rows(&status, "queues").iter().all(|q| {
+            let (max, ts) = (q["maxOffset"].as_i64(), q["lastUpdateTimestamp"].as_i64());
+            ts.is_some() && (max == Some(0)) == (ts == Some(0))
+        }),
+        "{status}"
+    );
+    let kept = cluster.mqadmin_json(&[
+        "resetOffsetByTime",
+        "-g",
+        GROUP,
+        "-t",
+        TOPIC,
+        "-s",
+        "now",
+        "-f",
+        "false",
+    ]);
+    assert!(
+        rows(&kept, "queues")
+            .iter()
+            .all(|q| q["newOffset"].as_i64() == Some(0) && q["oldOffset"].as_i64() == Some(0)),
+        "{kept}"
+    );
+    let (ok, table, _) = cluster.mqadmin(&["consumerProgress", "-g", GROUP, "-t", TOPIC]);
+    assert!(
+        ok && table.contains(&format!("Consume Diff Total: {MESSAGES}")),
+        "{table}"
+    );
 
     // updateSubGroup reaches every master and is persisted.
     let updated = cluster.mqadmin_json(&[
