@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use common::*;
 use protocol::body::{
-    ConsumeStats, ConsumerData, HeartbeatData, ResetOffsetBody, ResetOffsetBodyForC,
-    SubscriptionData, TopicStatsTable,
+    ConsumeStats, ConsumerConnection, ConsumerData, HeartbeatData, ResetOffsetBody,
+    ResetOffsetBodyForC, SubscriptionData, TopicStatsTable,
 };
 use protocol::{request_code, response_code, LanguageCode, RemotingCommand};
 use remoting::{Client, ServerRequestHandler};
@@ -227,10 +227,33 @@ fn stats_and_reset_follow_sends_and_commits() {
         let consumer = Client::connect_with_handler(broker.addr(), TIMEOUT, Some(seen.clone()))
             .await
             .unwrap();
+        let mut beat = heartbeat();
+        beat.language = LanguageCode::Cpp;
+        beat.version = 401;
+        assert_eq!(invoke(&consumer, beat).await.code, response_code::SUCCESS);
+
+        // Its connection as GET_CONSUMER_CONNECTION_LIST reports it.
+        let r = invoke(
+            &client,
+            RemotingCommand::request(request_code::GET_CONSUMER_CONNECTION_LIST)
+                .with_ext("consumerGroup", GROUP),
+        )
+        .await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let cc: ConsumerConnection = protocol::body::from_json(&r.body).unwrap();
+        assert_eq!(cc.connection_set.len(), 1, "{cc:?}");
+        let conn = &cc.connection_set[0];
         assert_eq!(
-            invoke(&consumer, heartbeat()).await.code,
-            response_code::SUCCESS
+            (
+                conn.client_id.as_str(),
+                conn.language.as_str(),
+                conn.version
+            ),
+            ("127.0.0.1@stats", "CPP", 401)
         );
+        assert!(conn.client_addr.starts_with("127.0.0.1:"), "{conn:?}");
+        assert_eq!(cc.message_model, "CLUSTERING");
+        assert!(cc.subscription_table.contains_key(TOPIC), "{cc:?}");
 
         // Reset to the split time: every queue moves to its first message of the second batch.
         let moved = reset(&client, reset_request(split, Some(true))).await;
@@ -334,6 +357,17 @@ fn bad_headers_get_clear_errors() {
                 RemotingCommand::request(request_code::GET_CONSUME_STATS).with_ext("topic", TOPIC),
                 response_code::SYSTEM_ERROR,
                 "consumerGroup",
+            ),
+            (
+                RemotingCommand::request(request_code::GET_CONSUMER_CONNECTION_LIST),
+                response_code::SYSTEM_ERROR,
+                "consumerGroup",
+            ),
+            (
+                RemotingCommand::request(request_code::GET_CONSUMER_CONNECTION_LIST)
+                    .with_ext("consumerGroup", "nobody_group"),
+                response_code::CONSUMER_NOT_ONLINE,
+                "nobody_group",
             ),
             (
                 RemotingCommand::request(request_code::INVOKE_BROKER_TO_RESET_OFFSET)

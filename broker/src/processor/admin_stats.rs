@@ -1,17 +1,19 @@
 //! Admin statistics Java's mqadmin asks for: GET_TOPIC_STATS_INFO (topicStatus), GET_CONSUME_STATS
-//! (consumerProgress) and INVOKE_BROKER_TO_RESET_OFFSET (resetOffsetByTime). A topic's queues live on
-//! several shards, so each request asks every owning shard for its queues' figures (`StatsCall`).
+//! and GET_CONSUMER_CONNECTION_LIST (consumerProgress) and INVOKE_BROKER_TO_RESET_OFFSET
+//! (resetOffsetByTime). A topic's queues live on several shards, so each request asks every owning
+//! shard for its queues' figures (`StatsCall`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use protocol::body::{
-    offset_table_key, split_offset_table_key, ConsumeStats, MessageQueue, OffsetWrapper,
-    ResetOffsetBody, ResetOffsetBodyForC, TopicConfig, TopicOffset, TopicStatsTable,
+    offset_table_key, split_offset_table_key, Connection, ConsumeStats, ConsumerConnection,
+    MessageQueue, OffsetWrapper, ResetOffsetBody, ResetOffsetBodyForC, TopicConfig, TopicOffset,
+    TopicStatsTable,
 };
 use protocol::header::{
-    CommandHeader, GetConsumeStatsRequestHeader, GetTopicStatsInfoRequestHeader,
-    ResetOffsetRequestHeader,
+    CommandHeader, GetConsumeStatsRequestHeader, GetConsumerConnectionListRequestHeader,
+    GetTopicStatsInfoRequestHeader, ResetOffsetRequestHeader,
 };
 use protocol::language::LanguageCode;
 use protocol::response_code as rc;
@@ -571,4 +573,50 @@ pub async fn reset_offset(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingC
         }
     }
     ok().with_body(body.to_json())
+}
+
+/// GET_CONSUMER_CONNECTION_LIST (on shard 0): the online clients of a group, with the group's
+/// consume type, message model, where it starts and its subscriptions.
+pub fn consumer_connection_list(shard: &Shard, req: &RemotingCommand) -> RemotingCommand {
+    let header = match GetConsumerConnectionListRequestHeader::from_ext_fields(&req.ext_fields) {
+        Ok(h) => h,
+        Err(e) => return header_error(&e),
+    };
+    let group = header.consumer_group.trim();
+    if group.is_empty() {
+        return blank("consumerGroup");
+    }
+    let Some(ctl) = &shard.control else {
+        return error(
+            rc::SYSTEM_ERROR,
+            "request reached a shard without the control role",
+        );
+    };
+    let clients = ctl.clients.borrow();
+    let Some((info, members)) = clients.consumer_group(group).filter(|(_, m)| !m.is_empty()) else {
+        return error(
+            rc::CONSUMER_NOT_ONLINE,
+            format!("the consumer group[{group}] not online"),
+        );
+    };
+    let body = ConsumerConnection {
+        connection_set: members
+            .into_iter()
+            .map(|(client_id, conn, language, version)| Connection {
+                client_addr: conn.peer.to_string(),
+                client_id,
+                language: if language.is_empty() {
+                    LanguageCode::Java.name().to_owned()
+                } else {
+                    language
+                },
+                version,
+            })
+            .collect(),
+        consume_from_where: info.consume_from_where.name().to_owned(),
+        consume_type: info.consume_type.name().to_owned(),
+        message_model: info.message_model.name().to_owned(),
+        subscription_table: info.subscriptions.clone(),
+    };
+    ok().with_body(protocol::body::to_json(&body))
 }

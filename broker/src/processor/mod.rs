@@ -99,7 +99,8 @@ pub async fn dispatch(
         | code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
         | code::LOCK_BATCH_MQ
         | code::UNLOCK_BATCH_MQ
-        | code::INVOKE_BROKER_TO_RESET_OFFSET => to_control(&shard, req, conn, ctx.local).await,
+        | code::INVOKE_BROKER_TO_RESET_OFFSET
+        | code::GET_CONSUMER_CONNECTION_LIST => to_control(&shard, req, conn, ctx.local).await,
         code::GET_TOPIC_STATS_INFO => Some(admin_stats::topic_stats(&shard, &req).await),
         code::GET_CONSUME_STATS => Some(admin_stats::consume_stats(&shard, &req).await),
         code::GET_ALL_TOPIC_CONFIG => Some(topic_admin::all_topic_config(&shard)),
@@ -238,6 +239,7 @@ pub async fn run_control(
         code::LOCK_BATCH_MQ => rebalance_lock::lock(shard, &req),
         code::UNLOCK_BATCH_MQ => rebalance_lock::unlock(shard, &req),
         code::INVOKE_BROKER_TO_RESET_OFFSET => admin_stats::reset_offset(shard, &req).await,
+        code::GET_CONSUMER_CONNECTION_LIST => admin_stats::consumer_connection_list(shard, &req),
         // Only from the transaction check service (clients' code 39 requests are not routed here).
         code::CHECK_TRANSACTION_STATE => crate::transaction::deliver_check(shard, req).await,
         other => unsupported(other),
