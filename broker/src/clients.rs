@@ -34,6 +34,16 @@ pub struct ConsumerGroupInfo {
     clients: BTreeMap<String, ClientChannel>,
 }
 
+/// One client of a consumer group, as GET_CONSUMER_CONNECTION_LIST reports it.
+#[derive(Debug, Clone)]
+pub struct ConsumerClient {
+    pub client_id: String,
+    pub conn: ConnRef,
+    /// Empty until a heartbeat told it.
+    pub language: String,
+    pub version: i32,
+}
+
 /// What a consumer registration changed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ConsumerChange {
@@ -185,16 +195,18 @@ impl ClientRegistry {
         }
     }
 
-    /// A consumer group and its clients as (client id, connection, language, version).
-    pub fn consumer_group(
-        &self,
-        group: &str,
-    ) -> Option<(&ConsumerGroupInfo, Vec<(String, ConnRef, String, i32)>)> {
+    /// A consumer group and its clients.
+    pub fn consumer_group(&self, group: &str) -> Option<(&ConsumerGroupInfo, Vec<ConsumerClient>)> {
         self.consumers.get(group).map(|info| {
             let clients = info
                 .clients
                 .iter()
-                .map(|(id, c)| (id.clone(), c.conn, c.language.clone(), c.version))
+                .map(|(id, c)| ConsumerClient {
+                    client_id: id.clone(),
+                    conn: c.conn,
+                    language: c.language.clone(),
+                    version: c.version,
+                })
                 .collect();
             (info, clients)
         })

@@ -602,15 +602,15 @@ pub fn consumer_connection_list(shard: &Shard, req: &RemotingCommand) -> Remotin
     let body = ConsumerConnection {
         connection_set: members
             .into_iter()
-            .map(|(client_id, conn, language, version)| Connection {
-                client_addr: conn.peer.to_string(),
-                client_id,
-                language: if language.is_empty() {
+            .map(|c| Connection {
+                client_addr: c.conn.peer.to_string(),
+                client_id: c.client_id,
+                language: if c.language.is_empty() {
                     LanguageCode::Java.name().to_owned()
                 } else {
-                    language
+                    c.language
                 },
-                version,
+                version: c.version,
             })
             .collect(),
         consume_from_where: info.consume_from_where.name().to_owned(),
