@@ -113,9 +113,9 @@ async fn commit(client: &Client, queue_id: i32, offset: i64) {
     assert_eq!(invoke(client, up).await.code, response_code::SUCCESS);
 }
 
-fn heartbeat() -> RemotingCommand {
+fn heartbeat(client_id: &str, language: LanguageCode) -> RemotingCommand {
     let data = HeartbeatData {
-        client_id: "127.0.0.1@stats".into(),
+        client_id: client_id.into(),
         consumer_data_set: vec![ConsumerData {
             group_name: GROUP.into(),
             subscription_data_set: vec![SubscriptionData {
@@ -126,7 +126,11 @@ fn heartbeat() -> RemotingCommand {
         }],
         ..HeartbeatData::default()
     };
-    RemotingCommand::request(request_code::HEART_BEAT).with_body(protocol::body::to_json(&data))
+    let mut cmd = RemotingCommand::request(request_code::HEART_BEAT)
+        .with_body(protocol::body::to_json(&data));
+    cmd.language = language;
+    cmd.version = 401;
+    cmd
 }
 
 /// Waits (bounded) until the recorder holds `n` RESET_CONSUMER_CLIENT_OFFSET pushes.
@@ -227,12 +231,26 @@ fn stats_and_reset_follow_sends_and_commits() {
         let consumer = Client::connect_with_handler(broker.addr(), TIMEOUT, Some(seen.clone()))
             .await
             .unwrap();
-        let mut beat = heartbeat();
-        beat.language = LanguageCode::Cpp;
-        beat.version = 401;
-        assert_eq!(invoke(&consumer, beat).await.code, response_code::SUCCESS);
+        assert_eq!(
+            invoke(&consumer, heartbeat("127.0.0.1@go", LanguageCode::Go))
+                .await
+                .code,
+            response_code::SUCCESS
+        );
+        // A C++ client of the same group: it is pushed the list form C++ clients read.
+        let seen_cpp = Rc::new(Recorder::default());
+        let consumer_cpp =
+            Client::connect_with_handler(broker.addr(), TIMEOUT, Some(seen_cpp.clone()))
+                .await
+                .unwrap();
+        assert_eq!(
+            invoke(&consumer_cpp, heartbeat("127.0.0.1@cpp", LanguageCode::Cpp))
+                .await
+                .code,
+            response_code::SUCCESS
+        );
 
-        // Its connection as GET_CONSUMER_CONNECTION_LIST reports it.
+        // Their connections as GET_CONSUMER_CONNECTION_LIST reports them.
         let r = invoke(
             &client,
             RemotingCommand::request(request_code::GET_CONSUMER_CONNECTION_LIST)
@@ -241,17 +259,25 @@ fn stats_and_reset_follow_sends_and_commits() {
         .await;
         assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
         let cc: ConsumerConnection = protocol::body::from_json(&r.body).unwrap();
-        assert_eq!(cc.connection_set.len(), 1, "{cc:?}");
-        let conn = &cc.connection_set[0];
+        let mut listed: Vec<(String, String, i32)> = cc
+            .connection_set
+            .iter()
+            .map(|c| (c.client_id.clone(), c.language.clone(), c.version))
+            .collect();
+        listed.sort();
         assert_eq!(
-            (
-                conn.client_id.as_str(),
-                conn.language.as_str(),
-                conn.version
-            ),
-            ("127.0.0.1@stats", "CPP", 401)
+            listed,
+            vec![
+                ("127.0.0.1@cpp".to_owned(), "CPP".to_owned(), 401),
+                ("127.0.0.1@go".to_owned(), "GO".to_owned(), 401)
+            ]
         );
-        assert!(conn.client_addr.starts_with("127.0.0.1:"), "{conn:?}");
+        assert!(
+            cc.connection_set
+                .iter()
+                .all(|c| c.client_addr.starts_with("127.0.0.1:")),
+            "{cc:?}"
+        );
         assert_eq!(cc.message_model, "CLUSTERING");
         assert!(cc.subscription_table.contains_key(TOPIC), "{cc:?}");
 
@@ -275,6 +301,14 @@ fn stats_and_reset_follow_sends_and_commits() {
             .map(|(mq, o)| (mq.queue_id, *o))
             .collect();
         assert_eq!(pushed_offsets, want);
+        let pushed_cpp = resets_pushed(&seen_cpp, 1).await;
+        let for_c: ResetOffsetBodyForC = protocol::body::from_json(&pushed_cpp[0].body).unwrap();
+        let for_c: BTreeMap<i32, i64> = for_c
+            .offset_table
+            .iter()
+            .map(|e| (e.queue_id, e.offset))
+            .collect();
+        assert_eq!(for_c, want);
 
         // Without force, a reset never moves a group forward (here: to the end).
         let kept = reset(&client, reset_request(-1, Some(false))).await;
@@ -312,7 +346,7 @@ fn stats_and_reset_follow_sends_and_commits() {
             after
         );
 
-        // A C++ admin request makes the broker push the list form C++ clients read.
+        // A C++ admin request (mqadmin -c) makes the broker push the list form to every client.
         let mut cpp = reset_request(0, Some(true));
         cpp.language = LanguageCode::Cpp;
         let from_zero = reset(&client, cpp).await;

@@ -539,14 +539,18 @@ pub async fn reset_offset(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingC
             .map(|(mq, o)| (mq.queue_id, *o))
             .collect::<Vec<_>>()
     );
-    let conns = ctl.clients.borrow().consumer_conns(group);
-    if !conns.is_empty() {
-        // Java picks the C++ body by the admin request's language (mqadmin resetOffsetByTime -c).
-        let client_body = if req.language == LanguageCode::Cpp {
-            protocol::body::to_json(&ResetOffsetBodyForC::from_body(&body))
-        } else {
-            body.to_json()
-        };
+    let clients = ctl
+        .clients
+        .borrow()
+        .consumer_group(group)
+        .map(|(_, c)| c)
+        .unwrap_or_default();
+    if !clients.is_empty() {
+        // C++ clients read a list instead of the object-keyed map. Java picks the form by the admin
+        // request's language (mqadmin resetOffsetByTime -c); the language each client's heartbeat
+        // carried picks it too, so a mixed group is served.
+        let java_body = body.to_json();
+        let c_body = protocol::body::to_json(&ResetOffsetBodyForC::from_body(&body));
         let push_header = ResetOffsetRequestHeader {
             group: group.to_owned(),
             topic: topic.to_owned(),
@@ -555,17 +559,23 @@ pub async fn reset_offset(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingC
             timestamp: header.timestamp,
             is_force: Some(force),
         };
-        for conn in conns {
+        for client in clients {
+            let for_c =
+                req.language == LanguageCode::Cpp || client.language == LanguageCode::Cpp.name();
             let mut cmd = RemotingCommand::request(request_code::RESET_CONSUMER_CLIENT_OFFSET)
                 .with_ext_fields(push_header.to_ext_fields())
-                .with_body(client_body.clone());
+                .with_body(if for_c {
+                    c_body.clone()
+                } else {
+                    java_body.clone()
+                });
             cmd.mark_oneway();
             shard
                 .mesh
                 .tell(
-                    conn.shard,
+                    client.conn.shard,
                     ShardCall::Notify {
-                        conn_id: conn.conn_id,
+                        conn_id: client.conn.conn_id,
                         cmd,
                     },
                 )
