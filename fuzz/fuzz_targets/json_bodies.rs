@@ -1,4 +1,5 @@
-//! Fuzz target: arbitrary bytes as JSON bodies (with the unquoted-integer-key rewrite).
+//! Fuzz target: arbitrary bytes as JSON bodies (with the unquoted-integer-key rewrite and fastjson's
+//! object-keyed maps).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -9,7 +10,11 @@ fuzz_target!(|data: &[u8]| {
     let _ = body::from_json::<body::HeartbeatData>(data);
     let _ = body::from_json::<body::RegisterBrokerBody>(data);
     let _ = body::from_json::<body::ConsumerOffsetSerializeWrapper>(data);
+    let _ = body::TopicStatsTable::from_json(data);
+    let _ = body::ConsumeStats::from_json(data);
+    let _ = body::ResetOffsetBody::from_json(data);
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = body::quote_integer_keys(text);
+        let _ = body::quote_object_keys(text);
     }
 });

@@ -204,3 +204,34 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use crate::body::{ConsumeStats, OffsetWrapper};
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn never_panics_and_standard_json_is_untouched(text in ".{0,200}") {
+            let out = quote_object_keys(&text);
+            if serde_json::from_str::<serde_json::Value>(&text).is_ok() {
+                prop_assert!(matches!(out, Cow::Borrowed(_)));
+            }
+        }
+
+        #[test]
+        fn any_names_round_trip(
+            queues in proptest::collection::vec((".{0,12}", ".{0,12}", any::<i32>(), any::<i64>()), 0..6)
+        ) {
+            let mut stats = ConsumeStats::default();
+            for (topic, broker_name, queue_id, offset) in queues {
+                stats.offset_table.insert(
+                    MessageQueue { topic, broker_name, queue_id },
+                    OffsetWrapper { broker_offset: offset, ..OffsetWrapper::default() },
+                );
+            }
+            prop_assert_eq!(ConsumeStats::from_json(&stats.to_json()).unwrap(), stats);
+        }
+    }
+}
