@@ -113,13 +113,14 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
     },
-    /// Per queue: broker offset, consumer offset and lag of a consumer group (GET_CONSUME_STATS).
+    /// Per queue: broker offset, consumer offset and lag of a consumer group (GET_CONSUME_STATS);
+    /// without -g, every group with its online clients and total lag.
     #[command(name = "consumerProgress")]
     ConsumerProgress {
         #[command(flatten)]
         ns: Namesrv,
         #[arg(short = 'g', long = "groupName")]
-        group: String,
+        group: Option<String>,
         /// Only this topic
         #[arg(short = 't', long = "topicName")]
         topic: Option<String>,

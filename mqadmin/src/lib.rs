@@ -83,12 +83,13 @@ pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientEr
             cluster_cmds::broker_status(&admin, addrs).await
         }
         Command::ConsumerProgress { ns, group, topic } => {
-            stats_cmds::consumer_progress(
-                &Admin::new(&ns.namesrv, timeout)?,
-                &group,
-                topic.as_deref(),
-            )
-            .await
+            let admin = Admin::new(&ns.namesrv, timeout)?;
+            match group {
+                Some(group) => {
+                    stats_cmds::consumer_progress(&admin, &group, topic.as_deref()).await
+                }
+                None => stats_cmds::group_progress(&admin).await,
+            }
         }
         Command::QueryMsgById { ns, msg_id, topic } => {
             message_cmds::query_by_id(

@@ -7,16 +7,22 @@ use std::collections::BTreeMap;
 
 use client::request::request;
 use client::ClientError;
-use protocol::body::{ConsumeStats, MessageQueue, ResetOffsetBody, TopicStatsTable};
-use protocol::header::{
-    CommandHeader, GetConsumeStatsRequestHeader, GetTopicStatsInfoRequestHeader,
-    ResetOffsetRequestHeader,
+use protocol::body::{
+    from_json, ConsumeStats, ConsumerConnection, MessageQueue, ResetOffsetBody, TopicList,
+    TopicStatsTable,
 };
-use protocol::{request_code, response_code, LanguageCode, RemotingCommand};
+use protocol::header::{
+    CommandHeader, GetConsumeStatsRequestHeader, GetConsumerConnectionListRequestHeader,
+    GetTopicStatsInfoRequestHeader, ResetOffsetRequestHeader,
+};
+use protocol::{request_code, response_code, ExtFields, LanguageCode, RemotingCommand};
 use serde_json::json;
 
 use crate::admin::Admin;
 use crate::table::{Report, Table};
+
+/// Retry topics are named after their group: `%RETRY%group`.
+const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
 
 /// (broker name, master address) of every broker group serving `topic`, by name.
 async fn topic_masters(admin: &Admin, topic: &str) -> Result<Vec<(String, String)>, ClientError> {
@@ -212,6 +218,109 @@ pub async fn consumer_progress(
     .with_footer(format!("Consume TPS: {:.2}", all.consume_tps))
     .with_footer(format!("Consume Diff Total: {diff_total}"))
     .with_footer(format!("Consume Inflight Total: {inflight_total}")))
+}
+
+/// GET_CONSUMER_CONNECTION_LIST of `group` from the first master that knows it online.
+async fn connections(
+    admin: &Admin,
+    addrs: &[String],
+    group: &str,
+) -> Result<Option<ConsumerConnection>, ClientError> {
+    let header = GetConsumerConnectionListRequestHeader {
+        consumer_group: group.to_owned(),
+    };
+    for addr in addrs {
+        let cmd = request(
+            request_code::GET_CONSUMER_CONNECTION_LIST,
+            header.to_ext_fields(),
+        );
+        match admin.call(addr, cmd).await {
+            Ok(resp) => return Ok(Some(from_json(&resp.body)?)),
+            // Not online there (or an older broker): try the next one.
+            Err(ClientError::Response { .. }) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(None)
+}
+
+/// consumerProgress without `-g`: every group that has a retry topic, with its online clients, lowest
+/// client version, type, model and total lag (Java's group summary).
+pub async fn group_progress(admin: &Admin) -> Result<Report, ClientError> {
+    let resp = client::request::expect_success(
+        admin
+            .namesrv
+            .invoke(request(
+                request_code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+                ExtFields::new(),
+            ))
+            .await?,
+    )?;
+    let list: TopicList = from_json(&resp.body)?;
+    let mut groups: Vec<String> = list
+        .topic_list
+        .iter()
+        .filter_map(|t| t.strip_prefix(RETRY_GROUP_TOPIC_PREFIX))
+        .filter(|g| !g.is_empty())
+        .map(str::to_owned)
+        .collect();
+    groups.sort();
+    groups.dedup();
+    let addrs: Vec<String> = admin
+        .masters(None)
+        .await?
+        .into_iter()
+        .map(|(_, a)| a)
+        .collect();
+    let mut table = Table::new(&[
+        "Group",
+        "Count",
+        "Version",
+        "Type",
+        "Model",
+        "TPS",
+        "Diff Total",
+    ]);
+    let mut rows = Vec::new();
+    for group in &groups {
+        let mut diff_total = 0i64;
+        let mut tps = 0f64;
+        for addr in &addrs {
+            // A broker that cannot say adds nothing (Java logs and goes on).
+            if let Ok(stats) = consume_stats(admin, addr, group, None).await {
+                diff_total = diff_total.saturating_add(stats.total_diff());
+                tps += stats.consume_tps;
+            }
+        }
+        let cc = connections(admin, &addrs, group).await?;
+        let count = cc.as_ref().map_or(0, |c| c.connection_set.len());
+        let version = cc
+            .as_ref()
+            .and_then(|c| c.connection_set.iter().map(|x| x.version).min());
+        let consume_type = cc.as_ref().map_or("", |c| match c.consume_type.as_str() {
+            "CONSUME_ACTIVELY" => "PULL",
+            "CONSUME_PASSIVELY" => "PUSH",
+            other => other,
+        });
+        let model = cc.as_ref().map_or("", |c| c.message_model.as_str());
+        table.row(vec![
+            group.clone(),
+            count.to_string(),
+            match version {
+                Some(v) if count > 0 => v.to_string(),
+                _ => "OFFLINE".to_owned(),
+            },
+            consume_type.to_owned(),
+            model.to_owned(),
+            format!("{}", tps as i64),
+            diff_total.to_string(),
+        ]);
+        rows.push(json!({
+            "group": group, "count": count, "minVersion": version, "consumeType": consume_type,
+            "messageModel": model, "consumeTps": tps, "diffTotal": diff_total,
+        }));
+    }
+    Ok(Report::new(table, json!({ "groups": rows })))
 }
 
 /// What resetOffsetByTime asks of each broker.
