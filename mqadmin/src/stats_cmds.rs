@@ -122,7 +122,8 @@ pub async fn topic_status(admin: &Admin, topic: &str) -> Result<Report, ClientEr
         json!({"topic": topic, "queues": rows, "topicPutTps": all.topic_put_tps}),
     )
     .with_footer(String::new())
-    .with_footer(format!("Topic Put TPS: {}", all.topic_put_tps)))
+    // Java prints the double as it is (0.0).
+    .with_footer(format!("Topic Put TPS: {:?}", all.topic_put_tps)))
 }
 
 /// GET_CONSUME_STATS of `group` (on `topic`, or every topic it has offsets for) from one broker.
