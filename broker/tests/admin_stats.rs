@@ -468,3 +468,20 @@ fn bad_headers_get_clear_errors() {
         );
     });
 }
+
+#[test]
+fn a_slave_refuses_to_reset_offsets() {
+    // No master: the slave still serves requests while it retries its HA connection.
+    let broker =
+        Broker::start("brokerRole = \"SLAVE\"\nbrokerId = 1\nhaMasterAddress = \"127.0.0.1:1\"\n");
+    run_local(async {
+        let client = connect(broker.addr()).await;
+        let r = invoke(&client, reset_request(0, Some(true))).await;
+        assert_eq!(r.code, response_code::SYSTEM_ERROR);
+        assert!(
+            r.remark.clone().unwrap_or_default().contains("slave"),
+            "{:?}",
+            r.remark
+        );
+    });
+}
