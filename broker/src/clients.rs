@@ -19,6 +19,9 @@ pub struct ConnRef {
 struct ClientChannel {
     conn: ConnRef,
     last_update: Instant,
+    /// The language and version of the client's heartbeat (GET_CONSUMER_CONNECTION_LIST).
+    language: String,
+    version: i32,
 }
 
 /// One consumer group as its clients described it in their heartbeats.
@@ -29,6 +32,16 @@ pub struct ConsumerGroupInfo {
     pub consume_from_where: ConsumeFromWhere,
     pub subscriptions: BTreeMap<String, SubscriptionData>,
     clients: BTreeMap<String, ClientChannel>,
+}
+
+/// One client of a consumer group, as GET_CONSUMER_CONNECTION_LIST reports it.
+#[derive(Debug, Clone)]
+pub struct ConsumerClient {
+    pub client_id: String,
+    pub conn: ConnRef,
+    /// Empty until a heartbeat told it.
+    pub language: String,
+    pub version: i32,
 }
 
 /// What a consumer registration changed.
@@ -53,6 +66,8 @@ impl ClientRegistry {
             ClientChannel {
                 conn,
                 last_update: now,
+                language: String::new(),
+                version: 0,
             },
         );
     }
@@ -87,6 +102,8 @@ impl ClientRegistry {
                 ClientChannel {
                     conn,
                     last_update: now,
+                    language: String::new(),
+                    version: 0,
                 },
             )
             .is_none();
@@ -158,6 +175,41 @@ impl ClientRegistry {
         }
         self.consumers.retain(|_, info| !info.clients.is_empty());
         changed
+    }
+
+    /// Records the language and version a consumer client's heartbeat carried.
+    pub fn set_consumer_client_info(
+        &mut self,
+        group: &str,
+        client_id: &str,
+        language: &str,
+        version: i32,
+    ) {
+        if let Some(c) = self
+            .consumers
+            .get_mut(group)
+            .and_then(|info| info.clients.get_mut(client_id))
+        {
+            language.clone_into(&mut c.language);
+            c.version = version;
+        }
+    }
+
+    /// A consumer group and its clients.
+    pub fn consumer_group(&self, group: &str) -> Option<(&ConsumerGroupInfo, Vec<ConsumerClient>)> {
+        self.consumers.get(group).map(|info| {
+            let clients = info
+                .clients
+                .iter()
+                .map(|(id, c)| ConsumerClient {
+                    client_id: id.clone(),
+                    conn: c.conn,
+                    language: c.language.clone(),
+                    version: c.version,
+                })
+                .collect();
+            (info, clients)
+        })
     }
 
     /// Client ids of a consumer group (sorted).

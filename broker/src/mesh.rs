@@ -92,6 +92,8 @@ pub enum ShardCall {
     HaTopicSeen { topic: String, queues: i32 },
     /// HA (slave): consumer offsets copied from the master, (group, topic, queue, offset).
     HaOffsets(Vec<(String, String, i32, i64)>),
+    /// Admin statistics of queues this shard owns (`processor::admin_stats`).
+    AdminStats(crate::processor::admin_stats::StatsCall),
 }
 
 /// The answer to a `ShardCall`.
@@ -107,6 +109,7 @@ pub enum ShardAnswer {
     Offsets(Vec<(String, i32, i64)>),
     /// Delay level -> safe delivery offset, for the levels a shard owns.
     DelayOffsets(Vec<(i32, i64)>),
+    AdminStats(crate::processor::admin_stats::StatsAnswer),
 }
 
 /// What travels on the mesh.

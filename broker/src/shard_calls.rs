@@ -126,6 +126,9 @@ pub async fn serve(shard: Rc<Shard>, call: ShardCall) -> ShardAnswer {
             crate::ha_role::topic_seen(&shard, topic, queues).await;
             ShardAnswer::Done
         }
+        ShardCall::AdminStats(call) => {
+            ShardAnswer::AdminStats(crate::processor::admin_stats::serve(&shard, call).await)
+        }
         ShardCall::HaOffsets(entries) => {
             crate::ha_sync::set_offsets(&shard, entries);
             ShardAnswer::Done

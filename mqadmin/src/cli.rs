@@ -88,7 +88,7 @@ pub enum Command {
         #[arg(short = 't', long = "topic")]
         topic: String,
     },
-    /// Min and max offset of every queue of a topic.
+    /// Min and max offset and last store time of every queue of a topic (GET_TOPIC_STATS_INFO).
     #[command(name = "topicStatus")]
     TopicStatus {
         #[command(flatten)]
@@ -113,13 +113,14 @@ pub enum Command {
         #[command(flatten)]
         target: Target,
     },
-    /// Per queue: broker offset, consumer offset and lag of a consumer group.
+    /// Per queue: broker offset, consumer offset and lag of a consumer group (GET_CONSUME_STATS);
+    /// without -g, every group with its online clients and total lag.
     #[command(name = "consumerProgress")]
     ConsumerProgress {
         #[command(flatten)]
         ns: Namesrv,
         #[arg(short = 'g', long = "groupName")]
-        group: String,
+        group: Option<String>,
         /// Only this topic
         #[arg(short = 't', long = "topicName")]
         topic: Option<String>,
@@ -163,7 +164,8 @@ pub enum Command {
         #[arg(short = 'o', long = "offset")]
         offset: i64,
     },
-    /// Move a group's committed offsets on a topic to the first message stored at or after a time.
+    /// Move a group's committed offsets on a topic to the first message stored at or after a time;
+    /// the brokers tell the group's online consumers (RESET_CONSUMER_CLIENT_OFFSET).
     #[command(name = "resetOffsetByTime")]
     ResetOffsetByTime {
         #[command(flatten)]
@@ -175,6 +177,12 @@ pub enum Command {
         /// Epoch milliseconds, `now`, or yyyy-MM-dd#HH:mm:ss:SSS (UTC)
         #[arg(short = 's', long = "timestamp")]
         timestamp: String,
+        /// Also move offsets forward (false: only back, never past a queue's committed offset)
+        #[arg(short = 'f', long = "force", default_value_t = true, action = clap::ArgAction::Set)]
+        force: bool,
+        /// The group's clients are C++ clients (the brokers push them the list form of the offsets)
+        #[arg(short = 'c', long = "cplus", default_value_t = false)]
+        cplus: bool,
     },
     /// Create or update a consumer group's settings.
     #[command(name = "updateSubGroup")]

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod cluster_cmds;
 pub mod consumer_cmds;
 pub mod message_cmds;
+pub mod stats_cmds;
 pub mod table;
 pub mod topic_cmds;
 
@@ -58,7 +59,7 @@ pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientEr
             topic_cmds::topic_route(&Admin::new(&ns.namesrv, timeout)?, &topic).await
         }
         Command::TopicStatus { ns, topic } => {
-            topic_cmds::topic_status(&Admin::new(&ns.namesrv, timeout)?, &topic).await
+            stats_cmds::topic_status(&Admin::new(&ns.namesrv, timeout)?, &topic).await
         }
         Command::ClusterList { ns, cluster } => {
             cluster_cmds::cluster_list(&Admin::new(&ns.namesrv, timeout)?, cluster.as_deref()).await
@@ -82,12 +83,13 @@ pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientEr
             cluster_cmds::broker_status(&admin, addrs).await
         }
         Command::ConsumerProgress { ns, group, topic } => {
-            consumer_cmds::consumer_progress(
-                &Admin::new(&ns.namesrv, timeout)?,
-                &group,
-                topic.as_deref(),
-            )
-            .await
+            let admin = Admin::new(&ns.namesrv, timeout)?;
+            match group {
+                Some(group) => {
+                    stats_cmds::consumer_progress(&admin, &group, topic.as_deref()).await
+                }
+                None => stats_cmds::group_progress(&admin).await,
+            }
         }
         Command::QueryMsgById { ns, msg_id, topic } => {
             message_cmds::query_by_id(
@@ -126,15 +128,18 @@ pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientEr
             group,
             topic,
             timestamp,
+            force,
+            cplus,
         } => {
             let ts = consumer_cmds::parse_timestamp(&timestamp, now_ms())?;
-            consumer_cmds::reset_offset_by_time(
-                &Admin::new(&ns.namesrv, timeout)?,
-                &group,
-                &topic,
-                ts,
-            )
-            .await
+            let spec = stats_cmds::ResetSpec {
+                group: &group,
+                topic: &topic,
+                timestamp: ts,
+                force,
+                cplus,
+            };
+            stats_cmds::reset_offset_by_time(&Admin::new(&ns.namesrv, timeout)?, spec).await
         }
         Command::UpdateSubGroup {
             ns,

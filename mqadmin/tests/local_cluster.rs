@@ -451,6 +451,67 @@ fn local_cluster_mqadmin_and_metrics() {
         Some(MESSAGES as i64),
         "{progress}"
     );
+    // The brokers' own stats (GET_TOPIC_STATS_INFO / GET_CONSUME_STATS) were used: store times are
+    // there, and a reset without force never moves the group forward.
+    let status = cluster.mqadmin_json(&["topicStatus", "-t", TOPIC]);
+    assert!(
+        rows(&status, "queues").iter().all(|q| {
+            let (max, ts) = (q["maxOffset"].as_i64(), q["lastUpdateTimestamp"].as_i64());
+            ts.is_some() && (max == Some(0)) == (ts == Some(0))
+        }),
+        "{status}"
+    );
+    let kept = cluster.mqadmin_json(&[
+        "resetOffsetByTime",
+        "-g",
+        GROUP,
+        "-t",
+        TOPIC,
+        "-s",
+        "now",
+        "-f",
+        "false",
+    ]);
+    assert!(
+        rows(&kept, "queues")
+            .iter()
+            .all(|q| q["newOffset"].as_i64() == Some(0) && q["oldOffset"].as_i64() == Some(0)),
+        "{kept}"
+    );
+    let (ok, table, _) = cluster.mqadmin(&["consumerProgress", "-g", GROUP, "-t", TOPIC]);
+    assert!(
+        ok && table.contains(&format!("Consume Diff Total: {MESSAGES}")),
+        "{table}"
+    );
+    // consumerProgress without -g: every group with a retry topic (a heartbeat creates it), its
+    // clients (none online once the heartbeat's connection closed) and its total lag.
+    run_local(async {
+        let namesrv = NameServer::from_list(&ns, Duration::from_secs(10)).unwrap();
+        let consumer = PullConsumer::new(
+            GROUP,
+            namesrv,
+            BrokerConnections::new(1, Duration::from_secs(10)),
+            Duration::from_secs(10),
+        );
+        consumer.heartbeat(TOPIC, "ops-client").await.unwrap();
+    });
+    let listed_at = Instant::now();
+    loop {
+        let groups = cluster.mqadmin_json(&["consumerProgress"]);
+        if let Some(g) = rows(&groups, "groups")
+            .into_iter()
+            .find(|g| g["group"].as_str() == Some(GROUP))
+        {
+            assert_eq!(g["diffTotal"].as_i64(), Some(MESSAGES as i64), "{groups}");
+            break;
+        }
+        // The retry topic reaches the name servers with the brokers' next registration.
+        assert!(
+            listed_at.elapsed() < Duration::from_secs(60),
+            "{GROUP} not listed: {groups}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
 
     // updateSubGroup reaches every master and is persisted.
     let updated = cluster.mqadmin_json(&[

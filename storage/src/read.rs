@@ -240,8 +240,8 @@ impl MessageStore {
         Ok(units.and_then(|u| u.first().and_then(|(_, e)| *e)))
     }
 
-    /// Store time of the record at a queue offset.
-    async fn store_time_at(
+    /// Store time of the record at a queue offset (None past the queue's end).
+    pub async fn store_time_at(
         &self,
         topic: &str,
         queue_id: i32,

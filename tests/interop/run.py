@@ -29,6 +29,7 @@ import cases_tx  # noqa: E402,F401
 import cases_order_query  # noqa: E402,F401
 import cases_acl  # noqa: E402,F401
 import cases_cluster  # noqa: E402,F401
+import cases_adminstats  # noqa: E402,F401
 import harness  # noqa: E402
 
 

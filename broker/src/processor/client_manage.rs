@@ -74,6 +74,12 @@ pub async fn heartbeat(shard: &Rc<Shard>, req: &RemotingCommand, conn: ConnRef) 
             now,
             data.without_sub,
         );
+        ctl.clients.borrow_mut().set_consumer_client_info(
+            group,
+            &data.client_id,
+            req.language.name(),
+            req.version,
+        );
         if change.subscriptions {
             control::broadcast_subscriptions(shard, group).await;
         }

@@ -5,6 +5,7 @@
 // Early returns carry the error response itself; it is built once per request, so its size is moot.
 #![allow(clippy::result_large_err)]
 
+pub mod admin_stats;
 pub mod broker_admin;
 pub mod client_manage;
 pub mod consumer_offset;
@@ -97,7 +98,11 @@ pub async fn dispatch(
         | code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG
         | code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
         | code::LOCK_BATCH_MQ
-        | code::UNLOCK_BATCH_MQ => to_control(&shard, req, conn, ctx.local).await,
+        | code::UNLOCK_BATCH_MQ
+        | code::INVOKE_BROKER_TO_RESET_OFFSET
+        | code::GET_CONSUMER_CONNECTION_LIST => to_control(&shard, req, conn, ctx.local).await,
+        code::GET_TOPIC_STATS_INFO => Some(admin_stats::topic_stats(&shard, &req).await),
+        code::GET_CONSUME_STATS => Some(admin_stats::consume_stats(&shard, &req).await),
         code::GET_ALL_TOPIC_CONFIG => Some(topic_admin::all_topic_config(&shard)),
         code::GET_ALL_DELAY_OFFSET => Some(broker_admin::all_delay_offset(&shard).await),
         code::VIEW_MESSAGE_BY_ID => Some(message_query::view_by_id(&shard, &req).await),
@@ -233,6 +238,8 @@ pub async fn run_control(
         }
         code::LOCK_BATCH_MQ => rebalance_lock::lock(shard, &req),
         code::UNLOCK_BATCH_MQ => rebalance_lock::unlock(shard, &req),
+        code::INVOKE_BROKER_TO_RESET_OFFSET => admin_stats::reset_offset(shard, &req).await,
+        code::GET_CONSUMER_CONNECTION_LIST => admin_stats::consumer_connection_list(shard, &req),
         // Only from the transaction check service (clients' code 39 requests are not routed here).
         code::CHECK_TRANSACTION_STATE => crate::transaction::deliver_check(shard, req).await,
         other => unsupported(other),

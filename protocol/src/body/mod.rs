@@ -4,20 +4,24 @@
 //! (`{0:"host:port"}`, written by the Java name server and in offset tables); write with
 //! [`to_json`], which always produces standard JSON (quoted keys), as Java clients accept.
 
+mod admin_stats;
 mod cluster;
 mod consumer;
 mod heartbeat;
 mod java_enum;
 mod json_compat;
+mod object_keys;
 mod offset;
 mod register;
 mod register_compressed;
 mod route;
 
+pub use admin_stats::*;
 pub use cluster::*;
 pub use consumer::*;
 pub use heartbeat::*;
 pub use json_compat::quote_integer_keys;
+pub use object_keys::{from_fastjson, message_queue_json, quote_object_keys};
 pub use offset::*;
 pub use register::*;
 pub use register_compressed::*;

@@ -7,6 +7,7 @@ use std::str::FromStr;
 
 use crate::ext_fields::ExtFields;
 
+mod admin_stats;
 mod consumer;
 mod namesrv;
 mod offset;
@@ -16,6 +17,7 @@ mod send;
 mod topic;
 mod transaction;
 
+pub use admin_stats::*;
 pub use consumer::*;
 pub use namesrv::*;
 pub use offset::*;

@@ -1,0 +1,95 @@
+"""Interop cases for the admin statistics Java's mqadmin uses, with the official C++ client (PyPI
+`rocketmq==0.4.4`): GET_TOPIC_STATS_INFO and GET_CONSUME_STATS follow what a PushConsumer consumed
+and committed, and INVOKE_BROKER_TO_RESET_OFFSET rewinds a *running* PushConsumer (the broker pushes
+RESET_CONSUMER_CLIENT_OFFSET, in the list form C++ clients read, and the client consumes again)."""
+
+import collections
+import json
+import re
+import time
+
+import remoting
+from harness import read_records
+from caselib import case, check, require_sent
+
+GET_TOPIC_STATS_INFO = 202
+GET_CONSUME_STATS = 208
+INVOKE_BROKER_TO_RESET_OFFSET = 222
+
+# fastjson writes Map<MessageQueue, V> with the MessageQueue object as the key.
+_MQ_KEY = re.compile(r'\{"brokerName":"([^"]*)","queueId":(\d+),"topic":"([^"]*)"\}:')
+
+
+def _queue_table(resp, what):
+    """{queueId: value} of a body's offsetTable (object keys rewritten to "queueId" strings)."""
+    check(resp.code == remoting.SUCCESS, "%s answered %d %r" % (what, resp.code, resp.remark))
+    text = _MQ_KEY.sub(lambda m: '"%s":' % m.group(2), resp.body.decode("utf-8"))
+    return {int(q): v for q, v in json.loads(text)["offsetTable"].items()}
+
+
+def _consume_stats(addr, group, topic):
+    resp = remoting.request(addr, GET_CONSUME_STATS, {"consumerGroup": group, "topic": topic})
+    return _queue_table(resp, "GET_CONSUME_STATS")
+
+
+def _received(proc):
+    """Deliveries per seq so far (the client's output file is read while it runs)."""
+    counts = collections.Counter()
+    for r in read_records(proc.base + ".jsonl"):
+        if r.get("kind") == "recv" and (r.get("props") or {}).get("seq", "").isdigit():
+            counts[int(r["props"]["seq"])] += 1
+    return counts
+
+
+def _each_seq_seen(counts, n, times):
+    return all(counts[i] >= times for i in range(n))
+
+
+def _wait(what, condition, timeout):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.3)
+    check(False, "%s within %ss" % (what, timeout))
+
+
+@case("py_admin_stats_reset_running_consumer", timeout=300)
+def reset_running_consumer(ctx):
+    n, topic, group = 40, "PyAdminStats", "py-stats-group"
+    c = ctx.start_cluster()
+    c.create_topic(topic)
+    require_sent(ctx.clients.run("py", "py-produce-stats", ["produce", "--topic", topic, "--prefix", "stats",
+                                                            "--count", str(n)], 90), "stats", n)
+    stats = _queue_table(remoting.request(c.broker_addr, GET_TOPIC_STATS_INFO, {"topic": topic}),
+                         "GET_TOPIC_STATS_INFO")
+    check(sum(v["maxOffset"] for v in stats.values()) == n, "topic stats do not add up to %d: %s" % (n, stats))
+
+    # A push consumer that stays up (linger) after its first full pass, so the reset reaches it running;
+    # it is stopped once the checks are done.
+    proc = ctx.clients.spawn("py", "py-push-stats", ["push", "--topic", topic, "--group", group, "--timeout", "60",
+                                                     "--linger", "150", "--expect", "stats:%d" % n])
+    try:
+        _wait("the PushConsumer receiving every message", lambda: len(_received(proc)) >= n, 60)
+        # Its offsets reach the broker with its periodic commit (every 5 s).
+        _wait("GET_CONSUME_STATS showing everything consumed",
+              lambda: sum(w["consumerOffset"] for w in _consume_stats(c.broker_addr, group, topic).values()) == n,
+              40)
+        first_pass = sum(_received(proc).values())
+
+        resp = remoting.request(c.broker_addr, INVOKE_BROKER_TO_RESET_OFFSET,
+                                {"group": group, "topic": topic, "timestamp": 0, "isForce": "true"})
+        moved = _queue_table(resp, "INVOKE_BROKER_TO_RESET_OFFSET")
+        check(moved and all(o == 0 for o in moved.values()), "reset answered %s" % moved)
+
+        # The running client is told and consumes every message again.
+        _wait("the PushConsumer receiving every message again after the reset",
+              lambda: _each_seq_seen(_received(proc), n, 2), 60)
+        ctx.note("deliveries before the reset: %d, after: %d" % (first_pass, sum(_received(proc).values()) - first_pass))
+        # Its commits after the second pass bring the group's offsets (0 right after the reset) to the end.
+        _wait("GET_CONSUME_STATS back at the end after the second pass",
+              lambda: sum(w["consumerOffset"] for w in _consume_stats(c.broker_addr, group, topic).values()) == n,
+              40)
+    finally:
+        ctx.clients.finish(proc, 1)
