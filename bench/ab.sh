@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Same-run A/B of two builds of our broker: runs S2 (sync send, SYNC_FLUSH, 64 in flight) and S5 (e2e at
+# a fixed rate, SYNC_FLUSH) against build A then build B, ROUNDS times interleaved, each run on a fresh
+# store, and prints one line per run. On a noisy machine only such interleaved comparisons mean much.
+#
+#   bench/ab.sh OLD_RELEASE_DIR NEW_RELEASE_DIR [ROUNDS]
+#   e.g. git worktree add ../base <commit> && (cd ../base && cargo build --release -p broker -p namesrv)
+#        bench/ab.sh ../base/target/release target/release 5
+#
+# Environment: DURATION [8s], WARMUP [2s], S5_RATE [20000], FLUSH [SYNC_FLUSH], EXTRA_CONFIG [""].
+# loadgen is taken from NEW_RELEASE_DIR.
+set -euo pipefail
+
+A=$(cd "${1:?old release dir}" && pwd)
+B=$(cd "${2:?new release dir}" && pwd)
+ROUNDS=${3:-3}
+DURATION=${DURATION:-8s}
+WARMUP=${WARMUP:-2s}
+S5_RATE=${S5_RATE:-20000}
+FLUSH=${FLUSH:-SYNC_FLUSH}
+EXTRA_CONFIG=${EXTRA_CONFIG:-}
+WORK=$(mktemp -d /tmp/ab.XXXXXX)
+NS_PID="" BROKER_PID=""
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+stop() {
+    for p in $BROKER_PID $NS_PID; do kill "$p" 2>/dev/null || true; done
+    for p in $BROKER_PID $NS_PID; do wait "$p" 2>/dev/null || true; done
+    NS_PID="" BROKER_PID=""
+    rm -rf "$WORK/store"
+}
+trap 'stop; rm -rf "$WORK"' EXIT
+
+# start BIN_DIR: a name server and a broker with a fresh store; sets NS (address).
+start() {
+    local bin=$1 ns_port broker_port
+    ns_port=$(free_port)
+    broker_port=$(free_port)
+    NS="127.0.0.1:$ns_port"
+    mkdir -p "$WORK/store"
+    cat >"$WORK/broker.toml" <<EOF
+brokerClusterName = "DefaultCluster"
+brokerName = "broker-ab"
+brokerId = 0
+brokerIP1 = "127.0.0.1"
+bindAddress = "127.0.0.1"
+namesrvAddr = "$NS"
+listenPort = $broker_port
+storePathRootDir = "$WORK/store"
+brokerRole = "ASYNC_MASTER"
+flushDiskType = "$FLUSH"
+autoCreateTopicEnable = true
+$EXTRA_CONFIG
+EOF
+    "$bin/namesrv" --listen "$NS" >"$WORK/namesrv.log" 2>&1 &
+    NS_PID=$!
+    sleep 0.5
+    "$bin/broker" --config "$WORK/broker.toml" >"$WORK/broker.log" 2>&1 &
+    BROKER_PID=$!
+    for _ in $(seq 1 50); do
+        if "$B/loadgen" produce --namesrv "$NS" --topic AbTopic --create-queues 8 --count 1 --size 16 \
+            --timeout 2s >/dev/null 2>&1; then
+            return 0
+        fi
+        sleep 0.2
+    done
+    echo "broker from $bin did not become ready; see $WORK/broker.log" >&2
+    return 1
+}
+
+COMMON=(--topic AbTopic --size 1024 --warmup "$WARMUP" --duration "$DURATION")
+for round in $(seq 1 "$ROUNDS"); do
+    for side in A B; do
+        bin=$A
+        [ "$side" = B ] && bin=$B
+        start "$bin"
+        s2=$("$B/loadgen" produce --namesrv "$NS" "${COMMON[@]}" --mode sync --inflight 64 2>&1 |
+            grep '^Send TPS' | tail -1 | awk -F'|' '{print $1 "|" $5}')
+        stop
+        start "$bin"
+        s5=$("$B/loadgen" e2e --namesrv "$NS" "${COMMON[@]}" --rate "$S5_RATE" --mode async --inflight 512 2>&1 |
+            grep '^Consume TPS' | tail -1 | awk -F'|' '{print $5 "|" $6}')
+        stop
+        echo "round $round $side: S2 [$s2] S5 e2e [$s5]"
+    done
+done
