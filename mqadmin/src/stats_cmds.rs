@@ -8,14 +8,13 @@ use std::collections::BTreeMap;
 use client::request::request;
 use client::ClientError;
 use protocol::body::{
-    from_json, ConsumeStats, ConsumerConnection, MessageQueue, ResetOffsetBody, TopicList,
-    TopicStatsTable,
+    from_json, ConsumeStats, ConsumerConnection, MessageQueue, ResetOffsetBody, TopicStatsTable,
 };
 use protocol::header::{
     CommandHeader, GetConsumeStatsRequestHeader, GetConsumerConnectionListRequestHeader,
     GetTopicStatsInfoRequestHeader, ResetOffsetRequestHeader,
 };
-use protocol::{request_code, response_code, ExtFields, LanguageCode, RemotingCommand};
+use protocol::{request_code, response_code, LanguageCode, RemotingCommand};
 use serde_json::json;
 
 use crate::admin::Admin;
@@ -248,16 +247,7 @@ async fn connections(
 /// consumerProgress without `-g`: every group that has a retry topic, with its online clients, lowest
 /// client version, type, model and total lag (Java's group summary).
 pub async fn group_progress(admin: &Admin) -> Result<Report, ClientError> {
-    let resp = client::request::expect_success(
-        admin
-            .namesrv
-            .invoke(request(
-                request_code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
-                ExtFields::new(),
-            ))
-            .await?,
-    )?;
-    let list: TopicList = from_json(&resp.body)?;
+    let list = crate::topic_cmds::all_topics(admin).await?;
     let mut groups: Vec<String> = list
         .topic_list
         .iter()

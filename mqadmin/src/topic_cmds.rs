@@ -123,7 +123,8 @@ pub async fn delete_topic(
     ))
 }
 
-pub async fn topic_list(admin: &Admin) -> Result<Report, ClientError> {
+/// Every topic the name server knows.
+pub async fn all_topics(admin: &Admin) -> Result<TopicList, ClientError> {
     let resp = client::request::expect_success(
         admin
             .namesrv
@@ -133,7 +134,11 @@ pub async fn topic_list(admin: &Admin) -> Result<Report, ClientError> {
             ))
             .await?,
     )?;
-    let list: TopicList = from_json(&resp.body)?;
+    Ok(from_json(&resp.body)?)
+}
+
+pub async fn topic_list(admin: &Admin) -> Result<Report, ClientError> {
+    let list = all_topics(admin).await?;
     let mut table = Table::new(&["Topic"]);
     for t in &list.topic_list {
         table.row(vec![t.clone()]);

@@ -60,7 +60,7 @@ pub fn quote_integer_keys(text: &str) -> Cow<'_, str> {
 }
 
 /// Index just past the string starting at `start` (a `"`), or the end of input if unterminated.
-fn skip_string(bytes: &[u8], start: usize) -> usize {
+pub(super) fn skip_string(bytes: &[u8], start: usize) -> usize {
     let mut i = start + 1;
     while let Some(&b) = bytes.get(i) {
         match b {

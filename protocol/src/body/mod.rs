@@ -24,8 +24,8 @@ pub use json_compat::quote_integer_keys;
 pub use object_keys::{from_fastjson, message_queue_json, quote_object_keys};
 pub use offset::*;
 pub use register::*;
-pub use register_compressed::*;
 use register_compressed::has_zlib_header;
+pub use register_compressed::*;
 pub use route::*;
 
 use serde::de::DeserializeOwned;

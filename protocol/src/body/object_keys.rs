@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::json_compat::skip_string;
 use super::{BodyError, MessageQueue};
 
 /// Returns `text` with every object-valued key replaced by a JSON string of its text; borrowed
@@ -76,19 +77,6 @@ pub fn quote_object_keys(text: &str) -> Cow<'_, str> {
         }
         None => Cow::Borrowed(text),
     }
-}
-
-/// Index just past the string starting at `start` (a `"`), or the end of input if unterminated.
-fn skip_string(bytes: &[u8], start: usize) -> usize {
-    let mut i = start + 1;
-    while let Some(&b) = bytes.get(i) {
-        match b {
-            b'\\' => i += 2,
-            b'"' => return i + 1,
-            _ => i += 1,
-        }
-    }
-    bytes.len()
 }
 
 /// Index just past the `}` closing the object that starts at `start`.
