@@ -527,19 +527,20 @@ impl CommitLog {
     }
 
     /// Bytes `[local, local + len)` through the block cache, starting a read of the block after the
-    /// last one touched; None when they are not wholly durable (or not in one segment).
+    /// last one touched; None unless the blocks holding them are wholly durable and in one segment
+    /// (a block read with the flush point inside it would keep stale bytes past that point).
     async fn read_blocks(&self, local: u64, len: usize) -> Result<Option<Bytes>, StoreError> {
         let end = local + len as u64;
         let seg_start = self.segment_start(local);
-        if end > self.flushed.get() || end > seg_start + self.segment_size {
+        let size = self.blocks.block_size();
+        let first = self.blocks.block_start(local);
+        let last = self.blocks.block_start(end.saturating_sub(1).max(local));
+        if len == 0 || last + size > self.flushed.get() || end > seg_start + self.segment_size {
             return Ok(None);
         }
         let Some(seg) = self.segment_at(seg_start) else {
             return Ok(None);
         };
-        let size = self.blocks.block_size();
-        let first = self.blocks.block_start(local);
-        let last = self.blocks.block_start(end - 1);
         self.read_ahead(&seg, last + size);
         if first == last {
             let block = self.blocks.get(&seg, first).await?;
