@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
-# Same-run A/B of two builds of our broker: runs S2 (sync send, SYNC_FLUSH, 64 in flight) and S5 (e2e at
-# a fixed rate, SYNC_FLUSH) against build A then build B, ROUNDS times interleaved, each run on a fresh
-# store, and prints one line per run. On a noisy machine only such interleaved comparisons mean much.
+# Same-run A/B of two builds of our broker: runs the scenarios of compare.sh named in SCENARIOS (default
+# S2, sync send with SYNC_FLUSH and 64 in flight, and S5, e2e at a fixed rate with SYNC_FLUSH) against
+# build A then build B, ROUNDS times interleaved, each run on a fresh store, and prints one line per
+# run. On a noisy machine only such interleaved comparisons mean much.
 #
 #   bench/ab.sh OLD_RELEASE_DIR NEW_RELEASE_DIR [ROUNDS]
 #   e.g. git worktree add ../base <commit> && (cd ../base && cargo build --release -p broker -p namesrv)
 #        bench/ab.sh ../base/target/release target/release 5
 #
-# Environment: DURATION [8s], WARMUP [2s], S5_RATE [20000], FLUSH [SYNC_FLUSH], EXTRA_CONFIG [""].
-# loadgen is taken from NEW_RELEASE_DIR.
+# Environment: SCENARIOS ["s2 s5"; also s1 (S2 with ASYNC_FLUSH) and s3 (batches of 32, ASYNC_FLUSH)],
+# DURATION [8s], WARMUP [2s], S5_RATE [20000], EXTRA_CONFIG [""].
+# loadgen is taken from NEW_RELEASE_DIR unless LOADGEN names one.
 set -euo pipefail
 
 A=$(cd "${1:?old release dir}" && pwd)
 B=$(cd "${2:?new release dir}" && pwd)
 ROUNDS=${3:-3}
+LOADGEN=${LOADGEN:-$B/loadgen}
 DURATION=${DURATION:-8s}
 WARMUP=${WARMUP:-2s}
 S5_RATE=${S5_RATE:-20000}
-FLUSH=${FLUSH:-SYNC_FLUSH}
+SCENARIOS=${SCENARIOS:-s2 s5}
+FLUSH=SYNC_FLUSH
 EXTRA_CONFIG=${EXTRA_CONFIG:-}
 WORK=$(mktemp -d /tmp/ab.XXXXXX)
 NS_PID="" BROKER_PID=""
@@ -59,7 +63,7 @@ EOF
     "$bin/broker" --config "$WORK/broker.toml" >"$WORK/broker.log" 2>&1 &
     BROKER_PID=$!
     for _ in $(seq 1 50); do
-        if "$B/loadgen" produce --namesrv "$NS" --topic AbTopic --create-queues 8 --count 1 --size 16 \
+        if "$LOADGEN" produce --namesrv "$NS" --topic AbTopic --create-queues 8 --count 1 --size 16 \
             --timeout 2s >/dev/null 2>&1; then
             return 0
         fi
@@ -70,18 +74,32 @@ EOF
 }
 
 COMMON=(--topic AbTopic --size 1024 --warmup "$WARMUP" --duration "$DURATION")
+send_line() { grep '^Send TPS' | tail -1 | awk -F'|' '{print $1 "|" $5}'; }
+
+# scenario NAME BIN_DIR: one run of that scenario on a fresh broker from BIN_DIR; prints its figures.
+scenario() {
+    local name=$1 bin=$2 out
+    case $name in s1 | s3) FLUSH=ASYNC_FLUSH ;; *) FLUSH=SYNC_FLUSH ;; esac
+    start "$bin"
+    case $name in
+    s1 | s2) out=$("$LOADGEN" produce --namesrv "$NS" "${COMMON[@]}" --mode sync --inflight 64 2>&1 | send_line) ;;
+    s3) out=$("$LOADGEN" produce --namesrv "$NS" "${COMMON[@]}" --mode sync --inflight 16 --batch 32 2>&1 | send_line) ;;
+    s5) out=$("$LOADGEN" e2e --namesrv "$NS" "${COMMON[@]}" --rate "$S5_RATE" --mode async --inflight 512 2>&1 |
+        grep '^Consume TPS' | tail -1 | awk -F'|' '{print $5 "|" $6}') ;;
+    *) out="unknown scenario" ;;
+    esac
+    stop
+    echo "${name^^} [$out]"
+}
+
 for round in $(seq 1 "$ROUNDS"); do
     for side in A B; do
         bin=$A
         [ "$side" = B ] && bin=$B
-        start "$bin"
-        s2=$("$B/loadgen" produce --namesrv "$NS" "${COMMON[@]}" --mode sync --inflight 64 2>&1 |
-            grep '^Send TPS' | tail -1 | awk -F'|' '{print $1 "|" $5}')
-        stop
-        start "$bin"
-        s5=$("$B/loadgen" e2e --namesrv "$NS" "${COMMON[@]}" --rate "$S5_RATE" --mode async --inflight 512 2>&1 |
-            grep '^Consume TPS' | tail -1 | awk -F'|' '{print $5 "|" $6}')
-        stop
-        echo "round $round $side: S2 [$s2] S5 e2e [$s5]"
+        line="round $round $side:"
+        for name in $SCENARIOS; do
+            line="$line $(scenario "$name" "$bin")"
+        done
+        echo "$line"
     done
 done

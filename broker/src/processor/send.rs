@@ -254,10 +254,14 @@ fn success(shard: &Shard, oks: &[PutOk], queue_id: i32, is_batch: bool) -> Remot
         return error(rc::SYSTEM_ERROR, "the store returned no result");
     };
     let msg_id = if is_batch {
-        oks.iter()
-            .map(|ok| msgid::offset_msg_id(shard.store_host, ok.physical_offset))
-            .collect::<Vec<_>>()
-            .join(",")
+        let mut ids = String::with_capacity(oks.len() * 33);
+        for (i, ok) in oks.iter().enumerate() {
+            if i > 0 {
+                ids.push(',');
+            }
+            msgid::push_offset_msg_id(&mut ids, shard.store_host, ok.physical_offset);
+        }
+        ids
     } else {
         msgid::offset_msg_id(shard.store_host, first.physical_offset)
     };

@@ -13,19 +13,31 @@ pub enum MsgIdError {
 
 /// Encodes `ip (4 or 16) + port (4) + physical offset (8)` as upper-case hex.
 pub fn offset_msg_id(store_host: SocketAddr, physical_offset: i64) -> String {
-    let mut raw = Vec::with_capacity(28);
-    match store_host.ip() {
-        IpAddr::V4(ip) => raw.extend_from_slice(&ip.octets()),
-        IpAddr::V6(ip) => raw.extend_from_slice(&ip.octets()),
-    }
-    raw.extend_from_slice(&i32::from(store_host.port()).to_be_bytes());
-    raw.extend_from_slice(&physical_offset.to_be_bytes());
-    let mut out = String::with_capacity(raw.len() * 2);
-    for b in raw {
+    let mut out = String::with_capacity(56);
+    push_offset_msg_id(&mut out, store_host, physical_offset);
+    out
+}
+
+/// Appends the offsetMsgId to `out` (a batch answer joins many without a string for each).
+pub fn push_offset_msg_id(out: &mut String, store_host: SocketAddr, physical_offset: i64) {
+    let mut raw = [0u8; 28];
+    let ip_len = match store_host.ip() {
+        IpAddr::V4(ip) => {
+            raw[..4].copy_from_slice(&ip.octets());
+            4
+        }
+        IpAddr::V6(ip) => {
+            raw[..16].copy_from_slice(&ip.octets());
+            16
+        }
+    };
+    raw[ip_len..ip_len + 4].copy_from_slice(&i32::from(store_host.port()).to_be_bytes());
+    raw[ip_len + 4..ip_len + 12].copy_from_slice(&physical_offset.to_be_bytes());
+    out.reserve((ip_len + 12) * 2);
+    for b in &raw[..ip_len + 12] {
         out.push(HEX[usize::from(b >> 4)] as char);
         out.push(HEX[usize::from(b & 0xF)] as char);
     }
-    out
 }
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
