@@ -1,6 +1,10 @@
 //! `loadgen produce | consume | e2e | null-broker`: see `loadgen --help`.
 
 use clap::Parser;
+
+// loadgen shares the machine with the broker it measures: every cycle it saves goes to the broker.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use loadgen::cli::{Cli, Command};
 use loadgen::executor::RunSpec;
 use loadgen::report::Sides;

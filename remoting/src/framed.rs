@@ -18,6 +18,9 @@ const READ_CHUNK: usize = 64 * 1024;
 pub struct FrameReader<R> {
     inner: R,
     buf: BytesMut,
+    /// What the socket reads into: zeroed once, so a read costs a copy of what arrived rather than
+    /// zeroing the whole free capacity of `buf` each time (2% of the broker's CPU in S3).
+    scratch: Vec<u8>,
     /// When the first byte of the frame now being received arrived; `None` between frames.
     frame_started: Rc<Cell<Option<Instant>>>,
 }
@@ -27,6 +30,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         FrameReader {
             inner,
             buf: BytesMut::with_capacity(READ_CHUNK),
+            scratch: vec![0; READ_CHUNK],
             frame_started: Rc::new(Cell::new(None)),
         }
     }
@@ -48,20 +52,11 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             if !self.buf.is_empty() && self.frame_started.get().is_none() {
                 self.frame_started.set(Some(Instant::now()));
             }
-            let start = self.buf.len();
-            if self.buf.capacity() - start < READ_CHUNK / 4 {
-                self.buf.reserve(READ_CHUNK);
+            let n = self.inner.read(&mut self.scratch).await?;
+            if self.buf.capacity() - self.buf.len() < n {
+                self.buf.reserve(n.max(READ_CHUNK));
             }
-            let room = self.buf.capacity() - start;
-            self.buf.resize(start + room, 0);
-            let n = match self.inner.read(&mut self.buf[start..]).await {
-                Ok(n) => n,
-                Err(e) => {
-                    self.buf.truncate(start);
-                    return Err(e.into());
-                }
-            };
-            self.buf.truncate(start + n);
+            self.buf.extend_from_slice(self.scratch.get(..n).unwrap_or_default());
             if n == 0 {
                 return if self.buf.is_empty() {
                     Ok(None)
