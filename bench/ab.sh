@@ -8,8 +8,9 @@
 #   e.g. git worktree add ../base <commit> && (cd ../base && cargo build --release -p broker -p namesrv)
 #        bench/ab.sh ../base/target/release target/release 5
 #
-# Environment: SCENARIOS ["s2 s5"; also s1 (S2 with ASYNC_FLUSH) and s3 (batches of 32, ASYNC_FLUSH)],
-# DURATION [8s], WARMUP [2s], S5_RATE [20000], EXTRA_CONFIG [""].
+# Environment: SCENARIOS ["s2 s5"; also s1 (S2 with ASYNC_FLUSH), s3 (batches of 32, ASYNC_FLUSH) and
+# s4 (consume a backlog of BACKLOG_MB [512] MiB)], DURATION [8s], WARMUP [2s], S5_RATE [20000],
+# EXTRA_CONFIG [""].
 # loadgen is taken from NEW_RELEASE_DIR unless LOADGEN names one.
 set -euo pipefail
 
@@ -79,11 +80,17 @@ send_line() { grep '^Send TPS' | tail -1 | awk -F'|' '{print $1 "|" $5}'; }
 # scenario NAME BIN_DIR: one run of that scenario on a fresh broker from BIN_DIR; prints its figures.
 scenario() {
     local name=$1 bin=$2 out
-    case $name in s1 | s3) FLUSH=ASYNC_FLUSH ;; *) FLUSH=SYNC_FLUSH ;; esac
+    case $name in s1 | s3 | s4) FLUSH=ASYNC_FLUSH ;; *) FLUSH=SYNC_FLUSH ;; esac
     start "$bin"
     case $name in
     s1 | s2) out=$("$LOADGEN" produce --namesrv "$NS" "${COMMON[@]}" --mode sync --inflight 64 2>&1 | send_line) ;;
     s3) out=$("$LOADGEN" produce --namesrv "$NS" "${COMMON[@]}" --mode sync --inflight 16 --batch 32 2>&1 | send_line) ;;
+    s4)
+        local count=$((${BACKLOG_MB:-512} * 1024))
+        "$LOADGEN" produce --namesrv "$NS" --topic AbTopic --size 1024 --count "$count" --mode sync --inflight 16 \
+            --batch 32 >/dev/null 2>&1
+        out=$("$LOADGEN" consume --namesrv "$NS" --topic AbTopic --count "$count" --from earliest --pull-batch 32 2>&1 |
+            grep '^Consume TPS' | tail -1 | awk -F'|' '{print $2}') ;;
     s5) out=$("$LOADGEN" e2e --namesrv "$NS" "${COMMON[@]}" --rate "$S5_RATE" --mode async --inflight 512 2>&1 |
         grep '^Consume TPS' | tail -1 | awk -F'|' '{print $5 "|" $6}') ;;
     *) out="unknown scenario" ;;
