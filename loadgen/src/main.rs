@@ -1,13 +1,13 @@
 //! `loadgen produce | consume | e2e | null-broker`: see `loadgen --help`.
 
 use clap::Parser;
+use loadgen::cli::{Cli, Command};
+use loadgen::executor::RunSpec;
+use loadgen::report::Sides;
 
 // loadgen shares the machine with the broker it measures: every cycle it saves goes to the broker.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use loadgen::cli::{Cli, Command};
-use loadgen::executor::RunSpec;
-use loadgen::report::Sides;
 
 fn main() {
     tracing_subscriber::fmt()
