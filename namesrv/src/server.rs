@@ -45,7 +45,7 @@ pub fn bind(addr: SocketAddr) -> Result<TcpListener, NamesrvError> {
     Ok(unsafe { TcpListener::from_raw_fd(fd) })
 }
 
-async fn accept_loop(listener: &TcpListener, ns: &Rc<NameServer>) {
+async fn accept_loop(listener: TcpListener, ns: Rc<NameServer>) {
     loop {
         match listener.accept().await {
             Ok(stream) => {
@@ -67,7 +67,7 @@ async fn accept_loop(listener: &TcpListener, ns: &Rc<NameServer>) {
     }
 }
 
-async fn scan_loop(ns: &NameServer) {
+async fn scan_loop(ns: Rc<NameServer>) {
     loop {
         glommio::timer::sleep(ns.config().scan_interval).await;
         for addr in ns.expire_silent_brokers() {
@@ -81,11 +81,17 @@ async fn scan_loop(ns: &NameServer) {
 
 /// Serves `listener` with `ns` until `stop` completes (inside a glommio executor). Open
 /// connections end with the executor.
+///
+/// Accepting and scanning run as tasks of their own: glommio keeps a waker clone for every poll of
+/// a pending accept, so an accept polled again each time a sibling future (a stop flag checked every
+/// 50 ms) wakes their shared task overflowed the task's reference count after 27 minutes.
 pub async fn serve(listener: TcpListener, ns: Rc<NameServer>, stop: impl Future<Output = ()>) {
-    use futures_lite::FutureExt;
-    let accept = accept_loop(&listener, &ns);
-    let scan = scan_loop(&ns);
-    accept.or(scan).or(stop).await;
+    let accept = glommio::spawn_local(accept_loop(listener, ns.clone()));
+    let scan = glommio::spawn_local(scan_loop(ns));
+    stop.await;
+    // Dropping a glommio task cancels it; the accept task owns the listener, which closes with it.
+    drop(accept);
+    drop(scan);
     remoting::sd_notify::notify_stopping();
     tracing::info!("name server stopping");
 }

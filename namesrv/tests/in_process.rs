@@ -72,3 +72,45 @@ fn serve_answers_in_process_and_stops_when_asked() {
         );
     });
 }
+
+/// glommio keeps one waker clone per poll of a pending accept and panics once a task holds 32,767 of
+/// them: a server whose stop future woke its task every 50 ms stopped accepting after 27 minutes.
+/// Here the stop future wakes 40,000 times before the server must still answer.
+#[test]
+fn serve_keeps_accepting_while_its_stop_future_wakes_often() {
+    run_local(|| async {
+        let listener = namesrv::bind(SocketAddr::from(([127, 0, 0, 1], 0))).expect("bind");
+        let addr = listener.local_addr().expect("local addr");
+        let stop = Rc::new(Cell::new(false));
+        let wakes = Rc::new(Cell::new(0u32));
+        let (server_stop, server_wakes) = (stop.clone(), wakes.clone());
+        let server = glommio::spawn_local(namesrv::serve(
+            listener,
+            Rc::new(NameServer::new(NamesrvConfig::default())),
+            async move {
+                while !server_stop.get() {
+                    glommio::timer::sleep(Duration::from_micros(10)).await;
+                    server_wakes.set(server_wakes.get() + 1);
+                }
+            },
+        ));
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while wakes.get() < 40_000 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "only {} wakes in 60 s",
+                wakes.get()
+            );
+            glommio::timer::sleep(Duration::from_millis(20)).await;
+        }
+        let answered = remoting::with_timeout(Duration::from_secs(5), async {
+            let client = connect(addr).await;
+            Ok(invoke(&client, route_request("T")).await)
+        })
+        .await;
+        let response = answered.expect("the name server answers after 40,000 wakes");
+        assert_eq!(response.code, response_code::TOPIC_NOT_EXIST);
+        stop.set(true);
+        server.await;
+    });
+}
