@@ -66,12 +66,17 @@ pub fn now_millis() -> i64 {
 
 impl UniqKeyGenerator {
     pub fn new(ip: Ipv4Addr, instance: u32) -> UniqKeyGenerator {
+        UniqKeyGenerator::new_at(ip, instance, now_millis())
+    }
+
+    /// A generator whose month is the one containing `now_ms` (tests pass a fixed time).
+    pub fn new_at(ip: Ipv4Addr, instance: u32, now_ms: i64) -> UniqKeyGenerator {
         let mut prefix = String::with_capacity(20);
         push_hex(&mut prefix, &ip.octets());
         // The Java client writes the low 16 bits of the pid.
         push_hex(&mut prefix, &((std::process::id() & 0xFFFF) as u16).to_be_bytes());
         push_hex(&mut prefix, &instance.to_be_bytes());
-        let (month_start_ms, next_month_ms) = month_bounds(now_millis());
+        let (month_start_ms, next_month_ms) = month_bounds(now_ms);
         UniqKeyGenerator {
             prefix,
             month_start_ms,
@@ -82,7 +87,8 @@ impl UniqKeyGenerator {
 
     /// The next id for a message sent at `now_ms`.
     pub fn next_at(&mut self, now_ms: i64) -> String {
-        if now_ms >= self.next_month_ms {
+        // A clock set back before the month start recomputes too, instead of wrapping.
+        if now_ms >= self.next_month_ms || now_ms < self.month_start_ms {
             let (start, next) = month_bounds(now_ms);
             self.month_start_ms = start;
             self.next_month_ms = next;
@@ -136,8 +142,9 @@ mod tests {
 
     #[test]
     fn ids_have_the_java_layout_and_differ() {
-        let mut gen = UniqKeyGenerator::new(Ipv4Addr::new(10, 1, 2, 3), 0xDEAD_BEEF);
+        // Built at the same fixed time as the ids below, so no part depends on today's date.
         let now = 1_795_935_600_000;
+        let mut gen = UniqKeyGenerator::new_at(Ipv4Addr::new(10, 1, 2, 3), 0xDEAD_BEEF, now);
         let a = gen.next_at(now);
         let b = gen.next_at(now);
         assert_eq!(a.len(), 32);
@@ -149,5 +156,17 @@ mod tests {
         assert_eq!(&b[28..], "0001");
         assert_ne!(a, b);
         assert!(a.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_lowercase()));
+    }
+
+    #[test]
+    fn a_later_or_earlier_month_recomputes_the_start() {
+        let now = 1_795_935_600_000; // 2026-11-29T07:00Z
+        let mut gen = UniqKeyGenerator::new_at(Ipv4Addr::LOCALHOST, 1, now);
+        // 2026-12-01T00:00:01Z: one second into December.
+        let dec = gen.next_at(1_796_083_201_000);
+        assert_eq!(&dec[20..28], "000003E8");
+        // Back to 2026-11-29 (a clock set back): the November start again, not a wrapped value.
+        let nov = gen.next_at(now);
+        assert_eq!(&nov[20..28], "91B29580");
     }
 }
