@@ -1,39 +1,23 @@
 //! The broker: config, shards, connections and request processors.
 //!
-//! One glommio executor per shard (`runtime`), each with its own store, listeners and copy of the topic
-//! table; queues are owned by shards (`ownership`); shards talk only through the channel mesh (`mesh`);
-//! shard 0 also plays the control role (`control`).
+//! Start-up (`startup`) runs one glommio executor per shard, each with its own store, listeners and
+//! copy of the topic table (`shard`); queues are owned by shards (`shard::ownership`); shards talk only
+//! through typed requests and broadcast events over the channel mesh (`shard::requests`,
+//! `shard::events`, `shard::mesh`). Connections (`net`) feed the request processors (`processor`),
+//! which read and change metadata (`state`); shard 0 also plays the control role (`role::control`),
+//! and every shard its HA role (`role::ha`). Delayed messages, transactions, ACL, metrics and long
+//! polling are in `feature`.
 
-pub mod acl;
-pub mod clients;
 pub mod config;
-pub mod conn_limits;
-pub mod consumer_offsets;
-pub mod control;
-pub mod error;
-pub mod event;
-pub mod ha_role;
-pub mod ha_sync;
-pub mod long_poll;
-pub mod mesh;
-pub mod metrics;
-pub mod namesrv;
-pub mod ownership;
-pub mod persist;
-pub mod processor;
-pub mod rebalance_locks;
-pub mod runtime;
-pub mod schedule;
-pub mod server;
-pub mod shard;
-pub mod shard_calls;
-pub mod shards_file;
-pub mod signals;
-pub mod stats;
-pub mod subscription_groups;
-pub mod tag_filter;
-pub mod topics;
-pub mod transaction;
+pub(crate) mod error;
+pub(crate) mod feature;
+pub(crate) mod net;
+pub(crate) mod processor;
+pub(crate) mod role;
+pub(crate) mod shard;
+pub(crate) mod startup;
+pub(crate) mod state;
 
 pub use error::BrokerError;
-pub use runtime::run;
+pub use feature::acl::check_at_start as check_acl_at_start;
+pub use startup::run;

@@ -45,7 +45,7 @@ fn main() {
     for issue in issues {
         tracing::warn!("{issue}");
     }
-    if let Err(e) = broker::acl::check_at_start(&cfg) {
+    if let Err(e) = broker::check_acl_at_start(&cfg) {
         eprintln!("broker: {e}");
         std::process::exit(2);
     }

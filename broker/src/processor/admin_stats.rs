@@ -21,7 +21,7 @@ use protocol::{request_code, RemotingCommand};
 
 use super::{error, header_error, ok};
 use crate::config::BrokerRole;
-use crate::mesh::{join_all, ShardAnswer, ShardCall};
+use crate::shard::mesh::{join_all, ShardAnswer, ShardCall};
 use crate::shard::Shard;
 
 /// Where a reset moves one queue.

@@ -9,9 +9,9 @@ use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
 use super::{error, ok};
-use crate::mesh::{ShardAnswer, ShardCall};
+use crate::shard::mesh::{ShardAnswer, ShardCall};
+use crate::shard::stats::ShardStats;
 use crate::shard::Shard;
-use crate::stats::ShardStats;
 
 /// The version string clients and tools see (RocketMQ's `MQVersion` naming).
 const BROKER_VERSION_DESC: &str = "V4_9_4";
@@ -29,7 +29,7 @@ pub async fn runtime_info(shard: &Rc<Shard>) -> RemotingCommand {
         })
         .collect();
     let sum = |f: fn(&ShardStats) -> u64| stats.iter().map(f).fold(0u64, u64::wrapping_add);
-    let now = crate::topics::now_ms();
+    let now = crate::state::topics::now_ms();
     let mut t = BTreeMap::new();
     let mut put = |k: &str, v: String| {
         t.insert(k.to_owned(), v);
@@ -112,7 +112,7 @@ pub async fn runtime_info(shard: &Rc<Shard>) -> RemotingCommand {
             clients.producer_group_count().to_string(),
         );
     }
-    crate::ha_role::runtime_info(shard, &stats, &mut put);
+    crate::role::ha::runtime_info(shard, &stats, &mut put);
     for s in &stats {
         put(
             &format!("shard{}.msgPutTotal", s.shard),
@@ -159,7 +159,7 @@ pub fn all_subscription_groups(shard: &Shard) -> RemotingCommand {
 
 /// The delivery offset of every delay level (see `schedule`).
 pub async fn all_delay_offset(shard: &Shard) -> RemotingCommand {
-    match crate::schedule::delay_offsets_json(shard).await {
+    match crate::feature::schedule::delay_offsets_json(shard).await {
         Ok(body) => ok().with_body(body),
         Err(e) => error(
             rc::SYSTEM_ERROR,

@@ -13,10 +13,10 @@ use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
 use super::{error, header_error, ok};
-use crate::clients::ConnRef;
-use crate::control;
+use crate::role::control;
 use crate::shard::Shard;
-use crate::topics::retry_topic;
+use crate::state::clients::ConnRef;
+use crate::state::topics::retry_topic;
 
 pub async fn heartbeat(shard: &Rc<Shard>, req: &RemotingCommand, conn: ConnRef) -> RemotingCommand {
     let Some(ctl) = &shard.control else {
@@ -58,7 +58,7 @@ pub async fn heartbeat(shard: &Rc<Shard>, req: &RemotingCommand, conn: ConnRef) 
                 .map_or(1, |g| g.retry_queue_nums.max(1))
         };
         let retry = retry_topic(group);
-        if crate::topics::validate_topic_name(&retry).is_ok()
+        if crate::state::topics::validate_topic_name(&retry).is_ok()
             && shard.topics.borrow().get(&retry).is_none()
         {
             let tc = TopicConfig {

@@ -11,10 +11,10 @@ use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
 use super::{error, header_error, ok};
-use crate::clients::ConnRef;
+use crate::feature::transaction::records::HalfMessage;
+use crate::feature::transaction::resolve::{resolve, Outcome, Resolved};
 use crate::shard::Shard;
-use crate::transaction::records::HalfMessage;
-use crate::transaction::resolve::{resolve, Outcome, Resolved};
+use crate::state::clients::ConnRef;
 
 /// Sends the request to the half queue's shard.
 pub async fn route(
@@ -23,7 +23,7 @@ pub async fn route(
     conn: ConnRef,
     local: SocketAddr,
 ) -> Option<RemotingCommand> {
-    let owner = crate::transaction::half_shard(shard);
+    let owner = crate::feature::transaction::half_shard(shard);
     super::on_shard(shard, owner, req, conn, local).await
 }
 

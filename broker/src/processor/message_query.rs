@@ -11,7 +11,7 @@ use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
 use super::{error, header_error, ok};
-use crate::mesh::{ShardAnswer, ShardCall};
+use crate::shard::mesh::{ShardAnswer, ShardCall};
 use crate::shard::Shard;
 
 /// Most messages one QUERY_MESSAGE returns (RocketMQ's defaultQueryMaxNum).
@@ -77,7 +77,7 @@ pub async fn query_by_key(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingC
     }
     records.truncate(max);
     let header = QueryMessageResponseHeader {
-        index_last_update_timestamp: crate::topics::now_ms(),
+        index_last_update_timestamp: crate::state::topics::now_ms(),
         index_last_update_phyoffset: shard.store.max_physical_offset(),
     };
     if records.is_empty() {

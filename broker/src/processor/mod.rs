@@ -5,19 +5,19 @@
 // Early returns carry the error response itself; it is built once per request, so its size is moot.
 #![allow(clippy::result_large_err)]
 
-pub mod admin_stats;
-pub mod broker_admin;
-pub mod client_manage;
-pub mod consumer_offset;
-pub mod end_transaction;
-pub mod message_query;
-pub mod pull;
-pub mod queue_offset;
-pub mod rebalance_lock;
-pub mod send;
-pub mod send_back;
-pub mod subscription_group_admin;
-pub mod topic_admin;
+pub(crate) mod admin_stats;
+pub(crate) mod broker_admin;
+pub(crate) mod client_manage;
+pub(crate) mod consumer_offset;
+pub(crate) mod end_transaction;
+pub(crate) mod message_query;
+pub(crate) mod pull;
+pub(crate) mod queue_offset;
+pub(crate) mod rebalance_lock;
+pub(crate) mod send;
+pub(crate) mod send_back;
+pub(crate) mod subscription_group_admin;
+pub(crate) mod topic_admin;
 
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -28,9 +28,9 @@ use protocol::response_code as rc;
 use protocol::RemotingCommand;
 use remoting::ConnectionContext;
 
-use crate::clients::ConnRef;
-use crate::mesh::{ShardAnswer, ShardCall};
+use crate::shard::mesh::{ShardAnswer, ShardCall};
 use crate::shard::Shard;
+use crate::state::clients::ConnRef;
 
 /// A response with `code` and a remark.
 pub fn error(code: i32, remark: impl Into<String>) -> RemotingCommand {
@@ -61,7 +61,7 @@ pub async fn dispatch(
     req: RemotingCommand,
     ctx: ConnectionContext,
 ) -> Option<RemotingCommand> {
-    if let Some(denied) = crate::acl::check(&shard.cfg, &req, ctx.peer) {
+    if let Some(denied) = crate::feature::acl::check(&shard.cfg, &req, ctx.peer) {
         return Some(denied);
     }
     let conn = ConnRef {
@@ -241,7 +241,9 @@ pub async fn run_control(
         code::INVOKE_BROKER_TO_RESET_OFFSET => admin_stats::reset_offset(shard, &req).await,
         code::GET_CONSUMER_CONNECTION_LIST => admin_stats::consumer_connection_list(shard, &req),
         // Only from the transaction check service (clients' code 39 requests are not routed here).
-        code::CHECK_TRANSACTION_STATE => crate::transaction::deliver_check(shard, req).await,
+        code::CHECK_TRANSACTION_STATE => {
+            crate::feature::transaction::deliver_check(shard, req).await
+        }
         other => unsupported(other),
     })
 }

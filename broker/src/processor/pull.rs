@@ -17,8 +17,8 @@ use protocol::RemotingCommand;
 use storage::{GetMessageStatus, GetResult};
 
 use super::{error, header_error};
+use crate::feature::tag_filter::TagFilter;
 use crate::shard::Shard;
-use crate::tag_filter::TagFilter;
 
 /// Most messages one pull returns (RocketMQ's maxTransferCountOnMessageInMemory).
 const MAX_TRANSFER_COUNT: i32 = 32;
@@ -132,7 +132,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
             continue;
         }
         let remaining = deadline.saturating_duration_since(Instant::now());
-        let _parked = crate::metrics::Parked::new();
+        let _parked = crate::feature::metrics::Parked::new();
         arrival
             .or(async {
                 glommio::timer::sleep(remaining).await;
@@ -190,7 +190,7 @@ fn response_code(result: &GetResult, requested: i64) -> i32 {
 
 fn respond(shard: &Shard, code: i32, result: GetResult) -> RemotingCommand {
     let header = PullMessageResponseHeader {
-        suggest_which_broker_id: crate::ha_role::suggest_broker(shard, &result),
+        suggest_which_broker_id: crate::role::ha::suggest_broker(shard, &result),
         next_begin_offset: result.next_begin_offset,
         min_offset: result.min_offset,
         max_offset: result.max_offset,

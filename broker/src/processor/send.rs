@@ -15,9 +15,9 @@ use protocol::RemotingCommand;
 use storage::{PutError, PutOk};
 
 use super::{error, header_error};
-use crate::mesh::{ShardAnswer, ShardCall};
+use crate::shard::mesh::{ShardAnswer, ShardCall};
 use crate::shard::Shard;
-use crate::topics;
+use crate::state::topics;
 
 pub async fn handle(
     shard: &Rc<Shard>,
@@ -29,7 +29,7 @@ pub async fn handle(
         Ok((records, batch)) => store(shard, records, batch).await,
         Err(response) => response,
     };
-    crate::metrics::record_put(started.elapsed());
+    crate::feature::metrics::record_put(started.elapsed());
     if response.code != rc::SUCCESS {
         shard.counters.send_error();
         tracing::debug!(
@@ -138,7 +138,7 @@ async fn prepare(
         }
         let entries = batch::decode_owned(&req.body)
             .map_err(|e| error(rc::MESSAGE_ILLEGAL, format!("bad batch body: {e}")))?;
-        crate::schedule::park::refuse_delayed_batch(&props, &entries)
+        crate::feature::schedule::park::refuse_delayed_batch(&props, &entries)
             .map_err(|why| error(rc::MESSAGE_ILLEGAL, why))?;
         if entries.is_empty() {
             return Err(error(rc::MESSAGE_ILLEGAL, "the batch holds no message"));
@@ -164,7 +164,10 @@ async fn prepare(
             record = into_half_message(record);
         }
         super::send_back::divert_exhausted_retry(shard, &header, &mut record).await?;
-        record = crate::schedule::park_if_delayed(record, crate::schedule::max_level(shard));
+        record = crate::feature::schedule::park_if_delayed(
+            record,
+            crate::feature::schedule::max_level(shard),
+        );
         vec![record]
     };
     Ok((records, is_batch))
@@ -222,7 +225,7 @@ async fn store(shard: &Rc<Shard>, records: Vec<MessageRecord>, is_batch: bool) -
         return error(rc::MESSAGE_ILLEGAL, "no message to store");
     };
     let owner = shard.owner_of(&first.topic, first.queue_id);
-    let queue_id = crate::schedule::reply_queue_id(first);
+    let queue_id = crate::feature::schedule::reply_queue_id(first);
     let answer = shard.mesh.call(owner, ShardCall::Put(records)).await;
     let result = match answer {
         Ok(ShardAnswer::Put(result)) => result,
@@ -237,7 +240,7 @@ async fn store(shard: &Rc<Shard>, records: Vec<MessageRecord>, is_batch: bool) -
     match result {
         Ok(oks) => success(shard, &oks, queue_id, is_batch),
         // SYNC_MASTER without a slave's ack: stored, so the send result goes with the code.
-        Err(e) => match crate::ha_role::stored_without_slave_ack(&e) {
+        Err(e) => match crate::role::ha::stored_without_slave_ack(&e) {
             Some((oks, code)) => {
                 let mut response = success(shard, oks, queue_id, is_batch);
                 response.code = code;

@@ -16,9 +16,9 @@ use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
 use super::{error, header_error, ok};
-use crate::mesh::{ShardAnswer, ShardCall};
+use crate::shard::mesh::{ShardAnswer, ShardCall};
 use crate::shard::Shard;
-use crate::topics::{retry_topic, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
+use crate::state::topics::{retry_topic, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
 
 /// RocketMQ's default maxReconsumeTimes.
 const DEFAULT_MAX_RECONSUME_TIMES: i32 = 16;
@@ -44,7 +44,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     } else {
         retry_topic(&h.group)
     };
-    if let Err(why) = crate::topics::validate_topic_name(&topic) {
+    if let Err(why) = crate::state::topics::validate_topic_name(&topic) {
         return error(rc::SYSTEM_ERROR, why);
     }
     if let Err(response) = ensure_topic(shard, &topic, to_dlq).await {
@@ -88,7 +88,10 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         store_timestamp: 0,
         ..original
     };
-    let record = crate::schedule::park_if_delayed(record, crate::schedule::max_level(shard));
+    let record = crate::feature::schedule::park_if_delayed(
+        record,
+        crate::feature::schedule::max_level(shard),
+    );
     let owner = shard.owner_of(&record.topic, record.queue_id);
     match shard.mesh.call(owner, ShardCall::Put(vec![record])).await {
         Ok(ShardAnswer::Put(Ok(_))) => ok(),
@@ -116,7 +119,8 @@ pub async fn divert_exhausted_retry(
         return Ok(());
     }
     let dlq = format!("{DLQ_GROUP_TOPIC_PREFIX}{group}");
-    crate::topics::validate_topic_name(&dlq).map_err(|why| error(rc::MESSAGE_ILLEGAL, why))?;
+    crate::state::topics::validate_topic_name(&dlq)
+        .map_err(|why| error(rc::MESSAGE_ILLEGAL, why))?;
     ensure_topic(shard, &dlq, true).await?;
     record.topic = dlq;
     record.queue_id = 0;

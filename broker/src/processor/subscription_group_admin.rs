@@ -8,7 +8,7 @@ use protocol::RemotingCommand;
 
 use super::{error, ok};
 use crate::shard::Shard;
-use crate::subscription_groups::SubscriptionGroupConfig;
+use crate::state::subscription_groups::SubscriptionGroupConfig;
 
 pub async fn update_and_create(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {
     let Some(ctl) = &shard.control else {
@@ -38,8 +38,8 @@ pub async fn update_and_create(shard: &Rc<Shard>, req: &RemotingCommand) -> Remo
         groups
             .subscription_group_table
             .insert(config.group_name.clone(), config);
-        groups.data_version.next(crate::topics::now_ms());
+        groups.data_version.next(crate::state::topics::now_ms());
     }
-    crate::control::persist_groups(shard).await;
+    crate::role::control::persist_groups(shard).await;
     ok()
 }

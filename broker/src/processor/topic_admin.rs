@@ -11,10 +11,10 @@ use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
 use super::{error, header_error, ok};
-use crate::control;
-use crate::mesh::{ShardAnswer, ShardCall};
+use crate::role::control;
+use crate::shard::mesh::{ShardAnswer, ShardCall};
 use crate::shard::Shard;
-use crate::topics::{self, validate_topic_name};
+use crate::state::topics::{self, validate_topic_name};
 
 /// What a send needs to know of its topic.
 #[derive(Debug, Clone, Copy)]
@@ -175,7 +175,7 @@ pub async fn delete(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     tracing::info!("deleting topic {}", h.topic);
     control::change_topic(shard, None, Some(h.topic.clone())).await;
     let shards = 0..shard.shards;
-    crate::mesh::join_all(
+    crate::shard::mesh::join_all(
         shards.map(|s| shard.mesh.call(s, ShardCall::DeleteTopic(h.topic.clone()))),
     )
     .await;

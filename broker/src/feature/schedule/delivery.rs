@@ -1,0 +1,269 @@
+//! The delivery task of one delay level: reads the level's schedule queue from its delivery offset,
+//! puts every due record to its real topic and queue (through the owner's store, like a send), then
+//! advances the offset. Between rounds it sleeps until the head unit is due, or, when the level is
+//! empty, until a unit arrives.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::Duration;
+
+use protocol::message::record::MessageRecord;
+use storage::{GetMessageStatus, PutError};
+
+use crate::shard::mesh::{join_all, ShardAnswer, ShardCall};
+use crate::shard::Shard;
+use crate::state::topics::{now_ms, SCHEDULE_TOPIC};
+
+/// Units read per round.
+const BATCH: i32 = 512;
+const BATCH_BYTES: usize = 8 * 1024 * 1024;
+/// After a failed put (busy store, unreachable shard): try the same units again after this.
+const RETRY_AFTER: Duration = Duration::from_millis(200);
+/// An idle level re-reads its queue at least this often (arrivals wake it earlier).
+const IDLE_RECHECK: Duration = Duration::from_secs(30);
+
+/// What a round found.
+enum Step {
+    /// Delivered or skipped something: read again at once.
+    More,
+    /// The next unit is due at this time (ms).
+    DueAt(i64),
+    /// Nothing to read.
+    Idle,
+    /// A put failed: retry the same units later.
+    Retry,
+}
+
+pub async fn run_level(shard: Rc<Shard>, level: i32) {
+    let queue_id = level - 1;
+    tracing::debug!("shard {}: delivering delay level {level}", shard.id);
+    loop {
+        if shard.schedule.stopping() || shard.shutting_down.get() {
+            return;
+        }
+        // Registered before the read, so an arrival during the read is not missed.
+        let arrival = shard.waiters.register(SCHEDULE_TOPIC, queue_id);
+        shard.schedule.enter();
+        let step = round(&shard, level).await;
+        shard.schedule.leave();
+        match step {
+            Step::More => {}
+            Step::DueAt(due) => {
+                let wait =
+                    Duration::from_millis(u64::try_from(due.saturating_sub(now_ms())).unwrap_or(0));
+                // New units of a level fall due after the head (same delay, later store time), so
+                // arrivals cannot change when to look next: only the timer matters.
+                drop(arrival);
+                if !wait.is_zero() {
+                    glommio::timer::sleep(wait).await;
+                }
+            }
+            Step::Idle => {
+                futures_lite::future::or(arrival, glommio::timer::sleep(IDLE_RECHECK)).await
+            }
+            Step::Retry => glommio::timer::sleep(RETRY_AFTER).await,
+        }
+    }
+}
+
+/// One read-and-deliver round of a level.
+async fn round(shard: &Rc<Shard>, level: i32) -> Step {
+    let queue_id = level - 1;
+    let Some(offset) = shard.schedule.next_offset(level) else {
+        return Step::Idle;
+    };
+    let now = now_ms();
+    let stop = Cell::new(false);
+    let first_not_due = Cell::new(None);
+    // tagsCode of a schedule unit is its due time; take the due prefix only.
+    let due = |tags_code: i64| {
+        if stop.get() {
+            return false;
+        }
+        if tags_code <= now {
+            return true;
+        }
+        stop.set(true);
+        first_not_due.set(Some(tags_code));
+        false
+    };
+    let got = match shard
+        .store
+        .get_messages(
+            SCHEDULE_TOPIC,
+            queue_id,
+            offset,
+            BATCH,
+            BATCH_BYTES,
+            Some(&due),
+        )
+        .await
+    {
+        Ok(got) => got,
+        Err(e) => {
+            tracing::warn!("delay level {level}: cannot read offset {offset}: {e}");
+            return Step::Retry;
+        }
+    };
+    if !got.records.is_empty() {
+        return deliver(shard, level, offset, got.records).await;
+    }
+    if let Some(due_at) = first_not_due.get() {
+        return Step::DueAt(due_at);
+    }
+    match got.status {
+        GetMessageStatus::OffsetTooSmall
+        | GetMessageStatus::OffsetFoundNull
+        | GetMessageStatus::MessageWasRemoving
+        | GetMessageStatus::NoMatchedMessage
+            if got.next_begin_offset > offset =>
+        {
+            // Units gone (retention) or unreadable: nothing left to deliver there.
+            shard
+                .schedule
+                .advance(level, got.next_begin_offset, Vec::new());
+            Step::More
+        }
+        GetMessageStatus::OffsetOverflowBadly => {
+            tracing::warn!(
+                "delay level {level}: offset {offset} is past the queue's end {}; correcting",
+                got.max_offset
+            );
+            shard.schedule.reset_next(level, got.max_offset);
+            Step::More
+        }
+        _ => Step::Idle,
+    }
+}
+
+/// How one record's delivery ended.
+#[derive(Clone, Copy)]
+enum Outcome {
+    /// Stored: the target shard and the physical end it must flush.
+    Stored(Option<(usize, i64)>),
+    /// Can never be delivered (no destination, refused by the store): skipped.
+    Skipped,
+    /// Try again later.
+    Failed,
+}
+
+async fn deliver(shard: &Rc<Shard>, level: i32, offset: i64, records: Vec<bytes::Bytes>) -> Step {
+    // (queue offset of the parked unit, rebuilt record or why not)
+    let mut items: Vec<(i64, Result<MessageRecord, String>)> = Vec::with_capacity(records.len());
+    let mut last = offset.saturating_sub(1);
+    for bytes in &records {
+        let item = match MessageRecord::decode(bytes, false) {
+            Ok((parked, _)) => {
+                let at = parked.queue_offset.max(last.saturating_add(1));
+                (at, super::park::unpark(parked, shard.store_host))
+            }
+            Err(e) => (
+                last.saturating_add(1),
+                Err(format!("undecodable record: {e}")),
+            ),
+        };
+        last = item.0;
+        items.push(item);
+    }
+    // Records for the same queue go in one put (in order); different queues are put concurrently.
+    let mut groups: Vec<((String, i32), Vec<usize>)> = Vec::new();
+    for (i, (_, rec)) in items.iter().enumerate() {
+        if let Ok(rec) = rec {
+            let key = (rec.topic.clone(), rec.queue_id);
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, members)) => members.push(i),
+                None => groups.push((key, vec![i])),
+            }
+        }
+    }
+    let mut outcomes: Vec<Outcome> = items
+        .iter()
+        .map(|(at, rec)| match rec {
+            Ok(_) => Outcome::Failed,
+            Err(why) => {
+                tracing::error!(
+                    "delay level {level}: unit {at} cannot be delivered: {why}; skipped"
+                );
+                Outcome::Skipped
+            }
+        })
+        .collect();
+    let offsets_of: Vec<i64> = items.iter().map(|(at, _)| *at).collect();
+    let mut records_by_index: Vec<Option<MessageRecord>> =
+        items.into_iter().map(|(_, r)| r.ok()).collect();
+    let puts = groups.iter().map(|((topic, queue_id), members)| {
+        let owner = shard.owner_of(topic, *queue_id);
+        let batch: Vec<MessageRecord> = members
+            .iter()
+            .filter_map(|i| records_by_index.get_mut(*i).and_then(Option::take))
+            .collect();
+        let mesh = shard.mesh.clone();
+        async move { (owner, mesh.call(owner, ShardCall::Put(batch)).await) }
+    });
+    let results = join_all(puts.collect::<Vec<_>>()).await;
+    for ((_, members), (owner, result)) in groups.iter().zip(results) {
+        match result {
+            Ok(ShardAnswer::Put(Ok(oks))) => {
+                for (i, ok) in members.iter().zip(oks.iter()) {
+                    if let Some(o) = outcomes.get_mut(*i) {
+                        *o = Outcome::Stored(Some((
+                            owner,
+                            ok.physical_offset.saturating_add(i64::from(ok.size)),
+                        )));
+                    }
+                }
+            }
+            Ok(ShardAnswer::Put(Err(e))) => {
+                let outcome = match &e {
+                    PutError::MessageTooLarge { .. } | PutError::Illegal(_) => {
+                        tracing::error!(
+                            "delay level {level}: the store refused a due message ({e}); skipped"
+                        );
+                        Outcome::Skipped
+                    }
+                    // Written, only its sync is late: it is in the log.
+                    PutError::FlushTimeout(_) => Outcome::Stored(None),
+                    _ => {
+                        tracing::warn!("delay level {level}: delivery failed ({e}); retrying");
+                        Outcome::Failed
+                    }
+                };
+                for i in members {
+                    if let Some(o) = outcomes.get_mut(*i) {
+                        *o = outcome;
+                    }
+                }
+            }
+            Ok(other) => tracing::warn!("delay level {level}: unexpected answer {other:?}"),
+            Err(e) => tracing::warn!("delay level {level}: delivery failed ({e}); retrying"),
+        }
+    }
+    // Advance over the delivered prefix; stop at the first failure (later successes repeat: allowed).
+    let mut next = offset;
+    let mut marks: Vec<(usize, i64)> = Vec::new();
+    let mut failed = false;
+    for (outcome, at) in outcomes.iter().zip(offsets_of.iter()) {
+        match outcome {
+            Outcome::Failed => {
+                failed = true;
+                break;
+            }
+            Outcome::Stored(mark) => {
+                if let Some((s, end)) = mark {
+                    match marks.iter_mut().find(|(t, _)| t == s) {
+                        Some((_, e)) => *e = (*e).max(*end),
+                        None => marks.push((*s, *end)),
+                    }
+                }
+                next = at.saturating_add(1);
+            }
+            Outcome::Skipped => next = at.saturating_add(1),
+        }
+    }
+    shard.schedule.advance(level, next, marks);
+    if failed {
+        Step::Retry
+    } else {
+        Step::More
+    }
+}

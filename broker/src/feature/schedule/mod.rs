@@ -1,0 +1,341 @@
+//! Delayed messages: records with a DELAY level wait in `SCHEDULE_TOPIC_XXXX` (queue level-1, on the
+//! shard owning that queue) and are put to their real topic and queue when due. Each shard runs one
+//! delivery task per level it owns (`delivery`); progress per level is kept here, persisted by shard 0
+//! to `config/delayOffset.json` (`offsets`) and read back at start.
+//!
+//! Per level three offsets matter: `next` (the next unit to read), and `safe` (every unit before it has
+//! been delivered AND the delivered copy is flushed on its shard). Only `safe` is persisted and
+//! reported, so a crash can repeat a delivery (at-least-once) but never lose one.
+
+pub mod delivery;
+pub mod offsets;
+pub mod park;
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use crate::shard::mesh::{ShardAnswer, ShardCall};
+use crate::shard::Shard;
+
+pub use park::{park_if_delayed, reply_queue_id};
+
+/// How often shard 0 writes the table when it changed (RocketMQ's flushDelayOffsetInterval is 10 s;
+/// shorter here keeps the repeat window after a crash small).
+const PERSIST_INTERVAL: Duration = Duration::from_millis(500);
+/// Share of the delivery task queue (the default queue has 1000).
+const DELIVERY_SHARES: usize = 4000;
+/// How long a ready delivery may wait before the executor preempts other queues for it.
+const DELIVERY_LATENCY: Duration = Duration::from_millis(5);
+/// Longest the drain phase waits for deliveries in flight.
+const QUIESCE_LIMIT: Duration = Duration::from_secs(10);
+
+/// Deliveries done but not yet known to be flushed: the offset they advance `safe` to, and per target
+/// shard the physical end offset that shard must have flushed.
+struct Pending {
+    next: i64,
+    flush_marks: Vec<(usize, i64)>,
+}
+
+struct LevelState {
+    next: i64,
+    safe: i64,
+    pending: VecDeque<Pending>,
+}
+
+/// One shard's delay-level state (a field of `Shard`).
+#[derive(Default)]
+pub struct Schedule {
+    levels: RefCell<BTreeMap<i32, LevelState>>,
+    stopping: Cell<bool>,
+    /// Delivery rounds running now (the drain phase waits for 0).
+    busy: Cell<usize>,
+    /// Shard 0: the table last written, so unchanged tables are not rewritten.
+    written: RefCell<Option<BTreeMap<i32, i64>>>,
+    persist_lock: RefCell<Option<Rc<glommio::sync::Semaphore>>>,
+    max_level: Cell<Option<usize>>,
+}
+
+impl Schedule {
+    fn persist_lock(&self) -> Rc<glommio::sync::Semaphore> {
+        self.persist_lock
+            .borrow_mut()
+            .get_or_insert_with(|| Rc::new(glommio::sync::Semaphore::new(1)))
+            .clone()
+    }
+
+    /// The next unit to read of a level this shard owns.
+    pub(crate) fn next_offset(&self, level: i32) -> Option<i64> {
+        self.levels.borrow().get(&level).map(|l| l.next)
+    }
+
+    /// Records that units before `next` are handled; `flush_marks` must be flushed before it is safe.
+    pub(crate) fn advance(&self, level: i32, next: i64, flush_marks: Vec<(usize, i64)>) {
+        if let Some(l) = self.levels.borrow_mut().get_mut(&level) {
+            if next > l.next {
+                l.next = next;
+                l.pending.push_back(Pending { next, flush_marks });
+            }
+        }
+    }
+
+    /// Moves a level's read position back or forth without a delivery (a corrected offset).
+    pub(crate) fn reset_next(&self, level: i32, next: i64) {
+        if let Some(l) = self.levels.borrow_mut().get_mut(&level) {
+            l.next = next;
+            l.pending.clear();
+            l.pending.push_back(Pending {
+                next,
+                flush_marks: Vec::new(),
+            });
+        }
+    }
+
+    pub(crate) fn stopping(&self) -> bool {
+        self.stopping.get()
+    }
+
+    pub(crate) fn enter(&self) {
+        self.busy.set(self.busy.get() + 1);
+    }
+
+    pub(crate) fn leave(&self) {
+        self.busy.set(self.busy.get().saturating_sub(1));
+    }
+
+    /// The safe offsets of the levels this shard owns.
+    fn safe_table(&self) -> Vec<(i32, i64)> {
+        self.levels
+            .borrow()
+            .iter()
+            .map(|(level, l)| (*level, l.safe))
+            .collect()
+    }
+}
+
+/// The levels (1-based) whose schedule queue this shard owns.
+fn owned_levels(shard: &Shard) -> Vec<i32> {
+    let count = i32::try_from(max_level(shard)).unwrap_or(0);
+    (1..=count)
+        .filter(|level| shard.owner_of(crate::state::topics::SCHEDULE_TOPIC, level - 1) == shard.id)
+        .collect()
+}
+
+/// The number of configured delay levels (the clamp for DELAY), parsed once per shard.
+pub fn max_level(shard: &Shard) -> usize {
+    if let Some(n) = shard.schedule.max_level.get() {
+        return n;
+    }
+    let n = shard.cfg.delay_levels_ms().map_or(0, |l| l.len());
+    shard.schedule.max_level.set(Some(n));
+    n
+}
+
+/// Loads this shard's levels from `delayOffset.json` and, on a master, starts a delivery task per owned
+/// level; shard 0 also starts the periodic persistence. Call once per shard after it is serving.
+pub fn start(shard: &Rc<Shard>) {
+    let path = offsets::path(&shard.cfg.store_path_root_dir);
+    let table = offsets::load(&path).unwrap_or_else(|e| {
+        // Starting from 0 repeats deliveries (duplicates), it loses none.
+        tracing::error!("cannot read delay offsets ({e}); delivering every level from its start");
+        BTreeMap::new()
+    });
+    let levels = owned_levels(shard);
+    {
+        let mut state = shard.schedule.levels.borrow_mut();
+        for level in &levels {
+            let offset = table.get(level).copied().unwrap_or(0);
+            state.insert(
+                *level,
+                LevelState {
+                    next: offset,
+                    safe: offset,
+                    pending: VecDeque::new(),
+                },
+            );
+        }
+    }
+    if shard.id == 0 {
+        *shard.schedule.written.borrow_mut() = Some(table);
+        let s = shard.clone();
+        glommio::spawn_local(async move {
+            loop {
+                glommio::timer::sleep(PERSIST_INTERVAL).await;
+                if s.shutting_down.get() {
+                    return;
+                }
+                persist(&s, false).await;
+            }
+        })
+        .detach();
+    }
+    if shard.cfg.broker_role == crate::config::BrokerRole::Slave {
+        return;
+    }
+    // Deliveries run in their own latency-sensitive queue with a large share, so a due message is not
+    // stuck behind the request tasks of a saturated shard.
+    let tq = glommio::executor().create_task_queue(
+        glommio::Shares::Static(DELIVERY_SHARES),
+        glommio::Latency::Matters(DELIVERY_LATENCY),
+        "delay-delivery",
+    );
+    for level in levels {
+        match glommio::spawn_local_into(delivery::run_level(shard.clone(), level), tq) {
+            Ok(task) => {
+                task.detach();
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "delay level {level}: no delivery task queue ({e}); using the default"
+                );
+                glommio::spawn_local(delivery::run_level(shard.clone(), level)).detach();
+            }
+        }
+    }
+}
+
+/// Drain phase: stops the delivery tasks and waits (bounded) for deliveries in flight, so no put
+/// reaches a store after it shut down.
+pub async fn quiesce(shard: &Shard) {
+    shard.schedule.stopping.set(true);
+    shard.waiters.wake_all();
+    let start = Instant::now();
+    while shard.schedule.busy.get() > 0 && start.elapsed() < QUIESCE_LIMIT {
+        glommio::timer::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Answers `ShardCall::DelayOffsets`: applies installed offsets of owned levels, moves `safe` over the
+/// deliveries now flushed (all of them with `settle_all`, once every store has shut down), and answers
+/// the safe table of the owned levels.
+pub async fn serve_call(
+    shard: &Shard,
+    install: Vec<(i32, i64)>,
+    settle_all: bool,
+) -> Vec<(i32, i64)> {
+    {
+        let mut levels = shard.schedule.levels.borrow_mut();
+        for (level, offset) in install {
+            if let Some(l) = levels.get_mut(&level) {
+                l.next = offset;
+                l.safe = offset;
+                l.pending.clear();
+            }
+        }
+    }
+    settle(shard, settle_all).await;
+    shard.schedule.safe_table()
+}
+
+/// Moves `safe` past deliveries whose copies are flushed.
+async fn settle(shard: &Shard, all: bool) {
+    let targets: Vec<usize> = {
+        let levels = shard.schedule.levels.borrow();
+        let mut t: Vec<usize> = levels
+            .values()
+            .flat_map(|l| l.pending.iter())
+            .flat_map(|p| p.flush_marks.iter().map(|(s, _)| *s))
+            .collect();
+        t.sort_unstable();
+        t.dedup();
+        t
+    };
+    let mut flushed: HashMap<usize, i64> = HashMap::new();
+    if !all {
+        for target in targets {
+            if let Ok(ShardAnswer::Stats(stats)) = shard.mesh.call(target, ShardCall::Stats).await {
+                flushed.insert(target, stats.commit_log_flushed_offset);
+            }
+        }
+    }
+    let mut levels = shard.schedule.levels.borrow_mut();
+    for l in levels.values_mut() {
+        while let Some(p) = l.pending.front() {
+            let done = all
+                || p.flush_marks
+                    .iter()
+                    .all(|(s, end)| flushed.get(s).is_some_and(|f| f >= end));
+            if !done {
+                break;
+            }
+            l.safe = p.next;
+            l.pending.pop_front();
+        }
+    }
+}
+
+/// The whole table: every shard's safe offsets of the levels it owns.
+pub async fn gather(shard: &Shard, settle_all: bool) -> Result<BTreeMap<i32, i64>, String> {
+    let mut table = BTreeMap::new();
+    for answer in shard
+        .mesh
+        .call_all(|| ShardCall::DelayOffsets {
+            install: Vec::new(),
+            settle_all,
+        })
+        .await
+    {
+        match answer {
+            Ok(ShardAnswer::DelayOffsets(entries)) => table.extend(entries),
+            Ok(other) => return Err(format!("unexpected answer {other:?}")),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(table)
+}
+
+/// Shard 0: writes `delayOffset.json` if the table changed. `settle_all` once every store has shut down.
+pub async fn persist(shard: &Shard, settle_all: bool) {
+    if shard.id != 0 {
+        return;
+    }
+    let lock = shard.schedule.persist_lock();
+    let Ok(_permit) = lock.acquire_permit(1).await else {
+        return;
+    };
+    let table = match gather(shard, settle_all).await {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::warn!("delay offsets not persisted: {e}");
+            return;
+        }
+    };
+    if shard.schedule.written.borrow().as_ref() == Some(&table) {
+        return;
+    }
+    let path = offsets::path(&shard.cfg.store_path_root_dir);
+    match crate::state::persist::write_atomic_off_thread(path.clone(), offsets::encode(&table))
+        .await
+    {
+        Ok(()) => *shard.schedule.written.borrow_mut() = Some(table),
+        Err(e) => tracing::error!("cannot persist {}: {e}", path.display()),
+    }
+}
+
+/// The table as GET_ALL_DELAY_OFFSET answers it (RocketMQ's `DelayOffsetSerializeWrapper`).
+pub async fn delay_offsets_json(shard: &Shard) -> Result<Vec<u8>, String> {
+    gather(shard, false).await.map(|t| offsets::encode(&t))
+}
+
+/// For a slave's HA sync: installs a table received from the master (RocketMQ's delayOffset.json /
+/// GET_ALL_DELAY_OFFSET body) on every shard, and on shard 0 writes the file at once (other shards'
+/// calls are written by shard 0 within `PERSIST_INTERVAL`). Levels this broker does not configure are
+/// ignored. Returns the number of levels in the received table.
+pub async fn install_delay_offsets_json(shard: &Shard, json: &str) -> Result<usize, String> {
+    let table = offsets::parse(json.as_bytes())?;
+    let entries: Vec<(i32, i64)> = table.into_iter().collect();
+    let count = entries.len();
+    for answer in shard
+        .mesh
+        .call_all(|| ShardCall::DelayOffsets {
+            install: entries.clone(),
+            settle_all: false,
+        })
+        .await
+    {
+        answer?;
+    }
+    persist(shard, false).await;
+    Ok(count)
+}

@@ -1,0 +1,161 @@
+//! The check-back service: scans the half queue from its saved progress, skips resolved transactions,
+//! and for unresolved ones old enough appends a renewed copy (counting the checks) and sends
+//! CHECK_TRANSACTION_STATE to a live producer of the group; after the maximum number of checks it rolls
+//! the transaction back.
+
+use std::rc::Rc;
+use std::time::Duration;
+
+use protocol::message::record::decode_view;
+
+use crate::shard::mesh::{ShardAnswer, ShardCall};
+use crate::shard::Shard;
+use crate::state::clients::ConnRef;
+use crate::state::topics::{now_ms, TRANS_HALF_TOPIC};
+
+use super::op_set::Verdict;
+use super::records::HalfMessage;
+use super::resolve::{resolve, Outcome};
+use super::{save_progress, TxState, SCAN_BATCH, SCAN_BYTES};
+
+pub fn spawn(shard: Rc<Shard>, state: Rc<TxState>) {
+    // Often enough that a check is sent within a fraction of the timeout after it is due.
+    let shortest = state.policy.timeout_ms.min(state.policy.interval_ms) / 4;
+    let period = Duration::from_millis(u64::try_from(shortest.clamp(100, 1_000)).unwrap_or(1_000));
+    glommio::spawn_local(async move {
+        loop {
+            glommio::timer::sleep(period).await;
+            if shard.shutting_down.get() {
+                return;
+            }
+            if let Err(e) = scan(&shard, &state).await {
+                tracing::warn!("transaction check scan stopped: {e}");
+            }
+        }
+    })
+    .detach();
+}
+
+/// One pass over the half queue, up to the first half message not yet due.
+async fn scan(shard: &Rc<Shard>, state: &TxState) -> Result<(), String> {
+    let store = &shard.store;
+    let mut offset = state
+        .half_offset
+        .get()
+        .max(store.min_offset(TRANS_HALF_TOPIC, 0));
+    while offset < store.max_offset(TRANS_HALF_TOPIC, 0) {
+        let got = store
+            .get_messages(TRANS_HALF_TOPIC, 0, offset, SCAN_BATCH, SCAN_BYTES, None)
+            .await
+            .map_err(|e| e.to_string())?;
+        if got.records.is_empty() {
+            if got.next_begin_offset > offset {
+                offset = got.next_begin_offset;
+                save_progress(shard, state, offset);
+                continue;
+            }
+            return Ok(());
+        }
+        for raw in &got.records {
+            let view = match decode_view(raw, false) {
+                Ok(v) => v,
+                Err(e) => {
+                    tracing::warn!("undecodable half message near offset {offset}: {e}");
+                    offset = offset.saturating_add(1);
+                    save_progress(shard, state, offset);
+                    continue;
+                }
+            };
+            let next = view.queue_offset.saturating_add(1).max(offset);
+            let Some(half) = HalfMessage::from_view(&view) else {
+                offset = next;
+                save_progress(shard, state, offset);
+                continue;
+            };
+            if state.ops.borrow().is_resolving(half.origin) {
+                // An END_TRANSACTION is storing it now; look again once it is done (or failed).
+                return Ok(());
+            }
+            let resolved = state.ops.borrow().is_resolved(half.origin);
+            let verdict = state.policy.verdict(
+                resolved,
+                half.check_times,
+                view.store_timestamp,
+                half.immunity_s,
+                now_ms(),
+            );
+            match verdict {
+                Verdict::Resolved => {}
+                Verdict::NotDue => return Ok(()),
+                Verdict::GiveUp => {
+                    tracing::info!(
+                        "transaction {} (half offset {}) unresolved after {} checks: rolled back",
+                        uniq(&half),
+                        half.origin,
+                        half.check_times
+                    );
+                    if let Err(e) = resolve(shard, &half, Outcome::Rollback).await {
+                        tracing::warn!("cannot roll back the transaction at {}: {e}", half.origin);
+                    }
+                }
+                Verdict::Check { times } => check(shard, &half, times).await?,
+            }
+            offset = next;
+            save_progress(shard, state, offset);
+        }
+    }
+    Ok(())
+}
+
+/// Appends the renewed copy, then asks a producer about it (so its answer names the copy).
+async fn check(shard: &Rc<Shard>, half: &HalfMessage, times: u32) -> Result<(), String> {
+    let copy = half.renewed(times);
+    let stored = shard
+        .store
+        .put(copy.clone())
+        .await
+        .map_err(|e| format!("cannot renew the half message at {}: {e}", half.origin))?;
+    let mut renewed = half.clone();
+    renewed.record = copy;
+    renewed.record.physical_offset = stored.physical_offset;
+    renewed.record.queue_offset = stored.queue_offset;
+    renewed.record.store_timestamp = stored.store_timestamp;
+    renewed.check_times = times;
+    let cmd = renewed.check_request(shard.store_host)?;
+    let conn = ConnRef {
+        shard: shard.id,
+        conn_id: 0,
+        peer: shard.store_host,
+    };
+    let answer = shard
+        .mesh
+        .call(
+            0,
+            ShardCall::Control {
+                cmd,
+                conn,
+                local: shard.store_host,
+            },
+        )
+        .await;
+    match answer {
+        Ok(ShardAnswer::Command(Some(r))) if r.code == protocol::response_code::SUCCESS => {
+            tracing::debug!("transaction {} checked (check {times})", uniq(half));
+        }
+        Ok(ShardAnswer::Command(Some(r))) => tracing::warn!(
+            "transaction {} not checked (check {times} counted): {}",
+            uniq(half),
+            r.remark.unwrap_or_default()
+        ),
+        other => tracing::warn!("transaction {} not checked: {other:?}", uniq(half)),
+    }
+    Ok(())
+}
+
+fn uniq(half: &HalfMessage) -> &str {
+    protocol::message::properties::get(
+        &half.record.properties,
+        protocol::message::properties::UNIQ_KEY,
+    )
+    .unwrap_or("?")
+}

@@ -1,0 +1,186 @@
+//! Transactional messages: half messages wait in RMQ_SYS_TRANS_HALF_TOPIC queue 0; END_TRANSACTION or
+//! the check-back service resolves them, recording each resolution as an op message in
+//! RMQ_SYS_TRANS_OP_HALF_TOPIC (so it survives restarts). All of it runs on the shard that owns the
+//! half queue; the op queue is kept in that shard's store beside it.
+
+pub mod check_service;
+pub mod op_set;
+pub mod records;
+pub mod resolve;
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use protocol::message::record::decode_view;
+use protocol::response_code as rc;
+use protocol::RemotingCommand;
+
+use crate::error::BrokerError;
+use crate::processor::{error, ok};
+use crate::shard::mesh::ShardCall;
+use crate::shard::Shard;
+use crate::state::topics::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
+use op_set::{CheckPolicy, OpSet};
+
+/// The system group whose offset on the half queue is the check service's progress (as RocketMQ).
+pub const PROGRESS_GROUP: &str = "CID_SYS_RMQ_TRANS";
+/// Records read per store call while scanning the half or op queue.
+const SCAN_BATCH: i32 = 32;
+const SCAN_BYTES: usize = 1024 * 1024;
+
+/// The transaction state of the half queue's shard.
+pub struct TxState {
+    pub ops: RefCell<OpSet>,
+    /// Next half queue offset the check service looks at.
+    pub half_offset: Cell<i64>,
+    pub policy: CheckPolicy,
+}
+
+thread_local! {
+    /// Set on the half queue's shard (one executor thread per shard) once the op queue is loaded.
+    static STATE: RefCell<Option<Rc<TxState>>> = const { RefCell::new(None) };
+}
+
+/// This thread's transaction state, if this shard owns the half queue.
+pub fn state() -> Option<Rc<TxState>> {
+    STATE.with(|s| s.borrow().clone())
+}
+
+/// The shard that owns the half queue (and so every transaction).
+pub fn half_shard(shard: &Shard) -> usize {
+    shard.owner_of(TRANS_HALF_TOPIC, 0)
+}
+
+/// Records where the check service has got to (persisted with the shard's consumer offsets).
+pub fn save_progress(shard: &Shard, state: &TxState, next: i64) {
+    state.half_offset.set(next);
+    shard
+        .offsets
+        .borrow_mut()
+        .commit(PROGRESS_GROUP, TRANS_HALF_TOPIC, 0, next);
+}
+
+/// On the half queue's shard: loads the op queue into the op set, restores the check progress and starts
+/// the check service. Other shards, and slaves, do nothing.
+pub async fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
+    if half_shard(shard) != shard.id {
+        return Ok(());
+    }
+    // A slave's CommitLog is a copy of its master's: it must not append copies or ask producers.
+    if shard.cfg.broker_role == crate::config::BrokerRole::Slave {
+        tracing::info!(
+            "shard {}: slave: transaction check-backs are left to the master",
+            shard.id
+        );
+        return Ok(());
+    }
+    let cfg = &shard.cfg;
+    let policy = CheckPolicy {
+        timeout_ms: i64::try_from(cfg.transaction_timeout_ms).unwrap_or(i64::MAX),
+        interval_ms: i64::try_from(cfg.transaction_check_interval_ms).unwrap_or(i64::MAX),
+        max_checks: cfg.transaction_check_max,
+    };
+    let ops = load_ops(shard).await.map_err(|reason| BrokerError::Store {
+        shard: shard.id,
+        reason: format!("cannot read the transaction op queue: {reason}"),
+    })?;
+    let min = shard.store.min_offset(TRANS_HALF_TOPIC, 0);
+    let saved = shard
+        .offsets
+        .borrow()
+        .query(PROGRESS_GROUP, TRANS_HALF_TOPIC, 0);
+    // Saved progress past the queue's end (its unflushed tail lost in a crash) would skip the half
+    // messages stored from now on: start at the end then.
+    let max = shard.store.max_offset(TRANS_HALF_TOPIC, 0);
+    let half_offset = saved.unwrap_or(min).min(max).max(min);
+    tracing::info!(
+        "shard {}: transactions: {} resolved, checking half messages from offset {half_offset} \
+         (timeout {} ms, interval {} ms, at most {} checks)",
+        shard.id,
+        ops.len(),
+        policy.timeout_ms,
+        policy.interval_ms,
+        policy.max_checks
+    );
+    let state = Rc::new(TxState {
+        ops: RefCell::new(ops),
+        half_offset: Cell::new(half_offset),
+        policy,
+    });
+    STATE.with(|s| *s.borrow_mut() = Some(state.clone()));
+    check_service::spawn(shard.clone(), state);
+    Ok(())
+}
+
+/// Reads every op message of this shard's op queue.
+async fn load_ops(shard: &Shard) -> Result<OpSet, String> {
+    let mut ops = OpSet::default();
+    let store = &shard.store;
+    let mut offset = store.min_offset(TRANS_OP_HALF_TOPIC, 0);
+    while offset < store.max_offset(TRANS_OP_HALF_TOPIC, 0) {
+        let got = store
+            .get_messages(TRANS_OP_HALF_TOPIC, 0, offset, SCAN_BATCH, SCAN_BYTES, None)
+            .await
+            .map_err(|e| e.to_string())?;
+        if got.records.is_empty() {
+            if got.next_begin_offset > offset {
+                offset = got.next_begin_offset;
+                continue;
+            }
+            break;
+        }
+        for raw in &got.records {
+            match decode_view(raw, false) {
+                Ok(view) => {
+                    match op_set::parse_op_body(view.body) {
+                        Some(origin) => ops.mark(origin),
+                        None => {
+                            tracing::warn!("op message at {} has a bad body", view.queue_offset)
+                        }
+                    }
+                    offset = offset.max(view.queue_offset.saturating_add(1));
+                }
+                Err(e) => {
+                    tracing::warn!("undecodable op message near offset {offset}: {e}");
+                    offset = offset.saturating_add(1);
+                }
+            }
+        }
+    }
+    Ok(ops)
+}
+
+/// On shard 0: sends a CHECK_TRANSACTION_STATE request to one live producer of the half message's group.
+pub async fn deliver_check(shard: &Rc<Shard>, cmd: RemotingCommand) -> RemotingCommand {
+    let Some(ctl) = &shard.control else {
+        return error(
+            rc::SYSTEM_ERROR,
+            "check request reached a shard without the control role",
+        );
+    };
+    let Some(group) = cmd.ext(records::CHECK_GROUP_FIELD).map(str::to_owned) else {
+        return error(rc::SYSTEM_ERROR, "the half message names no producer group");
+    };
+    let conns = ctl.clients.borrow().producer_conns(&group);
+    if conns.is_empty() {
+        return error(
+            rc::SYSTEM_ERROR,
+            format!("no live producer of group {group} to check a transaction with"),
+        );
+    }
+    let pick = (shard.random() % conns.len() as u64) as usize;
+    let Some(conn) = conns.get(pick).or(conns.first()).copied() else {
+        return error(rc::SYSTEM_ERROR, "no producer connection");
+    };
+    shard
+        .mesh
+        .tell(
+            conn.shard,
+            ShardCall::Notify {
+                conn_id: conn.conn_id,
+                cmd,
+            },
+        )
+        .await;
+    ok()
+}

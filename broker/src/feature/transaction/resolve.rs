@@ -1,0 +1,68 @@
+//! Resolving one transaction: a commit stores the real message on its queue's owner, then (commit or
+//! rollback) an op message records the resolution; a transaction resolves at most once.
+
+use std::rc::Rc;
+
+use crate::shard::mesh::{ShardAnswer, ShardCall};
+use crate::shard::Shard;
+use crate::state::topics::now_ms;
+
+use super::records::{op_record, HalfMessage};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Commit,
+    Rollback,
+}
+
+/// What a resolution did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolved {
+    /// Resolved now.
+    Now,
+    /// It was resolved before (a repeated END_TRANSACTION or a late check answer): nothing changed.
+    Already,
+}
+
+/// Resolves `half` (must run on the half queue's shard).
+pub async fn resolve(
+    shard: &Rc<Shard>,
+    half: &HalfMessage,
+    outcome: Outcome,
+) -> Result<Resolved, String> {
+    let state = super::state().ok_or("this shard does not own the transaction half queue")?;
+    if !state.ops.borrow_mut().begin(half.origin) {
+        return Ok(Resolved::Already);
+    }
+    if outcome == Outcome::Commit {
+        let real = match half.committed() {
+            Ok(r) => r,
+            Err(e) => {
+                state.ops.borrow_mut().abort(half.origin);
+                return Err(e);
+            }
+        };
+        let owner = shard.owner_of(&real.topic, real.queue_id);
+        let stored = match shard.mesh.call(owner, ShardCall::Put(vec![real])).await {
+            Ok(ShardAnswer::Put(Ok(_))) => Ok(()),
+            Ok(ShardAnswer::Put(Err(e))) => Err(format!("cannot store the committed message: {e}")),
+            Ok(other) => Err(format!("unexpected answer from shard {owner}: {other:?}")),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = stored {
+            state.ops.borrow_mut().abort(half.origin);
+            return Err(e);
+        }
+    }
+    // The op message makes the resolution survive a restart. Should it fail, the resolution still holds
+    // while the broker runs; after a restart the producer would be checked again.
+    let op = op_record(half.origin, shard.store_host, now_ms());
+    if let Err(e) = shard.store.put(op).await {
+        tracing::error!(
+            "transaction at half offset {} resolved ({outcome:?}) but its op message was not stored: {e}",
+            half.origin
+        );
+    }
+    state.ops.borrow_mut().finish(half.origin);
+    Ok(Resolved::Now)
+}

@@ -1,0 +1,122 @@
+//! The shard's listeners (listenPort and the fast "VIP" port, SO_REUSEPORT so every shard binds them)
+//! and the remoting `Handler` that feeds requests to the processors.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::rc::Rc;
+
+use glommio::net::TcpListener;
+use protocol::RemotingCommand;
+use remoting::{ConnectionContext, ConnectionGate, Handler};
+
+use crate::error::BrokerError;
+use crate::shard::mesh::ShardCall;
+use crate::shard::Shard;
+
+pub struct BrokerHandler {
+    shard: Rc<Shard>,
+    /// Open connections of this shard, counted in the metrics while they live.
+    open: RefCell<HashMap<u64, crate::feature::metrics::OpenConnection>>,
+}
+
+/// Counts a request as in flight until dropped.
+struct InFlight<'a>(&'a Shard);
+
+impl<'a> InFlight<'a> {
+    fn new(shard: &'a Shard) -> Self {
+        shard.in_flight.set(shard.in_flight.get() + 1);
+        InFlight(shard)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0
+            .in_flight
+            .set(self.0.in_flight.get().saturating_sub(1));
+    }
+}
+
+impl Handler for BrokerHandler {
+    fn handle(
+        self: Rc<Self>,
+        request: RemotingCommand,
+        ctx: ConnectionContext,
+    ) -> Pin<Box<dyn Future<Output = Option<RemotingCommand>>>> {
+        Box::pin(async move {
+            let shard = self.shard.clone();
+            let _guard = InFlight::new(&shard);
+            crate::processor::dispatch(shard.clone(), request, ctx).await
+        })
+    }
+
+    fn on_open(&self, ctx: &ConnectionContext) {
+        self.open
+            .borrow_mut()
+            .insert(ctx.id, crate::feature::metrics::OpenConnection::new());
+    }
+
+    fn on_close(&self, ctx: &ConnectionContext) {
+        self.open.borrow_mut().remove(&ctx.id);
+        let had_clients = self
+            .shard
+            .connections
+            .borrow_mut()
+            .remove(&ctx.id)
+            .is_some();
+        if had_clients {
+            let shard = self.shard.clone();
+            let conn_id = ctx.id;
+            glommio::spawn_local(async move {
+                shard
+                    .mesh
+                    .tell(
+                        0,
+                        ShardCall::ConnectionClosed {
+                            shard: shard.id,
+                            conn_id,
+                        },
+                    )
+                    .await;
+            })
+            .detach();
+        }
+    }
+}
+
+/// Binds every address and accepts until the shard stops accepting. The shard's listeners share one
+/// connection cap (`serverMaxConnectionsPerShard`); every connection gets `conn_limits`' limits.
+pub fn start_listeners(shard: &Rc<Shard>, addrs: &[SocketAddr]) -> Result<(), BrokerError> {
+    let handler = Rc::new(BrokerHandler {
+        shard: shard.clone(),
+        open: RefCell::new(HashMap::new()),
+    });
+    let gate = Rc::new(ConnectionGate::new(
+        shard.cfg.server_max_connections_per_shard,
+    ));
+    let limits = crate::net::conn_limits::connection_limits(&shard.cfg);
+    for addr in addrs {
+        let listener = TcpListener::bind(*addr).map_err(|e| BrokerError::Io {
+            path: format!("listen {addr}"),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        let stop_shard = shard.clone();
+        let (id, addr) = (shard.id, *addr);
+        let accepting = remoting::accept_connections(
+            listener,
+            handler.clone(),
+            limits.clone(),
+            gate.clone(),
+            async move { stop_shard.stop_accepting.wait().await },
+        );
+        glommio::spawn_local(async move {
+            accepting.await;
+            tracing::debug!("shard {id}: stopped accepting on {addr}");
+        })
+        .detach();
+    }
+    Ok(())
+}

@@ -1,0 +1,161 @@
+//! Slave, shard 0: follows the master's address from the name server's registration answers, and
+//! copies the master's topic config, consumer offsets, delay offsets and subscription groups every 60 s
+//! (RocketMQ's SlaveSynchronize) so consumers that move to the slave keep their place.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use protocol::body::{ConsumerOffsetSerializeWrapper, TopicConfigSerializeWrapper};
+use protocol::{request_code, response_code, RemotingCommand};
+use remoting::Client;
+
+use crate::shard::mesh::{join_all, ShardCall};
+use crate::shard::Shard;
+use crate::state::subscription_groups::SubscriptionGroupTable;
+
+/// RocketMQ's slave synchronizes metadata every 60 s.
+const SYNC_PERIOD: Duration = Duration::from_secs(60);
+/// The first copy runs soon after start so a fresh slave has the topics at once.
+const FIRST_SYNC_AFTER: Duration = Duration::from_secs(3);
+const CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub fn start(shard: &Rc<Shard>) {
+    let shard = shard.clone();
+    glommio::spawn_local(async move {
+        let mut next_sync = Instant::now() + FIRST_SYNC_AFTER;
+        let mut client: Option<Client> = None;
+        loop {
+            glommio::timer::sleep(Duration::from_millis(500)).await;
+            if shard.shutting_down.get() {
+                return;
+            }
+            let learned = shard
+                .control
+                .as_ref()
+                .and_then(|c| c.registrar.master.borrow().clone());
+            if let Some((ha_addr, master_addr)) = learned {
+                crate::role::ha::master_learned(&shard, ha_addr, master_addr).await;
+            }
+            if Instant::now() < next_sync && !shard.ha.sync_soon.replace(false) {
+                continue;
+            }
+            next_sync = Instant::now() + SYNC_PERIOD;
+            let from_ns = shard.ha.master_addr.borrow().clone();
+            let from_ha = shard.ha.slave.master_addr.borrow().clone();
+            let Some(addr) = from_ns.or(from_ha) else {
+                continue;
+            };
+            if client.as_ref().is_none_or(|c| c.is_closed()) {
+                client = Client::connect_str(&addr, CALL_TIMEOUT).await.ok();
+            }
+            let Some(c) = client.clone() else {
+                tracing::warn!("HA: cannot reach the master {addr} to copy its metadata");
+                next_sync = Instant::now() + FIRST_SYNC_AFTER;
+                continue;
+            };
+            if let Err(e) = sync_all(&shard, &c).await {
+                tracing::warn!("HA: copying metadata from the master {addr} failed: {e}");
+                client = None;
+                next_sync = Instant::now() + FIRST_SYNC_AFTER;
+            }
+        }
+    })
+    .detach();
+}
+
+async fn fetch(client: &Client, code: i32) -> Result<Vec<u8>, String> {
+    let resp = client
+        .invoke(RemotingCommand::request(code), CALL_TIMEOUT)
+        .await
+        .map_err(|e| e.to_string())?;
+    if resp.code != response_code::SUCCESS {
+        return Err(format!(
+            "request {code} answered {} {}",
+            resp.code,
+            resp.remark.unwrap_or_default()
+        ));
+    }
+    Ok(resp.body.to_vec())
+}
+
+/// One round: topics, consumer offsets, delay offsets, subscription groups.
+pub async fn sync_all(shard: &Rc<Shard>, client: &Client) -> Result<(), String> {
+    let body = fetch(client, request_code::GET_ALL_TOPIC_CONFIG).await?;
+    let topics: TopicConfigSerializeWrapper =
+        protocol::body::from_json(&body).map_err(|e| e.to_string())?;
+    install_topics(shard, topics).await;
+
+    let body = fetch(client, request_code::GET_ALL_CONSUMER_OFFSET).await?;
+    let offsets: ConsumerOffsetSerializeWrapper =
+        protocol::body::from_json(&body).map_err(|e| e.to_string())?;
+    install_offsets(shard, offsets).await;
+
+    let body = fetch(client, request_code::GET_ALL_DELAY_OFFSET).await?;
+    let text = String::from_utf8_lossy(&body);
+    crate::feature::schedule::install_delay_offsets_json(shard, &text).await?;
+
+    let body = fetch(client, request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG).await?;
+    let groups: SubscriptionGroupTable =
+        protocol::body::from_json(&body).map_err(|e| e.to_string())?;
+    install_groups(shard, groups).await;
+    tracing::debug!("HA: metadata copied from the master");
+    Ok(())
+}
+
+async fn install_topics(shard: &Rc<Shard>, master: TopicConfigSerializeWrapper) {
+    for (name, tc) in master.topic_config_table {
+        let same = shard.topics.borrow().get(&name) == Some(&tc);
+        if !same {
+            crate::role::control::change_topic(shard, Some(tc), None).await;
+        }
+    }
+}
+
+async fn install_offsets(shard: &Rc<Shard>, master: ConsumerOffsetSerializeWrapper) {
+    let mut per_shard: Vec<Vec<(String, String, i32, i64)>> = vec![Vec::new(); shard.shards];
+    for (key, queues) in master.offset_table {
+        let Some((topic, group)) = key.split_once('@') else {
+            continue;
+        };
+        for (queue_id, offset) in queues {
+            let owner = shard.owner_of(topic, queue_id);
+            if let Some(list) = per_shard.get_mut(owner) {
+                list.push((group.to_owned(), topic.to_owned(), queue_id, offset));
+            }
+        }
+    }
+    join_all(
+        per_shard
+            .into_iter()
+            .enumerate()
+            .filter(|(_, l)| !l.is_empty())
+            .map(|(s, entries)| shard.mesh.call(s, ShardCall::HaOffsets(entries))),
+    )
+    .await;
+}
+
+/// On the owning shard: takes the master's offsets.
+pub fn set_offsets(shard: &Shard, entries: Vec<(String, String, i32, i64)>) {
+    let mut offsets = shard.offsets.borrow_mut();
+    for (group, topic, queue_id, offset) in entries {
+        if offsets.query(&group, &topic, queue_id) != Some(offset) {
+            offsets.commit(&group, &topic, queue_id, offset);
+        }
+    }
+}
+
+async fn install_groups(shard: &Rc<Shard>, master: SubscriptionGroupTable) {
+    let Some(ctl) = &shard.control else { return };
+    let changed = {
+        let mut mine = ctl.groups.borrow_mut();
+        let changed = mine.subscription_group_table != master.subscription_group_table;
+        if changed {
+            mine.subscription_group_table = master.subscription_group_table;
+            mine.data_version = master.data_version;
+        }
+        changed
+    };
+    if changed {
+        crate::role::control::persist_groups(shard).await;
+    }
+}

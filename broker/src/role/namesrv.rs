@@ -1,0 +1,207 @@
+//! Registration with the name servers (shard 0): REGISTER_BROKER with the topic table to every name
+//! server at start, every `registerNameServerPeriod` and after topic changes; UNREGISTER_BROKER at shutdown.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use protocol::body::{RegisterBrokerBody, TopicConfigSerializeWrapper};
+use protocol::header::{
+    CommandHeader, RegisterBrokerRequestHeader, RegisterBrokerResponseHeader,
+    UnregisterBrokerRequestHeader,
+};
+use protocol::message::record::body_crc;
+use protocol::{request_code, response_code, RemotingCommand};
+use remoting::Client;
+
+use crate::config::BrokerConfig;
+use crate::shard::mesh::join_all;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+const REGISTER_TIMEOUT: Duration = Duration::from_secs(6);
+
+/// Connections to the name servers, reused between registrations.
+#[derive(Default)]
+pub struct Registrar {
+    clients: RefCell<HashMap<String, Client>>,
+    /// (haServerAddr, masterAddr) of this broker's master, from the last registration answer (slaves).
+    pub master: RefCell<Option<(Option<String>, Option<String>)>>,
+}
+
+fn parse_addr(addr: &str) -> Result<SocketAddr, String> {
+    match addr.parse() {
+        Ok(a) => Ok(a),
+        Err(_) => remoting::resolve(addr).map_err(|e| e.to_string()),
+    }
+}
+
+/// The registration body: the topic table with each topic's perm limited by `brokerPermission`.
+pub fn register_body(cfg: &BrokerConfig, mut wrapper: TopicConfigSerializeWrapper) -> Vec<u8> {
+    let broker_perm = cfg.broker_permission as i32;
+    for tc in wrapper.topic_config_table.values_mut() {
+        // Read/write bits follow the broker's; the inherit bit stays as configured.
+        tc.perm &= broker_perm | protocol::body::perm::INHERIT;
+    }
+    // Java-shaped: the RocketMQ 5 mapping fields are always written (strict name servers need them).
+    protocol::body::to_json(&RegisterBrokerBody::new(wrapper, Vec::new()))
+}
+
+impl Registrar {
+    async fn client(&self, addr: &str) -> Result<Client, String> {
+        let existing = self.clients.borrow().get(addr).cloned();
+        if let Some(c) = existing.filter(|c| !c.is_closed()) {
+            return Ok(c);
+        }
+        let sock = parse_addr(addr)?;
+        let client = Client::connect(sock, CONNECT_TIMEOUT)
+            .await
+            .map_err(|e| e.to_string())?;
+        self.clients
+            .borrow_mut()
+            .insert(addr.to_owned(), client.clone());
+        Ok(client)
+    }
+
+    async fn invoke(&self, addr: &str, cmd: RemotingCommand) -> Result<RemotingCommand, String> {
+        let client = self.client(addr).await?;
+        let result = client
+            .invoke(cmd, REGISTER_TIMEOUT)
+            .await
+            .map_err(|e| e.to_string());
+        if result.is_err() {
+            self.clients.borrow_mut().remove(addr);
+        }
+        result
+    }
+
+    /// Registers with every name server; logs failures. Returns how many accepted.
+    pub async fn register_all(
+        &self,
+        cfg: &BrokerConfig,
+        wrapper: TopicConfigSerializeWrapper,
+    ) -> usize {
+        if cfg.namesrv_addr.is_empty() {
+            return 0;
+        }
+        let body = bytes::Bytes::from(register_body(cfg, wrapper));
+        let header = RegisterBrokerRequestHeader {
+            broker_name: cfg.broker_name.clone(),
+            broker_addr: cfg.broker_addr(),
+            cluster_name: cfg.broker_cluster_name.clone(),
+            ha_server_addr: cfg.ha_server_addr(),
+            broker_id: cfg.broker_id as i64,
+            heartbeat_timeout_millis: None,
+            enable_acting_master: None,
+            compressed: Some(false),
+            body_crc32: Some(body_crc(&body)),
+        };
+        let fields = header.to_ext_fields();
+        let results = join_all(cfg.namesrv_addr.iter().map(|addr| {
+            let cmd = RemotingCommand::request(request_code::REGISTER_BROKER)
+                .with_ext_fields(fields.clone())
+                .with_body(body.clone());
+            async move { (addr, self.invoke(addr, cmd).await) }
+        }))
+        .await;
+        let mut ok = 0;
+        for (addr, result) in results {
+            match result {
+                Ok(resp) if resp.code == response_code::SUCCESS => {
+                    ok += 1;
+                    tracing::debug!("registered with name server {addr}");
+                    if let Ok(h) = RegisterBrokerResponseHeader::from_ext_fields(&resp.ext_fields) {
+                        if h.master_addr.is_some() {
+                            *self.master.borrow_mut() = Some((h.ha_server_addr, h.master_addr));
+                        }
+                    }
+                }
+                Ok(resp) => tracing::warn!(
+                    "name server {addr} refused the registration: code {} {}",
+                    resp.code,
+                    resp.remark.unwrap_or_default()
+                ),
+                Err(e) => tracing::warn!("cannot register with name server {addr}: {e}"),
+            }
+        }
+        ok
+    }
+
+    /// Unregisters from every name server (shutdown).
+    pub async fn unregister_all(&self, cfg: &BrokerConfig) {
+        let header = UnregisterBrokerRequestHeader {
+            broker_name: cfg.broker_name.clone(),
+            broker_addr: cfg.broker_addr(),
+            cluster_name: cfg.broker_cluster_name.clone(),
+            broker_id: cfg.broker_id as i64,
+        };
+        let fields = header.to_ext_fields();
+        let results = join_all(cfg.namesrv_addr.iter().map(|addr| {
+            let cmd = RemotingCommand::request(request_code::UNREGISTER_BROKER)
+                .with_ext_fields(fields.clone());
+            async move { (addr, self.invoke(addr, cmd).await) }
+        }))
+        .await;
+        for (addr, result) in results {
+            match result {
+                Ok(resp) if resp.code == response_code::SUCCESS => {
+                    tracing::info!("unregistered from name server {addr}")
+                }
+                Ok(resp) => tracing::warn!(
+                    "name server {addr} refused the unregistration: code {}",
+                    resp.code
+                ),
+                Err(e) => tracing::warn!("cannot unregister from name server {addr}: {e}"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::body::TopicConfig;
+
+    #[test]
+    fn body_masks_perm_with_broker_permission() {
+        let cfg = BrokerConfig {
+            broker_permission: 4, // read only
+            ..BrokerConfig::default()
+        };
+        let mut wrapper = TopicConfigSerializeWrapper::default();
+        let mut tc = TopicConfig::new("T", 4);
+        tc.perm = 7;
+        wrapper.topic_config_table.insert("T".into(), tc);
+        let body: RegisterBrokerBody =
+            protocol::body::from_json(&register_body(&cfg, wrapper)).unwrap();
+        assert_eq!(
+            body.topic_config_serialize_wrapper.topic_config_table["T"].perm,
+            5
+        );
+    }
+
+    #[test]
+    fn body_is_what_a_rocketmq_5_broker_sends() {
+        // fastjson's output for a Java 5 broker with one topic; rocketmq-rust's name server refuses
+        // a body without the mapping fields.
+        let mut wrapper = TopicConfigSerializeWrapper::default();
+        wrapper
+            .topic_config_table
+            .insert("T".into(), TopicConfig::new("T", 4));
+        wrapper.data_version.counter = 2;
+        wrapper.data_version.timestamp = 1_700_000_000_000;
+        let body = register_body(&BrokerConfig::default(), wrapper);
+        assert_eq!(
+            String::from_utf8(body).unwrap(),
+            concat!(
+                r#"{"filterServerList":[],"topicConfigSerializeWrapper":{"#,
+                r#""dataVersion":{"counter":2,"stateVersion":0,"timestamp":1700000000000},"#,
+                r#""mappingDataVersion":{"counter":0,"stateVersion":0,"timestamp":0},"#,
+                r#""topicConfigTable":{"T":{"attributes":{},"order":false,"perm":6,"#,
+                r#""readQueueNums":4,"topicFilterType":"SINGLE_TAG","topicName":"T","#,
+                r#""topicSysFlag":0,"writeQueueNums":4}},"#,
+                r#""topicQueueMappingDetailMap":{},"topicQueueMappingInfoMap":{}}}"#
+            )
+        );
+    }
+}

@@ -1,0 +1,205 @@
+//! One shard's state: its store, its read-only copies of the topic table and subscriptions, the
+//! consumer offsets of the queues it owns, parked pulls, its connections, and (shard 0) the control role.
+
+pub(crate) mod latch;
+pub(crate) mod mesh;
+pub(crate) mod ownership;
+pub(crate) mod shard_calls;
+pub(crate) mod stats;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::rc::Rc;
+
+use protocol::body::SubscriptionData;
+use protocol::RemotingCommand;
+use remoting::ResponseSink;
+use storage::MessageStore;
+
+use crate::config::BrokerConfig;
+use crate::feature::long_poll::PullWaiters;
+use crate::feature::tag_filter::TagFilter;
+use crate::role::control::Control;
+use crate::shard::latch::Latch;
+use crate::shard::mesh::Mesh;
+use crate::shard::ownership::owner_shard;
+use crate::shard::stats::{ShardCounters, ShardStats};
+use crate::state::consumer_offsets::ConsumerOffsets;
+use crate::state::topics::TopicTable;
+
+pub struct Shard {
+    pub id: usize,
+    pub shards: usize,
+    pub cfg: Rc<BrokerConfig>,
+    /// `brokerIP1:listenPort`, written into records and offsetMsgIds.
+    pub store_host: SocketAddr,
+    pub store: MessageStore,
+    pub mesh: Rc<Mesh>,
+    /// Shard 0: the master table; others: a copy kept current by broadcasts.
+    pub topics: RefCell<TopicTable>,
+    /// group -> topic -> filter, from consumers' heartbeats (broadcast by shard 0).
+    pub subscriptions: RefCell<HashMap<String, HashMap<String, TagFilter>>>,
+    pub offsets: RefCell<ConsumerOffsets>,
+    pub waiters: PullWaiters,
+    /// Connections on this shard whose clients registered (heartbeat), for server-initiated commands.
+    pub connections: RefCell<HashMap<u64, ResponseSink>>,
+    /// Only on shard 0.
+    pub control: Option<Control>,
+    pub counters: ShardCounters,
+    /// Replication state of this shard (`ha_role`).
+    pub ha: crate::role::ha::HaShard,
+    /// Delay-level delivery state (issue 7).
+    pub schedule: crate::feature::schedule::Schedule,
+    /// Requests of this shard's connections being handled.
+    pub in_flight: Cell<usize>,
+    pub shutting_down: Cell<bool>,
+    /// Fired when listeners must stop accepting.
+    pub stop_accepting: Latch,
+    /// Fired when the executor may end.
+    pub exit: Latch,
+    pub boot_ms: i64,
+    next_opaque: Cell<i32>,
+    rng: Cell<u64>,
+    offsets_persist: glommio::sync::Semaphore,
+}
+
+pub struct ShardParts {
+    pub id: usize,
+    pub shards: usize,
+    pub cfg: Rc<BrokerConfig>,
+    pub store_host: SocketAddr,
+    pub store: MessageStore,
+    pub mesh: Rc<Mesh>,
+    pub topics: TopicTable,
+    pub offsets: ConsumerOffsets,
+    pub control: Option<Control>,
+}
+
+impl Shard {
+    pub fn new(p: ShardParts) -> Shard {
+        let boot_ms = crate::state::topics::now_ms();
+        Shard {
+            id: p.id,
+            shards: p.shards,
+            cfg: p.cfg,
+            store_host: p.store_host,
+            store: p.store,
+            mesh: p.mesh,
+            topics: RefCell::new(p.topics),
+            subscriptions: RefCell::new(HashMap::new()),
+            offsets: RefCell::new(p.offsets),
+            waiters: PullWaiters::default(),
+            connections: RefCell::new(HashMap::new()),
+            control: p.control,
+            counters: ShardCounters::default(),
+            ha: Default::default(),
+            schedule: crate::feature::schedule::Schedule::default(),
+            in_flight: Cell::new(0),
+            shutting_down: Cell::new(false),
+            stop_accepting: Latch::default(),
+            exit: Latch::default(),
+            boot_ms,
+            next_opaque: Cell::new(1),
+            offsets_persist: glommio::sync::Semaphore::new(1),
+            rng: Cell::new((boot_ms as u64) ^ ((p.id as u64 + 1) << 32) | 1),
+        }
+    }
+
+    /// The shard owning a queue.
+    pub fn owner_of(&self, topic: &str, queue_id: i32) -> usize {
+        owner_shard(topic, queue_id, self.shards)
+    }
+
+    /// A fresh opaque for a server-initiated request.
+    pub fn next_opaque(&self) -> i32 {
+        let v = self.next_opaque.get();
+        self.next_opaque.set(v.wrapping_add(1).max(1));
+        v
+    }
+
+    /// A cheap pseudo-random number (xorshift), for queue selection.
+    pub fn random(&self) -> u64 {
+        let mut x = self.rng.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng.set(x);
+        x
+    }
+
+    /// The filter a consumer group registered for a topic, if any.
+    pub fn registered_filter(&self, group: &str, topic: &str) -> Option<TagFilter> {
+        self.subscriptions
+            .borrow()
+            .get(group)
+            .and_then(|t| t.get(topic))
+            .cloned()
+    }
+
+    /// Applies a group's subscription broadcast.
+    pub fn set_group_subscriptions(&self, group: String, subs: Vec<SubscriptionData>) {
+        let mut all = self.subscriptions.borrow_mut();
+        if subs.is_empty() {
+            all.remove(&group);
+        } else {
+            let map = subs
+                .iter()
+                .map(|s| (s.topic.clone(), TagFilter::from_subscription(s)))
+                .collect();
+            all.insert(group, map);
+        }
+    }
+
+    /// Sends a server-initiated command to one of this shard's registered connections.
+    pub fn notify_connection(&self, conn_id: u64, mut cmd: RemotingCommand) {
+        let sink = self.connections.borrow().get(&conn_id).cloned();
+        if let Some(sink) = sink {
+            cmd.opaque = self.next_opaque();
+            if sink.try_send(cmd).is_err() {
+                tracing::debug!(
+                    "shard {}: connection {conn_id} gone or full; notification dropped",
+                    self.id
+                );
+            }
+        }
+    }
+
+    pub fn stats(&self) -> ShardStats {
+        let c = &self.counters;
+        ShardStats {
+            shard: self.id,
+            msgs_put: c.msgs_put.get(),
+            bytes_put: c.bytes_put.get(),
+            msgs_got: c.msgs_got.get(),
+            bytes_got: c.bytes_got.get(),
+            send_errors: c.send_errors.get(),
+            commit_log_min_offset: self.store.min_physical_offset(),
+            commit_log_max_offset: self.store.max_physical_offset(),
+            commit_log_flushed_offset: self.store.flushed_physical_offset(),
+            queues: self.store.queues().len(),
+            store: self.store.stats(),
+            ha: crate::role::ha::stats(self),
+        }
+    }
+
+    /// Persists this shard's consumer offsets if they changed.
+    pub async fn persist_offsets(&self) {
+        // One write at a time: two writers would share the temp file.
+        let Ok(_permit) = self.offsets_persist.acquire_permit(1).await else {
+            return;
+        };
+        let json = self.offsets.borrow_mut().take_dirty_json();
+        if let Some(json) = json {
+            let path = crate::state::consumer_offsets::offsets_path(
+                &self.cfg.store_path_root_dir,
+                self.id,
+            );
+            if let Err(e) = crate::state::persist::write_atomic_off_thread(path.clone(), json).await
+            {
+                tracing::error!("shard {}: cannot persist {}: {e}", self.id, path.display());
+                self.offsets.borrow_mut().mark_dirty();
+            }
+        }
+    }
+}

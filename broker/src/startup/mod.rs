@@ -1,0 +1,281 @@
+//! Start-up: shard count and `shards.json`, metadata, signals, then one pinned glommio executor per
+//! shard, each opening its own store, joining the cross-shard mesh and binding its own listeners.
+
+pub(crate) mod shards_file;
+pub(crate) mod signals;
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::rc::Rc;
+
+use glommio::channels::channel_mesh::{Full, MeshBuilder};
+use glommio::{CpuSet, LocalExecutorPoolBuilder, PoolPlacement};
+use storage::{MessageStore, StoreConfig};
+
+use crate::config::{BrokerConfig, FlushDiskType};
+use crate::error::BrokerError;
+use crate::role::control::Control;
+use crate::shard::mesh::{CallHandler, Envelope, Mesh, ShardAnswer, ShardCall};
+use crate::shard::{Shard, ShardParts};
+use crate::startup::signals::SignalFd;
+use crate::state::consumer_offsets::{offsets_path, ConsumerOffsets};
+use crate::state::subscription_groups::SubscriptionGroupTable;
+use crate::state::topics::TopicTable;
+
+/// Capacity of each cross-shard channel (per direction, per pair of shards).
+const MESH_CHANNEL_CAPACITY: usize = 1024;
+
+/// Everything a shard's executor starts from (sent to each executor thread).
+#[derive(Clone)]
+struct Boot {
+    cfg: BrokerConfig,
+    shards: usize,
+    topics: TopicTable,
+    groups: SubscriptionGroupTable,
+    mesh: MeshBuilder<Envelope, Full>,
+    store_host: SocketAddr,
+    listen: Vec<SocketAddr>,
+    signals: Option<SignalFd>,
+}
+
+/// The number of shards: `shardCount`, or one per CPU.
+pub fn shard_count(cfg: &BrokerConfig) -> usize {
+    if cfg.shard_count > 0 {
+        cfg.shard_count
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+}
+
+fn socket_addr(host: &str, port: u16) -> Result<SocketAddr, BrokerError> {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(SocketAddr::new(ip, port));
+    }
+    (host, port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| {
+            BrokerError::io(
+                format!("{host}:{port}"),
+                std::io::Error::other("cannot resolve address"),
+            )
+        })
+}
+
+/// The store settings of one shard, from the broker's config.
+pub fn store_config(cfg: &BrokerConfig, shard: usize) -> Result<StoreConfig, BrokerError> {
+    let shard_id = u16::try_from(shard)
+        .map_err(|_| BrokerError::ShardCount(format!("too many shards: {shard}")))?;
+    let mut sc = StoreConfig::new(
+        cfg.store_path_root_dir.join(format!("shard-{shard}")),
+        shard_id,
+    );
+    sc.mapped_file_size_commit_log = cfg.mapped_file_size_commit_log;
+    sc.mapped_file_size_consume_queue = cfg.mapped_file_size_consume_queue;
+    sc.flush_disk_type = match cfg.flush_disk_type {
+        FlushDiskType::SyncFlush => storage::FlushDiskType::SyncFlush,
+        FlushDiskType::AsyncFlush => storage::FlushDiskType::AsyncFlush,
+    };
+    sc.flush_interval_commit_log_ms = cfg.flush_interval_commit_log_ms;
+    sc.flush_commit_log_least_pages = u64::from(cfg.flush_commit_log_least_pages);
+    sc.sync_flush_timeout_ms = cfg.sync_flush_timeout_ms;
+    sc.file_reserved_time_hours = cfg.file_reserved_time_hours;
+    sc.delete_when = cfg.delete_when.clone();
+    sc.disk_max_used_space_ratio = cfg.disk_max_used_space_ratio;
+    sc.clean_file_forcibly_enable = cfg.clean_file_forcibly_enable;
+    sc.max_message_size = cfg.max_message_size;
+    sc.message_delay_level = cfg
+        .delay_levels_ms()?
+        .into_iter()
+        .map(|ms| i64::try_from(ms).unwrap_or(i64::MAX))
+        .collect();
+    sc.read_cache_bytes = cfg.read_cache_bytes as u64;
+    sc.read_block_cache_bytes = cfg.read_block_cache_bytes as u64;
+    sc.validate().map_err(|e| BrokerError::Store {
+        shard,
+        reason: e.to_string(),
+    })?;
+    Ok(sc)
+}
+
+/// Runs the broker until SIGTERM/SIGINT; returns after a graceful shutdown.
+pub fn run(cfg: BrokerConfig) -> Result<(), BrokerError> {
+    let shards = shard_count(&cfg);
+    let root = cfg.store_path_root_dir.clone();
+    std::fs::create_dir_all(root.join("config")).map_err(|e| BrokerError::io(root.display(), e))?;
+    crate::startup::shards_file::check_or_record(&root, shards)?;
+    // Every shard must be able to open its store with these settings: fail before starting threads.
+    for shard in 0..shards {
+        store_config(&cfg, shard)?;
+    }
+
+    let topics_path = root.join("config").join("topics.json");
+    let mut topics = TopicTable::load(&topics_path)?;
+    if topics.add_system_topics(&cfg) {
+        crate::state::persist::write_atomic(&topics_path, &topics.to_json())
+            .map_err(|e| BrokerError::io(topics_path.display(), e))?;
+    }
+    let groups_path = root.join("config").join("subscriptionGroup.json");
+    let mut groups = SubscriptionGroupTable::load(&groups_path)?;
+    if groups.add_system_groups() {
+        crate::state::persist::write_atomic(&groups_path, &groups.to_json())
+            .map_err(|e| BrokerError::io(groups_path.display(), e))?;
+    }
+
+    let store_host = socket_addr(&cfg.broker_ip1, cfg.listen_port)?;
+    let mut listen = vec![socket_addr(&cfg.bind_address, cfg.listen_port)?];
+    if cfg.fast_listen_port != 0 && cfg.fast_listen_port != cfg.listen_port {
+        listen.push(socket_addr(&cfg.bind_address, cfg.fast_listen_port)?);
+    }
+    let signals = match SignalFd::install() {
+        Ok(s) => Some(s),
+        Err(e) => {
+            tracing::warn!("cannot watch SIGTERM/SIGINT ({e}); stop the broker with SIGKILL");
+            None
+        }
+    };
+    let boot = Boot {
+        cfg: cfg.clone(),
+        shards,
+        topics,
+        groups,
+        mesh: MeshBuilder::full(shards, MESH_CHANNEL_CAPACITY),
+        store_host,
+        listen,
+        signals,
+    };
+    let cpus = CpuSet::online().map_or(0, |set| set.len());
+    let placement = if shards <= cpus {
+        PoolPlacement::MaxPack(shards, None)
+    } else {
+        tracing::warn!("{shards} shards on {cpus} CPUs: executors are not pinned");
+        PoolPlacement::Unbound(shards)
+    };
+    tracing::info!(
+        "starting broker {} of cluster {}: {shards} shards, store {}, listening on {:?}",
+        cfg.broker_name,
+        cfg.broker_cluster_name,
+        root.display(),
+        boot.listen
+    );
+    let mut pool = LocalExecutorPoolBuilder::new(placement).name("shard");
+    if cfg.spin_before_park_micros > 0 {
+        // glommio only spins on executors pinned to a CPU (shards <= CPUs).
+        pool = pool.spin_before_park(std::time::Duration::from_micros(
+            cfg.spin_before_park_micros,
+        ));
+    }
+    let handles = pool
+        .on_all_shards(move || async move {
+            if let Err(e) = shard_main(boot).await {
+                // A shard that cannot run leaves the broker unable to serve its queues: stop everything.
+                tracing::error!("{e}");
+                eprintln!("broker failed to start: {e}");
+                std::process::exit(1);
+            }
+        })
+        .map_err(|e| BrokerError::Executor(e.to_string()))?;
+    for result in handles.join_all() {
+        result.map_err(|e| BrokerError::Executor(e.to_string()))?;
+    }
+    Ok(())
+}
+
+async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
+    let (senders, receivers) = boot
+        .mesh
+        .join()
+        .await
+        .map_err(|e| BrokerError::Executor(format!("cannot join the cross-shard mesh: {e}")))?;
+    let mesh = Mesh::new(senders);
+    let id = mesh.me();
+    crate::feature::metrics::register_shard(id);
+    let cfg = Rc::new(boot.cfg);
+    let store = MessageStore::open(store_config(&cfg, id)?)
+        .await
+        .map_err(|e| BrokerError::Store {
+            shard: id,
+            reason: e.to_string(),
+        })?;
+    let offsets = ConsumerOffsets::load(&offsets_path(&cfg.store_path_root_dir, id))?;
+    let control = (id == 0).then(|| Control::new(boot.groups.clone()));
+    let shard = Rc::new(Shard::new(ShardParts {
+        id,
+        shards: boot.shards,
+        cfg: cfg.clone(),
+        store_host: boot.store_host,
+        store,
+        mesh: mesh.clone(),
+        topics: boot.topics,
+        offsets,
+        control,
+    }));
+    let weak = Rc::downgrade(&shard);
+    shard
+        .store
+        .set_arrival_listener(Box::new(move |topic, queue_id, _max| {
+            if let Some(shard) = weak.upgrade() {
+                shard.waiters.notify(topic, queue_id);
+                crate::role::ha::on_arrival(&shard, topic, queue_id);
+            }
+        }));
+    crate::feature::transaction::start(&shard).await?;
+    // No await between binding and starting the mesh: no request can arrive before calls are served.
+    crate::net::server::start_listeners(&shard, &boot.listen)?;
+    let weak = Rc::downgrade(&shard);
+    let handler: CallHandler = Rc::new(move |call| {
+        let weak = weak.clone();
+        Box::pin(async move {
+            match weak.upgrade() {
+                Some(shard) => crate::shard::shard_calls::serve(shard, call).await,
+                None => ShardAnswer::Done,
+            }
+        })
+    });
+    mesh.start(receivers, handler);
+    crate::role::ha::start(&shard)?;
+    start_offset_persistence(&shard);
+    crate::feature::schedule::start(&shard);
+
+    if id == 0 {
+        // Every shard answers once it serves; then the broker is up.
+        let answers = mesh.call_all(|| ShardCall::Stats).await;
+        if let Some(Err(e)) = answers.into_iter().find(Result::is_err) {
+            return Err(BrokerError::Mesh(e));
+        }
+        crate::role::control::start_tasks(&shard, boot.signals);
+        crate::feature::metrics::start(&shard)?;
+        let registered = crate::role::control::register_now(&shard).await;
+        tracing::info!(
+            "The broker[{}, {}] boot success. serializeType=JSON and name server is {} ({} accepted the registration)",
+            cfg.broker_name,
+            cfg.broker_addr(),
+            cfg.namesrv_addr.join(";"),
+            registered
+        );
+        println!(
+            "The broker[{}, {}] boot success. serializeType=JSON and name server is {}",
+            cfg.broker_name,
+            cfg.broker_addr(),
+            cfg.namesrv_addr.join(";")
+        );
+        remoting::sd_notify::notify_ready(&format!("serving on {}", cfg.broker_addr()));
+    }
+    shard.exit.wait().await;
+    Ok(())
+}
+
+/// Consumer offsets are written every 5 s when they changed (RocketMQ's flushConsumerOffsetInterval).
+fn start_offset_persistence(shard: &Rc<Shard>) {
+    let shard = shard.clone();
+    glommio::spawn_local(async move {
+        loop {
+            glommio::timer::sleep(std::time::Duration::from_secs(5)).await;
+            if shard.shutting_down.get() {
+                return;
+            }
+            shard.persist_offsets().await;
+        }
+    })
+    .detach();
+}
