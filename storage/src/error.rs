@@ -53,12 +53,4 @@ pub enum PutError {
     Illegal(String),
     #[error("I/O error: {0}")]
     Io(String),
-    /// SYNC_MASTER: stored (here is where), but no slave is connected or the slave lags too far
-    /// (SLAVE_NOT_AVAILABLE, answered with the usual send result header, as RocketMQ does).
-    #[error("slave not available")]
-    SlaveNotAvailable(Vec<crate::PutOk>),
-    /// SYNC_MASTER: stored (here is where), but no slave acknowledged it within `syncFlushTimeout`
-    /// (FLUSH_SLAVE_TIMEOUT, with the send result header).
-    #[error("wait for the slave's ack timed out")]
-    FlushSlaveTimeout(Vec<crate::PutOk>),
 }

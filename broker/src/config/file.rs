@@ -2,27 +2,8 @@
 
 use std::path::Path;
 
+use super::error::LoadError;
 use super::keys::{BrokerConfig, ConfigIssue};
-
-/// Why a config file could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    #[error("cannot read config {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("config {path} is not valid TOML: {message}")]
-    Toml { path: String, message: String },
-    #[error("config key `{key}` must be a plain value, not a table or array")]
-    NotFlat { key: String },
-    #[error("config key `{key}` has an invalid value `{value}`: {reason}")]
-    BadValue {
-        key: String,
-        value: String,
-        reason: String,
-    },
-}
 
 /// Parses a Java properties file: `key=value` or `key: value`, `#`/`!` comments, `\` line continuations.
 pub fn parse_properties(text: &str) -> Vec<(String, String)> {

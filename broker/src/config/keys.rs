@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::file::LoadError;
+use super::error::LoadError;
 
 /// `brokerRole`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,9 @@
 //! Broker configuration: Apache RocketMQ's property names and defaults, read from TOML or `.properties`.
 
+mod error;
 mod file;
 mod keys;
 
-pub use file::{load, parse_properties, parse_toml, LoadError};
+pub use error::LoadError;
+pub use file::{load, parse_properties, parse_toml};
 pub use keys::{BrokerConfig, BrokerRole, ConfigIssue, FlushDiskType};

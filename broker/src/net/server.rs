@@ -13,7 +13,6 @@ use protocol::RemotingCommand;
 use remoting::{ConnectionContext, ConnectionGate, Handler};
 
 use crate::error::BrokerError;
-use crate::shard::mesh::ShardCall;
 use crate::shard::Shard;
 
 pub struct BrokerHandler {
@@ -72,14 +71,8 @@ impl Handler for BrokerHandler {
             let conn_id = ctx.id;
             glommio::spawn_local(async move {
                 shard
-                    .mesh
-                    .tell(
-                        0,
-                        ShardCall::ConnectionClosed {
-                            shard: shard.id,
-                            conn_id,
-                        },
-                    )
+                    .control_shard()
+                    .connection_closed(shard.id, conn_id)
                     .await;
             })
             .detach();

@@ -1,9 +1,10 @@
 //! Admin statistics Java's mqadmin asks for: GET_TOPIC_STATS_INFO (topicStatus), GET_CONSUME_STATS
 //! and GET_CONSUMER_CONNECTION_LIST (consumerProgress) and INVOKE_BROKER_TO_RESET_OFFSET
 //! (resetOffsetByTime). A topic's queues live on several shards, so each request asks every owning
-//! shard for its queues' figures (`StatsCall`).
+//! shard for its queues' figures (`on_owners`).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
 use std::rc::Rc;
 
 use protocol::body::{
@@ -19,9 +20,9 @@ use protocol::language::LanguageCode;
 use protocol::response_code as rc;
 use protocol::{request_code, RemotingCommand};
 
-use super::{error, header_error, ok};
+use super::reply::{error, header_error, ok};
 use crate::config::BrokerRole;
-use crate::shard::mesh::{join_all, ShardAnswer, ShardCall};
+use crate::shard::mesh::{join_all, MeshError};
 use crate::shard::Shard;
 
 /// Where a reset moves one queue.
@@ -33,70 +34,32 @@ pub enum ResetTarget {
     Time(i64),
 }
 
-/// Work for the shards owning some queues of a topic.
-#[derive(Debug)]
-pub enum StatsCall {
-    /// Bounds and last store time of these queues.
-    TopicOffsets { topic: String, queues: Vec<i32> },
-    /// Broker and committed offsets of a group on these queues.
-    GroupOffsets {
-        group: String,
-        topic: String,
-        queues: Vec<i32>,
-    },
-    /// Topics this shard holds committed offsets of the group for.
-    GroupTopics { group: String },
-    /// Move the group's committed offsets of these queues.
-    Reset {
-        group: String,
-        topic: String,
-        targets: Vec<(i32, ResetTarget)>,
-        force: bool,
-    },
+/// On a shard: the topics it holds committed offsets of `group` for.
+fn group_topics(shard: &Shard, group: &str) -> Vec<String> {
+    shard
+        .offsets
+        .borrow()
+        .entries()
+        .into_iter()
+        .filter_map(|(key, _, _)| match split_offset_table_key(&key) {
+            Some((topic, g)) if g == group => Some(topic.to_owned()),
+            _ => None,
+        })
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
 }
 
-/// A shard's answer to a `StatsCall`.
-#[derive(Debug)]
-pub enum StatsAnswer {
-    TopicOffsets(Result<Vec<(i32, TopicOffset)>, String>),
-    GroupOffsets(Result<Vec<(i32, OffsetWrapper)>, String>),
-    GroupTopics(Vec<String>),
-    /// (queue, new committed offset).
-    Reset(Result<Vec<(i32, i64)>, String>),
-}
-
-/// Runs a `StatsCall` on this shard (the owner of the queues named).
-pub async fn serve(shard: &Shard, call: StatsCall) -> StatsAnswer {
-    match call {
-        StatsCall::TopicOffsets { topic, queues } => {
-            StatsAnswer::TopicOffsets(topic_offsets(shard, &topic, &queues).await)
-        }
-        StatsCall::GroupOffsets {
-            group,
-            topic,
-            queues,
-        } => StatsAnswer::GroupOffsets(group_offsets(shard, &group, &topic, &queues).await),
-        StatsCall::GroupTopics { group } => StatsAnswer::GroupTopics(
-            shard
-                .offsets
-                .borrow()
-                .entries()
-                .into_iter()
-                .filter_map(|(key, _, _)| match split_offset_table_key(&key) {
-                    Some((topic, g)) if g == group => Some(topic.to_owned()),
-                    _ => None,
-                })
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .collect(),
-        ),
-        StatsCall::Reset {
-            group,
-            topic,
-            targets,
-            force,
-        } => StatsAnswer::Reset(reset_queues(shard, &group, &topic, &targets, force).await),
-    }
+/// Every shard's `group_topics`, in shard order.
+async fn group_topics_everywhere(
+    shard: &Shard,
+    group: &str,
+) -> Vec<Result<Vec<String>, MeshError>> {
+    join_all(shard.every_shard().map(|s| {
+        let group = group.to_owned();
+        s.run(move |s| async move { group_topics(&s, &group) })
+    }))
+    .await
 }
 
 async fn topic_offsets(
@@ -218,13 +181,19 @@ async fn reset_queues(
     Ok(out)
 }
 
-/// Sends one `StatsCall` per owning shard for `queues` of `topic` and returns the answers.
-async fn on_owners(
-    shard: &Rc<Shard>,
+/// Runs `job(queues)` on every shard owning some of `queues` of `topic`, with the queues it owns;
+/// answers in owner order.
+async fn on_owners<T, F, Fut>(
+    shard: &Shard,
     topic: &str,
     queues: impl IntoIterator<Item = i32>,
-    make: impl Fn(Vec<i32>) -> StatsCall,
-) -> Result<Vec<StatsAnswer>, String> {
+    job: impl Fn(Vec<i32>) -> F,
+) -> Result<Vec<T>, String>
+where
+    T: Send + 'static,
+    F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
+    Fut: Future<Output = T> + 'static,
+{
     let mut by_owner: BTreeMap<usize, Vec<i32>> = BTreeMap::new();
     for q in queues {
         by_owner
@@ -234,15 +203,11 @@ async fn on_owners(
     }
     let calls = by_owner
         .into_iter()
-        .map(|(owner, qs)| shard.mesh.call(owner, ShardCall::AdminStats(make(qs))));
+        .map(|(owner, qs)| shard.on(owner).run(job(qs)));
     join_all(calls)
         .await
         .into_iter()
-        .map(|answer| match answer {
-            Ok(ShardAnswer::AdminStats(a)) => Ok(a),
-            Ok(other) => Err(format!("unexpected cross-shard answer {other:?}")),
-            Err(e) => Err(e),
-        })
+        .map(|answer| answer.map_err(|e| e.to_string()))
         .collect()
 }
 
@@ -280,9 +245,9 @@ pub async fn topic_stats(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCo
         return error(rc::TOPIC_NOT_EXIST, format!("topic[{topic}] not exist"));
     };
     let queues = 0..tc.read_queue_nums.max(tc.write_queue_nums).max(0);
-    let answers = match on_owners(shard, topic, queues, |qs| StatsCall::TopicOffsets {
-        topic: topic.to_owned(),
-        queues: qs,
+    let answers = match on_owners(shard, topic, queues, |qs| {
+        let topic = topic.to_owned();
+        move |s: Rc<Shard>| async move { topic_offsets(&s, &topic, &qs).await }
     })
     .await
     {
@@ -292,13 +257,12 @@ pub async fn topic_stats(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCo
     let mut table = TopicStatsTable::default();
     for answer in answers {
         match answer {
-            StatsAnswer::TopicOffsets(Ok(rows)) => {
+            Ok(rows) => {
                 for (q, offsets) in rows {
                     table.offset_table.insert(queue(shard, topic, q), offsets);
                 }
             }
-            StatsAnswer::TopicOffsets(Err(e)) => return error(rc::SYSTEM_ERROR, e),
-            other => return error(rc::SYSTEM_ERROR, format!("unexpected answer {other:?}")),
+            Err(e) => return error(rc::SYSTEM_ERROR, e),
         }
     }
     ok().with_body(table.to_json())
@@ -334,20 +298,8 @@ async fn consume_stats_topics(
             topics.insert(t.to_owned());
         }
         None => {
-            let answers = shard
-                .mesh
-                .call_all(|| {
-                    ShardCall::AdminStats(StatsCall::GroupTopics {
-                        group: group.to_owned(),
-                    })
-                })
-                .await;
-            for answer in answers {
-                match answer {
-                    Ok(ShardAnswer::AdminStats(StatsAnswer::GroupTopics(t))) => topics.extend(t),
-                    Ok(other) => return Err(format!("unexpected cross-shard answer {other:?}")),
-                    Err(e) => return Err(e),
-                }
+            for answer in group_topics_everywhere(shard, group).await {
+                topics.extend(answer.map_err(|e| e.to_string())?);
             }
         }
     }
@@ -380,11 +332,8 @@ pub async fn consume_stats(shard: &Rc<Shard>, req: &RemotingCommand) -> Remoting
             continue;
         };
         let answers = match on_owners(shard, topic, 0..tc.read_queue_nums.max(0), |qs| {
-            StatsCall::GroupOffsets {
-                group: group.to_owned(),
-                topic: topic.clone(),
-                queues: qs,
-            }
+            let (group, topic) = (group.to_owned(), topic.clone());
+            move |s: Rc<Shard>| async move { group_offsets(&s, &group, &topic, &qs).await }
         })
         .await
         {
@@ -393,13 +342,12 @@ pub async fn consume_stats(shard: &Rc<Shard>, req: &RemotingCommand) -> Remoting
         };
         for answer in answers {
             match answer {
-                StatsAnswer::GroupOffsets(Ok(rows)) => {
+                Ok(rows) => {
                     for (q, w) in rows {
                         stats.offset_table.insert(queue(shard, topic, q), w);
                     }
                 }
-                StatsAnswer::GroupOffsets(Err(e)) => return error(rc::SYSTEM_ERROR, e),
-                other => return error(rc::SYSTEM_ERROR, format!("unexpected answer {other:?}")),
+                Err(e) => return error(rc::SYSTEM_ERROR, e),
             }
         }
     }
@@ -421,21 +369,11 @@ async fn group_known(shard: &Rc<Shard>, group: &str, topic: &str) -> bool {
         }
     }
     let key = offset_table_key(topic, group);
-    shard
-        .mesh
-        .call_all(|| {
-            ShardCall::AdminStats(StatsCall::GroupTopics {
-                group: group.to_owned(),
-            })
-        })
+    group_topics_everywhere(shard, group)
         .await
         .into_iter()
-        .any(|a| match a {
-            Ok(ShardAnswer::AdminStats(StatsAnswer::GroupTopics(t))) => {
-                t.iter().any(|t| offset_table_key(t, group) == key)
-            }
-            _ => false,
-        })
+        .flatten()
+        .any(|topics| topics.iter().any(|t| offset_table_key(t, group) == key))
 }
 
 /// INVOKE_BROKER_TO_RESET_OFFSET (on shard 0): moves the group's committed offsets on the broker
@@ -489,15 +427,12 @@ pub async fn reset_offset(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingC
         return error(rc::SYSTEM_ERROR, "No queues to reset.");
     }
     let answers = match on_owners(shard, topic, targets.keys().copied(), |qs| {
-        StatsCall::Reset {
-            group: group.to_owned(),
-            topic: topic.to_owned(),
-            targets: qs
-                .iter()
-                .filter_map(|q| targets.get(q).map(|t| (*q, *t)))
-                .collect(),
-            force,
-        }
+        let (group, topic) = (group.to_owned(), topic.to_owned());
+        let owned: Vec<(i32, ResetTarget)> = qs
+            .iter()
+            .filter_map(|q| targets.get(q).map(|t| (*q, *t)))
+            .collect();
+        move |s: Rc<Shard>| async move { reset_queues(&s, &group, &topic, &owned, force).await }
     })
     .await
     {
@@ -508,13 +443,12 @@ pub async fn reset_offset(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingC
     let mut failures = Vec::new();
     for answer in answers {
         match answer {
-            StatsAnswer::Reset(Ok(rows)) => {
+            Ok(rows) => {
                 for (q, offset) in rows {
                     body.offset_table.insert(queue(shard, topic, q), offset);
                 }
             }
-            StatsAnswer::Reset(Err(e)) => failures.push(e),
-            other => failures.push(format!("unexpected answer {other:?}")),
+            Err(e) => failures.push(e),
         }
     }
     if !failures.is_empty() {
@@ -571,14 +505,8 @@ pub async fn reset_offset(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingC
                 });
             cmd.mark_oneway();
             shard
-                .mesh
-                .tell(
-                    client.conn.shard,
-                    ShardCall::Notify {
-                        conn_id: client.conn.conn_id,
-                        cmd,
-                    },
-                )
+                .on(client.conn.shard)
+                .notify(client.conn.conn_id, cmd)
                 .await;
         }
     }

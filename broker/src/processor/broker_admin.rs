@@ -9,7 +9,7 @@ use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
 use super::{error, ok};
-use crate::shard::mesh::{ShardAnswer, ShardCall};
+use crate::shard::mesh::join_all;
 use crate::shard::stats::ShardStats;
 use crate::shard::Shard;
 
@@ -18,15 +18,10 @@ const BROKER_VERSION_DESC: &str = "V4_9_4";
 const BROKER_VERSION: i32 = 401;
 
 pub async fn runtime_info(shard: &Rc<Shard>) -> RemotingCommand {
-    let stats: Vec<ShardStats> = shard
-        .mesh
-        .call_all(|| ShardCall::Stats)
+    let stats: Vec<ShardStats> = join_all(shard.every_shard().map(|s| s.stats()))
         .await
         .into_iter()
-        .filter_map(|a| match a {
-            Ok(ShardAnswer::Stats(s)) => Some(s),
-            _ => None,
-        })
+        .filter_map(Result::ok)
         .collect();
     let sum = |f: fn(&ShardStats) -> u64| stats.iter().map(f).fold(0u64, u64::wrapping_add);
     let now = crate::state::topics::now_ms();
@@ -128,15 +123,18 @@ pub async fn runtime_info(shard: &Rc<Shard>) -> RemotingCommand {
 
 pub async fn all_consumer_offset(shard: &Rc<Shard>) -> RemotingCommand {
     let mut table: BTreeMap<String, BTreeMap<i32, i64>> = BTreeMap::new();
-    for answer in shard.mesh.call_all(|| ShardCall::Offsets).await {
+    for answer in join_all(shard.every_shard().map(|s| s.consumer_offsets())).await {
         match answer {
-            Ok(ShardAnswer::Offsets(entries)) => {
+            Ok(entries) => {
                 for (key, queue, offset) in entries {
                     table.entry(key).or_default().insert(queue, offset);
                 }
             }
-            Ok(_) | Err(_) => {
-                return error(rc::SYSTEM_ERROR, "a shard did not answer with its offsets")
+            Err(e) => {
+                return error(
+                    rc::SYSTEM_ERROR,
+                    format!("a shard did not answer with its offsets: {e}"),
+                )
             }
         }
     }

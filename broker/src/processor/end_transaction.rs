@@ -1,7 +1,6 @@
 //! END_TRANSACTION (37): a producer commits or rolls back a half message (after its local transaction
 //! or in answer to CHECK_TRANSACTION_STATE). Runs on the shard that owns the half queue.
 
-use std::net::SocketAddr;
 use std::rc::Rc;
 
 use protocol::header::{CommandHeader, EndTransactionRequestHeader};
@@ -14,18 +13,6 @@ use super::{error, header_error, ok};
 use crate::feature::transaction::records::HalfMessage;
 use crate::feature::transaction::resolve::{resolve, Outcome, Resolved};
 use crate::shard::Shard;
-use crate::state::clients::ConnRef;
-
-/// Sends the request to the half queue's shard.
-pub async fn route(
-    shard: &Rc<Shard>,
-    req: RemotingCommand,
-    conn: ConnRef,
-    local: SocketAddr,
-) -> Option<RemotingCommand> {
-    let owner = crate::feature::transaction::half_shard(shard);
-    super::on_shard(shard, owner, req, conn, local).await
-}
 
 pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {
     let h = match EndTransactionRequestHeader::from_ext_fields(&req.ext_fields) {

@@ -11,7 +11,7 @@ use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
 use super::{error, header_error, ok};
-use crate::shard::mesh::{ShardAnswer, ShardCall};
+use crate::shard::mesh::join_all;
 use crate::shard::Shard;
 
 /// Most messages one QUERY_MESSAGE returns (RocketMQ's defaultQueryMaxNum).
@@ -29,21 +29,16 @@ pub async fn view_by_id(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCom
             format!("can not find message by the offset, {}", h.offset),
         );
     }
-    match shard
-        .mesh
-        .call(owner, ShardCall::ReadRecord(h.offset))
-        .await
-    {
-        Ok(ShardAnswer::Record(Ok(Some(record)))) => ok().with_body(record),
-        Ok(ShardAnswer::Record(Ok(None))) => error(
+    match shard.on(owner).read_record(h.offset).await {
+        Ok(Some(record)) => ok().with_body(record),
+        Ok(None) => error(
             rc::SYSTEM_ERROR,
             format!("can not find message by the offset, {}", h.offset),
         ),
-        Ok(ShardAnswer::Record(Err(e))) | Err(e) => error(
+        Err(e) => error(
             rc::SYSTEM_ERROR,
             format!("can not read message at offset {}: {e}", h.offset),
         ),
-        Ok(other) => error(rc::SYSTEM_ERROR, format!("unexpected answer {other:?}")),
     }
 }
 
@@ -55,24 +50,21 @@ pub async fn query_by_key(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingC
     let max = usize::try_from(h.max_num)
         .unwrap_or(0)
         .clamp(1, QUERY_MAX_NUM);
-    let answers = shard
-        .mesh
-        .call_all(|| ShardCall::QueryByKey {
-            topic: h.topic.clone(),
-            key: h.key.clone(),
+    let answers = join_all(shard.every_shard().map(|s| {
+        s.query_by_key(
+            h.topic.clone(),
+            h.key.clone(),
             max,
-            begin_ms: h.begin_timestamp,
-            end_ms: h.end_timestamp,
-        })
-        .await;
+            h.begin_timestamp,
+            h.end_timestamp,
+        )
+    }))
+    .await;
     let mut records = Vec::new();
     for answer in answers {
         match answer {
-            Ok(ShardAnswer::Records(Ok(found))) => records.extend(found),
-            Ok(ShardAnswer::Records(Err(e))) | Err(e) => {
-                tracing::warn!("query by key on a shard failed: {e}")
-            }
-            Ok(other) => tracing::warn!("unexpected answer {other:?}"),
+            Ok(found) => records.extend(found),
+            Err(e) => tracing::warn!("query by key on a shard failed: {e}"),
         }
     }
     records.truncate(max);

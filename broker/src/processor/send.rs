@@ -12,10 +12,10 @@ use protocol::message::record::{sys_flag, MessageRecord, MAX_PROPERTIES_LEN};
 use protocol::message::{batch, msgid};
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
-use storage::{PutError, PutOk};
+use storage::PutOk;
 
-use super::{error, header_error};
-use crate::shard::mesh::{ShardAnswer, ShardCall};
+use super::reply::{error, header_error, owner_put_error};
+use crate::shard::put::SendStatus;
 use crate::shard::Shard;
 use crate::state::topics;
 
@@ -224,31 +224,19 @@ async fn store(shard: &Rc<Shard>, records: Vec<MessageRecord>, is_batch: bool) -
     let Some(first) = records.first() else {
         return error(rc::MESSAGE_ILLEGAL, "no message to store");
     };
-    let owner = shard.owner_of(&first.topic, first.queue_id);
     let queue_id = crate::feature::schedule::reply_queue_id(first);
-    let answer = shard.mesh.call(owner, ShardCall::Put(records)).await;
-    let result = match answer {
-        Ok(ShardAnswer::Put(result)) => result,
-        Ok(other) => {
-            return error(
-                rc::SYSTEM_ERROR,
-                format!("unexpected answer from shard {owner}: {other:?}"),
-            )
-        }
-        Err(e) => return error(rc::SYSTEM_ERROR, e),
-    };
-    match result {
-        Ok(oks) => success(shard, &oks, queue_id, is_batch),
-        // SYNC_MASTER without a slave's ack: stored, so the send result goes with the code.
-        Err(e) => match crate::role::ha::stored_without_slave_ack(&e) {
-            Some((oks, code)) => {
-                let mut response = success(shard, oks, queue_id, is_batch);
-                response.code = code;
-                response.remark = Some(e.to_string());
-                response
+    let owner = shard.owner(&first.topic, first.queue_id);
+    match owner.put(records).await {
+        Ok(outcome) => {
+            let mut response = success(shard, &outcome.stored, queue_id, is_batch);
+            // Stored without a slave's ack: the send result goes with the code, as RocketMQ's does.
+            if outcome.status != SendStatus::SendOk {
+                response.code = outcome.status.response_code();
+                response.remark = Some(outcome.status.describe().to_owned());
             }
-            None => put_error(&e),
-        },
+            response
+        }
+        Err(e) => owner_put_error(&e),
     }
 }
 
@@ -281,24 +269,4 @@ fn success(shard: &Shard, oks: &[PutOk], queue_id: i32, is_batch: bool) -> Remot
     response.set_ext(properties::MSG_REGION, "DefaultRegion");
     response.set_ext(properties::TRACE_SWITCH, "true");
     response
-}
-
-/// Maps a store error to RocketMQ's response code.
-pub fn put_error(e: &PutError) -> RemotingCommand {
-    let code = match e {
-        PutError::Busy { .. } => rc::SYSTEM_BUSY,
-        PutError::FlushTimeout(_) => rc::FLUSH_DISK_TIMEOUT,
-        PutError::ReadOnly(_) => rc::SERVICE_NOT_AVAILABLE,
-        PutError::MessageTooLarge { .. } | PutError::Illegal(_) => rc::MESSAGE_ILLEGAL,
-        PutError::Io(_) => rc::SYSTEM_ERROR,
-        PutError::SlaveNotAvailable(_) => rc::SLAVE_NOT_AVAILABLE,
-        PutError::FlushSlaveTimeout(_) => rc::FLUSH_SLAVE_TIMEOUT,
-    };
-    let remark = match e {
-        PutError::Busy { .. } => {
-            format!("[PC_SYNCHRONIZED]broker busy, start flow control for a while: {e}")
-        }
-        _ => e.to_string(),
-    };
-    error(code, remark)
 }

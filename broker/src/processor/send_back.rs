@@ -15,8 +15,8 @@ use protocol::message::record::MessageRecord;
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
-use super::{error, header_error, ok};
-use crate::shard::mesh::{ShardAnswer, ShardCall};
+use super::reply::{error, header_error, ok, owner_put_error};
+use crate::shard::put::SendStatus;
 use crate::shard::Shard;
 use crate::state::topics::{retry_topic, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
 
@@ -92,12 +92,11 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         record,
         crate::feature::schedule::max_level(shard),
     );
-    let owner = shard.owner_of(&record.topic, record.queue_id);
-    match shard.mesh.call(owner, ShardCall::Put(vec![record])).await {
-        Ok(ShardAnswer::Put(Ok(_))) => ok(),
-        Ok(ShardAnswer::Put(Err(e))) => super::send::put_error(&e),
-        Ok(other) => error(rc::SYSTEM_ERROR, format!("unexpected answer {other:?}")),
-        Err(e) => error(rc::SYSTEM_ERROR, e),
+    let owner = shard.owner(&record.topic, record.queue_id);
+    match owner.put(vec![record]).await {
+        Ok(outcome) if outcome.status == SendStatus::SendOk => ok(),
+        Ok(outcome) => error(outcome.status.response_code(), outcome.status.describe()),
+        Err(e) => owner_put_error(&e),
     }
 }
 
@@ -134,13 +133,11 @@ async fn read(shard: &Shard, offset: i64) -> Result<MessageRecord, String> {
     if offset < 0 || owner >= shard.shards {
         return Err("no such shard".to_owned());
     }
-    match shard.mesh.call(owner, ShardCall::ReadRecord(offset)).await {
-        Ok(ShardAnswer::Record(Ok(Some(bytes)))) => MessageRecord::decode(&bytes, false)
+    match shard.on(owner).read_record(offset).await? {
+        Some(bytes) => MessageRecord::decode(&bytes, false)
             .map(|(record, _)| record)
             .map_err(|e| e.to_string()),
-        Ok(ShardAnswer::Record(Ok(None))) => Err("no message there".to_owned()),
-        Ok(ShardAnswer::Record(Err(e))) | Err(e) => Err(e),
-        Ok(other) => Err(format!("unexpected answer {other:?}")),
+        None => Err("no message there".to_owned()),
     }
 }
 

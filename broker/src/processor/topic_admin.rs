@@ -12,7 +12,7 @@ use protocol::RemotingCommand;
 
 use super::{error, header_error, ok};
 use crate::role::control;
-use crate::shard::mesh::{ShardAnswer, ShardCall};
+use crate::shard::mesh::join_all;
 use crate::shard::Shard;
 use crate::state::topics::{self, validate_topic_name};
 
@@ -85,18 +85,12 @@ pub async fn create_through_control(
     tc: TopicConfig,
 ) -> Result<TopicConfig, RemotingCommand> {
     let topic = tc.topic_name.clone();
-    let created = match shard.mesh.call(0, ShardCall::CreateTopic(tc)).await {
-        Ok(ShardAnswer::Topic(Ok(created))) => created,
-        Ok(ShardAnswer::Topic(Err(e))) | Err(e) => {
+    let created = match shard.control_shard().create_topic(tc).await {
+        Ok(created) => created,
+        Err(e) => {
             return Err(error(
                 rc::SYSTEM_ERROR,
                 format!("cannot create topic {topic}: {e}"),
-            ))
-        }
-        Ok(other) => {
-            return Err(error(
-                rc::SYSTEM_ERROR,
-                format!("unexpected answer {other:?}"),
             ))
         }
     };
@@ -174,10 +168,9 @@ pub async fn delete(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     }
     tracing::info!("deleting topic {}", h.topic);
     control::change_topic(shard, None, Some(h.topic.clone())).await;
-    let shards = 0..shard.shards;
-    crate::shard::mesh::join_all(
-        shards.map(|s| shard.mesh.call(s, ShardCall::DeleteTopic(h.topic.clone()))),
-    )
-    .await;
+    let dropped = join_all(shard.every_shard().map(|s| s.delete_topic(h.topic.clone()))).await;
+    for e in dropped.into_iter().filter_map(Result::err) {
+        tracing::warn!("topic {} not dropped on every shard: {e}", h.topic);
+    }
     ok()
 }

@@ -2,7 +2,6 @@
 //! broadcast to the other shards), the client registry and its notifications, name-server registration,
 //! client expiry, and the broker-wide shutdown sequence.
 
-use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -10,44 +9,16 @@ use protocol::body::TopicConfig;
 use protocol::header::{CommandHeader, NotifyConsumerIdsChangedRequestHeader};
 use protocol::{request_code, RemotingCommand};
 
-use crate::role::namesrv::Registrar;
-use crate::shard::mesh::{join_all, ShardCall};
+use crate::shard::events::{broadcast, ShardEvent};
+use crate::shard::lifecycle;
+use crate::shard::mesh::join_all;
 use crate::shard::Shard;
-use crate::state::clients::ClientRegistry;
-use crate::state::rebalance_locks::RebalanceLocks;
-use crate::state::subscription_groups::SubscriptionGroupTable;
+use crate::state::control::Control;
 
 /// How often silent clients are looked for (RocketMQ scans every 10 s).
 const CLIENT_SCAN_INTERVAL: Duration = Duration::from_secs(10);
 /// Longest a graceful shutdown may take before the process gives up waiting.
 const SHUTDOWN_LIMIT: Duration = Duration::from_secs(30);
-
-pub struct Control {
-    pub clients: RefCell<ClientRegistry>,
-    pub groups: RefCell<SubscriptionGroupTable>,
-    pub registrar: Registrar,
-    pub locks: RefCell<RebalanceLocks>,
-    /// A background registration is waiting to run.
-    registration_queued: Cell<bool>,
-    /// One registration round at a time, so the newest table is sent last.
-    registration_round: glommio::sync::Semaphore,
-    /// Serializes metadata writes so the newest state is written last.
-    persist_lock: glommio::sync::Semaphore,
-}
-
-impl Control {
-    pub fn new(groups: SubscriptionGroupTable) -> Control {
-        Control {
-            clients: RefCell::new(ClientRegistry::default()),
-            groups: RefCell::new(groups),
-            registrar: Registrar::default(),
-            locks: RefCell::new(RebalanceLocks::default()),
-            registration_queued: Cell::new(false),
-            registration_round: glommio::sync::Semaphore::new(1),
-            persist_lock: glommio::sync::Semaphore::new(1),
-        }
-    }
-}
 
 fn control(shard: &Shard) -> Option<&Control> {
     shard.control.as_ref()
@@ -124,17 +95,14 @@ pub async fn change_topic(shard: &Rc<Shard>, upsert: Option<TopicConfig>, remove
         table.data_version
     };
     persist_topics(shard).await;
-    let others = (0..shard.shards).filter(|s| *s != shard.id);
-    join_all(others.map(|s| {
-        shard.mesh.call(
-            s,
-            ShardCall::TopicChanged {
-                upsert: upsert.clone(),
-                remove: remove.clone(),
-                version,
-            },
-        )
-    }))
+    broadcast(
+        shard,
+        ShardEvent::TopicChanged {
+            upsert,
+            remove,
+            version,
+        },
+    )
     .await;
     register_soon(shard);
 }
@@ -160,16 +128,13 @@ pub async fn broadcast_subscriptions(shard: &Rc<Shard>, group: &str) {
     let Some(ctl) = control(shard) else { return };
     let subs = ctl.clients.borrow().subscriptions(group);
     shard.set_group_subscriptions(group.to_owned(), subs.clone());
-    let others = (0..shard.shards).filter(|s| *s != shard.id);
-    join_all(others.map(|s| {
-        shard.mesh.call(
-            s,
-            ShardCall::GroupSubscriptions {
-                group: group.to_owned(),
-                subscriptions: subs.clone(),
-            },
-        )
-    }))
+    broadcast(
+        shard,
+        ShardEvent::GroupSubscriptions {
+            group: group.to_owned(),
+            subscriptions: subs,
+        },
+    )
     .await;
 }
 
@@ -193,16 +158,7 @@ pub async fn notify_group(shard: &Rc<Shard>, group: &str) {
         let mut cmd = RemotingCommand::request(request_code::NOTIFY_CONSUMER_IDS_CHANGED)
             .with_ext_fields(header.to_ext_fields());
         cmd.mark_oneway();
-        shard
-            .mesh
-            .tell(
-                conn.shard,
-                ShardCall::Notify {
-                    conn_id: conn.conn_id,
-                    cmd,
-                },
-            )
-            .await;
+        shard.on(conn.shard).notify(conn.conn_id, cmd).await;
     }
 }
 
@@ -216,6 +172,15 @@ fn release_locks_of_departed(shard: &Shard, group: &str) {
     if released > 0 {
         tracing::info!("released {released} queue lock(s) of clients that left group {group}");
     }
+}
+
+/// A connection of shard `from` that had registered clients closed: its clients leave their groups.
+pub async fn connection_closed(shard: &Rc<Shard>, from: usize, conn_id: u64) {
+    let changed = match control(shard) {
+        Some(ctl) => ctl.clients.borrow_mut().connection_closed(from, conn_id),
+        None => Vec::new(),
+    };
+    groups_changed(shard, changed).await;
 }
 
 /// After groups lost members: notify the rest and refresh subscriptions.
@@ -307,8 +272,8 @@ pub fn start_tasks(shard: &Rc<Shard>, signals: Option<crate::startup::signals::S
 pub async fn shutdown_broker(shard: &Rc<Shard>) {
     remoting::sd_notify::notify_stopping();
     let all = || 0..shard.shards;
-    join_all(all().map(|s| shard.mesh.call(s, ShardCall::Drain))).await;
-    join_all(all().map(|s| shard.mesh.call(s, ShardCall::Shutdown))).await;
+    join_all(all().map(|s| lifecycle::drain(shard, s))).await;
+    join_all(all().map(|s| lifecycle::shut_store(shard, s))).await;
     // Every store is flushed now: all delivered delay units are safe.
     crate::feature::schedule::persist(shard, true).await;
     if let Some(ctl) = control(shard) {
@@ -317,7 +282,7 @@ pub async fn shutdown_broker(shard: &Rc<Shard>) {
     persist_topics(shard).await;
     persist_groups(shard).await;
     for s in all().filter(|s| *s != shard.id) {
-        shard.mesh.tell(s, ShardCall::Exit).await;
+        lifecycle::exit(shard, s).await;
     }
     tracing::info!("broker {} shut down cleanly", shard.cfg.broker_name);
     shard.exit.fire();

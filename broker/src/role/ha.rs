@@ -1,37 +1,16 @@
 //! The broker's use of the `ha` crate: the HA listener (shard 0 accepts, each stream is served by the
 //! shard owning it), the slave replication tasks, the SYNC_MASTER wait after a put, and HA figures.
 
-use std::cell::RefCell;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::rc::Rc;
 use std::time::Duration;
 
 use glommio::net::{TcpListener, TcpStream};
-use storage::{PutError, PutOk};
+use storage::PutOk;
 
 use crate::config::BrokerRole;
-use crate::shard::mesh::ShardCall;
 use crate::shard::Shard;
-
-/// One shard's replication state (both roles; only the parts of its role are used).
-#[derive(Default)]
-pub struct HaShard {
-    /// Master: the slaves' acks for this shard's stream.
-    pub watermark: ha::Watermark,
-    /// Master: raised on every append so senders stream at once.
-    pub signal: ha::DataSignal,
-    /// Slave: what this shard's replication does.
-    pub slave: Rc<ha::SlaveStatus>,
-    /// Slave: the master's HA address learned from the name server.
-    pub master_ha_addr: RefCell<Option<String>>,
-    /// Slave: the master's remoting address learned from the name server.
-    pub master_addr: RefCell<Option<String>>,
-    /// Slave: topics seen in replicated data before their config arrived (asked for once each).
-    unknown_topics: RefCell<std::collections::HashSet<(String, i32)>>,
-    /// Slave, shard 0: copy the master's metadata at the next tick instead of waiting 60 s.
-    pub sync_soon: std::cell::Cell<bool>,
-}
 
 /// After records reached a queue: wakes the master's senders. On a slave, replicated records of a
 /// topic (or queue) its config does not know yet, because the master created it since the last copy,
@@ -63,8 +42,8 @@ pub fn on_arrival(shard: &Rc<Shard>, topic: &str, queue_id: i32) {
     let s = shard.clone();
     let topic = topic.to_owned();
     glommio::spawn_local(async move {
-        s.mesh
-            .tell(0, ShardCall::HaTopicSeen { topic, queues })
+        s.control_shard()
+            .tell(move |ctl| async move { topic_seen(&ctl, topic, queues).await })
             .await
     })
     .detach();
@@ -92,37 +71,6 @@ pub async fn topic_seen(shard: &Rc<Shard>, topic: String, queues: i32) {
         "HA: replicated data of topic {topic} arrived before its config: serving it with {queues} queues until the master's config is copied"
     );
     crate::role::control::change_topic(shard, Some(tc), None).await;
-}
-
-/// HA figures of one shard for GET_BROKER_RUNTIME_INFO.
-#[derive(Debug, Clone, Default)]
-pub struct HaStats {
-    pub slaves: usize,
-    pub slave_ack_offset: i64,
-    pub behind_bytes: u64,
-    pub behind_ms: u64,
-    pub slave_connected: bool,
-    pub slave_last_append_ms: i64,
-    pub slave_rejected_frames: u64,
-}
-
-pub fn stats(shard: &Shard) -> HaStats {
-    let lag = shard.ha.watermark.lag();
-    let max = shard.store.max_physical_offset();
-    let st = &shard.ha.slave;
-    HaStats {
-        slaves: lag.slaves,
-        slave_ack_offset: lag.slave_ack_offset,
-        behind_bytes: if lag.slaves == 0 {
-            0
-        } else {
-            u64::try_from(max.saturating_sub(lag.slave_ack_offset)).unwrap_or(0)
-        },
-        behind_ms: lag.behind_ms,
-        slave_connected: st.connected.get(),
-        slave_last_append_ms: st.last_append_ms.get(),
-        slave_rejected_frames: st.rejected.get(),
-    }
 }
 
 fn is_master(shard: &Shard) -> bool {
@@ -153,7 +101,7 @@ fn start_lag_log(shard: &Rc<Shard>) {
             if shard.shutting_down.get() {
                 return;
             }
-            let s = stats(&shard);
+            let s = shard.ha.stats(shard.store.max_physical_offset());
             if s.slaves > 0 && (s.behind_bytes > 0 || s.behind_ms > 0) {
                 tracing::info!(
                     "HA shard {}: best slave is {} bytes and {} ms behind",
@@ -232,14 +180,15 @@ async fn route_connection(shard: Rc<Shard>, mut stream: TcpStream) {
         return;
     }
     // The socket moves to its shard's executor as a duplicate descriptor; this one is closed here.
+    // Should the hand-over fail, the job and the descriptor it owns are dropped, closing it.
+    // SAFETY: `stream` is open and outlives `borrowed`, which is only used to duplicate it.
     let borrowed = unsafe { BorrowedFd::borrow_raw(stream.as_raw_fd()) };
     match borrowed.try_clone_to_owned() {
         Ok(fd) => {
-            let raw = fd.into_raw_fd();
             drop(stream);
             shard
-                .mesh
-                .tell(target, ShardCall::HaSlave { fd: raw, peer })
+                .on(target)
+                .tell(move |owner| async move { adopt(&owner, fd, peer) })
                 .await;
         }
         Err(e) => {
@@ -249,9 +198,10 @@ async fn route_connection(shard: Rc<Shard>, mut stream: TcpStream) {
 }
 
 /// On the owning shard: takes over a slave connection passed by shard 0.
-pub fn adopt(shard: &Rc<Shard>, fd: i32, peer: String) {
-    // The descriptor was duplicated for this shard alone and is owned from here on.
-    let stream = unsafe { TcpStream::from_raw_fd(fd) };
+fn adopt(shard: &Rc<Shard>, fd: OwnedFd, peer: String) {
+    // SAFETY: `fd` is an open TCP socket descriptor duplicated for this shard alone; `into_raw_fd`
+    // gives up its ownership, which the stream takes over.
+    let stream = unsafe { TcpStream::from_raw_fd(fd.into_raw_fd()) };
     glommio::spawn_local(serve(shard.clone(), stream, peer)).detach();
 }
 
@@ -309,57 +259,22 @@ fn start_slave(shard: &Rc<Shard>) {
     }
 }
 
-/// The name server told shard 0 where the master is: tell every shard.
-pub async fn master_learned(
-    shard: &Rc<Shard>,
-    ha_addr: Option<String>,
-    master_addr: Option<String>,
-) {
-    let changed = *shard.ha.master_ha_addr.borrow() != ha_addr
-        || *shard.ha.master_addr.borrow() != master_addr;
-    if !changed {
-        return;
-    }
-    tracing::info!("HA: master is {master_addr:?}, its HA address {ha_addr:?}");
-    for s in 0..shard.shards {
-        shard
-            .mesh
-            .tell(
-                s,
-                ShardCall::HaMaster {
-                    ha_addr: ha_addr.clone(),
-                    master_addr: master_addr.clone(),
-                },
-            )
-            .await;
-    }
-}
-
-pub fn set_master(shard: &Shard, ha_addr: Option<String>, master_addr: Option<String>) {
-    *shard.ha.master_ha_addr.borrow_mut() = ha_addr;
-    *shard.ha.master_addr.borrow_mut() = master_addr;
-}
-
 /// After a put on the owning shard: wakes the senders and, on a SYNC_MASTER, waits until a slave
-/// acknowledged the records (FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE otherwise).
-pub async fn after_put(
-    shard: &Shard,
-    result: Result<Vec<PutOk>, PutError>,
-) -> Result<Vec<PutOk>, PutError> {
-    let oks = result?;
+/// acknowledged the records (the error says why none did).
+pub async fn after_put(shard: &Shard, stored: &[PutOk]) -> Result<(), ha::WaitError> {
     shard.ha.signal.raise();
     if shard.cfg.broker_role != BrokerRole::SyncMaster {
-        return Ok(oks);
+        return Ok(());
     }
-    let Some(end) = oks
+    let Some(end) = stored
         .iter()
         .map(|ok| ok.physical_offset.saturating_add(i64::from(ok.size)))
         .max()
     else {
-        return Ok(oks);
+        return Ok(());
     };
     let timeout = Duration::from_millis(shard.cfg.sync_flush_timeout_ms.max(1));
-    let waited = shard
+    shard
         .ha
         .watermark
         .wait(
@@ -368,12 +283,7 @@ pub async fn after_put(
             shard.cfg.ha_max_gap_not_in_sync,
             timeout,
         )
-        .await;
-    match waited {
-        Ok(()) => Ok(oks),
-        Err(ha::WaitError::SlaveNotAvailable) => Err(PutError::SlaveNotAvailable(oks)),
-        Err(ha::WaitError::Timeout) => Err(PutError::FlushSlaveTimeout(oks)),
-    }
+        .await
 }
 
 /// HA entries of GET_BROKER_RUNTIME_INFO. Master: `slaveFallBehindMuch` (bytes the slaves miss, summed
@@ -474,16 +384,5 @@ pub fn suggest_broker(shard: &Shard, result: &storage::GetResult) -> i64 {
         1
     } else {
         0
-    }
-}
-
-/// A SYNC_MASTER send that was stored but not acknowledged by a slave: where it was stored and the
-/// response code (SLAVE_NOT_AVAILABLE or FLUSH_SLAVE_TIMEOUT) to answer with the send result.
-pub fn stored_without_slave_ack(e: &PutError) -> Option<(&[PutOk], i32)> {
-    use protocol::response_code as rc;
-    match e {
-        PutError::SlaveNotAvailable(oks) if !oks.is_empty() => Some((oks, rc::SLAVE_NOT_AVAILABLE)),
-        PutError::FlushSlaveTimeout(oks) if !oks.is_empty() => Some((oks, rc::FLUSH_SLAVE_TIMEOUT)),
-        _ => None,
     }
 }

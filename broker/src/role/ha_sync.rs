@@ -9,7 +9,7 @@ use protocol::body::{ConsumerOffsetSerializeWrapper, TopicConfigSerializeWrapper
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
 
-use crate::shard::mesh::{join_all, ShardCall};
+use crate::shard::mesh::join_all;
 use crate::shard::Shard;
 use crate::state::subscription_groups::SubscriptionGroupTable;
 
@@ -34,7 +34,7 @@ pub fn start(shard: &Rc<Shard>) {
                 .as_ref()
                 .and_then(|c| c.registrar.master.borrow().clone());
             if let Some((ha_addr, master_addr)) = learned {
-                crate::role::ha::master_learned(&shard, ha_addr, master_addr).await;
+                master_learned(&shard, ha_addr, master_addr).await;
             }
             if Instant::now() < next_sync && !shard.ha.sync_soon.replace(false) {
                 continue;
@@ -129,7 +129,11 @@ async fn install_offsets(shard: &Rc<Shard>, master: ConsumerOffsetSerializeWrapp
             .into_iter()
             .enumerate()
             .filter(|(_, l)| !l.is_empty())
-            .map(|(s, entries)| shard.mesh.call(s, ShardCall::HaOffsets(entries))),
+            .map(|(s, entries)| {
+                shard
+                    .on(s)
+                    .run(move |owner| async move { set_offsets(&owner, entries) })
+            }),
     )
     .await;
 }
@@ -158,4 +162,26 @@ async fn install_groups(shard: &Rc<Shard>, master: SubscriptionGroupTable) {
     if changed {
         crate::role::control::persist_groups(shard).await;
     }
+}
+
+/// The name server told shard 0 where the master is: tell every shard.
+async fn master_learned(shard: &Rc<Shard>, ha_addr: Option<String>, master_addr: Option<String>) {
+    let changed = *shard.ha.master_ha_addr.borrow() != ha_addr
+        || *shard.ha.master_addr.borrow() != master_addr;
+    if !changed {
+        return;
+    }
+    tracing::info!("HA: master is {master_addr:?}, its HA address {ha_addr:?}");
+    for s in 0..shard.shards {
+        let (ha_addr, master_addr) = (ha_addr.clone(), master_addr.clone());
+        shard
+            .on(s)
+            .tell(move |s| async move { set_master(&s, ha_addr, master_addr) })
+            .await;
+    }
+}
+
+fn set_master(shard: &Shard, ha_addr: Option<String>, master_addr: Option<String>) {
+    *shard.ha.master_ha_addr.borrow_mut() = ha_addr;
+    *shard.ha.master_addr.borrow_mut() = master_addr;
 }

@@ -3,5 +3,6 @@
 
 pub(crate) mod control;
 pub(crate) mod ha;
+pub(crate) mod ha_state;
 pub(crate) mod ha_sync;
 pub(crate) mod namesrv;

@@ -1,153 +1,70 @@
-//! Cross-shard calls over glommio's channel mesh: a call goes to the shard that must act, its answer
-//! comes back the same way, matched by a correlation id. Calls to the own shard run inline.
-//! No lock or atomic is shared between shards: each side owns its half of the bounded channels.
+//! A small transport between shards over glommio's channel mesh, generic over the context a job runs
+//! with (the broker passes its `Shard`; the mesh knows nothing of it). A job is a closure sent to the
+//! shard that must run it; it runs there with that shard's context and its typed answer comes back
+//! the same way, matched by a correlation id. Jobs for the own shard run inline.
+//!
+//! No lock or atomic is shared between shards: each side owns its half of the bounded channels, and
+//! an answer is woken on its caller's executor by the caller's own reader task.
 
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::Future;
-use std::net::SocketAddr;
 use std::pin::Pin;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
-use bytes::Bytes;
 use glommio::channels::channel_mesh::{Receivers, Senders};
 use glommio::channels::local_channel::{self, LocalSender};
-use protocol::body::{DataVersion, SubscriptionData, TopicConfig};
-use protocol::message::record::MessageRecord;
-use protocol::RemotingCommand;
-use storage::{PutError, PutOk};
 
-use crate::shard::stats::ShardStats;
-use crate::state::clients::ConnRef;
+/// A job's answer while it travels back; `Mesh::call` turns it into the type the job returned.
+type Answer = Box<dyn Any + Send>;
 
-/// Work one shard asks another to do.
-#[derive(Debug)]
-pub enum ShardCall {
-    /// Store records in the owner's store (one queue; already validated by the receiving shard).
-    Put(Vec<MessageRecord>),
-    /// A queue-addressed request (pull, offsets) run by the queue's owner.
-    Owned {
-        cmd: RemotingCommand,
-        conn: ConnRef,
-        local: SocketAddr,
-    },
-    /// A control request run by shard 0 (heartbeats, topic admin, broker-wide queries).
-    Control {
-        cmd: RemotingCommand,
-        conn: ConnRef,
-        local: SocketAddr,
-    },
-    /// Create a topic (to shard 0), answered with the config it has.
-    CreateTopic(TopicConfig),
-    /// Topic table change broadcast by shard 0.
-    TopicChanged {
-        upsert: Option<TopicConfig>,
-        remove: Option<String>,
-        version: DataVersion,
-    },
-    /// A consumer group's subscriptions changed (broadcast by shard 0; empty = group gone).
-    GroupSubscriptions {
-        group: String,
-        subscriptions: Vec<SubscriptionData>,
-    },
-    /// Send a server-initiated command to one of this shard's connections.
-    Notify { conn_id: u64, cmd: RemotingCommand },
-    /// A connection of `shard` that had registered clients closed (to shard 0).
-    ConnectionClosed { shard: usize, conn_id: u64 },
-    /// Read the record at a physical offset of this shard.
-    ReadRecord(i64),
-    /// Look up messages by key in this shard's index.
-    QueryByKey {
-        topic: String,
-        key: String,
-        max: usize,
-        begin_ms: i64,
-        end_ms: i64,
-    },
-    /// This shard's counters.
-    Stats,
-    /// This shard's consumer offsets.
-    Offsets,
-    /// Install delay-level offsets (HA), then answer this shard's safe ones (`schedule`).
-    DelayOffsets {
-        install: Vec<(i32, i64)>,
-        settle_all: bool,
-    },
-    /// Drop a deleted topic's data and offsets.
-    DeleteTopic(String),
-    /// Stop accepting connections and wait for in-flight requests (shutdown phase 1).
-    Drain,
-    /// Flush and checkpoint the store, persist offsets (shutdown phase 2).
-    Shutdown,
-    /// Let the executor end (shutdown phase 3).
-    Exit,
-    /// HA: serve a slave's replication connection (a descriptor duplicated for this shard).
-    HaSlave { fd: i32, peer: String },
-    /// HA (slave): the master's addresses as the name server gave them.
-    HaMaster {
-        ha_addr: Option<String>,
-        master_addr: Option<String>,
-    },
-    /// HA (slave, to shard 0): replicated records of a topic/queue the config lacks arrived.
-    HaTopicSeen { topic: String, queues: i32 },
-    /// HA (slave): consumer offsets copied from the master, (group, topic, queue, offset).
-    HaOffsets(Vec<(String, String, i32, i64)>),
-    /// Admin statistics of queues this shard owns (`processor::admin_stats`).
-    AdminStats(crate::processor::admin_stats::StatsCall),
-}
-
-/// The answer to a `ShardCall`.
-#[derive(Debug)]
-pub enum ShardAnswer {
-    Done,
-    Put(Result<Vec<PutOk>, PutError>),
-    Command(Option<RemotingCommand>),
-    Topic(Result<TopicConfig, String>),
-    Record(Result<Option<Bytes>, String>),
-    Records(Result<Vec<Bytes>, String>),
-    Stats(ShardStats),
-    Offsets(Vec<(String, i32, i64)>),
-    /// Delay level -> safe delivery offset, for the levels a shard owns.
-    DelayOffsets(Vec<(i32, i64)>),
-    AdminStats(crate::processor::admin_stats::StatsAnswer),
-}
+/// A job as it travels: runs on the target's executor with the target's context.
+type Job<C> = Box<dyn FnOnce(Rc<C>) -> Pin<Box<dyn Future<Output = Answer>>> + Send>;
 
 /// What travels on the mesh.
-#[derive(Debug)]
-pub enum Envelope {
-    Call {
+pub enum Envelope<C> {
+    /// Run `job`; answer to `from` under `id` (0: nobody waits).
+    Job {
         from: usize,
         id: u64,
-        call: ShardCall,
+        job: Job<C>,
     },
     Answer {
         id: u64,
-        answer: ShardAnswer,
+        answer: Answer,
     },
 }
 
-/// Runs a call on this shard.
-pub type CallHandler = Rc<dyn Fn(ShardCall) -> Pin<Box<dyn Future<Output = ShardAnswer>>>>;
-
-/// This shard's end of the mesh.
-pub struct Mesh {
-    me: usize,
-    shards: usize,
-    senders: Senders<Envelope>,
-    pending: RefCell<HashMap<u64, LocalSender<ShardAnswer>>>,
-    next_id: Cell<u64>,
-    handler: RefCell<Option<CallHandler>>,
+/// Why a job got no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MeshError {
+    #[error("shard {0} is not reachable")]
+    Unreachable(usize),
+    #[error("shard {0} dropped the call")]
+    Dropped(usize),
+    #[error("shard {0} is not serving calls yet")]
+    NotStarted(usize),
 }
 
-impl Mesh {
-    pub fn new(senders: Senders<Envelope>) -> Rc<Mesh> {
+/// This shard's end of the mesh.
+pub struct Mesh<C> {
+    me: usize,
+    senders: Senders<Envelope<C>>,
+    pending: RefCell<HashMap<u64, LocalSender<Answer>>>,
+    next_id: Cell<u64>,
+    /// What jobs run with on this shard (set by `start`).
+    context: RefCell<Weak<C>>,
+}
+
+impl<C: 'static> Mesh<C> {
+    pub fn new(senders: Senders<Envelope<C>>) -> Rc<Mesh<C>> {
         Rc::new(Mesh {
             me: senders.peer_id(),
-            shards: senders.nr_consumers(),
             senders,
             pending: RefCell::new(HashMap::new()),
             next_id: Cell::new(1),
-            handler: RefCell::new(None),
+            context: RefCell::new(Weak::new()),
         })
     }
 
@@ -155,17 +72,13 @@ impl Mesh {
         self.me
     }
 
-    pub fn shards(&self) -> usize {
-        self.shards
+    fn context(&self) -> Option<Rc<C>> {
+        self.context.borrow().upgrade()
     }
 
-    fn handler(&self) -> Option<CallHandler> {
-        self.handler.borrow().clone()
-    }
-
-    /// Starts serving calls from other shards with `handler` (one reader task per peer).
-    pub fn start(self: &Rc<Self>, mut receivers: Receivers<Envelope>, handler: CallHandler) {
-        *self.handler.borrow_mut() = Some(handler);
+    /// Starts running jobs from other shards with `context` (one reader task per peer).
+    pub fn start(self: &Rc<Self>, mut receivers: Receivers<Envelope<C>>, context: &Rc<C>) {
+        *self.context.borrow_mut() = Rc::downgrade(context);
         for (_peer, rx) in receivers.streams() {
             let mesh = Rc::downgrade(self);
             glommio::spawn_local(async move {
@@ -174,12 +87,12 @@ impl Mesh {
                         return;
                     };
                     match envelope {
-                        Envelope::Call { from, id, call } => {
-                            let Some(handler) = mesh.handler() else {
+                        Envelope::Job { from, id, job } => {
+                            let Some(context) = mesh.context() else {
                                 continue;
                             };
                             glommio::spawn_local(async move {
-                                let answer = handler(call).await;
+                                let answer = job(context).await;
                                 if id != 0 {
                                     let _ = mesh
                                         .senders
@@ -202,67 +115,67 @@ impl Mesh {
         }
     }
 
-    /// Runs `call` on shard `to` and waits for its answer.
-    pub async fn call(&self, to: usize, call: ShardCall) -> Result<ShardAnswer, String> {
+    /// Runs `job` on shard `to` and waits for its answer.
+    pub async fn call<T, F, Fut>(&self, to: usize, job: F) -> Result<T, MeshError>
+    where
+        T: Send + 'static,
+        F: FnOnce(Rc<C>) -> Fut + Send + 'static,
+        Fut: Future<Output = T> + 'static,
+    {
         if to == self.me {
-            let handler = self
-                .handler()
-                .ok_or_else(|| "shard not started".to_owned())?;
-            return Ok(handler(call).await);
+            let context = self.context().ok_or(MeshError::NotStarted(to))?;
+            return Ok(job(context).await);
         }
         let id = self.next_id.get();
         self.next_id.set(id.wrapping_add(1).max(1));
         let (tx, rx) = local_channel::new_bounded(1);
         self.pending.borrow_mut().insert(id, tx);
-        let sent = self
-            .senders
-            .send_to(
-                to,
-                Envelope::Call {
-                    from: self.me,
-                    id,
-                    call,
-                },
-            )
-            .await;
-        if sent.is_err() {
+        let job: Job<C> = Box::new(move |context| {
+            Box::pin(async move { Box::new(job(context).await) as Answer })
+        });
+        let envelope = Envelope::Job {
+            from: self.me,
+            id,
+            job,
+        };
+        if self.senders.send_to(to, envelope).await.is_err() {
             self.pending.borrow_mut().remove(&id);
-            return Err(format!("shard {to} is not reachable"));
+            return Err(MeshError::Unreachable(to));
         }
-        rx.recv()
-            .await
-            .ok_or_else(|| format!("shard {to} dropped the call"))
+        let answer = rx.recv().await.ok_or(MeshError::Dropped(to))?;
+        // The answer under `id` is the boxed output of this very job, so it is always a `T`.
+        answer
+            .downcast::<T>()
+            .map(|boxed| *boxed)
+            .map_err(|_| MeshError::Dropped(to))
     }
 
-    /// Sends `call` to shard `to` without waiting for an answer (runs inline for the own shard).
-    pub async fn tell(&self, to: usize, call: ShardCall) {
+    /// Runs `job` on shard `to` without waiting for it (inline, to its end, on the own shard).
+    pub async fn tell<F, Fut>(&self, to: usize, job: F)
+    where
+        F: FnOnce(Rc<C>) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + 'static,
+    {
         if to == self.me {
-            if let Some(handler) = self.handler() {
-                handler(call).await;
+            if let Some(context) = self.context() {
+                job(context).await;
             }
             return;
         }
-        if self
-            .senders
-            .send_to(
-                to,
-                Envelope::Call {
-                    from: self.me,
-                    id: 0,
-                    call,
-                },
-            )
-            .await
-            .is_err()
-        {
+        let job: Job<C> = Box::new(move |context| {
+            Box::pin(async move {
+                job(context).await;
+                Box::new(()) as Answer
+            })
+        });
+        let envelope = Envelope::Job {
+            from: self.me,
+            id: 0,
+            job,
+        };
+        if self.senders.send_to(to, envelope).await.is_err() {
             tracing::warn!("shard {}: shard {to} is not reachable", self.me);
         }
-    }
-
-    /// Runs a call on every shard (this one included), answers in shard order.
-    pub async fn call_all(&self, make: impl Fn() -> ShardCall) -> Vec<Result<ShardAnswer, String>> {
-        let calls = (0..self.shards).map(|to| self.call(to, make()));
-        join_all(calls).await
     }
 }
 
@@ -292,4 +205,60 @@ pub async fn join_all<F: Future>(futures: impl IntoIterator<Item = F>) -> Vec<F:
     })
     .await;
     outputs.into_iter().flatten().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glommio::channels::channel_mesh::MeshBuilder;
+    use glommio::LocalExecutorPoolBuilder;
+
+    /// Two executors: shard 0 asks shard 1 for a value computed from shard 1's context, gets it typed,
+    /// and a job for the own shard runs inline.
+    #[test]
+    fn jobs_run_with_the_target_context_and_answer_typed() {
+        let builder = MeshBuilder::<Envelope<usize>, _>::full(2, 16);
+        let handles = LocalExecutorPoolBuilder::new(glommio::PoolPlacement::Unbound(2))
+            .on_all_shards(move || {
+                let builder = builder.clone();
+                async move {
+                    let (senders, receivers) = builder.join().await.map_err(|e| e.to_string())?;
+                    let mesh = Mesh::new(senders);
+                    let me = mesh.me();
+                    let context = Rc::new(me * 100);
+                    mesh.start(receivers, &context);
+                    if me == 0 {
+                        let there: String = mesh
+                            .call(1, |c: Rc<usize>| async move { format!("ctx {c}") })
+                            .await
+                            .map_err(|e| e.to_string())?;
+                        let here: usize = mesh
+                            .call(0, |c: Rc<usize>| async move { *c + 1 })
+                            .await
+                            .map_err(|e| e.to_string())?;
+                        let all = join_all(
+                            (0..2).map(|to| mesh.call(to, |c: Rc<usize>| async move { *c })),
+                        )
+                        .await;
+                        mesh.tell(1, |_c: Rc<usize>| async move {}).await;
+                        return Ok::<_, String>(Some((there, here, all)));
+                    }
+                    // Shard 1 serves until shard 0 is done.
+                    glommio::timer::sleep(std::time::Duration::from_millis(300)).await;
+                    Ok(None)
+                }
+            })
+            .expect("executors start");
+        let results = handles.join_all();
+        let first = results
+            .into_iter()
+            .filter_map(|r| r.ok())
+            .filter_map(|r| r.ok())
+            .flatten()
+            .next()
+            .expect("shard 0 answered");
+        assert_eq!(first.0, "ctx 100");
+        assert_eq!(first.1, 1);
+        assert_eq!(first.2, vec![Ok(0), Ok(100)]);
+    }
 }

@@ -1,10 +1,13 @@
 //! One shard's state: its store, its read-only copies of the topic table and subscriptions, the
 //! consumer offsets of the queues it owns, parked pulls, its connections, and (shard 0) the control role.
 
+pub(crate) mod events;
 pub(crate) mod latch;
+pub(crate) mod lifecycle;
 pub(crate) mod mesh;
 pub(crate) mod ownership;
-pub(crate) mod shard_calls;
+pub(crate) mod put;
+pub(crate) mod requests;
 pub(crate) mod stats;
 
 use std::cell::{Cell, RefCell};
@@ -20,12 +23,12 @@ use storage::MessageStore;
 use crate::config::BrokerConfig;
 use crate::feature::long_poll::PullWaiters;
 use crate::feature::tag_filter::TagFilter;
-use crate::role::control::Control;
 use crate::shard::latch::Latch;
 use crate::shard::mesh::Mesh;
 use crate::shard::ownership::owner_shard;
 use crate::shard::stats::{ShardCounters, ShardStats};
 use crate::state::consumer_offsets::ConsumerOffsets;
+use crate::state::control::Control;
 use crate::state::topics::TopicTable;
 
 pub struct Shard {
@@ -35,7 +38,7 @@ pub struct Shard {
     /// `brokerIP1:listenPort`, written into records and offsetMsgIds.
     pub store_host: SocketAddr,
     pub store: MessageStore,
-    pub mesh: Rc<Mesh>,
+    pub mesh: Rc<Mesh<Shard>>,
     /// Shard 0: the master table; others: a copy kept current by broadcasts.
     pub topics: RefCell<TopicTable>,
     /// group -> topic -> filter, from consumers' heartbeats (broadcast by shard 0).
@@ -48,9 +51,9 @@ pub struct Shard {
     pub control: Option<Control>,
     pub counters: ShardCounters,
     /// Replication state of this shard (`ha_role`).
-    pub ha: crate::role::ha::HaShard,
+    pub ha: crate::role::ha_state::HaShard,
     /// Delay-level delivery state (issue 7).
-    pub schedule: crate::feature::schedule::Schedule,
+    pub schedule: crate::feature::schedule::state::Schedule,
     /// Requests of this shard's connections being handled.
     pub in_flight: Cell<usize>,
     pub shutting_down: Cell<bool>,
@@ -70,7 +73,7 @@ pub struct ShardParts {
     pub cfg: Rc<BrokerConfig>,
     pub store_host: SocketAddr,
     pub store: MessageStore,
-    pub mesh: Rc<Mesh>,
+    pub mesh: Rc<Mesh<Shard>>,
     pub topics: TopicTable,
     pub offsets: ConsumerOffsets,
     pub control: Option<Control>,
@@ -94,7 +97,7 @@ impl Shard {
             control: p.control,
             counters: ShardCounters::default(),
             ha: Default::default(),
-            schedule: crate::feature::schedule::Schedule::default(),
+            schedule: crate::feature::schedule::state::Schedule::default(),
             in_flight: Cell::new(0),
             shutting_down: Cell::new(false),
             stop_accepting: Latch::default(),
@@ -179,7 +182,7 @@ impl Shard {
             commit_log_flushed_offset: self.store.flushed_physical_offset(),
             queues: self.store.queues().len(),
             store: self.store.stats(),
-            ha: crate::role::ha::stats(self),
+            ha: self.ha.stats(self.store.max_physical_offset()),
         }
     }
 

@@ -47,5 +47,5 @@ pub struct ShardStats {
     pub commit_log_flushed_offset: i64,
     pub queues: usize,
     pub store: storage::StatsSnapshot,
-    pub ha: crate::role::ha::HaStats,
+    pub ha: crate::role::ha_state::HaStats,
 }

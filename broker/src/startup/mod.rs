@@ -13,11 +13,11 @@ use storage::{MessageStore, StoreConfig};
 
 use crate::config::{BrokerConfig, FlushDiskType};
 use crate::error::BrokerError;
-use crate::role::control::Control;
-use crate::shard::mesh::{CallHandler, Envelope, Mesh, ShardAnswer, ShardCall};
+use crate::shard::mesh::{join_all, Envelope, Mesh};
 use crate::shard::{Shard, ShardParts};
 use crate::startup::signals::SignalFd;
 use crate::state::consumer_offsets::{offsets_path, ConsumerOffsets};
+use crate::state::control::Control;
 use crate::state::subscription_groups::SubscriptionGroupTable;
 use crate::state::topics::TopicTable;
 
@@ -31,7 +31,7 @@ struct Boot {
     shards: usize,
     topics: TopicTable,
     groups: SubscriptionGroupTable,
-    mesh: MeshBuilder<Envelope, Full>,
+    mesh: MeshBuilder<Envelope<Shard>, Full>,
     store_host: SocketAddr,
     listen: Vec<SocketAddr>,
     signals: Option<SignalFd>,
@@ -222,26 +222,16 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
     crate::feature::transaction::start(&shard).await?;
     // No await between binding and starting the mesh: no request can arrive before calls are served.
     crate::net::server::start_listeners(&shard, &boot.listen)?;
-    let weak = Rc::downgrade(&shard);
-    let handler: CallHandler = Rc::new(move |call| {
-        let weak = weak.clone();
-        Box::pin(async move {
-            match weak.upgrade() {
-                Some(shard) => crate::shard::shard_calls::serve(shard, call).await,
-                None => ShardAnswer::Done,
-            }
-        })
-    });
-    mesh.start(receivers, handler);
+    mesh.start(receivers, &shard);
     crate::role::ha::start(&shard)?;
     start_offset_persistence(&shard);
     crate::feature::schedule::start(&shard);
 
     if id == 0 {
         // Every shard answers once it serves; then the broker is up.
-        let answers = mesh.call_all(|| ShardCall::Stats).await;
+        let answers = join_all(shard.every_shard().map(|s| s.stats())).await;
         if let Some(Err(e)) = answers.into_iter().find(Result::is_err) {
-            return Err(BrokerError::Mesh(e));
+            return Err(BrokerError::Mesh(e.to_string()));
         }
         crate::role::control::start_tasks(&shard, boot.signals);
         crate::feature::metrics::start(&shard)?;

@@ -3,6 +3,7 @@
 
 pub(crate) mod clients;
 pub(crate) mod consumer_offsets;
+pub(crate) mod control;
 pub(crate) mod persist;
 pub(crate) mod rebalance_locks;
 pub(crate) mod subscription_groups;

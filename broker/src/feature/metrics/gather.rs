@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use protocol::header::{CommandHeader, GetMaxOffsetRequestHeader, GetMaxOffsetResponseHeader};
 use protocol::{request_code, response_code, RemotingCommand};
 
-use crate::shard::mesh::{ShardAnswer, ShardCall};
+use crate::shard::mesh::join_all;
 use crate::shard::stats::ShardStats;
 use crate::shard::Shard;
 use crate::state::clients::ConnRef;
@@ -96,32 +96,20 @@ async fn max_offset(shard: &Rc<Shard>, owner: usize, topic: &str, queue_id: i32)
     };
     let cmd = RemotingCommand::request(request_code::GET_MAX_OFFSET)
         .with_ext_fields(header.to_ext_fields());
-    let nobody = SocketAddr::from(([0, 0, 0, 0], 0));
     let conn = ConnRef {
         shard: shard.id,
         conn_id: 0,
-        peer: nobody,
+        peer: SocketAddr::from(([0, 0, 0, 0], 0)),
     };
-    let answer = shard
-        .mesh
-        .call(
-            owner,
-            ShardCall::Owned {
-                cmd,
-                conn,
-                local: nobody,
-            },
-        )
+    let resp = crate::processor::process_on(shard, owner, cmd, conn)
         .await
         .ok()?;
-    match answer {
-        ShardAnswer::Command(Some(resp)) if resp.code == response_code::SUCCESS => {
-            GetMaxOffsetResponseHeader::from_ext_fields(&resp.ext_fields)
-                .ok()
-                .map(|h| h.offset)
-        }
-        _ => None,
+    if resp.code != response_code::SUCCESS {
+        return None;
     }
+    GetMaxOffsetResponseHeader::from_ext_fields(&resp.ext_fields)
+        .ok()
+        .map(|h| h.offset)
 }
 
 pub async fn gather(shard: &Rc<Shard>) -> Snapshot {
@@ -133,21 +121,18 @@ pub async fn gather(shard: &Rc<Shard>) -> Snapshot {
         is_slave: shard.cfg.broker_role == crate::config::BrokerRole::Slave,
         ..Snapshot::default()
     };
-    for answer in shard.mesh.call_all(|| ShardCall::Stats).await {
-        if let Ok(ShardAnswer::Stats(s)) = answer {
-            snap.shards.push(s);
-        }
+    for s in join_all(shard.every_shard().map(|s| s.stats()))
+        .await
+        .into_iter()
+        .flatten()
+    {
+        snap.shards.push(s);
     }
     // Each shard keeps the committed offsets of the queues it owns.
     let mut measured = 0usize;
-    for (owner, answer) in shard
-        .mesh
-        .call_all(|| ShardCall::Offsets)
-        .await
-        .into_iter()
-        .enumerate()
-    {
-        let Ok(ShardAnswer::Offsets(entries)) = answer else {
+    let offsets = join_all(shard.every_shard().map(|s| s.consumer_offsets())).await;
+    for (owner, answer) in offsets.into_iter().enumerate() {
+        let Ok(entries) = answer else {
             continue;
         };
         for (key, queue_id, committed) in entries {

@@ -10,7 +10,8 @@ use std::time::Duration;
 use protocol::message::record::MessageRecord;
 use storage::{GetMessageStatus, PutError};
 
-use crate::shard::mesh::{join_all, ShardAnswer, ShardCall};
+use crate::shard::mesh::join_all;
+use crate::shard::put::{PutError as OwnerPutError, SendStatus};
 use crate::shard::Shard;
 use crate::state::topics::{now_ms, SCHEDULE_TOPIC};
 
@@ -192,19 +193,18 @@ async fn deliver(shard: &Rc<Shard>, level: i32, offset: i64, records: Vec<bytes:
     let mut records_by_index: Vec<Option<MessageRecord>> =
         items.into_iter().map(|(_, r)| r.ok()).collect();
     let puts = groups.iter().map(|((topic, queue_id), members)| {
-        let owner = shard.owner_of(topic, *queue_id);
+        let owner = shard.owner(topic, *queue_id);
         let batch: Vec<MessageRecord> = members
             .iter()
             .filter_map(|i| records_by_index.get_mut(*i).and_then(Option::take))
             .collect();
-        let mesh = shard.mesh.clone();
-        async move { (owner, mesh.call(owner, ShardCall::Put(batch)).await) }
+        async move { (owner.id(), owner.put(batch).await) }
     });
     let results = join_all(puts.collect::<Vec<_>>()).await;
     for ((_, members), (owner, result)) in groups.iter().zip(results) {
-        match result {
-            Ok(ShardAnswer::Put(Ok(oks))) => {
-                for (i, ok) in members.iter().zip(oks.iter()) {
+        let outcome = match result {
+            Ok(put) if put.status == SendStatus::SendOk => {
+                for (i, ok) in members.iter().zip(put.stored.iter()) {
                     if let Some(o) = outcomes.get_mut(*i) {
                         *o = Outcome::Stored(Some((
                             owner,
@@ -212,30 +212,33 @@ async fn deliver(shard: &Rc<Shard>, level: i32, offset: i64, records: Vec<bytes:
                         )));
                     }
                 }
+                continue;
             }
-            Ok(ShardAnswer::Put(Err(e))) => {
-                let outcome = match &e {
-                    PutError::MessageTooLarge { .. } | PutError::Illegal(_) => {
-                        tracing::error!(
-                            "delay level {level}: the store refused a due message ({e}); skipped"
-                        );
-                        Outcome::Skipped
-                    }
-                    // Written, only its sync is late: it is in the log.
-                    PutError::FlushTimeout(_) => Outcome::Stored(None),
-                    _ => {
-                        tracing::warn!("delay level {level}: delivery failed ({e}); retrying");
-                        Outcome::Failed
-                    }
-                };
-                for i in members {
-                    if let Some(o) = outcomes.get_mut(*i) {
-                        *o = outcome;
-                    }
-                }
+            // SYNC_MASTER without a slave's ack: delivered again later, as RocketMQ does.
+            Ok(put) => {
+                let why = put.status.describe();
+                tracing::warn!("delay level {level}: delivery not confirmed ({why}); retrying");
+                Outcome::Failed
             }
-            Ok(other) => tracing::warn!("delay level {level}: unexpected answer {other:?}"),
-            Err(e) => tracing::warn!("delay level {level}: delivery failed ({e}); retrying"),
+            Err(OwnerPutError::Store(
+                e @ (PutError::MessageTooLarge { .. } | PutError::Illegal(_)),
+            )) => {
+                tracing::error!(
+                    "delay level {level}: the store refused a due message ({e}); skipped"
+                );
+                Outcome::Skipped
+            }
+            // Written, only its sync is late: it is in the log.
+            Err(OwnerPutError::Store(PutError::FlushTimeout(_))) => Outcome::Stored(None),
+            Err(e) => {
+                tracing::warn!("delay level {level}: delivery failed ({e}); retrying");
+                Outcome::Failed
+            }
+        };
+        for i in members {
+            if let Some(o) = outcomes.get_mut(*i) {
+                *o = outcome;
+            }
         }
     }
     // Advance over the delivered prefix; stop at the first failure (later successes repeat: allowed).

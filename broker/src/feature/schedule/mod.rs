@@ -10,16 +10,17 @@
 pub mod delivery;
 pub mod offsets;
 pub mod park;
+pub mod state;
 
-use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use crate::shard::mesh::{ShardAnswer, ShardCall};
+use crate::shard::mesh::{join_all, MeshError};
 use crate::shard::Shard;
 
 pub use park::{park_if_delayed, reply_queue_id};
+use state::LevelState;
 
 /// How often shard 0 writes the table when it changed (RocketMQ's flushDelayOffsetInterval is 10 s;
 /// shorter here keeps the repeat window after a crash small).
@@ -30,89 +31,6 @@ const DELIVERY_SHARES: usize = 4000;
 const DELIVERY_LATENCY: Duration = Duration::from_millis(5);
 /// Longest the drain phase waits for deliveries in flight.
 const QUIESCE_LIMIT: Duration = Duration::from_secs(10);
-
-/// Deliveries done but not yet known to be flushed: the offset they advance `safe` to, and per target
-/// shard the physical end offset that shard must have flushed.
-struct Pending {
-    next: i64,
-    flush_marks: Vec<(usize, i64)>,
-}
-
-struct LevelState {
-    next: i64,
-    safe: i64,
-    pending: VecDeque<Pending>,
-}
-
-/// One shard's delay-level state (a field of `Shard`).
-#[derive(Default)]
-pub struct Schedule {
-    levels: RefCell<BTreeMap<i32, LevelState>>,
-    stopping: Cell<bool>,
-    /// Delivery rounds running now (the drain phase waits for 0).
-    busy: Cell<usize>,
-    /// Shard 0: the table last written, so unchanged tables are not rewritten.
-    written: RefCell<Option<BTreeMap<i32, i64>>>,
-    persist_lock: RefCell<Option<Rc<glommio::sync::Semaphore>>>,
-    max_level: Cell<Option<usize>>,
-}
-
-impl Schedule {
-    fn persist_lock(&self) -> Rc<glommio::sync::Semaphore> {
-        self.persist_lock
-            .borrow_mut()
-            .get_or_insert_with(|| Rc::new(glommio::sync::Semaphore::new(1)))
-            .clone()
-    }
-
-    /// The next unit to read of a level this shard owns.
-    pub(crate) fn next_offset(&self, level: i32) -> Option<i64> {
-        self.levels.borrow().get(&level).map(|l| l.next)
-    }
-
-    /// Records that units before `next` are handled; `flush_marks` must be flushed before it is safe.
-    pub(crate) fn advance(&self, level: i32, next: i64, flush_marks: Vec<(usize, i64)>) {
-        if let Some(l) = self.levels.borrow_mut().get_mut(&level) {
-            if next > l.next {
-                l.next = next;
-                l.pending.push_back(Pending { next, flush_marks });
-            }
-        }
-    }
-
-    /// Moves a level's read position back or forth without a delivery (a corrected offset).
-    pub(crate) fn reset_next(&self, level: i32, next: i64) {
-        if let Some(l) = self.levels.borrow_mut().get_mut(&level) {
-            l.next = next;
-            l.pending.clear();
-            l.pending.push_back(Pending {
-                next,
-                flush_marks: Vec::new(),
-            });
-        }
-    }
-
-    pub(crate) fn stopping(&self) -> bool {
-        self.stopping.get()
-    }
-
-    pub(crate) fn enter(&self) {
-        self.busy.set(self.busy.get() + 1);
-    }
-
-    pub(crate) fn leave(&self) {
-        self.busy.set(self.busy.get().saturating_sub(1));
-    }
-
-    /// The safe offsets of the levels this shard owns.
-    fn safe_table(&self) -> Vec<(i32, i64)> {
-        self.levels
-            .borrow()
-            .iter()
-            .map(|(level, l)| (*level, l.safe))
-            .collect()
-    }
-}
 
 /// The levels (1-based) whose schedule queue this shard owns.
 fn owned_levels(shard: &Shard) -> Vec<i32> {
@@ -206,7 +124,7 @@ pub async fn quiesce(shard: &Shard) {
     }
 }
 
-/// Answers `ShardCall::DelayOffsets`: applies installed offsets of owned levels, moves `safe` over the
+/// On each shard, for `gather` and `install_delay_offsets_json`: applies installed offsets of owned levels, moves `safe` over the
 /// deliveries now flushed (all of them with `settle_all`, once every store has shut down), and answers
 /// the safe table of the owned levels.
 pub async fn serve_call(
@@ -228,6 +146,19 @@ pub async fn serve_call(
     shard.schedule.safe_table()
 }
 
+/// `serve_call` on every shard, in shard order.
+async fn on_every_shard(
+    shard: &Shard,
+    install: Vec<(i32, i64)>,
+    settle_all: bool,
+) -> Vec<Result<Vec<(i32, i64)>, MeshError>> {
+    join_all(shard.every_shard().map(|s| {
+        let install = install.clone();
+        s.run(move |s| async move { serve_call(&s, install, settle_all).await })
+    }))
+    .await
+}
+
 /// Moves `safe` past deliveries whose copies are flushed.
 async fn settle(shard: &Shard, all: bool) {
     let targets: Vec<usize> = {
@@ -244,7 +175,7 @@ async fn settle(shard: &Shard, all: bool) {
     let mut flushed: HashMap<usize, i64> = HashMap::new();
     if !all {
         for target in targets {
-            if let Ok(ShardAnswer::Stats(stats)) = shard.mesh.call(target, ShardCall::Stats).await {
+            if let Ok(stats) = shard.on(target).stats().await {
                 flushed.insert(target, stats.commit_log_flushed_offset);
             }
         }
@@ -268,19 +199,8 @@ async fn settle(shard: &Shard, all: bool) {
 /// The whole table: every shard's safe offsets of the levels it owns.
 pub async fn gather(shard: &Shard, settle_all: bool) -> Result<BTreeMap<i32, i64>, String> {
     let mut table = BTreeMap::new();
-    for answer in shard
-        .mesh
-        .call_all(|| ShardCall::DelayOffsets {
-            install: Vec::new(),
-            settle_all,
-        })
-        .await
-    {
-        match answer {
-            Ok(ShardAnswer::DelayOffsets(entries)) => table.extend(entries),
-            Ok(other) => return Err(format!("unexpected answer {other:?}")),
-            Err(e) => return Err(e),
-        }
+    for answer in on_every_shard(shard, Vec::new(), settle_all).await {
+        table.extend(answer.map_err(|e| e.to_string())?);
     }
     Ok(table)
 }
@@ -326,15 +246,8 @@ pub async fn install_delay_offsets_json(shard: &Shard, json: &str) -> Result<usi
     let table = offsets::parse(json.as_bytes())?;
     let entries: Vec<(i32, i64)> = table.into_iter().collect();
     let count = entries.len();
-    for answer in shard
-        .mesh
-        .call_all(|| ShardCall::DelayOffsets {
-            install: entries.clone(),
-            settle_all: false,
-        })
-        .await
-    {
-        answer?;
+    for answer in on_every_shard(shard, entries, false).await {
+        answer.map_err(|e| e.to_string())?;
     }
     persist(shard, false).await;
     Ok(count)

@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use protocol::message::record::decode_view;
 
-use crate::shard::mesh::{ShardAnswer, ShardCall};
 use crate::shard::Shard;
-use crate::state::clients::ConnRef;
 use crate::state::topics::{now_ms, TRANS_HALF_TOPIC};
 
 use super::op_set::Verdict;
@@ -122,32 +120,21 @@ async fn check(shard: &Rc<Shard>, half: &HalfMessage, times: u32) -> Result<(), 
     renewed.record.store_timestamp = stored.store_timestamp;
     renewed.check_times = times;
     let cmd = renewed.check_request(shard.store_host)?;
-    let conn = ConnRef {
-        shard: shard.id,
-        conn_id: 0,
-        peer: shard.store_host,
-    };
+    // The control shard knows the producers' connections.
     let answer = shard
-        .mesh
-        .call(
-            0,
-            ShardCall::Control {
-                cmd,
-                conn,
-                local: shard.store_host,
-            },
-        )
+        .control_shard()
+        .run(move |ctl| async move { super::deliver_check(&ctl, cmd).await })
         .await;
     match answer {
-        Ok(ShardAnswer::Command(Some(r))) if r.code == protocol::response_code::SUCCESS => {
+        Ok(r) if r.code == protocol::response_code::SUCCESS => {
             tracing::debug!("transaction {} checked (check {times})", uniq(half));
         }
-        Ok(ShardAnswer::Command(Some(r))) => tracing::warn!(
+        Ok(r) => tracing::warn!(
             "transaction {} not checked (check {times} counted): {}",
             uniq(half),
             r.remark.unwrap_or_default()
         ),
-        other => tracing::warn!("transaction {} not checked: {other:?}", uniq(half)),
+        Err(e) => tracing::warn!("transaction {} not checked: {e}", uniq(half)),
     }
     Ok(())
 }

@@ -16,8 +16,7 @@ use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
 use crate::error::BrokerError;
-use crate::processor::{error, ok};
-use crate::shard::mesh::ShardCall;
+use crate::processor::reply::{error, ok};
 use crate::shard::Shard;
 use crate::state::topics::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
 use op_set::{CheckPolicy, OpSet};
@@ -172,15 +171,6 @@ pub async fn deliver_check(shard: &Rc<Shard>, cmd: RemotingCommand) -> RemotingC
     let Some(conn) = conns.get(pick).or(conns.first()).copied() else {
         return error(rc::SYSTEM_ERROR, "no producer connection");
     };
-    shard
-        .mesh
-        .tell(
-            conn.shard,
-            ShardCall::Notify {
-                conn_id: conn.conn_id,
-                cmd,
-            },
-        )
-        .await;
+    shard.on(conn.shard).notify(conn.conn_id, cmd).await;
     ok()
 }

@@ -3,7 +3,7 @@
 
 use std::rc::Rc;
 
-use crate::shard::mesh::{ShardAnswer, ShardCall};
+use crate::shard::put::SendStatus;
 use crate::shard::Shard;
 use crate::state::topics::now_ms;
 
@@ -42,12 +42,14 @@ pub async fn resolve(
                 return Err(e);
             }
         };
-        let owner = shard.owner_of(&real.topic, real.queue_id);
-        let stored = match shard.mesh.call(owner, ShardCall::Put(vec![real])).await {
-            Ok(ShardAnswer::Put(Ok(_))) => Ok(()),
-            Ok(ShardAnswer::Put(Err(e))) => Err(format!("cannot store the committed message: {e}")),
-            Ok(other) => Err(format!("unexpected answer from shard {owner}: {other:?}")),
-            Err(e) => Err(e),
+        let owner = shard.owner(&real.topic, real.queue_id);
+        let stored = match owner.put(vec![real]).await {
+            Ok(outcome) if outcome.status == SendStatus::SendOk => Ok(()),
+            Ok(outcome) => Err(format!(
+                "cannot store the committed message: {}",
+                outcome.status.describe()
+            )),
+            Err(e) => Err(format!("cannot store the committed message: {e}")),
         };
         if let Err(e) = stored {
             state.ops.borrow_mut().abort(half.origin);

@@ -1,0 +1,65 @@
+//! Where each request a client sends runs: on the shard whose connection received it, on the shard
+//! that owns the queue it names, or on the control shard. This table is the only place that says so;
+//! `processor::process` says what runs.
+
+use protocol::request_code as code;
+
+/// The shard a request runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunsOn {
+    /// The receiving shard (sends are validated here and put on the queue's owner; lookups and
+    /// statistics fan out to the shards they need; unknown codes are answered here).
+    Receiver,
+    /// The owner of the queue named by the `topic` and `queueId` header fields.
+    QueueOwner,
+    /// The owner of the transaction half queue (END_TRANSACTION).
+    HalfQueueOwner,
+    /// The control shard (client registry, topic and group admin, broker-wide figures).
+    Control,
+}
+
+/// Where a client's request with `request_code` runs.
+pub fn runs_on(request_code: i32) -> RunsOn {
+    match request_code {
+        code::PULL_MESSAGE
+        | code::QUERY_CONSUMER_OFFSET
+        | code::UPDATE_CONSUMER_OFFSET
+        | code::GET_MAX_OFFSET
+        | code::GET_MIN_OFFSET
+        | code::GET_EARLIEST_MSG_STORETIME
+        | code::SEARCH_OFFSET_BY_TIMESTAMP => RunsOn::QueueOwner,
+        code::END_TRANSACTION => RunsOn::HalfQueueOwner,
+        code::HEART_BEAT
+        | code::UNREGISTER_CLIENT
+        | code::GET_CONSUMER_LIST_BY_GROUP
+        | code::UPDATE_AND_CREATE_TOPIC
+        | code::DELETE_TOPIC_IN_BROKER
+        | code::GET_BROKER_RUNTIME_INFO
+        | code::GET_ALL_CONSUMER_OFFSET
+        | code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG
+        | code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
+        | code::LOCK_BATCH_MQ
+        | code::UNLOCK_BATCH_MQ
+        | code::INVOKE_BROKER_TO_RESET_OFFSET
+        | code::GET_CONSUMER_CONNECTION_LIST => RunsOn::Control,
+        // SEND_MESSAGE(_V2), SEND_BATCH_MESSAGE, CONSUMER_SEND_MSG_BACK, VIEW_MESSAGE_BY_ID,
+        // QUERY_MESSAGE, GET_TOPIC_STATS_INFO, GET_CONSUME_STATS, GET_ALL_TOPIC_CONFIG,
+        // GET_ALL_DELAY_OFFSET, and codes this broker does not serve.
+        _ => RunsOn::Receiver,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sends_stay_pulls_go_to_the_owner_admin_to_control() {
+        assert_eq!(runs_on(code::SEND_MESSAGE_V2), RunsOn::Receiver);
+        assert_eq!(runs_on(code::PULL_MESSAGE), RunsOn::QueueOwner);
+        assert_eq!(runs_on(code::END_TRANSACTION), RunsOn::HalfQueueOwner);
+        assert_eq!(runs_on(code::HEART_BEAT), RunsOn::Control);
+        // The check-back request is the broker's own, never taken from a client.
+        assert_eq!(runs_on(code::CHECK_TRANSACTION_STATE), RunsOn::Receiver);
+    }
+}

@@ -1,0 +1,56 @@
+//! One shard's replication state (a field of `Shard`) and the figures it reports.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// One shard's replication state (both roles; only the parts of its role are used).
+#[derive(Default)]
+pub struct HaShard {
+    /// Master: the slaves' acks for this shard's stream.
+    pub watermark: ha::Watermark,
+    /// Master: raised on every append so senders stream at once.
+    pub signal: ha::DataSignal,
+    /// Slave: what this shard's replication does.
+    pub slave: Rc<ha::SlaveStatus>,
+    /// Slave: the master's HA address learned from the name server.
+    pub master_ha_addr: RefCell<Option<String>>,
+    /// Slave: the master's remoting address learned from the name server.
+    pub master_addr: RefCell<Option<String>>,
+    /// Slave: topics seen in replicated data before their config arrived (asked for once each).
+    pub(crate) unknown_topics: RefCell<std::collections::HashSet<(String, i32)>>,
+    /// Slave, shard 0: copy the master's metadata at the next tick instead of waiting 60 s.
+    pub sync_soon: std::cell::Cell<bool>,
+}
+
+/// HA figures of one shard for GET_BROKER_RUNTIME_INFO.
+#[derive(Debug, Clone, Default)]
+pub struct HaStats {
+    pub slaves: usize,
+    pub slave_ack_offset: i64,
+    pub behind_bytes: u64,
+    pub behind_ms: u64,
+    pub slave_connected: bool,
+    pub slave_last_append_ms: i64,
+    pub slave_rejected_frames: u64,
+}
+
+impl HaShard {
+    /// This shard's HA figures; `max_physical_offset` is the end of its CommitLog.
+    pub fn stats(&self, max_physical_offset: i64) -> HaStats {
+        let lag = self.watermark.lag();
+        let st = &self.slave;
+        HaStats {
+            slaves: lag.slaves,
+            slave_ack_offset: lag.slave_ack_offset,
+            behind_bytes: if lag.slaves == 0 {
+                0
+            } else {
+                u64::try_from(max_physical_offset.saturating_sub(lag.slave_ack_offset)).unwrap_or(0)
+            },
+            behind_ms: lag.behind_ms,
+            slave_connected: st.connected.get(),
+            slave_last_append_ms: st.last_append_ms.get(),
+            slave_rejected_frames: st.rejected.get(),
+        }
+    }
+}

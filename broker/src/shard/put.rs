@@ -1,0 +1,79 @@
+//! A put on a queue's owner: the records go into the owner's store, are counted, and on a SYNC_MASTER
+//! wait for a slave's ack. The outcome says how far the records got, as RocketMQ's `SendStatus` does:
+//! a record stored without the slave's ack is still stored, so its send result goes back with the code.
+
+use protocol::message::record::MessageRecord;
+use protocol::response_code as rc;
+use storage::PutOk;
+
+use crate::shard::mesh::MeshError;
+use crate::shard::Shard;
+
+/// How far stored records got (RocketMQ's `SendStatus` beyond SEND_OK).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendStatus {
+    SendOk,
+    /// SYNC_MASTER: no slave acknowledged the records within `syncFlushTimeout`.
+    FlushSlaveTimeout,
+    /// SYNC_MASTER: no slave is connected, or the slave lags too far.
+    SlaveNotAvailable,
+}
+
+impl SendStatus {
+    /// The response code a send answers with.
+    pub fn response_code(self) -> i32 {
+        match self {
+            SendStatus::SendOk => rc::SUCCESS,
+            SendStatus::FlushSlaveTimeout => rc::FLUSH_SLAVE_TIMEOUT,
+            SendStatus::SlaveNotAvailable => rc::SLAVE_NOT_AVAILABLE,
+        }
+    }
+
+    pub fn describe(self) -> &'static str {
+        match self {
+            SendStatus::SendOk => "stored",
+            SendStatus::FlushSlaveTimeout => "wait for the slave's ack timed out",
+            SendStatus::SlaveNotAvailable => "slave not available",
+        }
+    }
+}
+
+/// Records stored by their queue's owner, one `PutOk` per record, in order.
+#[derive(Debug)]
+pub struct PutOutcome {
+    pub stored: Vec<PutOk>,
+    pub status: SendStatus,
+}
+
+/// Why records were not stored.
+#[derive(Debug, thiserror::Error)]
+pub enum PutError {
+    #[error(transparent)]
+    Store(#[from] storage::PutError),
+    #[error(transparent)]
+    Mesh(#[from] MeshError),
+}
+
+/// On the owner: stores the records (one queue), counts them, and on a SYNC_MASTER waits for the slave.
+pub async fn put_here(
+    shard: &Shard,
+    mut records: Vec<MessageRecord>,
+) -> Result<PutOutcome, PutError> {
+    let count = records.len() as u64;
+    let bytes: u64 = records.iter().map(|r| r.body.len() as u64).sum();
+    let stored = if records.len() == 1 {
+        match records.pop() {
+            Some(record) => shard.store.put(record).await.map(|ok| vec![ok]),
+            None => Ok(Vec::new()),
+        }
+    } else {
+        shard.store.put_batch(records).await
+    }?;
+    shard.counters.put(count, bytes);
+    let status = match crate::role::ha::after_put(shard, &stored).await {
+        Ok(()) => SendStatus::SendOk,
+        Err(ha::WaitError::SlaveNotAvailable) => SendStatus::SlaveNotAvailable,
+        Err(ha::WaitError::Timeout) => SendStatus::FlushSlaveTimeout,
+    };
+    Ok(PutOutcome { stored, status })
+}
