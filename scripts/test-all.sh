@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 echo "== cargo check of every target (benches and examples included, so they cannot rot)"
 cargo check --workspace --all-targets
 
+echo "== cargo clippy of every target, warnings as errors (lint levels: Cargo.toml, clippy.toml)"
+cargo clippy --workspace --all-targets -- -D warnings
+
 echo "== cargo test --workspace"
 cargo test --workspace
 
