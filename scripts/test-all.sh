@@ -7,8 +7,14 @@ cd "$(dirname "$0")/.."
 echo "== cargo check of every target (benches and examples included, so they cannot rot)"
 cargo check --workspace --all-targets
 
-echo "== cargo test --workspace"
-cargo test --workspace
+echo "== cargo clippy of every target, warnings as errors (lint levels: Cargo.toml, clippy.toml)"
+cargo clippy --workspace --all-targets -- -D warnings
+
+echo "== no import cycles between the files of broker/src and storage/src"
+scripts/import-cycles.py broker/src storage/src
+
+echo "== cargo test --workspace (every test binary runs; any failure fails the run)"
+cargo test --workspace --no-fail-fast
 
 scripts/fuzz-ci.sh
 

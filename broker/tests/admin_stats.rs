@@ -3,6 +3,9 @@
 //! sent, pulled and committed; a reset moves the committed offsets and is pushed to the group's
 //! clients as RESET_CONSUMER_CLIENT_OFFSET; bad headers get error responses.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::cell::RefCell;
@@ -35,13 +38,6 @@ impl ServerRequestHandler for Recorder {
         self.seen.borrow_mut().push(request);
         None
     }
-}
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
 }
 
 async fn invoke(client: &Client, req: RemotingCommand) -> RemotingCommand {

@@ -1,6 +1,9 @@
 //! The broker starts from a RocketMQ `broker.properties` file as it is, reports keys it does not use,
 //! and answers in the serialize type of each request (JSON or ROCKETMQ binary headers).
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::*;
@@ -8,20 +11,18 @@ use protocol::{response_code, SerializeType};
 
 #[test]
 fn properties_file_with_unknown_keys_starts_and_reports_them() {
-    let temp = tempfile::tempdir().unwrap();
-    let port = free_broker_port();
-    let props = format!(
-        "# a broker-a.properties from an existing cluster\nbrokerClusterName=DefaultCluster\nbrokerName=broker-a\n\
-         brokerId=0\ndeleteWhen=04\nfileReservedTime=48\nbrokerRole=ASYNC_MASTER\nflushDiskType=ASYNC_FLUSH\n\
-         listenPort={port}\nbrokerIP1=127.0.0.1\nstorePathRootDir={}\nstorePathCommitLog={}/commitlog\n\
-         mapedFileSizeCommitLog=4194304\nmaxMessageSize=1048576\nshardCount=2\nnoSuchKey=1\n",
-        temp.path().join("store").display(),
-        temp.path().join("store").display()
-    );
-    let config = temp.path().join("broker-a.properties");
-    std::fs::write(&config, props).unwrap();
-    let mut broker = Broker::with_config(temp, port, config);
-    broker.wait_ready();
+    let mut broker = Broker::builder()
+        .config_file("broker-a.properties", |port, dir| {
+            format!(
+                "# a broker-a.properties from an existing cluster\nbrokerClusterName=DefaultCluster\nbrokerName=broker-a\n\
+                 brokerId=0\ndeleteWhen=04\nfileReservedTime=48\nbrokerRole=ASYNC_MASTER\nflushDiskType=ASYNC_FLUSH\n\
+                 listenPort={port}\nbrokerIP1=127.0.0.1\nstorePathRootDir={}\nstorePathCommitLog={}/commitlog\n\
+                 mapedFileSizeCommitLog=4194304\nmaxMessageSize=1048576\nshardCount=2\nnoSuchKey=1\n",
+                dir.join("store").display(),
+                dir.join("store").display()
+            )
+        })
+        .start();
     let log = broker.log();
     assert!(log.contains("unknown config key `noSuchKey`"), "{log}");
     assert!(log.contains("storePathCommitLog"), "{log}");

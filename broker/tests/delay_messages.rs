@@ -3,6 +3,9 @@
 //! maximum is clamped; GET_ALL_DELAY_OFFSET reports progress; delayed batches are refused; delivery is
 //! on time under a burst of due messages.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 mod delay_support;
 

@@ -1,6 +1,9 @@
 //! A broker restart (SIGTERM or SIGKILL) in the middle of delays (SYNC_FLUSH): messages delivered before the stop
 //! are not delivered again, messages not yet due are delivered once after the restart, none early.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 mod delay_support;
 

@@ -3,6 +3,9 @@
 //! reconsume time; past maxReconsumeTimes (or with delayLevel -1) it goes to `%DLQ%group`, created
 //! write-only.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 mod delay_support;
 

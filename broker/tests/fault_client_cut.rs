@@ -3,6 +3,9 @@
 //! timeouts, never a hang; the broker stays healthy for everyone else; every acknowledged message
 //! reads back (count and bytes), also after a restart.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 mod fault_support;
 

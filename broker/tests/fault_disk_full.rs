@@ -3,6 +3,9 @@
 //! resume once space is freed, and every acknowledged message survives a graceful and a SIGKILL
 //! restart (count and bytes). Skipped, with the reason printed, where loop mounts are unavailable.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 mod fault_support;
 
@@ -73,25 +76,15 @@ fn disk_full_case(flush: &str) {
             return;
         }
     };
-    let temp = tempfile::tempdir().unwrap();
-    let port = free_broker_port();
-    let config = temp.path().join("broker.toml");
     // diskMaxUsedSpaceRatio above 100 turns off the forced deletion of unexpired segments under disk
     // pressure (RocketMQ's behaviour too), which would otherwise delete acknowledged messages here.
-    std::fs::write(
-        &config,
-        test_config(
-            port,
-            &fs.mount.join("store"),
-            &format!(
-                "shardCount = 1\nflushDiskType = \"{flush}\"\nmappedFileSizeConsumeQueue = 60000\n\
-                 diskMaxUsedSpaceRatio = 101"
-            ),
-        ),
-    )
-    .unwrap();
-    let mut broker = Broker::with_config(temp, port, config);
-    broker.wait_ready();
+    let mut broker = Broker::builder()
+        .store_root(fs.mount.join("store"))
+        .extra(&format!(
+            "shardCount = 1\nflushDiskType = \"{flush}\"\nmappedFileSizeConsumeQueue = 60000\n\
+             diskMaxUsedSpaceRatio = 101"
+        ))
+        .start();
     let ledger = Ledger::default();
 
     run_local(async {

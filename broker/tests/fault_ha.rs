@@ -5,18 +5,19 @@
 //! Skipped, with the reason printed, when the broker under test has no HA (runtime info without
 //! `haSlaveConnections`). `FAULT_BROKER_BIN` runs it against another build of the broker.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 mod fault_support;
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::*;
 use fault_support::acked::Ledger;
-use fault_support::broker_proc::BrokerProc;
 use fault_support::proxy::{FaultProxy, Mode};
-use protocol::{request_code, response_code, RemotingCommand};
+use protocol::response_code;
 
 const TOPIC: &str = "HaFault";
 /// syncFlushTimeout of the master: how long a send waits for the slave's ack.
@@ -24,30 +25,8 @@ const SYNC_TIMEOUT_MS: u64 = 2000;
 /// Longest acceptable wait for any answer.
 const ANSWER_LIMIT: Duration = Duration::from_millis(SYNC_TIMEOUT_MS + 3000);
 
-async fn runtime_info(addr: SocketAddr) -> BTreeMap<String, String> {
-    let Ok(c) = remoting::Client::connect(addr, Duration::from_secs(2)).await else {
-        return BTreeMap::new();
-    };
-    let req = RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO);
-    let Ok(r) = c.invoke(req, Duration::from_secs(5)).await else {
-        return BTreeMap::new();
-    };
-    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
-    v.get("table")
-        .and_then(|t| t.as_object())
-        .map(|t| {
-            t.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 async fn slave_connections(master: SocketAddr) -> Option<i64> {
-    runtime_info(master)
-        .await
-        .get("haSlaveConnections")
-        .and_then(|v| v.parse().ok())
+    info_i64(&runtime_info(master).await, "haSlaveConnections")
 }
 
 /// One send with a hard limit: (code, how long).
@@ -132,9 +111,12 @@ async fn expect_slave_errors(
 
 #[test]
 fn ha_link_stalled_cut_and_slave_killed_sends_answer_errors_then_resume_without_loss() {
-    let master = BrokerProc::start(&format!(
-        "brokerRole = \"SYNC_MASTER\"\nflushDiskType = \"SYNC_FLUSH\"\nsyncFlushTimeout = {SYNC_TIMEOUT_MS}\n"
-    ));
+    let master = Broker::builder()
+        .bin(fault_broker_bin())
+        .extra(&format!(
+            "brokerRole = \"SYNC_MASTER\"\nflushDiskType = \"SYNC_FLUSH\"\nsyncFlushTimeout = {SYNC_TIMEOUT_MS}\n"
+        ))
+        .start();
     let has_ha = run_local(async { slave_connections(master.addr()).await.is_some() });
     if !has_ha {
         println!(
@@ -143,10 +125,13 @@ fn ha_link_stalled_cut_and_slave_killed_sends_answer_errors_then_resume_without_
         return;
     }
     let proxy = FaultProxy::start(master.ha_addr());
-    let mut slave = BrokerProc::start(&format!(
-        "brokerRole = \"SLAVE\"\nbrokerId = 1\nhaMasterAddress = \"{}\"\n",
-        proxy.addr()
-    ));
+    let mut slave = Broker::builder()
+        .bin(fault_broker_bin())
+        .extra(&format!(
+            "brokerRole = \"SLAVE\"\nbrokerId = 1\nhaMasterAddress = \"{}\"\n",
+            proxy.addr()
+        ))
+        .start();
     let ledger = Ledger::default();
     run_local(async {
         let client = connect(master.addr()).await;
@@ -189,7 +174,7 @@ fn ha_link_stalled_cut_and_slave_killed_sends_answer_errors_then_resume_without_
         glommio::timer::sleep(Duration::from_millis(500)).await;
         expect_slave_errors(&client, &ledger, "slave-killed", 3).await;
     });
-    slave.spawn();
+    slave.restart();
     run_local(async {
         let client = connect(master.addr()).await;
         let took =

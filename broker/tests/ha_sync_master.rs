@@ -2,36 +2,18 @@
 //! name server), every acknowledged message survives a SIGKILL of the master at a random moment and is
 //! read back from the slave byte-identical.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 mod ha_common;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use common::*;
 use ha_common::*;
 use protocol::response_code;
-
-fn start_namesrv() -> SocketAddr {
-    let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    std::thread::spawn(move || {
-        glommio::LocalExecutorBuilder::default()
-            .spawn(move || async move {
-                let listener = namesrv::bind(addr).expect("namesrv binds");
-                let ns = Rc::new(namesrv::NameServer::new(namesrv::NamesrvConfig {
-                    listen: addr,
-                    ..namesrv::NamesrvConfig::default()
-                }));
-                namesrv::serve(listener, ns, std::future::pending()).await;
-            })
-            .unwrap()
-            .join()
-            .unwrap();
-    });
-    addr
-}
 
 #[test]
 fn sync_master_without_slave_answers_slave_not_available() {
@@ -55,7 +37,7 @@ fn sync_master_without_slave_answers_slave_not_available() {
 
 #[test]
 fn acknowledged_messages_survive_master_sigkill() {
-    let ns = start_namesrv();
+    let ns = start_namesrv_in_process();
     let mut master = Broker::start(&format!(
         "{}namesrvAddr = \"{ns}\"\n",
         master_extra("SYNC_MASTER", "SYNC_FLUSH")
@@ -75,9 +57,7 @@ fn acknowledged_messages_survive_master_sigkill() {
         let delay = Duration::from_millis(300 + u64::from(nanos % 1500));
         let killer = std::thread::spawn(move || {
             std::thread::sleep(delay);
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-            }
+            send_signal(pid, libc::SIGKILL);
         });
         let result = send_load(master.addr(), topic, 4, 4, 100_000, 300).await;
         killer.join().unwrap();

@@ -1,6 +1,9 @@
 //! The broker binary under slow and hostile clients, with the limits set from its config: a slowloris
 //! frame is cut off, connections past `serverMaxConnectionsPerShard` are refused, idle ones are closed.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::io::{ErrorKind, Read, Write};

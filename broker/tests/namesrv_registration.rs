@@ -1,34 +1,17 @@
 //! The broker registers its topics with every name server at start and after topic changes, and
 //! unregisters at shutdown (the real name server runs in this process).
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::net::SocketAddr;
-use std::rc::Rc;
 use std::time::Duration;
 
 use common::*;
 use protocol::body::TopicRouteData;
 use protocol::{request_code, response_code, RemotingCommand};
-
-fn start_namesrv() -> SocketAddr {
-    let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    std::thread::spawn(move || {
-        glommio::LocalExecutorBuilder::default()
-            .spawn(move || async move {
-                let listener = namesrv::bind(addr).expect("namesrv binds");
-                let ns = Rc::new(namesrv::NameServer::new(namesrv::NamesrvConfig {
-                    listen: addr,
-                    ..namesrv::NamesrvConfig::default()
-                }));
-                namesrv::serve(listener, ns, std::future::pending()).await;
-            })
-            .unwrap()
-            .join()
-            .unwrap();
-    });
-    addr
-}
 
 async fn route(ns: SocketAddr, topic: &str) -> RemotingCommand {
     let client = remoting::Client::connect(ns, TIMEOUT).await.unwrap();
@@ -54,8 +37,8 @@ async fn wait_route(ns: SocketAddr, topic: &str, want: i32) -> RemotingCommand {
 
 #[test]
 fn registers_topics_with_every_name_server_and_unregisters_at_shutdown() {
-    let ns1 = start_namesrv();
-    let ns2 = start_namesrv();
+    let ns1 = start_namesrv_in_process();
+    let ns2 = start_namesrv_in_process();
     let mut broker = Broker::start(&format!("namesrvAddr = \"{ns1};{ns2}\""));
     run_local(async {
         for ns in [ns1, ns2] {

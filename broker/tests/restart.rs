@@ -1,6 +1,9 @@
 //! Durability across restarts: consumer offsets and topics survive a graceful stop; under SYNC_FLUSH a
 //! SIGKILL loses no acknowledged message; a restart with another shard count is refused.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::cell::RefCell;
@@ -184,9 +187,7 @@ fn sigterm_answers_parked_pulls_and_exits_zero() {
         );
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(300));
-            unsafe {
-                libc::kill(pid, libc::SIGTERM);
-            }
+            send_signal(pid, libc::SIGTERM);
         });
         let start = std::time::Instant::now();
         let r = client

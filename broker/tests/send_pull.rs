@@ -1,6 +1,9 @@
 //! Send/pull round trips through the real broker binary: bodies and properties intact, batches,
 //! lookups by offsetMsgId, tag filtering, long polling.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::{Duration, Instant};

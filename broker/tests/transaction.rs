@@ -3,6 +3,9 @@
 //! back (CHECK_TRANSACTION_STATE to the producer's connection) and rolled back after the last check, and
 //! all of it survives a SIGKILL.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::cell::RefCell;

@@ -2,6 +2,9 @@
 //! consumer offsets. Conservative on the wire (what the Java client sends), so it also drives strict
 //! brokers. Single-executor types (`!Send`): create one set per glommio executor.
 
+// Bytes from the network are parsed here: no indexing or slicing that could panic on them.
+#![warn(clippy::indexing_slicing)]
+
 pub mod broker_api;
 pub mod connections;
 mod error;

@@ -18,9 +18,10 @@ pub struct UniqKeyGenerator {
 }
 
 fn push_hex(out: &mut String, bytes: &[u8]) {
+    let digit = |n: u8| char::from(HEX.get(usize::from(n & 0xF)).copied().unwrap_or(b'0'));
     for b in bytes {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 0xF)]));
+        out.push(digit(b >> 4));
+        out.push(digit(*b));
     }
 }
 

@@ -1,6 +1,9 @@
 //! The client against an in-process fake name server + broker on a loopback socket: route fallback to
 //! TBW102 for an unknown topic, round-robin queues, sync / async / oneway / batch sends, and a pull.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::cell::RefCell;
 use std::future::Future;
 use std::net::SocketAddr;

@@ -24,6 +24,9 @@
 //! shard's `Watermark`, which SYNC_MASTER sends wait on (grouped: one ack releases every waiter at or
 //! below it). Slave side (`slave`): `run_slave` per shard, reconnecting with back-off.
 
+// Bytes from the network are parsed here: no indexing or slicing that could panic on them.
+#![warn(clippy::indexing_slicing)]
+
 pub mod error;
 pub mod io;
 pub mod master;

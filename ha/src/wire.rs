@@ -208,7 +208,10 @@ pub fn decode_report(b: &[u8; REPORT]) -> Result<i64, WireError> {
 pub fn whole_records(bytes: &[u8]) -> Result<usize, usize> {
     let mut at = 0usize;
     while let Some(head) = bytes.get(at..at.saturating_add(4)) {
-        let size = i32::from_be_bytes([head[0], head[1], head[2], head[3]]);
+        let Ok(head) = <[u8; 4]>::try_from(head) else {
+            break;
+        };
+        let size = i32::from_be_bytes(head);
         // A non-positive size would never advance: stop and let the receiver reject what follows.
         let Some(size) = usize::try_from(size).ok().filter(|s| *s >= 8) else {
             break;

@@ -3,6 +3,9 @@
 //! the connection without writing anything unchecked; the slave reconnects from its true end and
 //! finally holds a byte-identical copy of the master's log. Also: a real master sender to a real slave.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::cell::Cell;
 use std::net::SocketAddr;
 use std::rc::Rc;

@@ -2,6 +2,9 @@
 //! acknowledged send of every mode is listed once (failed ones are not), and `verify` fails naming the
 //! loss, because the null broker stores nothing.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;

@@ -1,6 +1,9 @@
 //! loadgen against its own null broker, as separate processes on loopback: runs stop at their count
 //! or duration, errors are counted by response code, and consume / e2e count what was stored.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};

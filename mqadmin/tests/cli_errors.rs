@@ -1,6 +1,9 @@
 //! mqadmin fails cleanly (exit status 1, one `mqadmin:` line on stderr, no panic) when the name
 //! server is unreachable or an argument is bad, and clap rejects missing required flags.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::net::TcpListener;

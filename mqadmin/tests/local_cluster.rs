@@ -5,6 +5,9 @@
 //!
 //! Layout: `LOCAL_CLUSTER_LAYOUT` (default 2m-2s-sync; 2m-noslave also works).
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

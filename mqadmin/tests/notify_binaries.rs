@@ -1,6 +1,9 @@
 //! The real namesrv and broker binaries speak systemd's notify protocol: started with
 //! `$NOTIFY_SOCKET` they send READY=1 once they serve and STOPPING=1 on SIGTERM, then exit 0.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::net::TcpListener;

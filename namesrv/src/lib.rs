@@ -3,6 +3,9 @@
 //! The `namesrv` binary is [`run`] with [`NamesrvConfig`] from the command line; tests and other
 //! programs can run [`serve`] inside their own glommio executor instead.
 
+// Bytes from the network are parsed here: no indexing or slicing that could panic on them.
+#![warn(clippy::indexing_slicing)]
+
 pub mod config;
 mod name_server;
 mod processor;

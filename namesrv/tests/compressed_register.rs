@@ -2,6 +2,9 @@
 //! binary: the body is built here by hand in Java's layout; broken bodies get an error answer and
 //! the name server keeps serving on the same connection.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::io::Write;

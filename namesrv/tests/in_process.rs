@@ -1,5 +1,8 @@
 //! The library runs in a caller's own glommio executor: `bind` + `serve` with a caller-made stop.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::cell::Cell;

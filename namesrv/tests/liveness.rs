@@ -1,5 +1,8 @@
 //! Broker liveness against the real binary: connection close, silence expiry, garbage input, SIGTERM.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::io::Write;

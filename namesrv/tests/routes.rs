@@ -1,5 +1,8 @@
 //! Registration and route queries against the real binary, with JSON and ROCKETMQ binary headers.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::*;

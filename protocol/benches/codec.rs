@@ -2,6 +2,9 @@
 //! ROCKETMQ headers, the way a connection uses the codec: decoding copies the frame into a reused
 //! read buffer (as a socket read would) and decodes it; encoding appends to a reused write buffer.
 
+// Bench code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use bytes::BytesMut;
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use protocol::frame::{decode_frame, encode_frame};

@@ -43,7 +43,7 @@ pub enum FrameError {
 
 fn be_i32(buf: &[u8], at: usize) -> Option<i32> {
     let b = buf.get(at..at.checked_add(4)?)?;
-    Some(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    Some(i32::from_be_bytes(b.try_into().ok()?))
 }
 
 /// The whole size (length prefix included) of the frame at the start of `buf`, once its 4-byte
@@ -162,8 +162,9 @@ fn write_head(cmd: &RemotingCommand, out: &mut BytesMut, start: usize) -> Result
     let length = (total - 4) as i32;
     let word = (i32::from(cmd.serialize_type.code()) << 24) | header_len as i32;
     if let Some(prefix) = out.get_mut(start..start + PREFIX_LEN) {
-        prefix[..4].copy_from_slice(&length.to_be_bytes());
-        prefix[4..].copy_from_slice(&word.to_be_bytes());
+        let (length_field, word_field) = prefix.split_at_mut(4);
+        length_field.copy_from_slice(&length.to_be_bytes());
+        word_field.copy_from_slice(&word.to_be_bytes());
     }
     Ok(())
 }

@@ -1,4 +1,7 @@
 //! RocketMQ remoting protocol: frames, headers, commands, messages and bodies. No I/O.
+// Bytes from the network are parsed here: no indexing or slicing that could panic on them.
+#![warn(clippy::indexing_slicing)]
+
 pub mod message;
 
 pub mod body;

@@ -1,6 +1,9 @@
 //! Golden frames written by hand from the protocol facts (DESIGN.md, RocketMQ's RemotingCommand and
 //! RocketMQSerializable): every byte below was composed from the spec, not produced by our encoder.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use bytes::{Bytes, BytesMut};
 use protocol::frame::{decode_frame, encode_frame};
 use protocol::{LanguageCode, RemotingCommand, SerializeType};

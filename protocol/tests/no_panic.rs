@@ -1,6 +1,9 @@
 //! Arbitrary bytes into every decoder: each returns a value or an error, never panics, and never
 //! consumes a partial frame.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use bytes::{Bytes, BytesMut};
 use proptest::prelude::*;
 use protocol::body::{self, quote_integer_keys};

@@ -1,6 +1,9 @@
 //! REGISTER_BROKER bodies as Java writes them: our JSON byte for byte against fastjson's output, and
 //! compressed bodies built here by hand in Java's `RegisterBrokerBody.encode(true)` layout.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeMap;
 use std::io::Write;
 

@@ -1,6 +1,9 @@
 //! Property tests: any command survives encode -> decode in both header types, whole or fed in
 //! arbitrary pieces; batch bodies survive encode -> decode.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use bytes::BytesMut;
 use proptest::prelude::*;
 use protocol::frame::{decode_frame, encode_frame, frame_length};

@@ -42,7 +42,7 @@ pub async fn accept_connections<H: Handler>(
         let Some(slot) = gate.try_admit() else {
             // Dropping the stream closes it: the peer sees the connection end before any answer.
             refused_since_log += 1;
-            if last_refusal_log.map_or(true, |t| t.elapsed() > Duration::from_secs(1)) {
+            if last_refusal_log.is_none_or(|t| t.elapsed() > Duration::from_secs(1)) {
                 tracing::warn!(
                     "refused {refused_since_log} connection(s): {} open, the maximum here",
                     gate.max()

@@ -1,5 +1,8 @@
 //! Remoting over glommio TCP: framed connections, a request-serving loop and a request/response client.
 
+// Bytes from the network are parsed here: no indexing or slicing that could panic on them.
+#![warn(clippy::indexing_slicing)]
+
 mod accept;
 mod client;
 mod error;

@@ -323,7 +323,11 @@ pub async fn serve_connection_with<H: Handler>(
                 let cost = wire_size(&response).min(budget);
                 // Wait while the peer has too many unread bytes; a closed connection drops the answer.
                 if shared.pending.acquire(cost).await.is_ok() {
-                    if ctx.sink.send_outgoing(Outgoing { cmd: response, cost }).await.is_err() {
+                    let outgoing = Outgoing {
+                        cmd: response,
+                        cost,
+                    };
+                    if ctx.sink.send_outgoing(outgoing).await.is_err() {
                         shared.pending.signal(cost);
                     }
                 }

@@ -2,6 +2,9 @@
 //! with bounded buffering while another peer's latency holds; idle connections and slowloris frames
 //! are closed; connections past the cap are refused.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::future::Future;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};

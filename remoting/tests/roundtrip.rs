@@ -1,5 +1,8 @@
 //! A real server and client on loopback: responses match requests, oneway gets no answer, bad frames close.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;

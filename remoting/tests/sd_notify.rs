@@ -2,6 +2,9 @@
 //! arrive, and an unset `$NOTIFY_SOCKET` sends nothing. One test function, since it sets the
 //! process-wide environment variable.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::os::unix::net::UnixDatagram;
 use std::time::Duration;
 

@@ -7,13 +7,7 @@ use protocol::message::record::MessageRecord;
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
 
-use crate::common::{decode_records, pull, TIMEOUT};
-
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
+use crate::common::{decode_records, now_ms, pull, TIMEOUT};
 
 /// Every record of a queue from `offset` (pulls until nothing more).
 pub async fn pull_from(

@@ -64,8 +64,9 @@ impl LoopFs {
         let Ok(c) = std::ffi::CString::new(self.mount.as_os_str().as_encoded_bytes()) else {
             return 0;
         };
-        // SAFETY: statvfs fills the zeroed struct we own; the path is a valid C string.
+        // SAFETY: statvfs is a plain C struct of integers, for which all-zero bytes are valid.
         let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: statvfs fills the struct we own; the path is a valid, NUL-terminated C string.
         if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
             return 0;
         }

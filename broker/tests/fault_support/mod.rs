@@ -1,10 +1,8 @@
 //! Fault-injection helpers shared by the `fault_*` tests: a TCP proxy that cuts, delays and stalls
-//! connections, a name server in its own process, a loop-mounted small file system, and the
-//! acknowledged-message ledger with its zero-loss check.
+//! connections, a loop-mounted small file system, and the acknowledged-message ledger with its
+//! zero-loss check. Brokers and name servers come from the common harness (`common`).
 #![allow(dead_code)]
 
 pub mod acked;
-pub mod broker_proc;
 pub mod loopfs;
-pub mod namesrv_proc;
 pub mod proxy;

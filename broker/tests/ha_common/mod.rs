@@ -1,4 +1,4 @@
-//! Helpers shared by the HA tests: master/slave configs, runtime-info polling, sends that record
+//! Helpers shared by the HA tests: master/slave configs, waiting on runtime info, sends that record
 //! what was acknowledged, and comparison of queues between two brokers.
 #![allow(dead_code)]
 
@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use protocol::{request_code, response_code, RemotingCommand};
+use protocol::response_code;
 use remoting::Client;
 
 use crate::common::*;
@@ -26,36 +26,12 @@ pub fn master_extra(role: &str, flush: &str) -> String {
 pub fn slave_extra(master: Option<&Broker>, namesrv: Option<SocketAddr>) -> String {
     let mut s = format!("brokerRole = \"SLAVE\"\nbrokerId = 1\n{NO_DISK_PRESSURE}");
     if let Some(m) = master {
-        s.push_str(&format!("haMasterAddress = \"127.0.0.1:{}\"\n", m.port + 1));
+        s.push_str(&format!("haMasterAddress = \"{}\"\n", m.ha_addr()));
     }
     if let Some(ns) = namesrv {
         s.push_str(&format!("namesrvAddr = \"{ns}\"\n"));
     }
     s
-}
-
-/// GET_BROKER_RUNTIME_INFO as a map (empty when the broker does not answer).
-pub async fn runtime_info(addr: SocketAddr) -> BTreeMap<String, String> {
-    let Ok(c) = Client::connect(addr, Duration::from_secs(2)).await else {
-        return BTreeMap::new();
-    };
-    let req = RemotingCommand::request(request_code::GET_BROKER_RUNTIME_INFO);
-    let Ok(r) = c.invoke(req, Duration::from_secs(5)).await else {
-        return BTreeMap::new();
-    };
-    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap_or_default();
-    v.get("table")
-        .and_then(|t| t.as_object())
-        .map(|t| {
-            t.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-pub fn info_i64(info: &BTreeMap<String, String>, key: &str) -> Option<i64> {
-    info.get(key).and_then(|v| v.parse().ok())
 }
 
 /// Waits until every shard of the master has a slave connected.

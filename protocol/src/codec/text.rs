@@ -25,7 +25,14 @@ pub(crate) fn put_i64(out: &mut impl BufMut, v: i64) {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// The lowercase hex digit of the low four bits of `n`.
+fn hex_digit(n: u8) -> u8 {
+    HEX.get(usize::from(n & 0xF)).copied().unwrap_or(b'0')
+}
+
 /// Bytes that must be escaped inside a JSON string: control characters, `"` and `\`.
+// Evaluated at compile time: an index out of range would fail the build, not panic at run time.
+#[allow(clippy::indexing_slicing)]
 const NEEDS_ESCAPE: [bool; 256] = {
     let mut table = [false; 256];
     let mut b = 0;
@@ -44,7 +51,8 @@ const NEEDS_ESCAPE: [bool; 256] = {
 pub(crate) fn put_json_str(out: &mut impl BufMut, s: &str) {
     out.put_u8(b'"');
     let mut rest = s.as_bytes();
-    while let Some(i) = rest.iter().position(|b| NEEDS_ESCAPE[usize::from(*b)]) {
+    let needs_escape = |b: &u8| NEEDS_ESCAPE.get(usize::from(*b)) == Some(&true);
+    while let Some(i) = rest.iter().position(needs_escape) {
         out.put_slice(rest.get(..i).unwrap_or(&[]));
         let b = rest.get(i).copied().unwrap_or(0);
         match b {
@@ -55,8 +63,8 @@ pub(crate) fn put_json_str(out: &mut impl BufMut, s: &str) {
             b'\t' => out.put_slice(b"\\t"),
             _ => {
                 out.put_slice(b"\\u00");
-                out.put_u8(HEX[usize::from(b >> 4)]);
-                out.put_u8(HEX[usize::from(b & 0xF)]);
+                out.put_u8(hex_digit(b >> 4));
+                out.put_u8(hex_digit(b));
             }
         }
         rest = rest.get(i + 1..).unwrap_or(&[]);

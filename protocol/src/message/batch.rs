@@ -81,14 +81,18 @@ impl<'a> BatchIter<'a> {
         Ok(out)
     }
 
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], BatchError> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N)?);
+        Ok(out)
+    }
+
     fn i32(&mut self) -> Result<i32, BatchError> {
-        let b = self.take(4)?;
-        Ok(i32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        Ok(i32::from_be_bytes(self.array()?))
     }
 
     fn i16(&mut self) -> Result<i16, BatchError> {
-        let b = self.take(2)?;
-        Ok(i16::from_be_bytes([b[0], b[1]]))
+        Ok(i16::from_be_bytes(self.array()?))
     }
 
     fn entry(&mut self) -> Result<BatchEntry<'a>, BatchError> {

@@ -20,27 +20,30 @@ pub fn offset_msg_id(store_host: SocketAddr, physical_offset: i64) -> String {
 
 /// Appends the offsetMsgId to `out` (a batch answer joins many without a string for each).
 pub fn push_offset_msg_id(out: &mut String, store_host: SocketAddr, physical_offset: i64) {
-    let mut raw = [0u8; 28];
-    let ip_len = match store_host.ip() {
+    match store_host.ip() {
         IpAddr::V4(ip) => {
-            raw[..4].copy_from_slice(&ip.octets());
-            4
+            out.reserve((4 + 12) * 2);
+            push_hex(out, &ip.octets());
         }
         IpAddr::V6(ip) => {
-            raw[..16].copy_from_slice(&ip.octets());
-            16
+            out.reserve((16 + 12) * 2);
+            push_hex(out, &ip.octets());
         }
-    };
-    raw[ip_len..ip_len + 4].copy_from_slice(&i32::from(store_host.port()).to_be_bytes());
-    raw[ip_len + 4..ip_len + 12].copy_from_slice(&physical_offset.to_be_bytes());
-    out.reserve((ip_len + 12) * 2);
-    for b in &raw[..ip_len + 12] {
-        out.push(HEX[usize::from(b >> 4)] as char);
-        out.push(HEX[usize::from(b & 0xF)] as char);
     }
+    push_hex(out, &i32::from(store_host.port()).to_be_bytes());
+    push_hex(out, &physical_offset.to_be_bytes());
 }
 
 const HEX: &[u8; 16] = b"0123456789ABCDEF";
+
+/// Appends `bytes` as upper-case hex, two digits a byte.
+fn push_hex(out: &mut String, bytes: &[u8]) {
+    let digit = |n: u8| char::from(HEX.get(usize::from(n & 0xF)).copied().unwrap_or(b'0'));
+    for b in bytes {
+        out.push(digit(b >> 4));
+        out.push(digit(*b));
+    }
+}
 
 fn nibble(c: u8) -> Result<u8, MsgIdError> {
     match c {
@@ -61,22 +64,26 @@ pub fn parse_offset_msg_id(id: &str) -> Result<(SocketAddr, i64), MsgIdError> {
     let raw = id
         .as_bytes()
         .chunks_exact(2)
-        .map(|pair| Ok(nibble(pair[0])? << 4 | nibble(pair[1])?))
+        .map(|pair| match *pair {
+            [high, low] => Ok(nibble(high)? << 4 | nibble(low)?),
+            _ => Err(MsgIdError::NotHex),
+        })
         .collect::<Result<Vec<u8>, MsgIdError>>()?;
-    let (ip_bytes, rest) = raw.split_at(ip_len);
+    // The length was checked above, so these splits hold; a failure still is an error, not a panic.
+    let bad_length = || MsgIdError::BadLength(id.len());
+    let (ip_bytes, rest) = raw.split_at_checked(ip_len).ok_or_else(bad_length)?;
+    let (port, offset) = rest.split_at_checked(4).ok_or_else(bad_length)?;
     let ip = if ip_len == 4 {
-        let mut a = [0u8; 4];
-        a.copy_from_slice(ip_bytes);
-        IpAddr::V4(Ipv4Addr::from(a))
+        IpAddr::V4(Ipv4Addr::from(
+            <[u8; 4]>::try_from(ip_bytes).map_err(|_| bad_length())?,
+        ))
     } else {
-        let mut a = [0u8; 16];
-        a.copy_from_slice(ip_bytes);
-        IpAddr::V6(Ipv6Addr::from(a))
+        IpAddr::V6(Ipv6Addr::from(
+            <[u8; 16]>::try_from(ip_bytes).map_err(|_| bad_length())?,
+        ))
     };
-    let mut port = [0u8; 4];
-    port.copy_from_slice(&rest[..4]);
-    let mut offset = [0u8; 8];
-    offset.copy_from_slice(&rest[4..12]);
+    let port = <[u8; 4]>::try_from(port).map_err(|_| bad_length())?;
+    let offset = <[u8; 8]>::try_from(offset).map_err(|_| bad_length())?;
     Ok((
         SocketAddr::new(ip, i32::from_be_bytes(port) as u16),
         i64::from_be_bytes(offset),

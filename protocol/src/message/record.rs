@@ -386,8 +386,11 @@ pub fn peek_head(buf: &[u8]) -> Result<Option<RecordHead>, RecordError> {
     let (Some(size), Some(magic)) = (buf.get(0..4), buf.get(4..8)) else {
         return Ok(None);
     };
-    let size = i32::from_be_bytes([size[0], size[1], size[2], size[3]]);
-    let magic = i32::from_be_bytes([magic[0], magic[1], magic[2], magic[3]]);
+    let (Ok(size), Ok(magic)) = (<[u8; 4]>::try_from(size), <[u8; 4]>::try_from(magic)) else {
+        return Ok(None);
+    };
+    let size = i32::from_be_bytes(size);
+    let magic = i32::from_be_bytes(magic);
     let total_size = match usize::try_from(size) {
         Ok(n) if n >= MIN_BLANK_LEN => n,
         _ => return Err(RecordError::BadTotalSize(size)),
@@ -408,15 +411,13 @@ pub fn decode_view(buf: &[u8], check_crc: bool) -> Result<RecordView<'_>, Record
         .ok()
         .filter(|n| *n >= MIN_BLANK_LEN)
         .ok_or(RecordError::BadTotalSize(declared))?;
-    if buf.len() < total_size {
-        return Err(RecordError::Truncated {
-            needed: total_size,
-            available: buf.len(),
-        });
-    }
     // Parse only inside the declared record so a lying length can't read a neighbour.
+    let record = buf.get(..total_size).ok_or(RecordError::Truncated {
+        needed: total_size,
+        available: buf.len(),
+    })?;
     let mut r = Reader {
-        buf: &buf[..total_size],
+        buf: record,
         pos: 4,
     };
     let magic = r.i32()?;

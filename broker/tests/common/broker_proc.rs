@@ -1,0 +1,270 @@
+//! The real broker binary in a child process: a temp dir holding its config, store and log, free
+//! ports, readiness (both listen ports answer), SIGTERM stop, SIGKILL, restart on the same store.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use protocol::{request_code, response_code, RemotingCommand};
+use remoting::Client;
+
+use super::{free_broker_port, run_local, send_signal, wait_exit};
+
+/// How long a broker may take to serve after its start, and to exit after SIGTERM.
+const START_LIMIT: Duration = Duration::from_secs(30);
+const STOP_LIMIT: Duration = Duration::from_secs(30);
+
+/// This package's broker binary.
+pub fn broker_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_broker"))
+}
+
+/// The broker binary of the fault tests: `FAULT_BROKER_BIN` (e.g. another branch's build), else
+/// this package's.
+pub fn fault_broker_bin() -> PathBuf {
+    std::env::var_os("FAULT_BROKER_BIN").map_or_else(broker_bin, PathBuf::from)
+}
+
+/// The TOML config of a test broker: small segments, two shards (unless `extra` sets them), then
+/// `extra`.
+pub fn test_config(port: u16, store: &Path, extra: &str) -> String {
+    let segment = if extra.contains("mappedFileSizeCommitLog") {
+        ""
+    } else {
+        "mappedFileSizeCommitLog = 4194304\n"
+    };
+    let shards = if extra.contains("shardCount") {
+        ""
+    } else {
+        "shardCount = 2\n"
+    };
+    format!(
+        "brokerName = \"broker-t\"\nbrokerClusterName = \"TestCluster\"\nbrokerIP1 = \"127.0.0.1\"\n\
+         listenPort = {port}\nstorePathRootDir = \"{}\"\n{shards}\
+         {segment}maxMessageSize = 1048576\n{extra}\n",
+        store.display()
+    )
+}
+
+type ConfigText = Box<dyn FnOnce(u16, &Path) -> String>;
+
+/// How to start a broker; [`Broker::start`] covers the usual case.
+pub struct BrokerBuilder {
+    bin: PathBuf,
+    extra: String,
+    store_root: Option<PathBuf>,
+    config_file: Option<(String, ConfigText)>,
+}
+
+impl BrokerBuilder {
+    /// Another broker binary than this package's.
+    pub fn bin(mut self, bin: PathBuf) -> Self {
+        self.bin = bin;
+        self
+    }
+
+    /// Appended to the [`test_config`].
+    pub fn extra(mut self, extra: &str) -> Self {
+        self.extra = extra.to_owned();
+        self
+    }
+
+    /// The store somewhere else than in the broker's temp dir (e.g. on a small file system).
+    pub fn store_root(mut self, store: PathBuf) -> Self {
+        self.store_root = Some(store);
+        self
+    }
+
+    /// A config file of the caller's instead of the [`test_config`]: `file_name` in the broker's temp
+    /// dir, with the text `text(listen port, temp dir)`.
+    pub fn config_file(
+        mut self,
+        file_name: &str,
+        text: impl FnOnce(u16, &Path) -> String + 'static,
+    ) -> Self {
+        self.config_file = Some((file_name.to_owned(), Box::new(text)));
+        self
+    }
+
+    /// Writes the config, starts the broker and waits until it serves.
+    pub fn start(self) -> Broker {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let dir = temp.path().to_path_buf();
+        let port = free_broker_port();
+        let (config, text) = match self.config_file {
+            Some((name, text)) => (dir.join(name), text(port, &dir)),
+            None => {
+                let store = self.store_root.unwrap_or_else(|| dir.join("store"));
+                (
+                    dir.join("broker.toml"),
+                    test_config(port, &store, &self.extra),
+                )
+            }
+        };
+        std::fs::write(&config, text).expect("write broker config");
+        let mut b = Broker {
+            port,
+            dir,
+            config,
+            bin: self.bin,
+            child: None,
+            _temp: temp,
+        };
+        b.restart();
+        b
+    }
+}
+
+/// A broker process; SIGKILLed when dropped.
+pub struct Broker {
+    pub port: u16,
+    /// The temp dir: config, `broker.log`, and the store unless it was put elsewhere.
+    pub dir: PathBuf,
+    pub config: PathBuf,
+    bin: PathBuf,
+    child: Option<Child>,
+    _temp: tempfile::TempDir,
+}
+
+impl Broker {
+    pub fn builder() -> BrokerBuilder {
+        BrokerBuilder {
+            bin: broker_bin(),
+            extra: String::new(),
+            store_root: None,
+            config_file: None,
+        }
+    }
+
+    /// Starts a broker with a fresh store (`extra` appended to the [`test_config`]) and waits until
+    /// it serves.
+    pub fn start(extra: &str) -> Broker {
+        Broker::builder().extra(extra).start()
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    /// The "VIP" channel, listenPort - 2.
+    pub fn fast_addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port - 2))
+    }
+
+    /// The HA port a slave connects to, listenPort + 1.
+    pub fn ha_addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port + 1))
+    }
+
+    /// Starts the process (its output appended to `broker.log`) without waiting.
+    pub fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("broker.log"))
+            .expect("broker log");
+        let child = Command::new(&self.bin)
+            .arg("--config")
+            .arg(&self.config)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::from(log.try_clone().expect("log fd")))
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("spawn broker");
+        self.child = Some(child);
+    }
+
+    /// Starts the process again on the same config and store, and waits until it serves.
+    pub fn restart(&mut self) {
+        self.spawn();
+        self.wait_ready();
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("broker.log")).unwrap_or_default()
+    }
+
+    /// Waits until the broker answers GET_ALL_TOPIC_CONFIG on both listen ports; panics with its log
+    /// when it exits first or is not ready in 30 s.
+    pub fn wait_ready(&mut self) {
+        let start = Instant::now();
+        while start.elapsed() < START_LIMIT {
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
+                panic!("broker exited early ({status}):\n{}", self.log());
+            }
+            let addrs = [self.addr(), self.fast_addr()];
+            let ready = run_local(async move {
+                for addr in addrs {
+                    let Ok(c) = Client::connect(addr, Duration::from_millis(500)).await else {
+                        return false;
+                    };
+                    let req = RemotingCommand::request(request_code::GET_ALL_TOPIC_CONFIG);
+                    match c.invoke(req, Duration::from_secs(2)).await {
+                        Ok(r) if r.code == response_code::SUCCESS => {}
+                        _ => return false,
+                    }
+                }
+                true
+            });
+            if ready {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("broker not ready in 30 s:\n{}", self.log());
+    }
+
+    /// The running process's id (0 when none runs).
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().map_or(0, |c| c.id() as i32)
+    }
+
+    /// SIGTERM, then waits for the exit status; SIGKILL and a panic after 30 s.
+    pub fn stop(&mut self) -> ExitStatus {
+        let mut child = self.child.take().expect("broker running");
+        send_signal(child.id() as i32, libc::SIGTERM);
+        wait_exit(&mut child, STOP_LIMIT).unwrap_or_else(|| {
+            let _ = child.kill();
+            panic!("broker did not stop in 30 s:\n{}", self.log())
+        })
+    }
+
+    /// Waits for the broker to exit on its own (after a signal sent elsewhere).
+    pub fn wait_stopped(&mut self) -> ExitStatus {
+        let mut child = self.child.take().expect("broker running");
+        wait_exit(&mut child, STOP_LIMIT).expect("broker exits")
+    }
+
+    /// SIGKILL, and reaps the process.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Runs the binary with this config and expects it to exit on its own (start-up refusal):
+    /// its exit status and output.
+    pub fn run_expecting_exit(&self) -> (ExitStatus, String) {
+        let out = Command::new(&self.bin)
+            .arg("--config")
+            .arg(&self.config)
+            .output()
+            .expect("run broker");
+        (
+            out.status,
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}

@@ -1,0 +1,167 @@
+//! Name servers for the broker tests, on free loopback ports, waited for until they listen: one
+//! served by a thread of this test process (for the rest of the test binary), or one in a child
+//! process that a test can SIGKILL and start again. The child is this test binary itself, running an
+//! ignored helper test that serves while `NAMESRV_HELPER_ENV` names the address; a test binary that
+//! uses [`NamesrvProcess`] declares that helper:
+//!
+//! ```ignore
+//! #[test]
+//! #[ignore = "not a test: the name-server process the tests start and SIGKILL"]
+//! fn namesrv_helper_process() {
+//!     common::namesrv_helper_main();
+//! }
+//! ```
+
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use super::free_port;
+
+/// How long a name server may take to listen.
+const LISTEN_LIMIT: Duration = Duration::from_secs(20);
+
+/// The env var that turns the helper test into a name server listening on its value.
+pub const NAMESRV_HELPER_ENV: &str = "FAULT_NAMESRV_LISTEN";
+
+/// Waits until something accepts TCP connections on `addr`; `Err` after `limit`.
+fn wait_listening(addr: SocketAddr, limit: Duration) -> Result<(), ()> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Err(())
+}
+
+/// Starts a name server in a thread of this process, serving until the test binary exits, and
+/// waits until it listens.
+pub fn start_namesrv_in_process() -> SocketAddr {
+    let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    std::thread::spawn(move || {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(move || async move {
+                let listener = namesrv::bind(addr).expect("namesrv binds");
+                let ns = Rc::new(namesrv::NameServer::new(namesrv::NamesrvConfig {
+                    listen: addr,
+                    ..namesrv::NamesrvConfig::default()
+                }));
+                namesrv::serve(listener, ns, std::future::pending()).await;
+            })
+            .expect("namesrv executor")
+            .join()
+            .expect("namesrv thread");
+    });
+    if wait_listening(addr, LISTEN_LIMIT).is_err() {
+        panic!("in-process name server not listening on {addr} in 20 s");
+    }
+    addr
+}
+
+/// Body of the ignored helper test: serves a name server on $FAULT_NAMESRV_LISTEN until killed;
+/// returns at once when the variable is absent (a plain `--ignored` run).
+pub fn namesrv_helper_main() {
+    let Some(addr) = std::env::var(NAMESRV_HELPER_ENV)
+        .ok()
+        .and_then(|a| a.parse::<SocketAddr>().ok())
+    else {
+        return;
+    };
+    let config = namesrv::NamesrvConfig {
+        listen: addr,
+        ..namesrv::NamesrvConfig::default()
+    };
+    if let Err(e) = namesrv::run(config, |bound| println!("namesrv listening on {bound}")) {
+        eprintln!("namesrv helper: {e}");
+        std::process::exit(1);
+    }
+    std::process::exit(0);
+}
+
+/// A name server in a child process; SIGKILLed when dropped.
+pub struct NamesrvProcess {
+    pub addr: SocketAddr,
+    /// The exact name of the helper test in the calling test binary.
+    helper: &'static str,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+impl NamesrvProcess {
+    /// Starts a name server on a free port through the helper test `helper` (output appended to
+    /// `log`) and waits until it listens.
+    pub fn start(helper: &'static str, log: PathBuf) -> NamesrvProcess {
+        let mut p = NamesrvProcess {
+            addr: SocketAddr::from(([127, 0, 0, 1], free_port())),
+            helper,
+            log,
+            child: None,
+        };
+        p.spawn();
+        p
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("namesrv log");
+        let exe = std::env::current_exe().expect("test binary path");
+        let child = Command::new(exe)
+            .args([
+                self.helper,
+                "--exact",
+                "--ignored",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env(NAMESRV_HELPER_ENV, self.addr.to_string())
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::from(log.try_clone().expect("log fd")))
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("spawn namesrv helper");
+        self.child = Some(child);
+        let start = Instant::now();
+        while start.elapsed() < LISTEN_LIMIT {
+            if TcpStream::connect_timeout(&self.addr, Duration::from_millis(200)).is_ok() {
+                return;
+            }
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
+                panic!("namesrv helper exited ({status}): {}", self.log_text());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("namesrv helper not listening in 20 s: {}", self.log_text());
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGKILL, and reaps the process.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Starts a fresh name server on the same address (empty route table).
+    pub fn restart(&mut self) {
+        self.kill9();
+        self.spawn();
+    }
+}
+
+impl Drop for NamesrvProcess {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}

@@ -1,0 +1,43 @@
+//! Free loopback ports: a random port (not the kernel's next ephemeral one, so parallel test binaries
+//! rarely collide) is taken when it can be bound on 127.0.0.1 and on 0.0.0.0.
+
+use std::net::TcpListener;
+use std::time::Instant;
+
+fn port_free(port: u16) -> bool {
+    TcpListener::bind(("127.0.0.1", port)).is_ok() && TcpListener::bind(("0.0.0.0", port)).is_ok()
+}
+
+/// A port p for which p + d is free for every d in `around`.
+fn free_port_with(around: &[i32]) -> u16 {
+    let seed = std::process::id() as u64 ^ Instant::now().elapsed().as_nanos() as u64;
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407)
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos() as u64);
+    for _ in 0..1000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let p = 20_000 + (x % 40_000) as i32;
+        if around
+            .iter()
+            .all(|d| u16::try_from(p + d).is_ok_and(port_free))
+        {
+            return p as u16;
+        }
+    }
+    panic!("no free port found");
+}
+
+/// A broker's listen port p with p - 2 (fast port), p and p + 1 (HA) free.
+pub fn free_broker_port() -> u16 {
+    free_port_with(&[-2, 0, 1])
+}
+
+/// A single free port (a name server).
+pub fn free_port() -> u16 {
+    free_port_with(&[0])
+}
