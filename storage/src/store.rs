@@ -20,14 +20,11 @@ use crate::error::{PutError, StoreError};
 use crate::flush::{FlushSignal, FlushWaiters};
 use crate::index::{flush_index, IndexService};
 use crate::index_file::IndexFile;
+use crate::layout::{abort_marker, consume_queue_root, file_name};
 use crate::offset::physical;
 use crate::stats::{StatsSnapshot, StoreStats};
 use crate::types::PutOk;
 
-/// Sub-directory of the shard directory that holds ConsumeQueues (`<topic>/<queueId>/<files>`).
-pub const CONSUME_QUEUE_DIR: &str = "consumequeue";
-/// Marker present while the store runs; found at open it means the last stop was unclean.
-pub const ABORT_FILE: &str = "abort";
 /// How often retention and the disk-usage check run.
 const RETENTION_INTERVAL: Duration = Duration::from_secs(10);
 
@@ -111,7 +108,7 @@ impl MessageStore {
             })
             .collect();
         let inner = Rc::new(Inner {
-            cq_root: cfg.root_dir.join(CONSUME_QUEUE_DIR),
+            cq_root: consume_queue_root(&cfg.root_dir),
             log: Rc::new(rec.log),
             queues: RefCell::new(queues),
             index: RefCell::new(rec.index),
@@ -138,7 +135,7 @@ impl MessageStore {
                 .index
                 .borrow()
                 .dir
-                .join(crate::offset::file_name(now_ms() as u64));
+                .join(file_name(now_ms() as u64));
             let file = IndexFile::create(path, slots, entries).await?;
             store.inner.index.borrow_mut().finish_new_file(Some(file));
         }
@@ -146,7 +143,7 @@ impl MessageStore {
         store.roll_index_file();
         // Make what recovery rebuilt durable before anything else happens.
         store.flush_maintenance().await?;
-        std::fs::write(store.inner.cfg.root_dir.join(ABORT_FILE), b"")
+        std::fs::write(abort_marker(&store.inner.cfg.root_dir), b"")
             .map_err(|e| StoreError::io(store.inner.cfg.root_dir.display(), e))?;
         store.start_tasks()?;
         Ok(store)
@@ -554,7 +551,7 @@ impl MessageStore {
         let clean = inner.log.unflushed() == 0;
         match self.flush_maintenance().await {
             Ok(()) if clean => {
-                let _ = std::fs::remove_file(inner.cfg.root_dir.join(ABORT_FILE));
+                let _ = std::fs::remove_file(abort_marker(&inner.cfg.root_dir));
             }
             Ok(()) => tracing::error!(
                 "shard {}: CommitLog not fully flushed at shutdown",
