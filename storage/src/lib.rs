@@ -10,6 +10,7 @@ mod consume_queue;
 pub mod dispatch;
 pub mod error;
 mod flush;
+mod group_commit;
 mod ha;
 mod index;
 mod index_file;
