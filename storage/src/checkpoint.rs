@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use glommio::io::{DmaFile, OpenOptions};
 
 use crate::error::StoreError;
+use crate::layout::checkpoint_path;
 
-pub const CHECKPOINT_FILE: &str = "checkpoint";
 const MAGIC: u32 = 0x524D_5143; // "RMQC"
 const SLOT: u64 = 4096;
 const BODY_LEN: usize = 4 + 8 + 8 + 8 + 8;
@@ -61,7 +61,7 @@ impl Checkpoint {
 
     /// Reads the newest valid slot (plain reads: done once at open).
     pub fn read(root: &Path) -> Option<Checkpoint> {
-        let bytes = std::fs::read(root.join(CHECKPOINT_FILE)).ok()?;
+        let bytes = std::fs::read(checkpoint_path(root)).ok()?;
         let a = bytes.get(..SLOT as usize).and_then(Checkpoint::decode);
         let b = bytes.get(SLOT as usize..).and_then(Checkpoint::decode);
         match (a, b) {
@@ -80,7 +80,7 @@ pub(crate) struct CheckpointWriter {
 
 impl CheckpointWriter {
     pub async fn open(root: &Path, last_seq: u64) -> Result<CheckpointWriter, StoreError> {
-        let path = root.join(CHECKPOINT_FILE);
+        let path = checkpoint_path(root);
         let file = OpenOptions::new()
             .read(true)
             .write(true)

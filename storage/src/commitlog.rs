@@ -70,6 +70,11 @@ pub(crate) struct CommitLog {
     pub segment_size: u64,
     pub buf: RefCell<LogBuffer>,
     segments: RefCell<SegmentMap>,
+    /// Where the log's data begins when it has no segment file: the oldest segment's start at open
+    /// (the write position if none), moved past each segment deleted. Appends go to memory before their segment file exists (it is
+    /// created in the background or by the first flush), so with no file at all every byte from
+    /// here on is still in memory, however far appends have gone.
+    floor: Cell<u64>,
     /// Start of a segment being created in the background.
     creating: Cell<Option<u64>>,
     /// Zero-fill segments created ahead, so syncs need no unwritten-extent conversion.
@@ -105,9 +110,11 @@ impl CommitLog {
         read_cache_bytes: u64,
         read_block_cache_bytes: u64,
     ) -> CommitLog {
+        let floor = segments.keys().next().copied().unwrap_or(write_pos);
         CommitLog {
             dir,
             segment_size,
+            floor: Cell::new(floor),
             buf: RefCell::new(LogBuffer::new(
                 chunk_size_for(segment_size),
                 write_pos,
@@ -150,11 +157,13 @@ impl CommitLog {
         local - local % self.segment_size
     }
 
-    /// Start of the oldest segment (the log's minimum offset).
+    /// The log's minimum offset: the start of the oldest segment, or where the log begins while no
+    /// segment file exists (not the segment of the write position: unflushed appends may already
+    /// have passed the end of a segment whose file is not created yet).
     pub fn min_offset(&self) -> u64 {
         let first = self.segments.borrow().keys().next().copied();
         first
-            .unwrap_or_else(|| self.segment_start(self.write_pos()))
+            .unwrap_or_else(|| self.floor.get())
             .min(self.write_pos())
     }
 
@@ -168,6 +177,9 @@ impl CommitLog {
 
     pub fn remove_segment(&self, start: u64) -> Option<Rc<Segment>> {
         self.blocks.forget(start, start + self.segment_size);
+        // Memory may still hold some of its bytes (the read cache); they count as deleted.
+        self.floor
+            .set(self.floor.get().max(start + self.segment_size));
         self.segments.borrow_mut().remove(&start)
     }
 
@@ -623,5 +635,71 @@ fn head_size(head: &[u8]) -> Option<usize> {
     match peek_head(head) {
         Ok(Some(RecordHead::Message { total_size })) => Some(total_size),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEGMENT: u64 = 64 * 1024;
+
+    fn in_executor<Fut: std::future::Future<Output = ()> + 'static>(
+        f: impl FnOnce() -> Fut + Send + 'static,
+    ) {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(f)
+            .expect("spawn executor")
+            .join()
+            .expect("executor thread");
+    }
+
+    #[test]
+    fn min_offset_before_any_segment_file_is_where_the_log_begins() {
+        in_executor(|| async {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let log = CommitLog::new(
+                dir.path().to_owned(),
+                SEGMENT,
+                SegmentMap::new(),
+                0,
+                Vec::new(),
+                0,
+                0,
+            );
+            // Unflushed appends past the first segment's end: no file exists for either segment.
+            log.append_raw(&vec![1u8; SEGMENT as usize + 5000], 0);
+            assert_eq!(log.min_offset(), 0);
+        });
+    }
+
+    #[test]
+    fn min_offset_stays_past_a_deleted_segment_still_held_in_memory() {
+        in_executor(|| async {
+            let dir = tempfile::tempdir().expect("tempdir");
+            crate::probe::prime_dma_detection(dir.path())
+                .await
+                .expect("probe");
+            let seg = open_segment(dir.path(), 0, SEGMENT, true)
+                .await
+                .expect("segment");
+            let log = Rc::new(CommitLog::new(
+                dir.path().to_owned(),
+                SEGMENT,
+                SegmentMap::from([(0, seg)]),
+                0,
+                Vec::new(),
+                1 << 20,
+                0,
+            ));
+            // A full segment, flushed; the large read cache keeps its bytes in memory.
+            log.append_raw(&vec![1u8; SEGMENT as usize], 0);
+            log.flush().await.expect("flush");
+            assert_eq!(log.buf.borrow().mem_start(), 0);
+            log.close();
+            assert!(log.remove_segment(0).is_some());
+            assert!(log.segment_starts().is_empty());
+            assert_eq!(log.min_offset(), SEGMENT);
+        });
     }
 }

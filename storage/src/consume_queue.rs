@@ -10,7 +10,7 @@ use glommio::io::{DmaFile, OpenOptions};
 
 use crate::commitlog::{align_down, align_up};
 use crate::error::StoreError;
-use crate::offset::{file_name, parse_file_name};
+use crate::layout::{consume_queue_dir, file_name, parse_file_name};
 
 /// Bytes of one ConsumeQueue unit.
 pub const CQ_UNIT: u64 = 20;
@@ -81,16 +81,12 @@ fn io(path: &Path, e: impl std::fmt::Display) -> StoreError {
 }
 
 impl ConsumeQueue {
-    pub fn dir_for(root: &Path, topic: &str, queue_id: i32) -> PathBuf {
-        root.join(topic).join(queue_id.to_string())
-    }
-
     /// A new, empty queue (no files until the first flush).
     pub fn new(root: &Path, topic: &str, queue_id: i32, units_per_file: i64) -> ConsumeQueue {
         ConsumeQueue {
             topic: topic.to_owned(),
             queue_id,
-            dir: Self::dir_for(root, topic, queue_id),
+            dir: consume_queue_dir(root, topic, queue_id),
             units_per_file,
             files: BTreeMap::new(),
             min_offset: 0,

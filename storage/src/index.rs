@@ -5,9 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::StoreError;
 use crate::index_file::{key_hash, write_pages, IndexFile, IndexReader};
-use crate::offset::{file_name, parse_file_name};
-
-pub const INDEX_DIR: &str = "index";
+use crate::layout::{file_name, index_dir, parse_file_name};
 
 /// Dirty pages of one in-memory index file: (file, path, pages, file is full).
 pub(crate) type IndexFlushWork = Vec<(
@@ -29,7 +27,7 @@ pub(crate) struct IndexService {
 
 impl IndexService {
     pub async fn load(root: &Path, slots: u32, entries: u32) -> Result<IndexService, StoreError> {
-        let dir = root.join(INDEX_DIR);
+        let dir = index_dir(root);
         std::fs::create_dir_all(&dir).map_err(|e| StoreError::io(dir.display(), e))?;
         let mut names = Vec::new();
         for entry in std::fs::read_dir(&dir).map_err(|e| StoreError::io(dir.display(), e))? {

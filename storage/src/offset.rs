@@ -26,20 +26,6 @@ pub fn physical(shard_id: u16, local: u64) -> i64 {
     (i64::from(shard_id & MAX_SHARD_ID) << LOCAL_OFFSET_BITS) | (local as i64 & LOCAL_OFFSET_MASK)
 }
 
-/// Name of a file that starts at `offset`: 20 zero-padded digits, as RocketMQ names its files.
-pub fn file_name(offset: u64) -> String {
-    format!("{offset:020}")
-}
-
-/// Parses a 20-digit file name.
-pub fn parse_file_name(name: &str) -> Option<u64> {
-    if name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit()) {
-        name.parse().ok()
-    } else {
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,13 +41,5 @@ mod tests {
             }
         }
         assert_eq!(physical(1, 5), (1 << 48) + 5);
-    }
-
-    #[test]
-    fn file_names() {
-        assert_eq!(file_name(1073741824), "00000000001073741824");
-        assert_eq!(parse_file_name("00000000001073741824"), Some(1073741824));
-        assert_eq!(parse_file_name("abc"), None);
-        assert_eq!(parse_file_name("0000000000107374182x"), None);
     }
 }

@@ -11,13 +11,11 @@ use std::path::Path;
 use glommio::io::DmaFile;
 
 use crate::error::StoreError;
-
-/// Name of the probe file inside the shard directory.
-pub const PROBE_FILE: &str = ".dma-probe";
+use crate::layout::probe_path;
 
 /// Opens and reads a 4 KiB file of real data in `dir` through DMA, in the current executor.
 pub async fn prime_dma_detection(dir: &Path) -> Result<(), StoreError> {
-    let path = dir.join(PROBE_FILE);
+    let path = probe_path(dir);
     let block = vec![0xA5u8; 4096];
     // Plain std I/O on purpose: this file must be written before any DmaFile is opened.
     let needs_write = std::fs::read(&path).map(|b| b != block).unwrap_or(true);

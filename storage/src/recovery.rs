@@ -16,9 +16,9 @@ use crate::consume_queue::{ConsumeQueue, CqEntry};
 use crate::dispatch::{goes_to_consume_queue, goes_to_index, index_keys, tags_code};
 use crate::error::StoreError;
 use crate::index::IndexService;
-use crate::offset::{file_name, physical};
-use crate::segment::{open_all, Segment, SegmentMap, COMMITLOG_DIR};
-use crate::store::{ABORT_FILE, CONSUME_QUEUE_DIR};
+use crate::layout::{abort_marker, commitlog_dir, consume_queue_root, set_aside_path};
+use crate::offset::physical;
+use crate::segment::{open_all, Segment, SegmentMap};
 
 /// Bytes read at once while scanning.
 const SCAN_WINDOW: usize = 4 << 20;
@@ -74,13 +74,13 @@ async fn load_queues(root: &Path, units: i64) -> Result<PlainQueues, StoreError>
 
 pub(crate) async fn recover(cfg: &StoreConfig) -> Result<Recovered, StoreError> {
     let root = &cfg.root_dir;
-    let unclean = root.join(ABORT_FILE).exists();
+    let unclean = abort_marker(root).exists();
     let checkpoint = Checkpoint::read(root);
     let seg_size = cfg.mapped_file_size_commit_log;
-    let log_dir = root.join(COMMITLOG_DIR);
+    let log_dir = commitlog_dir(root);
     let mut segments = open_all(&log_dir, seg_size).await?;
     let units = (cfg.mapped_file_size_consume_queue / 20) as i64;
-    let mut queues = load_queues(&root.join(CONSUME_QUEUE_DIR), units).await?;
+    let mut queues = load_queues(&consume_queue_root(root), units).await?;
     let mut index = IndexService::load(root, cfg.max_hash_slot_num, cfg.max_index_num).await?;
 
     let first = segments.keys().next().copied().unwrap_or(0);
@@ -120,7 +120,7 @@ pub(crate) async fn recover(cfg: &StoreConfig) -> Result<Recovered, StoreError> 
         }
     };
     // Apply the ConsumeQueue units found by the re-dispatch.
-    let cq_root = root.join(CONSUME_QUEUE_DIR);
+    let cq_root = consume_queue_root(root);
     for ((topic, qid), list) in pending {
         let cq = queues
             .entry(topic.clone())
@@ -345,9 +345,7 @@ async fn cut_after(
         if head.iter().all(|b| *b == 0) {
             continue;
         }
-        let aside = seg
-            .path
-            .with_file_name(format!("{}.corrupt", file_name(start)));
+        let aside = set_aside_path(&seg.path, start);
         tracing::error!(
             "shard {}: moving CommitLog segment {} past the cut aside to {}",
             cfg.shard_id,

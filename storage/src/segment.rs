@@ -9,10 +9,7 @@ use bytes::Bytes;
 use glommio::io::{DmaFile, OpenOptions};
 
 use crate::error::StoreError;
-use crate::offset::{file_name, parse_file_name};
-
-/// Sub-directory of the shard directory that holds CommitLog segments.
-pub const COMMITLOG_DIR: &str = "commitlog";
+use crate::layout::{file_name, parse_file_name};
 
 /// An open segment.
 pub(crate) struct Segment {

@@ -1,6 +1,7 @@
 //! `MessageStore`: one shard's store. Appends assign queue offsets, go to the CommitLog buffer and are
-//! dispatched to the ConsumeQueue and index at once; a flusher task group-commits them; a maintenance
-//! task flushes ConsumeQueues, the index and the checkpoint, and runs retention.
+//! dispatched to the ConsumeQueue and index at once; a flusher task group-commits them (the policy is
+//! in `group_commit`); a maintenance task flushes ConsumeQueues, the index and the checkpoint, and
+//! runs retention.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -13,21 +14,18 @@ use protocol::message::record::{MessageRecord, MAX_PROPERTIES_LEN};
 
 use crate::checkpoint::{Checkpoint, CheckpointWriter};
 use crate::commitlog::CommitLog;
-use crate::config::{FlushDiskType, StoreConfig};
+use crate::config::StoreConfig;
 use crate::consume_queue::{ConsumeQueue, CqEntry};
 use crate::dispatch::{goes_to_consume_queue, goes_to_index, DispatchProps};
 use crate::error::{PutError, StoreError};
 use crate::flush::{FlushSignal, FlushWaiters};
 use crate::index::{flush_index, IndexService};
 use crate::index_file::IndexFile;
+use crate::layout::{abort_marker, consume_queue_root, file_name};
 use crate::offset::physical;
 use crate::stats::{StatsSnapshot, StoreStats};
 use crate::types::PutOk;
 
-/// Sub-directory of the shard directory that holds ConsumeQueues (`<topic>/<queueId>/<files>`).
-pub const CONSUME_QUEUE_DIR: &str = "consumequeue";
-/// Marker present while the store runs; found at open it means the last stop was unclean.
-pub const ABORT_FILE: &str = "abort";
 /// How often retention and the disk-usage check run.
 const RETENTION_INTERVAL: Duration = Duration::from_secs(10);
 
@@ -111,7 +109,7 @@ impl MessageStore {
             })
             .collect();
         let inner = Rc::new(Inner {
-            cq_root: cfg.root_dir.join(CONSUME_QUEUE_DIR),
+            cq_root: consume_queue_root(&cfg.root_dir),
             log: Rc::new(rec.log),
             queues: RefCell::new(queues),
             index: RefCell::new(rec.index),
@@ -138,7 +136,7 @@ impl MessageStore {
                 .index
                 .borrow()
                 .dir
-                .join(crate::offset::file_name(now_ms() as u64));
+                .join(file_name(now_ms() as u64));
             let file = IndexFile::create(path, slots, entries).await?;
             store.inner.index.borrow_mut().finish_new_file(Some(file));
         }
@@ -146,7 +144,7 @@ impl MessageStore {
         store.roll_index_file();
         // Make what recovery rebuilt durable before anything else happens.
         store.flush_maintenance().await?;
-        std::fs::write(store.inner.cfg.root_dir.join(ABORT_FILE), b"")
+        std::fs::write(abort_marker(&store.inner.cfg.root_dir), b"")
             .map_err(|e| StoreError::io(store.inner.cfg.root_dir.display(), e))?;
         store.start_tasks()?;
         Ok(store)
@@ -165,7 +163,7 @@ impl MessageStore {
         );
         let spawn_err = |e| StoreError::io("task queue", e);
         self.inner.log.prepare_first_segment();
-        let flusher = glommio::spawn_local(flusher_loop(self.inner.clone()));
+        let flusher = glommio::spawn_local(crate::group_commit::flusher_loop(self.inner.clone()));
         *self.inner.flusher.borrow_mut() = Some(flusher);
         let me = self.clone();
         let maintenance = glommio::spawn_local_into(
@@ -371,33 +369,6 @@ impl MessageStore {
         .detach();
     }
 
-    /// Wakes the flusher and, with SYNC_FLUSH, waits for the flush covering `end`.
-    async fn after_append(&self, end: u64) -> Result<(), PutError> {
-        let inner = &*self.inner;
-        match inner.cfg.flush_disk_type {
-            FlushDiskType::AsyncFlush => {
-                if inner.log.unflushed() >= inner.cfg.flush_commit_log_least_pages * 4096 {
-                    inner.signal.raise();
-                }
-                Ok(())
-            }
-            FlushDiskType::SyncFlush => {
-                inner.signal.raise();
-                let timeout_ms = inner.cfg.sync_flush_timeout_ms;
-                let wait = async { inner.waiters.wait(end).await.map_err(PutError::Io) };
-                let timer = async {
-                    glommio::timer::sleep(Duration::from_millis(timeout_ms)).await;
-                    Err(PutError::FlushTimeout(timeout_ms))
-                };
-                let res = futures_lite::future::or(wait, timer).await;
-                if matches!(res, Err(PutError::FlushTimeout(_))) {
-                    StoreStats::inc(&inner.stats.flush_timeouts, 1);
-                }
-                res
-            }
-        }
-    }
-
     /// The queue's ConsumeQueue, created empty if new.
     pub(crate) fn queue_or_create(&self, topic: &str, queue_id: i32) -> Rc<RefCell<ConsumeQueue>> {
         if let Some(q) = self.queue(topic, queue_id) {
@@ -554,72 +525,13 @@ impl MessageStore {
         let clean = inner.log.unflushed() == 0;
         match self.flush_maintenance().await {
             Ok(()) if clean => {
-                let _ = std::fs::remove_file(inner.cfg.root_dir.join(ABORT_FILE));
+                let _ = std::fs::remove_file(abort_marker(&inner.cfg.root_dir));
             }
             Ok(()) => tracing::error!(
                 "shard {}: CommitLog not fully flushed at shutdown",
                 inner.cfg.shard_id
             ),
             Err(e) => tracing::error!("shard {}: final flush failed: {e}", inner.cfg.shard_id),
-        }
-    }
-}
-
-/// The CommitLog flusher: group commit (SYNC_FLUSH flushes as soon as anything is pending, so records
-/// appended during a flush join the next one) or timer/threshold flushing (ASYNC_FLUSH).
-async fn flusher_loop(inner: Rc<Inner>) {
-    let cfg = &inner.cfg;
-    let interval = Duration::from_millis(cfg.flush_interval_commit_log_ms.max(1));
-    let least = cfg.flush_commit_log_least_pages * 4096;
-    let sync = cfg.flush_disk_type == FlushDiskType::SyncFlush;
-    let mut last_flush = Instant::now();
-    loop {
-        let unflushed = inner.log.unflushed();
-        let stopping = inner.shutting_down.get();
-        let due = unflushed > 0
-            && (sync || stopping || unflushed >= least || last_flush.elapsed() >= interval);
-        if !due {
-            if stopping {
-                break;
-            }
-            let wait = if unflushed > 0 {
-                interval.saturating_sub(last_flush.elapsed())
-            } else {
-                interval
-            };
-            futures_lite::future::or(inner.signal.wait(), glommio::timer::sleep(wait)).await;
-            continue;
-        }
-        let started = Instant::now();
-        match inner.log.flush().await {
-            Ok(out) => {
-                inner.stats.record_flush(
-                    started.elapsed().as_nanos() as u64,
-                    out.records,
-                    out.bytes,
-                );
-                inner.waiters.advance(inner.log.flushed.get());
-                if inner.write_failure.borrow_mut().take().is_some() {
-                    tracing::warn!(
-                        "shard {}: CommitLog writes work again; store writable",
-                        cfg.shard_id
-                    );
-                }
-                last_flush = Instant::now();
-            }
-            Err(e) => {
-                let why = format!("CommitLog write failed: {e}");
-                tracing::error!(
-                    "shard {}: {why}; store is read-only until a flush succeeds",
-                    cfg.shard_id
-                );
-                *inner.write_failure.borrow_mut() = Some(why.clone());
-                inner.waiters.fail(why);
-                if stopping {
-                    break;
-                }
-                glommio::timer::sleep(Duration::from_secs(1)).await;
-            }
         }
     }
 }

@@ -1,12 +1,18 @@
-//! Property test: random appends, batch appends, pulls (with and without a tag filter), reads by
-//! physical offset and clean reopenings, checked against an in-memory model.
+//! Property tests: random appends, batch appends, pulls (with and without a tag filter), reads by
+//! physical offset and clean reopenings, checked against an in-memory model; after each reopening and
+//! at the end every record is read back by offset and every queue pulled whole. A second generator
+//! adds small segments, bursts of appends, pauses that let the flusher and segment creation run, and
+//! full sweeps mid-run, so records often sit on both sides of segment ends and flush points. CI runs a
+//! few cases; `scripts/model-long.sh` runs many (`PROPTEST_CASES`).
 
 mod common;
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use common::{body, message, run, small_config};
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 use protocol::message::properties;
 use protocol::message::record::decode_view;
 use storage::{FlushDiskType, GetMessageStatus, MessageStore};
@@ -33,12 +39,27 @@ enum Op {
         max_bytes: usize,
         tag: Option<u8>,
     },
+    /// `n` single puts in a row (ASYNC_FLUSH puts never yield, so nothing runs in between).
+    Burst {
+        topic: u8,
+        queue: i32,
+        n: usize,
+        len: usize,
+    },
     ReadByPhys {
         pick: usize,
     },
+    /// Sleeps: background tasks (flusher, segment creation, maintenance) run meanwhile, so later
+    /// reads meet records on both sides of a moving flush point. Without it puts never yield.
+    Settle {
+        ms: u64,
+    },
+    /// Every record by physical offset, every queue pulled whole.
+    Sweep,
     Reopen,
 }
 
+/// The first generator. Left as it is: the saved seeds replay through it.
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         6 => (0u8..2, 0i32..3, 0usize..2500, 0u8..3).prop_map(|(topic, queue, len, tag)| Op::Put { topic, queue, len, tag }),
@@ -46,6 +67,22 @@ fn op() -> impl Strategy<Value = Op> {
         4 => (0u8..2, 0i32..4, -2i64..14, 1i32..8, 1usize..6000, proptest::option::of(0u8..3))
             .prop_map(|(topic, queue, back, max_count, max_bytes, tag)| Op::Get { topic, queue, back, max_count, max_bytes, tag }),
         1 => any::<usize>().prop_map(|pick| Op::ReadByPhys { pick }),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+/// The second generator: bursts that cross segment ends before anything yields, pauses that move
+/// the flush point and create segments, sweeps that read everything at that moment.
+fn op_boundaries() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        5 => (0u8..2, 0i32..3, 0usize..2500, 0u8..3).prop_map(|(topic, queue, len, tag)| Op::Put { topic, queue, len, tag }),
+        2 => (0u8..2, 0i32..3, 2usize..30, 0usize..2500).prop_map(|(topic, queue, n, len)| Op::Burst { topic, queue, n, len }),
+        1 => (0u8..2, 0i32..3, 1usize..6, 0usize..800).prop_map(|(topic, queue, n, len)| Op::Batch { topic, queue, n, len }),
+        3 => (0u8..2, 0i32..4, -2i64..14, 1i32..8, 1usize..6000, proptest::option::of(0u8..3))
+            .prop_map(|(topic, queue, back, max_count, max_bytes, tag)| Op::Get { topic, queue, back, max_count, max_bytes, tag }),
+        2 => any::<usize>().prop_map(|pick| Op::ReadByPhys { pick }),
+        2 => (0u64..30).prop_map(|ms| Op::Settle { ms }),
+        2 => Just(Op::Sweep),
         1 => Just(Op::Reopen),
     ]
 }
@@ -163,15 +200,107 @@ fn got_size(r: &Rec) -> usize {
     message("Model0", 0, &body(r.seed, r.len), &tag_name(r.tag), "", "").encoded_len()
 }
 
-fn run_ops(ops: Vec<Op>) {
+/// Reads every modelled record by its physical offset and pulls every queue from 0 to its end.
+async fn sweep(store: &MessageStore, model: &HashMap<(u8, i32), Vec<Rec>>, all: &[Rec]) {
+    for (i, r) in all.iter().enumerate() {
+        let rec = store.read_record(r.phys).await.expect("read");
+        let rec = rec.unwrap_or_else(|| {
+            panic!(
+                "record {i} (physical offset {}) not found; log min {} max {} flushed {}, segments {:?}",
+                r.phys,
+                store.min_physical_offset(),
+                store.max_physical_offset(),
+                store.flushed_physical_offset(),
+                store.commitlog_segments()
+            )
+        });
+        assert_eq!(
+            decode_view(&rec, true).expect("valid").body,
+            &body(r.seed, r.len)[..]
+        );
+    }
+    for ((topic, queue), recs) in model {
+        let mut offset = 0usize;
+        while offset < recs.len() {
+            let got = store
+                .get_messages(
+                    &topic_name(*topic),
+                    *queue,
+                    offset as i64,
+                    32,
+                    1 << 20,
+                    None,
+                )
+                .await
+                .expect("get");
+            assert_eq!(
+                got.status,
+                GetMessageStatus::Found,
+                "pull of {topic}/{queue} at {offset}"
+            );
+            let n = got.records.len();
+            assert_eq!(got.next_begin_offset, (offset + n) as i64);
+            for (rec, r) in got.records.iter().zip(recs.iter().skip(offset)) {
+                let view = decode_view(rec, true).expect("valid");
+                assert_eq!(view.physical_offset, r.phys);
+                assert_eq!(view.body, &body(r.seed, r.len)[..]);
+            }
+            offset += n;
+        }
+    }
+}
+
+/// The store's expected contents: every queue's records in order, and all records in append order.
+#[derive(Default)]
+struct Model {
+    queues: HashMap<(u8, i32), Vec<Rec>>,
+    all: Vec<Rec>,
+    seed: u64,
+}
+
+impl Model {
+    /// Records one stored message (its body is `body(seed, len)`).
+    fn add(&mut self, topic: u8, queue: i32, ok: &storage::PutOk, seed: u64, len: usize, tag: u8) {
+        let q = self.queues.entry((topic, queue)).or_default();
+        assert_eq!(ok.queue_offset, q.len() as i64);
+        let r = Rec {
+            phys: ok.physical_offset,
+            seed,
+            len,
+            tag,
+        };
+        q.push(r.clone());
+        self.all.push(r);
+    }
+
+    async fn put(&mut self, store: &MessageStore, topic: u8, queue: i32, len: usize, tag: u8) {
+        self.seed += 1;
+        let ok = store
+            .put(message(
+                &topic_name(topic),
+                queue,
+                &body(self.seed, len),
+                &tag_name(tag),
+                "",
+                "",
+            ))
+            .await
+            .expect("put");
+        self.add(topic, queue, &ok, self.seed, len, tag);
+    }
+}
+
+/// Runs `ops` against a fresh store whose CommitLog segments are `segment` bytes.
+fn run_ops(segment: u64, ops: Vec<Op>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().to_owned();
     run(move || async move {
-        let open = || MessageStore::open(small_config(&path, FlushDiskType::AsyncFlush));
+        let mut cfg = small_config(&path, FlushDiskType::AsyncFlush);
+        cfg.mapped_file_size_commit_log = segment;
+        cfg.max_message_size = cfg.max_message_size.min(segment as usize / 2);
+        let open = || MessageStore::open(cfg.clone());
         let mut store = open().await.expect("open");
-        let mut model: HashMap<(u8, i32), Vec<Rec>> = HashMap::new();
-        let mut all: Vec<Rec> = Vec::new();
-        let mut seed = 0u64;
+        let mut m = Model::default();
         for op in ops {
             match op {
                 Op::Put {
@@ -179,29 +308,17 @@ fn run_ops(ops: Vec<Op>) {
                     queue,
                     len,
                     tag,
+                } => m.put(&store, topic, queue, len, tag).await,
+                Op::Burst {
+                    topic,
+                    queue,
+                    n,
+                    len,
                 } => {
-                    seed += 1;
-                    let ok = store
-                        .put(message(
-                            &topic_name(topic),
-                            queue,
-                            &body(seed, len),
-                            &tag_name(tag),
-                            "",
-                            "",
-                        ))
-                        .await
-                        .expect("put");
-                    let q = model.entry((topic, queue)).or_default();
-                    assert_eq!(ok.queue_offset, q.len() as i64);
-                    let r = Rec {
-                        phys: ok.physical_offset,
-                        seed,
-                        len,
-                        tag,
-                    };
-                    q.push(r.clone());
-                    all.push(r);
+                    for i in 0..n {
+                        let len = (len + i * 797) % 2500;
+                        m.put(&store, topic, queue, len, (i % 3) as u8).await;
+                    }
                 }
                 Op::Batch {
                     topic,
@@ -214,7 +331,7 @@ fn run_ops(ops: Vec<Op>) {
                             message(
                                 &topic_name(topic),
                                 queue,
-                                &body(seed + 1 + i as u64, len),
+                                &body(m.seed + 1 + i as u64, len),
                                 &tag_name(0),
                                 "",
                                 "",
@@ -223,17 +340,8 @@ fn run_ops(ops: Vec<Op>) {
                         .collect();
                     let oks = store.put_batch(msgs).await.expect("batch");
                     for ok in oks {
-                        seed += 1;
-                        let q = model.entry((topic, queue)).or_default();
-                        assert_eq!(ok.queue_offset, q.len() as i64);
-                        let r = Rec {
-                            phys: ok.physical_offset,
-                            seed,
-                            len,
-                            tag: 0,
-                        };
-                        q.push(r.clone());
-                        all.push(r);
+                        m.seed += 1;
+                        m.add(topic, queue, &ok, m.seed, len, 0);
                     }
                 }
                 Op::Get {
@@ -245,12 +353,12 @@ fn run_ops(ops: Vec<Op>) {
                     tag,
                 } => {
                     check_get(
-                        &store, &model, topic, queue, back, max_count, max_bytes, tag,
+                        &store, &m.queues, topic, queue, back, max_count, max_bytes, tag,
                     )
                     .await;
                 }
                 Op::ReadByPhys { pick } => {
-                    if let Some(r) = all.get(pick % all.len().max(1)) {
+                    if let Some(r) = m.all.get(pick % m.all.len().max(1)) {
                         let rec = store
                             .read_record(r.phys)
                             .await
@@ -262,24 +370,50 @@ fn run_ops(ops: Vec<Op>) {
                         );
                     }
                 }
+                Op::Settle { ms } => glommio::timer::sleep(Duration::from_millis(ms)).await,
+                Op::Sweep => sweep(&store, &m.queues, &m.all).await,
                 Op::Reopen => {
                     store.shutdown().await;
                     store = open().await.expect("reopen");
+                    sweep(&store, &m.queues, &m.all).await;
                 }
             }
         }
-        for ((t, q), recs) in &model {
+        sweep(&store, &m.queues, &m.all).await;
+        for ((t, q), recs) in &m.queues {
             assert_eq!(store.max_offset(&topic_name(*t), *q), recs.len() as i64);
         }
         store.shutdown().await;
     });
 }
 
+/// Cases per run of each test: 16 in CI; `PROPTEST_CASES` sets more (an explicit count would override it).
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 16, max_shrink_iters: 50, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: cases(),
+        max_shrink_iters: 50,
+        // Next to this file, where the saved failing seeds are (replayed first on every run).
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource("proptest-regressions"))),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn store_matches_model(ops in proptest::collection::vec(op(), 1..120)) {
-        run_ops(ops);
+        run_ops(64 * 1024, ops);
+    }
+
+    #[test]
+    fn store_matches_model_across_boundaries(
+        segment_kib in prop_oneof![Just(16u64), Just(32), Just(64)],
+        ops in proptest::collection::vec(op_boundaries(), 1..80),
+    ) {
+        run_ops(segment_kib * 1024, ops);
     }
 }

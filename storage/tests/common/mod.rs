@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::path::Path;
+use std::time::Duration;
 
 use bytes::Bytes;
 use glommio::LocalExecutorBuilder;
@@ -18,7 +19,14 @@ where
     T: Send + 'static,
 {
     LocalExecutorBuilder::default()
-        .spawn(f)
+        .spawn(move || async move {
+            let out = f().await;
+            // Files dropped with the test's store are closed by the executor's next I/O cycle; one
+            // more cycle before the executor ends, or their descriptors stay open for the life of
+            // the test process (a long model run ran out of them).
+            glommio::timer::sleep(Duration::from_millis(1)).await;
+            out
+        })
         .expect("spawn executor")
         .join()
         .expect("executor thread")

@@ -1,0 +1,102 @@
+//! Group commit policy: when the CommitLog is flushed and when a put returns. With SYNC_FLUSH every
+//! put wakes the flusher and waits (up to `syncFlushTimeout`) for the fdatasync that covers its record;
+//! the flusher flushes as soon as anything is pending, so records appended during one flush share the
+//! next. With ASYNC_FLUSH a put returns at once and the flusher runs when `flushCommitLogLeastPages`
+//! pages are pending, every `flushIntervalCommitLog` ms otherwise, and at shutdown. A failed flush
+//! fails the waiting puts and leaves the store read-only until a flush succeeds.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use crate::config::FlushDiskType;
+use crate::error::PutError;
+use crate::stats::StoreStats;
+use crate::store::{Inner, MessageStore};
+
+impl MessageStore {
+    /// Wakes the flusher and, with SYNC_FLUSH, waits for the flush covering `end`.
+    pub(crate) async fn after_append(&self, end: u64) -> Result<(), PutError> {
+        let inner = &*self.inner;
+        match inner.cfg.flush_disk_type {
+            FlushDiskType::AsyncFlush => {
+                if inner.log.unflushed() >= inner.cfg.flush_commit_log_least_pages * 4096 {
+                    inner.signal.raise();
+                }
+                Ok(())
+            }
+            FlushDiskType::SyncFlush => {
+                inner.signal.raise();
+                let timeout_ms = inner.cfg.sync_flush_timeout_ms;
+                let wait = async { inner.waiters.wait(end).await.map_err(PutError::Io) };
+                let timer = async {
+                    glommio::timer::sleep(Duration::from_millis(timeout_ms)).await;
+                    Err(PutError::FlushTimeout(timeout_ms))
+                };
+                let res = futures_lite::future::or(wait, timer).await;
+                if matches!(res, Err(PutError::FlushTimeout(_))) {
+                    StoreStats::inc(&inner.stats.flush_timeouts, 1);
+                }
+                res
+            }
+        }
+    }
+}
+
+/// The CommitLog flusher: group commit (SYNC_FLUSH flushes as soon as anything is pending, so records
+/// appended during a flush join the next one) or timer/threshold flushing (ASYNC_FLUSH).
+pub(crate) async fn flusher_loop(inner: Rc<Inner>) {
+    let cfg = &inner.cfg;
+    let interval = Duration::from_millis(cfg.flush_interval_commit_log_ms.max(1));
+    let least = cfg.flush_commit_log_least_pages * 4096;
+    let sync = cfg.flush_disk_type == FlushDiskType::SyncFlush;
+    let mut last_flush = Instant::now();
+    loop {
+        let unflushed = inner.log.unflushed();
+        let stopping = inner.shutting_down.get();
+        let due = unflushed > 0
+            && (sync || stopping || unflushed >= least || last_flush.elapsed() >= interval);
+        if !due {
+            if stopping {
+                break;
+            }
+            let wait = if unflushed > 0 {
+                interval.saturating_sub(last_flush.elapsed())
+            } else {
+                interval
+            };
+            futures_lite::future::or(inner.signal.wait(), glommio::timer::sleep(wait)).await;
+            continue;
+        }
+        let started = Instant::now();
+        match inner.log.flush().await {
+            Ok(out) => {
+                inner.stats.record_flush(
+                    started.elapsed().as_nanos() as u64,
+                    out.records,
+                    out.bytes,
+                );
+                inner.waiters.advance(inner.log.flushed.get());
+                if inner.write_failure.borrow_mut().take().is_some() {
+                    tracing::warn!(
+                        "shard {}: CommitLog writes work again; store writable",
+                        cfg.shard_id
+                    );
+                }
+                last_flush = Instant::now();
+            }
+            Err(e) => {
+                let why = format!("CommitLog write failed: {e}");
+                tracing::error!(
+                    "shard {}: {why}; store is read-only until a flush succeeds",
+                    cfg.shard_id
+                );
+                *inner.write_failure.borrow_mut() = Some(why.clone());
+                inner.waiters.fail(why);
+                if stopping {
+                    break;
+                }
+                glommio::timer::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
