@@ -29,7 +29,10 @@ fn flush_disk_timeout_answers_carry_the_send_result() {
                 "answer {i}: {:?}",
                 r.remark
             );
-            let msg_id = r.ext("msgId").expect("msgId with FLUSH_DISK_TIMEOUT").to_owned();
+            let msg_id = r
+                .ext("msgId")
+                .expect("msgId with FLUSH_DISK_TIMEOUT")
+                .to_owned();
             assert_eq!(r.ext("queueId"), Some("1"));
             let queue_offset: i64 = r
                 .ext("queueOffset")
@@ -45,16 +48,20 @@ fn flush_disk_timeout_answers_carry_the_send_result() {
         for (record, (msg_id, body)) in records.iter().zip(&sent) {
             assert_eq!(record.body.as_ref(), body.as_slice());
             let (_, offset) = msgid::parse_offset_msg_id(msg_id).expect("an offsetMsgId");
-            let view = RemotingCommand::request(request_code::VIEW_MESSAGE_BY_ID)
-                .with_ext_fields(ViewMessageRequestHeader {
+            let view = RemotingCommand::request(request_code::VIEW_MESSAGE_BY_ID).with_ext_fields(
+                ViewMessageRequestHeader {
                     topic: None,
                     offset,
                 }
-                .to_ext_fields());
+                .to_ext_fields(),
+            );
             let found = client.invoke(view, TIMEOUT).await.unwrap();
             assert_eq!(found.code, response_code::SUCCESS, "{:?}", found.remark);
             let stored = decode_records(&found.body);
-            assert_eq!(stored.first().map(|r| r.body.as_ref()), Some(body.as_slice()));
+            assert_eq!(
+                stored.first().map(|r| r.body.as_ref()),
+                Some(body.as_slice())
+            );
         }
     });
 }

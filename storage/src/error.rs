@@ -25,6 +25,19 @@ pub enum StoreError {
     NotContiguous { expected: i64, got: i64 },
 }
 
+impl PutError {
+    /// A flush timeout names the records it concerns (they are stored); other errors stay as they are.
+    pub(crate) fn with_stored(self, oks: Vec<crate::PutOk>) -> PutError {
+        match self {
+            PutError::FlushTimeout { timeout_ms, .. } => PutError::FlushTimeout {
+                timeout_ms,
+                stored: oks,
+            },
+            other => other,
+        }
+    }
+}
+
 impl StoreError {
     pub(crate) fn io(path: impl std::fmt::Display, err: impl std::fmt::Display) -> StoreError {
         StoreError::Io {
@@ -40,9 +53,13 @@ pub enum PutError {
     /// Too much data waits for a flush; the broker answers SYSTEM_BUSY.
     #[error("store busy: {unflushed} bytes wait for a flush")]
     Busy { unflushed: u64 },
-    /// The record was appended but no sync covered it within `syncFlushTimeout` (FLUSH_DISK_TIMEOUT).
-    #[error("flush did not complete within {0} ms")]
-    FlushTimeout(u64),
+    /// The records were appended (here is where) but no sync covered them within `syncFlushTimeout`
+    /// (FLUSH_DISK_TIMEOUT, answered with the send result as RocketMQ does).
+    #[error("flush did not complete within {timeout_ms} ms")]
+    FlushTimeout {
+        timeout_ms: u64,
+        stored: Vec<crate::PutOk>,
+    },
     /// Disk full or a failed write: the store accepts no appends.
     #[error("store is read-only: {0}")]
     ReadOnly(String),

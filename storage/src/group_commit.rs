@@ -30,10 +30,13 @@ impl MessageStore {
                 let wait = async { inner.waiters.wait(end).await.map_err(PutError::Io) };
                 let timer = async {
                     glommio::timer::sleep(Duration::from_millis(timeout_ms)).await;
-                    Err(PutError::FlushTimeout(timeout_ms))
+                    Err(PutError::FlushTimeout {
+                        timeout_ms,
+                        stored: Vec::new(),
+                    })
                 };
                 let res = futures_lite::future::or(wait, timer).await;
-                if matches!(res, Err(PutError::FlushTimeout(_))) {
+                if matches!(res, Err(PutError::FlushTimeout { .. })) {
                     StoreStats::inc(&inner.stats.flush_timeouts, 1);
                 }
                 res

@@ -221,8 +221,10 @@ impl MessageStore {
         let len = msg.encoded_len();
         self.admit(len as u64)?;
         let (ok, end) = self.append(msg, len, now_ms())?;
-        self.after_append(end).await?;
-        Ok(ok)
+        match self.after_append(end).await {
+            Ok(()) => Ok(ok),
+            Err(e) => Err(e.with_stored(vec![ok])),
+        }
     }
 
     /// Appends messages back to back (consecutive queue offsets within a queue), one flush covering all.
@@ -238,8 +240,10 @@ impl MessageStore {
             out.push(ok);
             end = e;
         }
-        self.after_append(end).await?;
-        Ok(out)
+        match self.after_append(end).await {
+            Ok(()) => Ok(out),
+            Err(e) => Err(e.with_stored(out)),
+        }
     }
 
     /// Refuses an append of `len` bytes when read-only or when too much waits for a flush.

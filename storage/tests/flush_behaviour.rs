@@ -80,7 +80,13 @@ fn a_sync_that_misses_the_deadline_is_a_flush_timeout() {
             .put(message("F", 0, b"late", "", "", ""))
             .await
             .expect_err("timeout");
-        assert_eq!(err, PutError::FlushTimeout(0));
+        let PutError::FlushTimeout { timeout_ms, stored } = err else {
+            panic!("not a flush timeout: {err:?}");
+        };
+        assert_eq!(timeout_ms, 0);
+        // Where the record went: queue offset 0 of queue F/0.
+        assert_eq!(stored.len(), 1);
+        assert_eq!(stored[0].queue_offset, 0);
         assert_eq!(store.stats().flush_timeouts, 1);
         // The record was appended all the same.
         assert_eq!(store.max_offset("F", 0), 1);

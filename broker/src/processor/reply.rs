@@ -35,7 +35,7 @@ pub fn unsupported(request_code: i32) -> RemotingCommand {
 pub fn put_error(e: &PutError) -> RemotingCommand {
     let code = match e {
         PutError::Busy { .. } => rc::SYSTEM_BUSY,
-        PutError::FlushTimeout(_) => rc::FLUSH_DISK_TIMEOUT,
+        PutError::FlushTimeout { .. } => rc::FLUSH_DISK_TIMEOUT,
         PutError::ReadOnly(_) => rc::SERVICE_NOT_AVAILABLE,
         PutError::MessageTooLarge { .. } | PutError::Illegal(_) => rc::MESSAGE_ILLEGAL,
         PutError::Io(_) => rc::SYSTEM_ERROR,

@@ -13,6 +13,8 @@ use crate::shard::Shard;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SendStatus {
     SendOk,
+    /// SYNC_FLUSH: no fdatasync covered the records within `syncFlushTimeout`.
+    FlushDiskTimeout,
     /// SYNC_MASTER: no slave acknowledged the records within `syncFlushTimeout`.
     FlushSlaveTimeout,
     /// SYNC_MASTER: no slave is connected, or the slave lags too far.
@@ -24,6 +26,7 @@ impl SendStatus {
     pub fn response_code(self) -> i32 {
         match self {
             SendStatus::SendOk => rc::SUCCESS,
+            SendStatus::FlushDiskTimeout => rc::FLUSH_DISK_TIMEOUT,
             SendStatus::FlushSlaveTimeout => rc::FLUSH_SLAVE_TIMEOUT,
             SendStatus::SlaveNotAvailable => rc::SLAVE_NOT_AVAILABLE,
         }
@@ -32,6 +35,7 @@ impl SendStatus {
     pub fn describe(self) -> &'static str {
         match self {
             SendStatus::SendOk => "stored",
+            SendStatus::FlushDiskTimeout => "stored, but the flush did not complete in time",
             SendStatus::FlushSlaveTimeout => "wait for the slave's ack timed out",
             SendStatus::SlaveNotAvailable => "slave not available",
         }
@@ -61,15 +65,31 @@ pub async fn put_here(
 ) -> Result<PutOutcome, PutError> {
     let count = records.len() as u64;
     let bytes: u64 = records.iter().map(|r| r.body.len() as u64).sum();
-    let stored = if records.len() == 1 {
+    let result = if records.len() == 1 {
         match records.pop() {
             Some(record) => shard.store.put(record).await.map(|ok| vec![ok]),
             None => Ok(Vec::new()),
         }
     } else {
         shard.store.put_batch(records).await
-    }?;
+    };
+    let (stored, flushed) = match result {
+        Ok(stored) => (stored, true),
+        // Appended; only its sync is late: a status of the outcome, with the send result.
+        Err(storage::PutError::FlushTimeout { stored, .. }) if !stored.is_empty() => {
+            (stored, false)
+        }
+        Err(e) => return Err(e.into()),
+    };
     shard.counters.put(count, bytes);
+    if !flushed {
+        // The slave still gets the records; the answer does not wait for it after a late flush.
+        shard.ha.signal.raise();
+        return Ok(PutOutcome {
+            stored,
+            status: SendStatus::FlushDiskTimeout,
+        });
+    }
     let status = match crate::role::ha::after_put(shard, &stored).await {
         Ok(()) => SendStatus::SendOk,
         Err(ha::WaitError::SlaveNotAvailable) => SendStatus::SlaveNotAvailable,

@@ -214,6 +214,8 @@ async fn deliver(shard: &Rc<Shard>, level: i32, offset: i64, records: Vec<bytes:
                 }
                 continue;
             }
+            // Written, only its sync is late: it is in the log.
+            Ok(put) if put.status == SendStatus::FlushDiskTimeout => Outcome::Stored(None),
             // SYNC_MASTER without a slave's ack: delivered again later, as RocketMQ does.
             Ok(put) => {
                 let why = put.status.describe();
@@ -228,8 +230,6 @@ async fn deliver(shard: &Rc<Shard>, level: i32, offset: i64, records: Vec<bytes:
                 );
                 Outcome::Skipped
             }
-            // Written, only its sync is late: it is in the log.
-            Err(OwnerPutError::Store(PutError::FlushTimeout(_))) => Outcome::Stored(None),
             Err(e) => {
                 tracing::warn!("delay level {level}: delivery failed ({e}); retrying");
                 Outcome::Failed
