@@ -9,6 +9,9 @@
 //!
 //! BENCH_DIR picks the directory (default: a temp dir under /var/tmp, on the real disk).
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;

@@ -14,6 +14,12 @@ use crate::stats::StoreStats;
 use crate::store::{Inner, MessageStore};
 
 impl MessageStore {
+    /// Starts the CommitLog flusher task in the current executor (once, at open).
+    pub(crate) fn start_flusher(&self) {
+        let flusher = glommio::spawn_local(flusher_loop(self.inner.clone()));
+        *self.inner.flusher.borrow_mut() = Some(flusher);
+    }
+
     /// Wakes the flusher and, with SYNC_FLUSH, waits for the flush covering `end`.
     pub(crate) async fn after_append(&self, end: u64) -> Result<(), PutError> {
         let inner = &*self.inner;
@@ -47,7 +53,7 @@ impl MessageStore {
 
 /// The CommitLog flusher: group commit (SYNC_FLUSH flushes as soon as anything is pending, so records
 /// appended during a flush join the next one) or timer/threshold flushing (ASYNC_FLUSH).
-pub(crate) async fn flusher_loop(inner: Rc<Inner>) {
+async fn flusher_loop(inner: Rc<Inner>) {
     let cfg = &inner.cfg;
     let interval = Duration::from_millis(cfg.flush_interval_commit_log_ms.max(1));
     let least = cfg.flush_commit_log_least_pages * 4096;

@@ -242,7 +242,7 @@ async fn scan(
                 .filter(|at| *at < w.1.len())
         };
         let mut at = avail(&window);
-        if at.map_or(true, |a| window.1.len() - a < 8) {
+        if at.is_none_or(|a| window.1.len() - a < 8) {
             window = (pos, read_window(seg, in_seg, SCAN_WINDOW, seg_size).await?);
             at = Some(0);
         }
@@ -367,7 +367,7 @@ async fn truncate_past(cq: &mut ConsumeQueue, end_phys: i64) -> Result<(), Store
         let inside = cq
             .entry(mid)
             .await?
-            .map_or(true, |e| e.phys + i64::from(e.size) <= end_phys);
+            .is_none_or(|e| e.phys + i64::from(e.size) <= end_phys);
         if inside {
             lo = mid + 1;
         } else {

@@ -17,6 +17,7 @@ pub fn disk_used_percent(path: &Path) -> Option<u32> {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
     // SAFETY: statvfs writes into the zeroed struct we own; the path is a valid C string.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `st` a live, writable statvfs for the call.
     if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
         return None;
     }
@@ -34,6 +35,7 @@ fn local_hour(now_ms: i64) -> Option<u32> {
     let t: libc::time_t = (now_ms / 1000) as libc::time_t;
     // SAFETY: localtime_r fills the zeroed struct we own.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are to live locals for the duration of the call.
     let res = unsafe { libc::localtime_r(&t, &mut tm) };
     (!res.is_null()).then_some(tm.tm_hour as u32)
 }

@@ -163,8 +163,7 @@ impl MessageStore {
         );
         let spawn_err = |e| StoreError::io("task queue", e);
         self.inner.log.prepare_first_segment();
-        let flusher = glommio::spawn_local(crate::group_commit::flusher_loop(self.inner.clone()));
-        *self.inner.flusher.borrow_mut() = Some(flusher);
+        self.start_flusher();
         let me = self.clone();
         let maintenance = glommio::spawn_local_into(
             async move {

@@ -2,6 +2,9 @@
 //! segment boundaries come back byte for byte, each block is read from disk about once, and a deleted
 //! segment's blocks are not served.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::{body, message, run, small_config};

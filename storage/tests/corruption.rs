@@ -2,6 +2,9 @@
 //! byte in the middle of a segment stops recovery at that record; nothing panics and the store keeps
 //! working from the cut.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::io::{Read, Seek, SeekFrom, Write};

@@ -3,6 +3,9 @@
 //! recovers the store and checks that every resolved append is present and byte-identical, and that
 //! the CommitLog, the ConsumeQueues and the index agree. Several rounds reuse the same directory.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::collections::HashMap;

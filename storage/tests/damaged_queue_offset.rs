@@ -2,6 +2,9 @@
 //! is damaged to a huge value made recovery try to fill a gap of trillions of ConsumeQueue units
 //! (out of memory). Now its unit goes where the queue is (no hole) and every record stays reachable.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::io::{Seek, SeekFrom, Write};

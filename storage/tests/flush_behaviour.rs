@@ -1,6 +1,9 @@
 //! Group commit and back-pressure behaviour: SYNC_FLUSH batching, FLUSH_DISK_TIMEOUT, the busy bound,
 //! ASYNC_FLUSH timer flushing, arrival notifications and batch puts.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::cell::RefCell;

@@ -1,6 +1,9 @@
 //! Offset by time, earliest store time, topic deletion, the DMA trap workaround, and replication of the
 //! CommitLog from one store into another (the HA path).
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::Duration;

@@ -2,6 +2,9 @@
 //! CommitLog bytes past the log's durable point live only in memory, and a pull must return them, not
 //! skip them (a skipped unit is a message a consumer never sees).
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::{Duration, Instant};

@@ -3,6 +3,9 @@
 //! yields can pass the end of the first segment while everything is still in memory only. Every
 //! record of that burst must stay readable: by physical offset, by a pull and by an HA read.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::{body, message, run, small_config};

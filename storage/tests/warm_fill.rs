@@ -2,6 +2,9 @@
 //! fill runs ahead of the appends and must never write zeros over a record, whether appends are
 //! slower than the fill or catch up with it.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use common::{body, message, run, small_config};

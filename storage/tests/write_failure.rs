@@ -2,6 +2,9 @@
 //! store read-only with a clear error, and nothing acknowledged before is lost. Runs the store in a
 //! child process (this binary re-executed) because the limit applies to the whole process.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -1,4 +1,7 @@
 //! Helpers shared by the storage integration tests: executors, configs, messages.
+
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(dead_code)]
 
 use std::future::Future;
