@@ -233,6 +233,12 @@ fn slave_copies_topics_offsets_groups_and_delay_offsets_from_the_master() {
                 response_code::SUCCESS
             );
         }
+        let group = RemotingCommand::request(request_code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)
+            .with_body(&br#"{"groupName":"ha-off","consumeEnable":false}"#[..]);
+        assert_eq!(
+            c.invoke(group, TIMEOUT).await.unwrap().code,
+            response_code::SUCCESS
+        );
     });
     // Offsets are flushed to the master's file every 5 s but served from memory: the copy sees them.
     let slave = Broker::start(&slave_extra(Some(&master), None));
@@ -261,12 +267,22 @@ fn slave_copies_topics_offsets_groups_and_delay_offsets_from_the_master() {
                 .unwrap();
             let has_topic = String::from_utf8_lossy(&topics.body).contains("\"HaMeta\"");
             let delay_file = slave.dir.join("store/config/delayOffset.json").exists();
-            if copied == 4 && has_topic && delay_file {
+            // The master's group settings reach every shard of the slave: its pulls are refused.
+            let mut refused = 0;
+            for q in 0..4 {
+                let pull = pull_request("ha-off", "HaMeta", q, 0, 0, None);
+                let r = s.invoke(pull, TIMEOUT).await.unwrap();
+                if r.code == response_code::NO_PERMISSION {
+                    refused += 1;
+                }
+            }
+            if copied == 4 && has_topic && delay_file && refused == 4 {
                 break;
             }
             assert!(
                 start.elapsed() < Duration::from_secs(30),
-                "slave copied {copied}/4 offsets, topic {has_topic}, delay offsets {delay_file}:\n{}",
+                "slave copied {copied}/4 offsets, topic {has_topic}, delay offsets {delay_file}, \
+                 group refused {refused}/4:\n{}",
                 slave.log()
             );
             glommio::timer::sleep(Duration::from_millis(300)).await;

@@ -52,6 +52,15 @@ pub mod flag {
 /// client since 4.x understands.
 pub const DEFAULT_VERSION: i32 = 401;
 
+/// Ordinals of RocketMQ's `MQVersion.Version` that change how a broker reads a client's request
+/// (`RemotingCommand::version` carries the client's ordinal).
+pub mod mq_version {
+    /// Clients since 3.4.9 send `maxReconsumeTimes`, which then overrides the group's `retryMaxTimes`.
+    pub const V3_4_9: i32 = 121;
+    /// Clients up to 4.9.3 leave `_UNIQUE_KEY_QUERY` out of the ACL signature; later ones sign it.
+    pub const V4_9_3: i32 = 399;
+}
+
 /// One remoting command. `serialize_type` is how its header was (or will be) encoded; the frame
 /// decoder sets it from the frame, and a response made with [`RemotingCommand::response_to`] keeps
 /// the request's.

@@ -36,6 +36,9 @@ pub trait Handler: 'static {
 
     /// Called once when the connection is gone (peer closed, error, or bad frame).
     fn on_close(&self, _ctx: &ConnectionContext) {}
+
+    /// A response from the peer: its answer to a request the server sent on this connection.
+    fn on_response(&self, _response: RemotingCommand, _ctx: &ConnectionContext) {}
 }
 
 /// A command queued for the writer, with the pending-bytes budget it holds until written.
@@ -302,7 +305,8 @@ pub async fn serve_connection_with<H: Handler>(
         };
         shared.last_io.set(Instant::now());
         if request.is_response() {
-            // Answers to server-initiated oneway requests: nothing waits for them.
+            // The peer's answer to a request the server sent it.
+            handler.on_response(request, &ctx);
             continue;
         }
         let Ok(permit) = permits.acquire_static_permit(1).await else {

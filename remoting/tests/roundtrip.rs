@@ -191,3 +191,63 @@ fn either_side_can_close() {
         assert!(client.is_closed());
     });
 }
+
+/// Asks the client something on request code 50 and records the client's answers.
+struct AsksBack(Rc<std::cell::RefCell<Vec<RemotingCommand>>>);
+
+impl Handler for AsksBack {
+    fn handle(
+        self: Rc<Self>,
+        request: RemotingCommand,
+        ctx: ConnectionContext,
+    ) -> Pin<Box<dyn Future<Output = Option<RemotingCommand>>>> {
+        Box::pin(async move {
+            let mut ask = RemotingCommand::request(326);
+            ask.opaque = 777;
+            ctx.sink.send(ask).await.unwrap();
+            Some(request.response_to(0, None))
+        })
+    }
+    fn on_response(&self, response: RemotingCommand, _ctx: &ConnectionContext) {
+        self.0.borrow_mut().push(response);
+    }
+}
+
+struct Answers;
+
+impl remoting::ServerRequestHandler for Answers {
+    fn handle(&self, request: RemotingCommand) -> Option<RemotingCommand> {
+        Some(request.response_to(0, Some(format!("answer to {}", request.code))))
+    }
+}
+
+#[test]
+fn a_clients_answer_to_a_server_request_reaches_the_handler() {
+    run(|| async {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let answers = Rc::new(std::cell::RefCell::new(Vec::new()));
+        let handler = Rc::new(AsksBack(answers.clone()));
+        glommio::spawn_local(async move {
+            while let Ok(stream) = listener.accept().await {
+                glommio::spawn_local(serve_connection(stream, handler.clone(), 4)).detach();
+            }
+        })
+        .detach();
+        let client = Client::connect_with_handler(addr, Duration::from_secs(2), Some(Rc::new(Answers)))
+            .await
+            .unwrap();
+        client.invoke(RemotingCommand::request(50), Duration::from_secs(2)).await.unwrap();
+        for _ in 0..100 {
+            if !answers.borrow().is_empty() {
+                break;
+            }
+            glommio::timer::sleep(Duration::from_millis(10)).await;
+        }
+        let got = answers.borrow();
+        assert_eq!(got.len(), 1, "the client's answer did not reach on_response");
+        assert!(got[0].is_response());
+        assert_eq!(got[0].opaque, 777);
+        assert_eq!(got[0].remark.as_deref(), Some("answer to 326"));
+    });
+}

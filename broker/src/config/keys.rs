@@ -82,6 +82,10 @@ pub struct BrokerConfig {
     pub message_delay_level: String,
     pub wait_time_mills_in_send_queue: u64,
     pub long_polling_enable: bool,
+    /// `litePullMessageEnable`: LITE_PULL_MESSAGE (Java's DefaultLitePullConsumer) is served.
+    pub lite_pull_message_enable: bool,
+    /// `storeReplyMessageEnable`: replies (SEND_REPLY_MESSAGE) are stored as well as pushed.
+    pub store_reply_message_enable: bool,
     pub short_polling_time_mills: u64,
     pub transaction_timeout_ms: u64,
     pub transaction_check_max: u32,
@@ -159,6 +163,8 @@ impl Default for BrokerConfig {
                 .into(),
             wait_time_mills_in_send_queue: 200,
             long_polling_enable: true,
+            lite_pull_message_enable: true,
+            store_reply_message_enable: true,
             short_polling_time_mills: 1000,
             transaction_timeout_ms: 6000,
             transaction_check_max: 15,
@@ -361,6 +367,8 @@ impl BrokerConfig {
             "messageDelayLevel" => self.message_delay_level = v.to_owned(),
             "waitTimeMillsInSendQueue" => self.wait_time_mills_in_send_queue = num(key, v)?,
             "longPollingEnable" => self.long_polling_enable = boolean(key, v)?,
+            "litePullMessageEnable" => self.lite_pull_message_enable = boolean(key, v)?,
+            "storeReplyMessageEnable" => self.store_reply_message_enable = boolean(key, v)?,
             "shortPollingTimeMills" => self.short_polling_time_mills = num(key, v)?,
             "transactionTimeOut" => self.transaction_timeout_ms = num(key, v)?,
             "transactionCheckMax" => self.transaction_check_max = num(key, v)?,

@@ -1,4 +1,6 @@
-//! The network side of a shard: its listeners and the limits each client connection is served under.
+//! The network side of a shard: its listeners, the limits each client connection is served under, and
+//! the requests the broker sends to clients and waits on.
 
+pub(crate) mod client_calls;
 pub(crate) mod conn_limits;
 pub(crate) mod server;

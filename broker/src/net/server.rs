@@ -58,8 +58,13 @@ impl Handler for BrokerHandler {
             .insert(ctx.id, crate::feature::metrics::OpenConnection::new());
     }
 
+    fn on_response(&self, response: RemotingCommand, ctx: &ConnectionContext) {
+        self.shard.client_calls.answer(ctx.id, response);
+    }
+
     fn on_close(&self, ctx: &ConnectionContext) {
         self.open.borrow_mut().remove(&ctx.id);
+        self.shard.client_calls.connection_closed(ctx.id);
         let had_clients = self
             .shard
             .connections

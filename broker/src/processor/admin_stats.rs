@@ -358,11 +358,7 @@ pub async fn consume_stats(shard: &Rc<Shard>, req: &RemotingCommand) -> Remoting
 /// on `topic`.
 async fn group_known(shard: &Rc<Shard>, group: &str, topic: &str) -> bool {
     if let Some(ctl) = &shard.control {
-        if ctl
-            .groups
-            .borrow()
-            .subscription_group_table
-            .contains_key(group)
+        if shard.groups.borrow().get(group).is_some()
             || ctl.clients.borrow().consumer_ids(group).is_some()
         {
             return true;

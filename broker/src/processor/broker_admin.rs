@@ -147,7 +147,7 @@ pub async fn all_consumer_offset(shard: &Rc<Shard>) -> RemotingCommand {
 
 pub fn all_subscription_groups(shard: &Shard) -> RemotingCommand {
     match &shard.control {
-        Some(ctl) => ok().with_body(ctl.groups.borrow().to_json()),
+        Some(_) => ok().with_body(shard.groups.borrow().to_json()),
         None => error(
             rc::SYSTEM_ERROR,
             "request reached a shard without the control role",

@@ -1,6 +1,8 @@
 //! HEART_BEAT, UNREGISTER_CLIENT and GET_CONSUMER_LIST_BY_GROUP, on shard 0 (the client registry).
-//! A heartbeat registers producer and consumer groups, creates missing subscription groups and the
-//! `%RETRY%group` topic, and tells the group's clients when membership or subscriptions change.
+//! A heartbeat registers producer and consumer groups, creates missing subscription groups (when the
+//! broker may) and the `%RETRY%group` topic, and tells the group's clients when membership or
+//! subscriptions change. Consumers of a group that does not exist and may not be created are not
+//! registered, as in RocketMQ 5.
 
 use std::rc::Rc;
 use std::time::Instant;
@@ -37,26 +39,21 @@ pub async fn heartbeat(shard: &Rc<Shard>, req: &RemotingCommand, conn: ConnRef) 
         }
     };
     let now = Instant::now();
-    let mut groups_created = false;
     for consumer in &data.consumer_data_set {
         let group = &consumer.group_name;
         if group.is_empty() {
             continue;
         }
-        let retry_queues = {
-            let mut groups = ctl.groups.borrow_mut();
-            if shard.cfg.auto_create_subscription_group && groups.ensure(group) {
-                tracing::info!(
-                    "subscription group {group} created by the heartbeat of {}",
-                    data.client_id
-                );
-                groups_created = true;
-            }
-            groups
-                .subscription_group_table
-                .get(group)
-                .map_or(1, |g| g.retry_queue_nums.max(1))
+        // As RocketMQ 5: a consumer of a group the broker neither knows nor may create is not
+        // registered (the heartbeat still succeeds); its pulls answer SUBSCRIPTION_GROUP_NOT_EXIST.
+        let Some(settings) = control::ensure_group(shard, group).await else {
+            tracing::debug!(
+                "heartbeat of {}: subscription group {group} does not exist; consumer not registered",
+                data.client_id
+            );
+            continue;
         };
+        let retry_queues = settings.retry_queue_nums.max(1);
         let retry = retry_topic(group);
         if crate::state::topics::validate_topic_name(&retry).is_ok()
             && shard.topics.borrow().get(&retry).is_none()
@@ -80,7 +77,7 @@ pub async fn heartbeat(shard: &Rc<Shard>, req: &RemotingCommand, conn: ConnRef) 
             req.language.name(),
             req.version,
         );
-        if change.subscriptions {
+        if change.subscriptions || change.model {
             control::broadcast_subscriptions(shard, group).await;
         }
         if change.members || change.subscriptions {
@@ -98,9 +95,6 @@ pub async fn heartbeat(shard: &Rc<Shard>, req: &RemotingCommand, conn: ConnRef) 
             conn,
             now,
         );
-    }
-    if groups_created {
-        control::persist_groups(shard).await;
     }
     ok()
 }

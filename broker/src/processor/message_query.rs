@@ -1,5 +1,6 @@
 //! VIEW_MESSAGE_BY_ID (an offsetMsgId's physical offset names its shard) and QUERY_MESSAGE (by key,
-//! asked of every shard's index and merged).
+//! asked of every shard's index and merged; a query by unique key, `_UNIQUE_KEY_QUERY=true`, as Java's
+//! `viewMessage(topic, msgId)` sends, returns up to the default maximum whatever `maxNum` it asks).
 
 use std::rc::Rc;
 
@@ -16,6 +17,8 @@ use crate::shard::Shard;
 
 /// Most messages one QUERY_MESSAGE returns (RocketMQ's defaultQueryMaxNum).
 const QUERY_MAX_NUM: usize = 32;
+/// The extField marking a query by unique key (RocketMQ's `MixAll.UNIQUE_MSG_QUERY_FLAG`).
+const UNIQUE_MSG_QUERY_FLAG: &str = "_UNIQUE_KEY_QUERY";
 
 pub async fn view_by_id(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {
     let h = match ViewMessageRequestHeader::from_ext_fields(&req.ext_fields) {
@@ -47,9 +50,13 @@ pub async fn query_by_key(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingC
         Ok(h) => h,
         Err(e) => return header_error(&e),
     };
-    let max = usize::try_from(h.max_num)
-        .unwrap_or(0)
-        .clamp(1, QUERY_MAX_NUM);
+    let max = if req.ext(UNIQUE_MSG_QUERY_FLAG) == Some("true") {
+        QUERY_MAX_NUM
+    } else {
+        usize::try_from(h.max_num)
+            .unwrap_or(0)
+            .clamp(1, QUERY_MAX_NUM)
+    };
     let answers = join_all(shard.every_shard().map(|s| {
         s.query_by_key(
             h.topic.clone(),

@@ -10,6 +10,7 @@ pub(crate) mod broker_admin;
 pub(crate) mod client_manage;
 pub(crate) mod consumer_offset;
 pub(crate) mod end_transaction;
+pub(crate) mod group_settings;
 pub(crate) mod message_query;
 pub(crate) mod pull;
 pub(crate) mod queue_offset;
@@ -18,6 +19,7 @@ pub(crate) mod reply;
 pub(crate) mod routing;
 pub(crate) mod send;
 pub(crate) mod send_back;
+pub(crate) mod send_reply;
 pub(crate) mod subscription_group_admin;
 pub(crate) mod topic_admin;
 
@@ -102,7 +104,10 @@ pub async fn process(shard: &Rc<Shard>, req: RemotingCommand, conn: ConnRef) -> 
             send::handle(shard, &req, conn.peer).await
         }
         code::CONSUMER_SEND_MSG_BACK => send_back::handle(shard, &req).await,
-        code::PULL_MESSAGE => pull::handle(shard, &req).await,
+        code::PULL_MESSAGE | code::LITE_PULL_MESSAGE => pull::handle(shard, &req).await,
+        code::SEND_REPLY_MESSAGE | code::SEND_REPLY_MESSAGE_V2 => {
+            send_reply::handle(shard, &req, conn.peer).await
+        }
         code::QUERY_CONSUMER_OFFSET => consumer_offset::query(shard, &req),
         code::UPDATE_CONSUMER_OFFSET => consumer_offset::update(shard, &req),
         code::GET_MAX_OFFSET => queue_offset::max_offset(shard, &req),

@@ -1,7 +1,9 @@
-//! PULL_MESSAGE on the queue's owner: tag filtering, commit of the consumer's offset, long polling
-//! (park until the store's arrival hook fires for the queue or `suspendTimeoutMillis` passes), and
-//! RocketMQ's mapping of store statuses to FOUND / PULL_NOT_FOUND / PULL_RETRY_IMMEDIATELY /
-//! PULL_OFFSET_MOVED. The body of a FOUND answer is the stored records back to back.
+//! PULL_MESSAGE and LITE_PULL_MESSAGE on the queue's owner: the group's settings
+//! (`group_settings`), tag filtering, commit of the consumer's offset, long polling (park until the
+//! store's arrival hook fires for the queue or `suspendTimeoutMillis` passes), and RocketMQ's mapping
+//! of store statuses to FOUND / PULL_NOT_FOUND / PULL_RETRY_IMMEDIATELY / PULL_OFFSET_MOVED. The body
+//! of a FOUND answer is the stored records back to back. A lite pull is served like a pull, as
+//! RocketMQ 5 does (`litePullMessageEnable` may refuse it): it parks only when its sysFlag asks to.
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -16,6 +18,7 @@ use protocol::response_code as rc;
 use protocol::RemotingCommand;
 use storage::{GetMessageStatus, GetResult};
 
+use super::group_settings::{self, PullGroup};
 use super::{error, header_error};
 use crate::feature::tag_filter::TagFilter;
 use crate::shard::Shard;
@@ -42,6 +45,10 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
             ),
         );
     }
+    let group = match group_settings::admit_pull(shard, req.code, &header).await {
+        Ok(g) => g,
+        Err(response) => return response,
+    };
     let read_queues = {
         let topics = shard.topics.borrow();
         let Some(tc) = topics.get(&header.topic) else {
@@ -66,6 +73,9 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
                 header.queue_id, header.topic
             ),
         );
+    }
+    if let Err(response) = group_settings::admit_broadcast(shard, &header, &group) {
+        return response;
     }
     let filter = match filter_of(shard, &header) {
         Ok(f) => f,
@@ -123,7 +133,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
             && !shard.shutting_down.get()
             && Instant::now() < deadline;
         if !park {
-            return respond(shard, code, result);
+            return respond(shard, code, result, &group);
         }
         // Register, then look again without an await in between, so no arrival is missed.
         let arrival = shard.waiters.register(&header.topic, header.queue_id);
@@ -188,9 +198,10 @@ fn response_code(result: &GetResult, requested: i64) -> i32 {
     }
 }
 
-fn respond(shard: &Shard, code: i32, result: GetResult) -> RemotingCommand {
+fn respond(shard: &Shard, code: i32, result: GetResult, group: &PullGroup) -> RemotingCommand {
+    let lagging = crate::role::ha::consumes_slowly(shard, &result);
     let header = PullMessageResponseHeader {
-        suggest_which_broker_id: crate::role::ha::suggest_broker(shard, &result),
+        suggest_which_broker_id: group_settings::suggested_broker(lagging, group),
         next_begin_offset: result.next_begin_offset,
         min_offset: result.min_offset,
         max_offset: result.max_offset,

@@ -22,6 +22,7 @@ pub enum RunsOn {
 pub fn runs_on(request_code: i32) -> RunsOn {
     match request_code {
         code::PULL_MESSAGE
+        | code::LITE_PULL_MESSAGE
         | code::QUERY_CONSUMER_OFFSET
         | code::UPDATE_CONSUMER_OFFSET
         | code::GET_MAX_OFFSET
@@ -42,7 +43,8 @@ pub fn runs_on(request_code: i32) -> RunsOn {
         | code::UNLOCK_BATCH_MQ
         | code::INVOKE_BROKER_TO_RESET_OFFSET
         | code::GET_CONSUMER_CONNECTION_LIST => RunsOn::Control,
-        // SEND_MESSAGE(_V2), SEND_BATCH_MESSAGE, CONSUMER_SEND_MSG_BACK, VIEW_MESSAGE_BY_ID,
+        // SEND_MESSAGE(_V2), SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE(_V2) (the requester's connection
+        // may be on any shard; the control shard says which), CONSUMER_SEND_MSG_BACK, VIEW_MESSAGE_BY_ID,
         // QUERY_MESSAGE, GET_TOPIC_STATS_INFO, GET_CONSUME_STATS, GET_ALL_TOPIC_CONFIG,
         // GET_ALL_DELAY_OFFSET, and codes this broker does not serve.
         _ => RunsOn::Receiver,
@@ -57,6 +59,8 @@ mod tests {
     fn sends_stay_pulls_go_to_the_owner_admin_to_control() {
         assert_eq!(runs_on(code::SEND_MESSAGE_V2), RunsOn::Receiver);
         assert_eq!(runs_on(code::PULL_MESSAGE), RunsOn::QueueOwner);
+        assert_eq!(runs_on(code::LITE_PULL_MESSAGE), RunsOn::QueueOwner);
+        assert_eq!(runs_on(code::SEND_REPLY_MESSAGE_V2), RunsOn::Receiver);
         assert_eq!(runs_on(code::END_TRANSACTION), RunsOn::HalfQueueOwner);
         assert_eq!(runs_on(code::HEART_BEAT), RunsOn::Control);
         // The check-back request is the broker's own, never taken from a client.

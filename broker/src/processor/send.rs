@@ -1,6 +1,8 @@
 //! SEND_MESSAGE (10, also with `batch` set), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320):
 //! validate on the receiving shard, build the records, store them in the queue owner's store, answer
-//! with offsetMsgId(s), queue id and queue offset.
+//! with offsetMsgId(s), queue id and queue offset. Every message is stamped with the broker's cluster
+//! name (`CLUSTER`, replacing a client's), as RocketMQ's broker does, so a responder can address its
+//! reply to `<cluster>_REPLY_TOPIC`.
 
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -108,7 +110,7 @@ async fn prepare(
             ),
         ));
     }
-    let props = header.properties.clone().unwrap_or_default();
+    let props = with_cluster(shard, header.properties.as_deref().unwrap_or_default());
     check_properties(&props)?;
     let is_batch =
         header.is_batch(req.code) || flag_set_as_digit(req, "batch") || flag_set_as_digit(req, "m");
@@ -145,11 +147,12 @@ async fn prepare(
         }
         let mut records = Vec::with_capacity(entries.len());
         for entry in entries {
-            check_properties(&entry.properties)?;
+            let properties = with_cluster(shard, &entry.properties);
+            check_properties(&properties)?;
             records.push(MessageRecord {
                 flag: entry.flag,
                 body: entry.body,
-                properties: entry.properties,
+                properties,
                 ..template.clone()
             });
         }
@@ -163,7 +166,7 @@ async fn prepare(
         if sys_flag::transaction_type(record.sys_flag) == sys_flag::TRANSACTION_PREPARED {
             record = into_half_message(record);
         }
-        super::send_back::divert_exhausted_retry(shard, &header, &mut record).await?;
+        super::send_back::divert_exhausted_retry(shard, &header, req.version, &mut record).await?;
         record = crate::feature::schedule::park_if_delayed(
             record,
             crate::feature::schedule::max_level(shard),
@@ -171,6 +174,12 @@ async fn prepare(
         vec![record]
     };
     Ok((records, is_batch))
+}
+
+/// A message's properties with `CLUSTER` set to this broker's cluster (RocketMQ's broker sets it on
+/// every message it is sent, batch entries included, whatever the client put there).
+fn with_cluster(shard: &Shard, props: &str) -> String {
+    properties::with(props, properties::CLUSTER, &shard.cfg.broker_cluster_name)
 }
 
 /// The C++ client writes booleans as `1`/`0` (`batch=1` on its batch sends), which Java's parseBoolean

@@ -1,7 +1,10 @@
 //! CONSUMER_SEND_MSG_BACK (36): a consumer hands back a message it failed to consume. The stored
 //! message is copied to the group's retry topic `%RETRY%group` with RETRY_TOPIC / ORIGIN_MESSAGE_ID set
 //! and reconsumeTimes + 1, or to the dead-letter topic `%DLQ%group` once it has been retried
-//! maxReconsumeTimes times (or delayLevel < 0), as RocketMQ does. The retry copy is delayed: it carries
+//! maxReconsumeTimes times (or delayLevel < 0), as RocketMQ does. maxReconsumeTimes is the request's
+//! (clients since 3.4.9 send it), else the subscription group's `retryMaxTimes`; a group that does not
+//! exist (and may not be created) answers SUBSCRIPTION_GROUP_NOT_EXIST, one with `retryQueueNums` 0
+//! drops the message. The retry copy is delayed: it carries
 //! DELAY = the client's delayLevel, or 3 + reconsumeTimes, and waits in SCHEDULE_TOPIC_XXXX until due
 //! (`schedule`). The dead-letter topic is created on demand, writable but not readable (RocketMQ's
 //! DLQ perm), so nobody consumes it by accident.
@@ -9,25 +12,49 @@
 use std::rc::Rc;
 
 use protocol::body::{perm, TopicConfig};
+use protocol::command::mq_version;
 use protocol::header::{CommandHeader, ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader};
 use protocol::message::properties;
 use protocol::message::record::MessageRecord;
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
+use super::group_settings;
 use super::reply::{error, header_error, ok, owner_put_error};
 use crate::shard::put::SendStatus;
 use crate::shard::Shard;
 use crate::state::topics::{retry_topic, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
 
-/// RocketMQ's default maxReconsumeTimes.
-const DEFAULT_MAX_RECONSUME_TIMES: i32 = 16;
+/// The retry limit of a request: the client's `maxReconsumeTimes` when it sends one (clients since
+/// 3.4.9), else the group's `retryMaxTimes`.
+fn max_reconsume_times(version: i32, requested: Option<i32>, group_retry_max_times: i32) -> i32 {
+    match requested {
+        Some(times) if version >= mq_version::V3_4_9 => times,
+        _ => group_retry_max_times,
+    }
+}
 
 pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {
     let h = match ConsumerSendMsgBackRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
         Err(e) => return header_error(&e),
     };
+    let Some(group) = group_settings::find(shard, &h.group).await else {
+        return group_settings::not_exist(&h.group);
+    };
+    if !perm::is_writeable(shard.cfg.broker_permission as i32) {
+        return error(
+            rc::NO_PERMISSION,
+            format!(
+                "the broker[{}] sending message is forbidden",
+                shard.cfg.broker_ip1
+            ),
+        );
+    }
+    if group.retry_queue_nums <= 0 {
+        // RocketMQ's answer: the group wants no retries, so the message is dropped.
+        return ok();
+    }
     let original = match read(shard, h.offset).await {
         Ok(record) => record,
         Err(why) => {
@@ -37,7 +64,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
             )
         }
     };
-    let max_times = h.max_reconsume_times.unwrap_or(DEFAULT_MAX_RECONSUME_TIMES);
+    let max_times = max_reconsume_times(req.version, h.max_reconsume_times, group.retry_max_times);
     let to_dlq = original.reconsume_times >= max_times || h.delay_level < 0;
     let topic = if to_dlq {
         format!("{DLQ_GROUP_TOPIC_PREFIX}{}", h.group)
@@ -102,18 +129,25 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
 
 /// RocketMQ's `handleRetryAndDLQ` for plain sends: a message a client sends itself to `%RETRY%group`
 /// (a consumer whose CONSUMER_SEND_MSG_BACK failed) once its retries ran out goes to `%DLQ%group`,
-/// undelayed, instead.
+/// undelayed, instead. The limit is the header's, else the group's `retryMaxTimes`; `version` is the
+/// request's.
 pub async fn divert_exhausted_retry(
     shard: &Rc<Shard>,
     header: &SendMessageRequestHeader,
+    version: i32,
     record: &mut MessageRecord,
 ) -> Result<(), RemotingCommand> {
     let Some(group) = record.topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) else {
         return Ok(());
     };
-    let max_times = header
-        .max_reconsume_times
-        .unwrap_or(DEFAULT_MAX_RECONSUME_TIMES);
+    let Some(settings) = group_settings::find(shard, group).await else {
+        return Err(group_settings::not_exist(group));
+    };
+    let max_times = max_reconsume_times(
+        version,
+        header.max_reconsume_times,
+        settings.retry_max_times,
+    );
     if header.reconsume_times.unwrap_or(0) < max_times {
         return Ok(());
     }
@@ -158,4 +192,17 @@ async fn ensure_topic(shard: &Rc<Shard>, topic: &str, dlq: bool) -> Result<(), R
     super::topic_admin::create_through_control(shard, tc)
         .await
         .map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clients_limit_wins_from_3_4_9_else_the_groups() {
+        assert_eq!(max_reconsume_times(mq_version::V3_4_9, Some(3), 16), 3);
+        assert_eq!(max_reconsume_times(mq_version::V3_4_9, None, 2), 2);
+        // Older clients' value is ignored, as RocketMQ does.
+        assert_eq!(max_reconsume_times(mq_version::V3_4_9 - 1, Some(3), 5), 5);
+    }
 }

@@ -1,5 +1,6 @@
 //! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200, on shard 0): creates or replaces a consumer group's
-//! settings (`mqadmin updateSubGroup`) from a `SubscriptionGroupConfig` JSON body, then persists them.
+//! settings (`mqadmin updateSubGroup`) from a `SubscriptionGroupConfig` JSON body, persists them and
+//! tells every shard (pulls and send-backs read them there).
 
 use std::rc::Rc;
 
@@ -11,12 +12,12 @@ use crate::shard::Shard;
 use crate::state::subscription_groups::SubscriptionGroupConfig;
 
 pub async fn update_and_create(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {
-    let Some(ctl) = &shard.control else {
+    if shard.control.is_none() {
         return error(
             rc::SYSTEM_ERROR,
             "request reached a shard without the control role",
         );
-    };
+    }
     let config: SubscriptionGroupConfig = match protocol::body::from_json(&req.body) {
         Ok(c) => c,
         Err(e) => {
@@ -33,13 +34,6 @@ pub async fn update_and_create(shard: &Rc<Shard>, req: &RemotingCommand) -> Remo
         "update subscription group {}: {config:?}",
         config.group_name
     );
-    {
-        let mut groups = ctl.groups.borrow_mut();
-        groups
-            .subscription_group_table
-            .insert(config.group_name.clone(), config);
-        groups.data_version.next(crate::state::topics::now_ms());
-    }
-    crate::role::control::persist_groups(shard).await;
+    crate::role::control::change_groups(shard, vec![config], Vec::new()).await;
     ok()
 }

@@ -1,5 +1,5 @@
 //! The control role, run by shard 0: the master topic table and subscription groups (persisted and
-//! broadcast to the other shards), the client registry and its notifications, name-server registration,
+//! broadcast to the other shards, which keep copies), the client registry and its notifications, name-server registration,
 //! client expiry, and the broker-wide shutdown sequence.
 
 use std::rc::Rc;
@@ -14,6 +14,7 @@ use crate::shard::lifecycle;
 use crate::shard::mesh::join_all;
 use crate::shard::Shard;
 use crate::state::control::Control;
+use crate::state::subscription_groups::{may_auto_create, SubscriptionGroupConfig};
 
 /// How often silent clients are looked for (RocketMQ scans every 10 s).
 const CLIENT_SCAN_INTERVAL: Duration = Duration::from_secs(10);
@@ -47,7 +48,7 @@ pub async fn persist_groups(shard: &Shard) {
     let Ok(_permit) = ctl.persist_lock.acquire_permit(1).await else {
         return;
     };
-    let json = ctl.groups.borrow().to_json();
+    let json = shard.groups.borrow().to_json();
     let path = shard
         .cfg
         .store_path_root_dir
@@ -123,16 +124,66 @@ pub async fn create_topic(shard: &Rc<Shard>, tc: TopicConfig) -> TopicConfig {
     tc
 }
 
-/// Tells every other shard a group's current subscriptions (used for pull filtering).
+/// Changes the master subscription groups, persists them and tells every other shard (whose copies
+/// the pulls on their queues read).
+pub async fn change_groups(
+    shard: &Rc<Shard>,
+    upsert: Vec<SubscriptionGroupConfig>,
+    remove: Vec<String>,
+) {
+    if control(shard).is_none() {
+        return;
+    }
+    let version = {
+        let mut groups = shard.groups.borrow_mut();
+        groups.change(&upsert, &remove);
+        groups.data_version
+    };
+    persist_groups(shard).await;
+    broadcast(
+        shard,
+        ShardEvent::GroupsChanged {
+            upsert,
+            remove,
+            version,
+        },
+    )
+    .await;
+}
+
+/// Creates a subscription group with RocketMQ's defaults unless it exists, if the broker may create
+/// it (`autoCreateSubscriptionGroup`, or a system group); answers the settings in force.
+pub async fn ensure_group(shard: &Rc<Shard>, group: &str) -> Option<SubscriptionGroupConfig> {
+    let existing = shard.groups.borrow().get(group).cloned();
+    if existing.is_some() {
+        return existing;
+    }
+    if !may_auto_create(shard.cfg.auto_create_subscription_group, group) {
+        return None;
+    }
+    let config = SubscriptionGroupConfig::new(group);
+    tracing::info!("subscription group {group} created on first use");
+    change_groups(shard, vec![config.clone()], Vec::new()).await;
+    Some(config)
+}
+
+/// Tells every other shard a group's current subscriptions (used for pull filtering) and whether
+/// its consumers consume by broadcast (pulls of such groups are refused without
+/// `consumeBroadcastEnable`).
 pub async fn broadcast_subscriptions(shard: &Rc<Shard>, group: &str) {
     let Some(ctl) = control(shard) else { return };
-    let subs = ctl.clients.borrow().subscriptions(group);
+    let (subs, broadcasting) = {
+        let clients = ctl.clients.borrow();
+        (clients.subscriptions(group), clients.is_broadcasting(group))
+    };
+    shard.set_group_broadcasting(group, broadcasting);
     shard.set_group_subscriptions(group.to_owned(), subs.clone());
     broadcast(
         shard,
         ShardEvent::GroupSubscriptions {
             group: group.to_owned(),
             subscriptions: subs,
+            broadcasting,
         },
     )
     .await;
@@ -141,10 +192,9 @@ pub async fn broadcast_subscriptions(shard: &Rc<Shard>, group: &str) {
 /// Sends NOTIFY_CONSUMER_IDS_CHANGED (oneway) to every client of a group.
 pub async fn notify_group(shard: &Rc<Shard>, group: &str) {
     let Some(ctl) = control(shard) else { return };
-    let enabled = ctl
+    let enabled = shard
         .groups
         .borrow()
-        .subscription_group_table
         .get(group)
         .is_none_or(|g| g.notify_consumer_ids_changed_enable);
     if !enabled {

@@ -360,15 +360,17 @@ pub fn runtime_info(
     }
 }
 
-/// The broker id a pull response suggests (RocketMQ's suggestWhichBrokerId): with `slaveReadEnable`,
-/// a master points a consumer whose next record is further behind the log end than the read cache
-/// holds at slave 1 (reads from disk would compete with writes); otherwise the master (0).
-pub fn suggest_broker(shard: &Shard, result: &storage::GetResult) -> i64 {
+/// Whether a pull's consumer reads slowly (RocketMQ's `suggestPullingFromSlave`), which decides the
+/// broker id its answer suggests: a master with `slaveReadEnable` and a slave connected says so when
+/// the consumer's last record is further behind the log end than the read cache holds (reads from disk
+/// would compete with writes). `None` when slave reads are off or this is not a master: the answer
+/// then names the master.
+pub fn consumes_slowly(shard: &Shard, result: &storage::GetResult) -> Option<bool> {
     if !shard.cfg.slave_read_enable || !is_master(shard) {
-        return 0;
+        return None;
     }
     let Some(last) = result.records.last() else {
-        return 0;
+        return Some(false);
     };
     // PHYSICALOFFSET sits at bytes 28..36 of a stored record.
     let Some(phys) = last
@@ -376,13 +378,9 @@ pub fn suggest_broker(shard: &Shard, result: &storage::GetResult) -> i64 {
         .and_then(|b| <[u8; 8]>::try_from(b).ok())
         .map(i64::from_be_bytes)
     else {
-        return 0;
+        return Some(false);
     };
     let behind = shard.store.max_physical_offset().saturating_sub(phys);
     let cache = i64::try_from(shard.cfg.read_cache_bytes).unwrap_or(i64::MAX);
-    if behind > cache && shard.ha.watermark.lag().slaves > 0 {
-        1
-    } else {
-        0
-    }
+    Some(behind > cache && shard.ha.watermark.lag().slaves > 0)
 }

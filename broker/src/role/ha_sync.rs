@@ -149,18 +149,24 @@ pub fn set_offsets(shard: &Shard, entries: Vec<(String, String, i32, i64)>) {
 }
 
 async fn install_groups(shard: &Rc<Shard>, master: SubscriptionGroupTable) {
-    let Some(ctl) = &shard.control else { return };
-    let changed = {
-        let mut mine = ctl.groups.borrow_mut();
-        let changed = mine.subscription_group_table != master.subscription_group_table;
-        if changed {
-            mine.subscription_group_table = master.subscription_group_table;
-            mine.data_version = master.data_version;
-        }
-        changed
+    let (upsert, remove) = {
+        let mine = shard.groups.borrow();
+        let upsert: Vec<_> = master
+            .subscription_group_table
+            .values()
+            .filter(|g| mine.get(&g.group_name) != Some(*g))
+            .cloned()
+            .collect();
+        let remove: Vec<String> = mine
+            .subscription_group_table
+            .keys()
+            .filter(|name| !master.subscription_group_table.contains_key(*name))
+            .cloned()
+            .collect();
+        (upsert, remove)
     };
-    if changed {
-        crate::role::control::persist_groups(shard).await;
+    if !upsert.is_empty() || !remove.is_empty() {
+        crate::role::control::change_groups(shard, upsert, remove).await;
     }
 }
 

@@ -1,10 +1,14 @@
-//! Events the control shard broadcasts to every other shard: changes of the topic table and of a
-//! consumer group's subscriptions. Each shard keeps a read-only copy of both, applied here.
+//! Events the control shard broadcasts to every other shard: changes of the topic table, of the
+//! subscription groups' settings and of a consumer group's subscriptions. Each shard keeps a read-only
+//! copy of all three, applied here. Group settings travel as events, like topics, because they are
+//! read on every pull (on the queue's owner) and change rarely: a copy per shard costs one broadcast
+//! per change instead of a hop to the control shard per pull.
 
 use protocol::body::{DataVersion, SubscriptionData, TopicConfig};
 
 use crate::shard::mesh::join_all;
 use crate::shard::Shard;
+use crate::state::subscription_groups::SubscriptionGroupConfig;
 
 /// A change every shard's copy must follow.
 #[derive(Debug, Clone)]
@@ -15,10 +19,19 @@ pub enum ShardEvent {
         remove: Option<String>,
         version: DataVersion,
     },
-    /// A consumer group's subscriptions changed (empty: the group is gone).
+    /// Subscription groups were created, updated or removed (`updateSubGroup`, auto-creation, a
+    /// slave copying its master's).
+    GroupsChanged {
+        upsert: Vec<SubscriptionGroupConfig>,
+        remove: Vec<String>,
+        version: DataVersion,
+    },
+    /// A consumer group's subscriptions or message model changed (empty: the group is gone).
     GroupSubscriptions {
         group: String,
         subscriptions: Vec<SubscriptionData>,
+        /// Its consumers consume by broadcast.
+        broadcasting: bool,
     },
 }
 
@@ -53,9 +66,29 @@ pub fn apply(shard: &Shard, event: ShardEvent) {
             }
             table.data_version = version;
         }
+        ShardEvent::GroupsChanged {
+            upsert,
+            remove,
+            version,
+        } => {
+            let mut table = shard.groups.borrow_mut();
+            for config in upsert {
+                table
+                    .subscription_group_table
+                    .insert(config.group_name.clone(), config);
+            }
+            for name in remove {
+                table.subscription_group_table.remove(&name);
+            }
+            table.data_version = version;
+        }
         ShardEvent::GroupSubscriptions {
             group,
             subscriptions,
-        } => shard.set_group_subscriptions(group, subscriptions),
+            broadcasting,
+        } => {
+            shard.set_group_broadcasting(&group, broadcasting);
+            shard.set_group_subscriptions(group, subscriptions);
+        }
     }
 }

@@ -1,5 +1,6 @@
-//! One shard's state: its store, its read-only copies of the topic table and subscriptions, the
-//! consumer offsets of the queues it owns, parked pulls, its connections, and (shard 0) the control role.
+//! One shard's state: its store, its read-only copies of the topic table, the subscription groups and
+//! the consumers' subscriptions, the consumer offsets of the queues it owns, parked pulls, its
+//! connections and the calls to their clients, and (shard 0) the control role.
 
 pub(crate) mod events;
 pub(crate) mod latch;
@@ -11,9 +12,10 @@ pub(crate) mod requests;
 pub(crate) mod stats;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::time::Duration;
 
 use protocol::body::SubscriptionData;
 use protocol::RemotingCommand;
@@ -23,12 +25,14 @@ use storage::MessageStore;
 use crate::config::BrokerConfig;
 use crate::feature::long_poll::PullWaiters;
 use crate::feature::tag_filter::TagFilter;
+use crate::net::client_calls::ClientCalls;
 use crate::shard::latch::Latch;
 use crate::shard::mesh::Mesh;
 use crate::shard::ownership::owner_shard;
 use crate::shard::stats::{ShardCounters, ShardStats};
 use crate::state::consumer_offsets::ConsumerOffsets;
 use crate::state::control::Control;
+use crate::state::subscription_groups::SubscriptionGroupTable;
 use crate::state::topics::TopicTable;
 
 pub struct Shard {
@@ -41,12 +45,19 @@ pub struct Shard {
     pub mesh: Rc<Mesh<Shard>>,
     /// Shard 0: the master table; others: a copy kept current by broadcasts.
     pub topics: RefCell<TopicTable>,
+    /// Shard 0: the master subscription groups; others: a copy kept current by broadcasts, so a pull
+    /// on a queue's owner reads its group's settings without a hop.
+    pub groups: RefCell<SubscriptionGroupTable>,
     /// group -> topic -> filter, from consumers' heartbeats (broadcast by shard 0).
     pub subscriptions: RefCell<HashMap<String, HashMap<String, TagFilter>>>,
+    /// Groups whose online consumers consume by broadcast (from heartbeats, broadcast by shard 0).
+    pub broadcasting: RefCell<HashSet<String>>,
     pub offsets: RefCell<ConsumerOffsets>,
     pub waiters: PullWaiters,
     /// Connections on this shard whose clients registered (heartbeat), for server-initiated commands.
     pub connections: RefCell<HashMap<u64, ResponseSink>>,
+    /// Requests sent to those clients that wait for the client's answer.
+    pub client_calls: ClientCalls,
     /// Only on shard 0.
     pub control: Option<Control>,
     pub counters: ShardCounters,
@@ -75,6 +86,7 @@ pub struct ShardParts {
     pub store: MessageStore,
     pub mesh: Rc<Mesh<Shard>>,
     pub topics: TopicTable,
+    pub groups: SubscriptionGroupTable,
     pub offsets: ConsumerOffsets,
     pub control: Option<Control>,
 }
@@ -90,10 +102,13 @@ impl Shard {
             store: p.store,
             mesh: p.mesh,
             topics: RefCell::new(p.topics),
+            groups: RefCell::new(p.groups),
             subscriptions: RefCell::new(HashMap::new()),
+            broadcasting: RefCell::new(HashSet::new()),
             offsets: RefCell::new(p.offsets),
             waiters: PullWaiters::default(),
             connections: RefCell::new(HashMap::new()),
+            client_calls: ClientCalls::default(),
             control: p.control,
             counters: ShardCounters::default(),
             ha: Default::default(),
@@ -152,6 +167,32 @@ impl Shard {
                 .collect();
             all.insert(group, map);
         }
+    }
+
+    /// Records whether a group's online consumers consume by broadcast.
+    pub fn set_group_broadcasting(&self, group: &str, broadcasting: bool) {
+        let mut all = self.broadcasting.borrow_mut();
+        if broadcasting {
+            all.insert(group.to_owned());
+        } else {
+            all.remove(group);
+        }
+    }
+
+    /// Sends a request to the client of one of this shard's registered connections and waits for the
+    /// client's answer (RocketMQ's `Broker2Client.callClient`).
+    pub async fn call_client(
+        &self,
+        conn_id: u64,
+        mut cmd: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, String> {
+        let sink = self.connections.borrow().get(&conn_id).cloned();
+        let Some(sink) = sink else {
+            return Err(format!("connection {conn_id} is gone"));
+        };
+        cmd.opaque = self.next_opaque();
+        self.client_calls.call(conn_id, &sink, cmd, timeout).await
     }
 
     /// Sends a server-initiated command to one of this shard's registered connections.

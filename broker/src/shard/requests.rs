@@ -5,6 +5,7 @@
 //! Broadcasts from the control shard are in `events`; the shutdown phases in `lifecycle`.
 
 use std::rc::Rc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use protocol::body::TopicConfig;
@@ -15,6 +16,8 @@ use crate::shard::mesh::MeshError;
 use crate::shard::put::{PutError, PutOutcome};
 use crate::shard::stats::ShardStats;
 use crate::shard::Shard;
+use crate::state::clients::ConnRef;
+use crate::state::subscription_groups::SubscriptionGroupConfig;
 
 /// The control shard: the master topic table, the client registry, name-server registration.
 pub const CONTROL_SHARD: usize = 0;
@@ -142,12 +145,45 @@ impl<'a> ShardRef<'a> {
         .map_err(|e| e.to_string())?
     }
 
+    /// Control shard: a subscription group's settings, created with defaults when the broker may
+    /// (`autoCreateSubscriptionGroup`); `None` when it does not exist.
+    pub async fn ensure_group(
+        self,
+        group: String,
+    ) -> Result<Option<SubscriptionGroupConfig>, MeshError> {
+        self.run(move |s| async move { crate::role::control::ensure_group(&s, &group).await })
+            .await
+    }
+
+    /// Control shard: the connection a producer client (by client id) sent its latest heartbeat on.
+    pub async fn producer_conn(self, client_id: String) -> Result<Option<ConnRef>, MeshError> {
+        self.run(move |s| async move {
+            s.control
+                .as_ref()
+                .and_then(|ctl| ctl.clients.borrow().producer_conn_by_client_id(&client_id))
+        })
+        .await
+    }
+
     /// Control shard: a connection of shard `shard` that had registered clients closed.
     pub async fn connection_closed(self, shard: usize, conn_id: u64) {
         self.tell(move |s| async move {
             crate::role::control::connection_closed(&s, shard, conn_id).await
         })
         .await
+    }
+
+    /// Sends a request to the client of one of the target's connections and answers the client's
+    /// response (or why there is none within `timeout`).
+    pub async fn call_client(
+        self,
+        conn_id: u64,
+        cmd: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, String> {
+        self.run(move |s| async move { s.call_client(conn_id, cmd, timeout).await })
+            .await
+            .map_err(|e| e.to_string())?
     }
 
     /// Sends a server-initiated command to one of the target's connections.

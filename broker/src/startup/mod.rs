@@ -198,7 +198,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
             reason: e.to_string(),
         })?;
     let offsets = ConsumerOffsets::load(&offsets_path(&cfg.store_path_root_dir, id))?;
-    let control = (id == 0).then(|| Control::new(boot.groups.clone()));
+    let control = (id == 0).then(Control::new);
     let shard = Rc::new(Shard::new(ShardParts {
         id,
         shards: boot.shards,
@@ -207,6 +207,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
         store,
         mesh: mesh.clone(),
         topics: boot.topics,
+        groups: boot.groups,
         offsets,
         control,
     }));

@@ -51,6 +51,8 @@ pub struct ConsumerChange {
     pub members: bool,
     /// The group's subscription set changed.
     pub subscriptions: bool,
+    /// The group's message model (clustering or broadcasting) changed.
+    pub model: bool,
 }
 
 #[derive(Debug, Default)]
@@ -93,6 +95,7 @@ impl ClientRegistry {
                 clients: BTreeMap::new(),
             });
         info.consume_type = data.consume_type.clone();
+        let model = info.message_model != data.message_model;
         info.message_model = data.message_model.clone();
         info.consume_from_where = data.consume_from_where.clone();
         let members = info
@@ -111,6 +114,7 @@ impl ClientRegistry {
             return ConsumerChange {
                 members,
                 subscriptions: false,
+                model,
             };
         }
         let new_subs: BTreeMap<String, SubscriptionData> = data
@@ -125,6 +129,7 @@ impl ClientRegistry {
         ConsumerChange {
             members,
             subscriptions,
+            model,
         }
     }
 
@@ -235,6 +240,23 @@ impl ClientRegistry {
             .unwrap_or_default()
     }
 
+    /// The connection of a producer client by its client id (RocketMQ's `ProducerManager.findChannel`):
+    /// the one it sent its latest heartbeat on.
+    pub fn producer_conn_by_client_id(&self, client_id: &str) -> Option<ConnRef> {
+        self.producers
+            .values()
+            .filter_map(|clients| clients.get(client_id))
+            .max_by_key(|c| c.last_update)
+            .map(|c| c.conn)
+    }
+
+    /// Whether a group's online consumers consume by broadcast.
+    pub fn is_broadcasting(&self, group: &str) -> bool {
+        self.consumers
+            .get(group)
+            .is_some_and(|info| info.message_model == MessageModel::Broadcasting)
+    }
+
     /// A group's current subscriptions (empty when the group is gone).
     pub fn subscriptions(&self, group: &str) -> Vec<SubscriptionData> {
         self.consumers
@@ -287,7 +309,8 @@ mod tests {
             c,
             ConsumerChange {
                 members: true,
-                subscriptions: true
+                subscriptions: true,
+                model: false,
             }
         );
         let c = reg.register_consumer(&consumer("g", &["T"]), "c1", conn(0, 1), now, false);
@@ -297,7 +320,8 @@ mod tests {
             c,
             ConsumerChange {
                 members: true,
-                subscriptions: true
+                subscriptions: true,
+                model: false,
             }
         );
         assert_eq!(reg.consumer_ids("g").unwrap(), vec!["c1", "c2"]);
@@ -314,6 +338,12 @@ mod tests {
         assert!(reg.connection_closed(1, 5).is_empty());
         reg.register_producer("pg", "c1", conn(0, 1), now);
         assert_eq!(reg.producer_group_count(), 1);
+        // A client's latest heartbeat names its connection, whatever the group.
+        reg.register_producer("pg2", "c1", conn(1, 7), now + Duration::from_secs(1));
+        assert_eq!(reg.producer_conn_by_client_id("c1"), Some(conn(1, 7)));
+        assert_eq!(reg.producer_conn_by_client_id("nobody"), None);
+        reg.unregister_producer("pg2", "c1");
+        assert_eq!(reg.producer_conn_by_client_id("c1"), Some(conn(0, 1)));
         let later = now + Duration::from_secs(121);
         assert_eq!(
             reg.expire(later, Duration::from_secs(120)),
@@ -324,5 +354,22 @@ mod tests {
         reg.register_consumer(&consumer("h", &["T"]), "c9", conn(0, 2), now, false);
         assert!(reg.unregister_consumer("h", "c9"));
         assert!(!reg.unregister_consumer("h", "c9"));
+    }
+
+    #[test]
+    fn a_change_of_message_model_is_reported() {
+        let mut reg = ClientRegistry::default();
+        let now = Instant::now();
+        let clustering = consumer("g", &["T"]);
+        reg.register_consumer(&clustering, "c1", conn(0, 1), now, false);
+        assert!(!reg.is_broadcasting("g"));
+        let broadcasting = ConsumerData {
+            message_model: MessageModel::Broadcasting,
+            ..clustering
+        };
+        let c = reg.register_consumer(&broadcasting, "c1", conn(0, 1), now, true);
+        assert!(c.model && !c.subscriptions && !c.members);
+        assert!(reg.is_broadcasting("g"));
+        assert!(!reg.is_broadcasting("other"));
     }
 }

@@ -1,16 +1,15 @@
-//! The control shard's state: the client registry, the subscription groups, orderly consumers' queue
-//! locks and the name-server registrar, with the semaphores that order its writes.
+//! The control shard's state: the client registry, orderly consumers' queue locks and the name-server
+//! registrar, with the semaphores that order its writes. (The master subscription groups are the
+//! control shard's `Shard::groups`, as its `Shard::topics` is the master topic table.)
 
 use std::cell::{Cell, RefCell};
 
 use crate::role::namesrv::Registrar;
 use crate::state::clients::ClientRegistry;
 use crate::state::rebalance_locks::RebalanceLocks;
-use crate::state::subscription_groups::SubscriptionGroupTable;
 
 pub struct Control {
     pub clients: RefCell<ClientRegistry>,
-    pub groups: RefCell<SubscriptionGroupTable>,
     pub registrar: Registrar,
     pub locks: RefCell<RebalanceLocks>,
     /// A background registration is waiting to run.
@@ -22,15 +21,20 @@ pub struct Control {
 }
 
 impl Control {
-    pub fn new(groups: SubscriptionGroupTable) -> Control {
+    pub fn new() -> Control {
         Control {
             clients: RefCell::new(ClientRegistry::default()),
-            groups: RefCell::new(groups),
             registrar: Registrar::default(),
             locks: RefCell::new(RebalanceLocks::default()),
             registration_queued: Cell::new(false),
             registration_round: glommio::sync::Semaphore::new(1),
             persist_lock: glommio::sync::Semaphore::new(1),
         }
+    }
+}
+
+impl Default for Control {
+    fn default() -> Self {
+        Control::new()
     }
 }

@@ -1,5 +1,7 @@
 //! Subscription groups (`config/subscriptionGroup.json`): per consumer group settings, created on first
-//! heartbeat when `autoCreateSubscriptionGroup` is on.
+//! heartbeat (or pull, or send-back) when `autoCreateSubscriptionGroup` is on. Shard 0 holds the master
+//! table; every other shard a copy kept current by the control shard's events, so pulls on a queue's
+//! owner and send-backs on the receiving shard read the group's settings without a hop.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -73,6 +75,23 @@ pub struct SubscriptionGroupTable {
     pub data_version: DataVersion,
 }
 
+/// RocketMQ's `Validators.CHARACTER_MAX_LENGTH`: the longest group name a broker creates.
+const GROUP_MAX_LENGTH: usize = 255;
+/// RocketMQ's `MixAll.CID_RMQ_SYS_PREFIX`: groups created even without `autoCreateSubscriptionGroup`.
+const SYS_CONSUMER_GROUP_PREFIX: &str = "CID_RMQ_SYS_";
+
+/// Whether the broker may create `group` on first use (RocketMQ's `findSubscriptionGroupConfig`):
+/// auto-creation is on or it is a system group, and the name is legal (`^[%|a-zA-Z0-9_-]+$`, at most
+/// 255 characters).
+pub fn may_auto_create(auto_create_subscription_group: bool, group: &str) -> bool {
+    let legal = !group.is_empty()
+        && group.len() <= GROUP_MAX_LENGTH
+        && group
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '%' | '|' | '_' | '-'));
+    legal && (auto_create_subscription_group || group.starts_with(SYS_CONSUMER_GROUP_PREFIX))
+}
+
 /// Groups RocketMQ's broker creates at start.
 const SYSTEM_GROUPS: &[&str] = &[
     "TOOLS_CONSUMER",
@@ -114,15 +133,20 @@ impl SubscriptionGroupTable {
         changed
     }
 
-    /// Creates the group with defaults if it is missing; true when it was created.
-    pub fn ensure(&mut self, group: &str) -> bool {
-        if self.subscription_group_table.contains_key(group) {
-            return false;
+    pub fn get(&self, group: &str) -> Option<&SubscriptionGroupConfig> {
+        self.subscription_group_table.get(group)
+    }
+
+    /// Inserts or replaces groups and removes others, with one data version step.
+    pub fn change(&mut self, upsert: &[SubscriptionGroupConfig], remove: &[String]) {
+        for config in upsert {
+            self.subscription_group_table
+                .insert(config.group_name.clone(), config.clone());
         }
-        self.subscription_group_table
-            .insert(group.to_owned(), SubscriptionGroupConfig::new(group));
+        for name in remove {
+            self.subscription_group_table.remove(name);
+        }
         self.data_version.next(now_ms());
-        true
     }
 }
 
@@ -136,8 +160,12 @@ mod tests {
         let path = dir.path().join("subscriptionGroup.json");
         let mut table = SubscriptionGroupTable::load(&path).unwrap();
         assert!(table.add_system_groups());
-        assert!(table.ensure("cg1"));
-        assert!(!table.ensure("cg1"));
+        let before = table.data_version;
+        table.change(&[SubscriptionGroupConfig::new("cg1")], &[]);
+        assert!(table.get("cg1").is_some());
+        assert_ne!(table.data_version, before);
+        table.change(&[SubscriptionGroupConfig::new("cg2")], &["cg1".to_owned()]);
+        assert!(table.get("cg1").is_none() && table.get("cg2").is_some());
         crate::state::persist::write_atomic(&path, &table.to_json()).unwrap();
         assert_eq!(SubscriptionGroupTable::load(&path).unwrap(), table);
         // Java writes all fields; missing ones take Java's defaults.
@@ -148,5 +176,16 @@ mod tests {
             (g.retry_max_times, g.retry_queue_nums, g.consume_enable),
             (3, 1, true)
         );
+    }
+
+    #[test]
+    fn auto_creation_follows_the_switch_the_name_and_the_system_prefix() {
+        assert!(may_auto_create(true, "cg_1-a|%b"));
+        assert!(!may_auto_create(false, "cg1"));
+        assert!(may_auto_create(false, "CID_RMQ_SYS_TRANS"));
+        assert!(!may_auto_create(true, ""));
+        assert!(!may_auto_create(true, "a b"));
+        assert!(may_auto_create(true, &"g".repeat(255)));
+        assert!(!may_auto_create(true, &"g".repeat(256)));
     }
 }

@@ -58,6 +58,11 @@ pub fn is_retry_or_dlq(topic: &str) -> bool {
     topic.starts_with(RETRY_GROUP_TOPIC_PREFIX) || topic.starts_with(DLQ_GROUP_TOPIC_PREFIX)
 }
 
+/// The topic replies to request messages of `cluster` go to (RocketMQ's `MixAll.getReplyTopic`).
+pub fn reply_topic(cluster: &str) -> String {
+    format!("{cluster}_REPLY_TOPIC")
+}
+
 /// The retry topic of a consumer group.
 pub fn retry_topic(group: &str) -> String {
     format!("{RETRY_GROUP_TOPIC_PREFIX}{group}")
@@ -146,6 +151,7 @@ impl TopicTable {
         add(OFFSET_MOVED_EVENT, 1, rw);
         add(SCHEDULE_TOPIC, SCHEDULE_TOPIC_QUEUE_NUM, rw);
         add(TRANS_HALF_TOPIC, 1, rw);
+        add(&reply_topic(&cfg.broker_cluster_name), 1, rw);
         let queues = i32::try_from(cfg.default_topic_queue_nums).unwrap_or(i32::MAX);
         if cfg.auto_create_topic_enable {
             self.topics.insert(
@@ -196,6 +202,11 @@ mod tests {
         assert!(table.get(&cfg.broker_cluster_name).is_some());
         assert!(table.get(&cfg.broker_name).is_some());
         assert!(table.get(OFFSET_MOVED_EVENT).is_some());
+        let reply = table.get("DefaultCluster_REPLY_TOPIC").unwrap();
+        assert_eq!(
+            (reply.read_queue_nums, reply.write_queue_nums, reply.perm),
+            (1, 1, 6)
+        );
         assert!(
             !table.add_system_topics(&cfg),
             "adding again changes nothing"

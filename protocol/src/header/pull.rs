@@ -14,8 +14,18 @@ pub mod pull_sys_flag {
     pub const LITE_PULL_MESSAGE: i32 = 0x10;
 }
 
+/// Values of `PullMessageResponseHeader::forbidden_type` (RocketMQ 5's `ForbiddenType`): what refused
+/// a pull answered NO_PERMISSION.
+pub mod forbidden_type {
+    pub const BROKER_FORBIDDEN: i32 = 1;
+    pub const GROUP_FORBIDDEN: i32 = 2;
+    pub const TOPIC_FORBIDDEN: i32 = 3;
+    pub const BROADCASTING_DISABLE_FORBIDDEN: i32 = 4;
+    pub const SUBSCRIPTION_FORBIDDEN: i32 = 5;
+}
+
 command_header! {
-    /// PULL_MESSAGE (11) request header.
+    /// PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361) request header.
     pub struct PullMessageRequestHeader {
         consumer_group: String = "consumerGroup",
         topic: String = "topic",

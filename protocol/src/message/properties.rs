@@ -30,7 +30,18 @@ pub const MAX_RECONSUME_TIMES: &str = "MAX_RECONSUME_TIMES";
 pub const CONSUME_START_TIMESTAMP: &str = "CONSUME_START_TIME";
 pub const TRANSACTION_CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
 pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
+/// The cluster of the broker that stored the message (set by the broker; request-reply uses it).
 pub const CLUSTER: &str = "CLUSTER";
+/// Request-reply: the requester's client id, where the broker pushes the reply.
+pub const REPLY_TO_CLIENT: &str = "REPLY_TO_CLIENT";
+/// Request-reply: ties a reply to its request.
+pub const CORRELATION_ID: &str = "CORRELATION_ID";
+/// Request-reply: how long the requester waits, in ms.
+pub const MESSAGE_TTL: &str = "TTL";
+/// Request-reply: `reply` on a reply message (`MixAll.REPLY_MESSAGE_FLAG`).
+pub const MESSAGE_TYPE: &str = "MSG_TYPE";
+/// Request-reply: when the broker pushed the reply (ms).
+pub const PUSH_REPLY_TIME: &str = "PUSH_REPLY_TIME";
 pub const INSTANCE_ID: &str = "INSTANCE_ID";
 pub const SHARDING_KEY: &str = "__SHARDINGKEY";
 

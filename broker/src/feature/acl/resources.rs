@@ -61,7 +61,9 @@ pub fn needed(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, String> 
                 (group("group"), perm::SUB),
             ]
         }
-        code::PULL_MESSAGE => vec![
+        // RocketMQ 5's plain ACL leaves lite pulls unchecked; a lite pull reads like a pull, so it
+        // needs what a pull needs.
+        code::PULL_MESSAGE | code::LITE_PULL_MESSAGE => vec![
             (topic("topic"), perm::SUB),
             (group("consumerGroup"), perm::SUB),
         ],
@@ -107,6 +109,17 @@ mod tests {
                 (Resource::Group("G".into()), perm::SUB)
             ]
         );
+    }
+
+    #[test]
+    fn a_lite_pull_needs_what_a_pull_needs() {
+        let req = RemotingCommand::request(code::LITE_PULL_MESSAGE)
+            .with_ext("topic", "T")
+            .with_ext("consumerGroup", "G");
+        let pull = RemotingCommand::request(code::PULL_MESSAGE)
+            .with_ext("topic", "T")
+            .with_ext("consumerGroup", "G");
+        assert_eq!(needed(&req).unwrap(), needed(&pull).unwrap());
     }
 
     #[test]

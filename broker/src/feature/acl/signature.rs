@@ -1,8 +1,11 @@
 //! Request signatures as RocketMQ's AclUtils computes them: HMAC-SHA1 over the values of the request's
-//! extFields sorted by key (without `Signature` and `_UNIQUE_KEY_QUERY`), then the body; base64.
+//! extFields sorted by key (without `Signature`), then the body; base64. Clients up to 4.9.3 added
+//! `_UNIQUE_KEY_QUERY` (QUERY_MESSAGE) after signing, so for them it is left out, as RocketMQ 5's
+//! broker does; later clients sign it.
 
 use base64::Engine;
 use hmac::{Hmac, KeyInit, Mac};
+use protocol::command::mq_version;
 use protocol::RemotingCommand;
 use sha1::Sha1;
 
@@ -10,15 +13,16 @@ use sha1::Sha1;
 pub const SIGNATURE: &str = "Signature";
 /// The extField naming the account.
 pub const ACCESS_KEY: &str = "AccessKey";
-/// Left out of the signed content, as RocketMQ does (`MixAll.UNIQUE_MSG_QUERY_FLAG`).
+/// Unsigned by clients up to 4.9.3 (`MixAll.UNIQUE_MSG_QUERY_FLAG`).
 const UNIQUE_MSG_QUERY_FLAG: &str = "_UNIQUE_KEY_QUERY";
 
 /// The bytes a client signs for `request`: sorted extField values, then the body.
 pub fn signed_content(request: &RemotingCommand) -> Vec<u8> {
+    let unsigned_query_flag = request.version <= mq_version::V4_9_3;
     let mut fields: Vec<(&str, &str)> = request
         .ext_fields
         .iter()
-        .filter(|(k, _)| *k != SIGNATURE && *k != UNIQUE_MSG_QUERY_FLAG)
+        .filter(|(k, _)| *k != SIGNATURE && !(unsigned_query_flag && *k == UNIQUE_MSG_QUERY_FLAG))
         .collect();
     // Java's TreeMap orders keys by UTF-16 code units; that differs from byte order only above U+FFFF.
     fields.sort_by(|a, b| a.0.encode_utf16().cmp(b.0.encode_utf16()));
@@ -90,10 +94,22 @@ mod tests {
             .with_ext("AccessKey", "rocketmq2")
             .with_ext("Signature", "ignored")
             .with_ext("a", "PG")
-            .with_ext("_UNIQUE_KEY_QUERY", "false")
             .with_body(&b"hello"[..]);
         // Sorted keys: AccessKey < a < b (upper case sorts first, as in Java).
         assert_eq!(signed_content(&req), b"rocketmq2PGTopicAhello");
+    }
+
+    #[test]
+    fn the_unique_key_flag_is_signed_after_4_9_3() {
+        let mut req = RemotingCommand::request(code::QUERY_MESSAGE)
+            .with_ext("topic", "T")
+            .with_ext("AccessKey", "ak")
+            .with_ext("_UNIQUE_KEY_QUERY", "true");
+        // `_UNIQUE_KEY_QUERY` sorts after `AccessKey` and before `topic` ('_' < 't').
+        req.version = mq_version::V4_9_3 + 2;
+        assert_eq!(signed_content(&req), b"aktrueT");
+        req.version = mq_version::V4_9_3;
+        assert_eq!(signed_content(&req), b"akT");
     }
 
     #[test]
