@@ -84,6 +84,11 @@ pub struct BrokerConfig {
     pub long_polling_enable: bool,
     /// `litePullMessageEnable`: LITE_PULL_MESSAGE (Java's DefaultLitePullConsumer) is served.
     pub lite_pull_message_enable: bool,
+    /// `timerWheelEnable`: messages with TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS wait for
+    /// their time; off, they are stored at once as plain messages.
+    pub timer_wheel_enable: bool,
+    /// `timerMaxDelaySec`: the longest timer accepted (RocketMQ's default: 3 days).
+    pub timer_max_delay_sec: u64,
     /// `storeReplyMessageEnable`: replies (SEND_REPLY_MESSAGE) are stored as well as pushed.
     pub store_reply_message_enable: bool,
     pub short_polling_time_mills: u64,
@@ -164,6 +169,8 @@ impl Default for BrokerConfig {
             wait_time_mills_in_send_queue: 200,
             long_polling_enable: true,
             lite_pull_message_enable: true,
+            timer_wheel_enable: true,
+            timer_max_delay_sec: 259_200,
             store_reply_message_enable: true,
             short_polling_time_mills: 1000,
             transaction_timeout_ms: 6000,
@@ -368,6 +375,8 @@ impl BrokerConfig {
             "waitTimeMillsInSendQueue" => self.wait_time_mills_in_send_queue = num(key, v)?,
             "longPollingEnable" => self.long_polling_enable = boolean(key, v)?,
             "litePullMessageEnable" => self.lite_pull_message_enable = boolean(key, v)?,
+            "timerWheelEnable" => self.timer_wheel_enable = boolean(key, v)?,
+            "timerMaxDelaySec" => self.timer_max_delay_sec = num(key, v)?,
             "storeReplyMessageEnable" => self.store_reply_message_enable = boolean(key, v)?,
             "shortPollingTimeMills" => self.short_polling_time_mills = num(key, v)?,
             "transactionTimeOut" => self.transaction_timeout_ms = num(key, v)?,

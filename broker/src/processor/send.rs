@@ -167,6 +167,7 @@ async fn prepare(
             record = into_half_message(record);
         }
         super::send_back::divert_exhausted_retry(shard, &header, req.version, &mut record).await?;
+        record = park_if_timed(shard, record)?;
         record = crate::feature::schedule::park_if_delayed(
             record,
             crate::feature::schedule::max_level(shard),
@@ -174,6 +175,19 @@ async fn prepare(
         vec![record]
     };
     Ok((records, is_batch))
+}
+
+/// Parks a timer message on the timer queue of the shard owning its real queue (so delivery is a local
+/// put); a delay above `timerMaxDelaySec` is refused with MESSAGE_ILLEGAL, as RocketMQ 5 does.
+fn park_if_timed(shard: &Shard, record: MessageRecord) -> Result<MessageRecord, RemotingCommand> {
+    crate::feature::timer::park_if_timed(
+        record,
+        shard.cfg.timer_wheel_enable,
+        shard.cfg.timer_max_delay_sec,
+        topics::now_ms(),
+        |topic, queue_id| crate::feature::timer::queue_of(shard, shard.owner_of(topic, queue_id)),
+    )
+    .map_err(|why| error(rc::MESSAGE_ILLEGAL, why))
 }
 
 /// A message's properties with `CLUSTER` set to this broker's cluster (RocketMQ's broker sets it on

@@ -227,6 +227,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
     crate::role::ha::start(&shard)?;
     start_offset_persistence(&shard);
     crate::feature::schedule::start(&shard);
+    crate::feature::timer::start(&shard);
 
     if id == 0 {
         // Every shard answers once it serves; then the broker is up.

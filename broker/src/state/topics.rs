@@ -49,7 +49,10 @@ pub fn validate_topic_name(topic: &str) -> Result<(), String> {
 pub fn is_not_allowed_send(topic: &str) -> bool {
     matches!(
         topic,
-        SCHEDULE_TOPIC | TRANS_HALF_TOPIC | TRANS_OP_HALF_TOPIC
+        SCHEDULE_TOPIC
+            | TRANS_HALF_TOPIC
+            | TRANS_OP_HALF_TOPIC
+            | crate::feature::timer::TIMER_TOPIC
     )
 }
 

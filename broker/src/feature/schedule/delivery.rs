@@ -139,7 +139,7 @@ async fn round(shard: &Rc<Shard>, level: i32) -> Step {
 
 /// How one record's delivery ended.
 #[derive(Clone, Copy)]
-enum Outcome {
+pub(crate) enum Outcome {
     /// Stored: the target shard and the physical end it must flush.
     Stored(Option<(usize, i64)>),
     /// Can never be delivered (no destination, refused by the store): skipped.
@@ -156,7 +156,14 @@ async fn deliver(shard: &Rc<Shard>, level: i32, offset: i64, records: Vec<bytes:
         let item = match MessageRecord::decode(bytes, false) {
             Ok((parked, _)) => {
                 let at = parked.queue_offset.max(last.saturating_add(1));
-                (at, super::park::unpark(parked, shard.store_host))
+                (
+                    at,
+                    super::park::unpark(
+                        parked,
+                        shard.store_host,
+                        &[protocol::message::properties::DELAY],
+                    ),
+                )
             }
             Err(e) => (
                 last.saturating_add(1),
@@ -166,7 +173,47 @@ async fn deliver(shard: &Rc<Shard>, level: i32, offset: i64, records: Vec<bytes:
         last = item.0;
         items.push(item);
     }
-    // Records for the same queue go in one put (in order); different queues are put concurrently.
+    let offsets_of: Vec<i64> = items.iter().map(|(at, _)| *at).collect();
+    let label = format!("delay level {level}");
+    let outcomes = put_restored(shard, &label, items).await;
+    // Advance over the delivered prefix; stop at the first failure (later successes repeat: allowed).
+    let mut next = offset;
+    let mut marks: Vec<(usize, i64)> = Vec::new();
+    let mut failed = false;
+    for (outcome, at) in outcomes.iter().zip(offsets_of.iter()) {
+        match outcome {
+            Outcome::Failed => {
+                failed = true;
+                break;
+            }
+            Outcome::Stored(mark) => {
+                if let Some((s, end)) = mark {
+                    match marks.iter_mut().find(|(t, _)| t == s) {
+                        Some((_, e)) => *e = (*e).max(*end),
+                        None => marks.push((*s, *end)),
+                    }
+                }
+                next = at.saturating_add(1);
+            }
+            Outcome::Skipped => next = at.saturating_add(1),
+        }
+    }
+    shard.schedule.advance(level, next, marks);
+    if failed {
+        Step::Retry
+    } else {
+        Step::More
+    }
+}
+
+/// Puts restored records (each with the queue offset of its parked unit, or why it cannot be
+/// delivered) to their real queues' owners: records for the same queue in one put, in order; different
+/// queues concurrently. Shared by the delay levels and the timer; `label` names the caller in logs.
+pub(crate) async fn put_restored(
+    shard: &Rc<Shard>,
+    label: &str,
+    items: Vec<(i64, Result<MessageRecord, String>)>,
+) -> Vec<Outcome> {
     let mut groups: Vec<((String, i32), Vec<usize>)> = Vec::new();
     for (i, (_, rec)) in items.iter().enumerate() {
         if let Ok(rec) = rec {
@@ -182,14 +229,11 @@ async fn deliver(shard: &Rc<Shard>, level: i32, offset: i64, records: Vec<bytes:
         .map(|(at, rec)| match rec {
             Ok(_) => Outcome::Failed,
             Err(why) => {
-                tracing::error!(
-                    "delay level {level}: unit {at} cannot be delivered: {why}; skipped"
-                );
+                tracing::error!("{label}: unit {at} cannot be delivered: {why}; skipped");
                 Outcome::Skipped
             }
         })
         .collect();
-    let offsets_of: Vec<i64> = items.iter().map(|(at, _)| *at).collect();
     let mut records_by_index: Vec<Option<MessageRecord>> =
         items.into_iter().map(|(_, r)| r.ok()).collect();
     let puts = groups.iter().map(|((topic, queue_id), members)| {
@@ -219,19 +263,17 @@ async fn deliver(shard: &Rc<Shard>, level: i32, offset: i64, records: Vec<bytes:
             // SYNC_MASTER without a slave's ack: delivered again later, as RocketMQ does.
             Ok(put) => {
                 let why = put.status.describe();
-                tracing::warn!("delay level {level}: delivery not confirmed ({why}); retrying");
+                tracing::warn!("{label}: delivery not confirmed ({why}); retrying");
                 Outcome::Failed
             }
             Err(OwnerPutError::Store(
                 e @ (PutError::MessageTooLarge { .. } | PutError::Illegal(_)),
             )) => {
-                tracing::error!(
-                    "delay level {level}: the store refused a due message ({e}); skipped"
-                );
+                tracing::error!("{label}: the store refused a due message ({e}); skipped");
                 Outcome::Skipped
             }
             Err(e) => {
-                tracing::warn!("delay level {level}: delivery failed ({e}); retrying");
+                tracing::warn!("{label}: delivery failed ({e}); retrying");
                 Outcome::Failed
             }
         };
@@ -241,32 +283,5 @@ async fn deliver(shard: &Rc<Shard>, level: i32, offset: i64, records: Vec<bytes:
             }
         }
     }
-    // Advance over the delivered prefix; stop at the first failure (later successes repeat: allowed).
-    let mut next = offset;
-    let mut marks: Vec<(usize, i64)> = Vec::new();
-    let mut failed = false;
-    for (outcome, at) in outcomes.iter().zip(offsets_of.iter()) {
-        match outcome {
-            Outcome::Failed => {
-                failed = true;
-                break;
-            }
-            Outcome::Stored(mark) => {
-                if let Some((s, end)) = mark {
-                    match marks.iter_mut().find(|(t, _)| t == s) {
-                        Some((_, e)) => *e = (*e).max(*end),
-                        None => marks.push((*s, *end)),
-                    }
-                }
-                next = at.saturating_add(1);
-            }
-            Outcome::Skipped => next = at.saturating_add(1),
-        }
-    }
-    shard.schedule.advance(level, next, marks);
-    if failed {
-        Step::Retry
-    } else {
-        Step::More
-    }
+    outcomes
 }

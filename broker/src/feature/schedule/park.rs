@@ -63,9 +63,10 @@ pub fn refuse_delayed_batch(
     Ok(())
 }
 
-/// The queue id a send reply names: the real queue for a parked record, else the record's own.
+/// The queue id a send reply names: the real queue for a parked (delayed or timer) record, else the
+/// record's own.
 pub fn reply_queue_id(record: &MessageRecord) -> i32 {
-    if record.topic == SCHEDULE_TOPIC {
+    if record.topic == SCHEDULE_TOPIC || record.topic == crate::feature::timer::TIMER_TOPIC {
         if let Some(qid) = properties::get(&record.properties, properties::REAL_QUEUE_ID)
             .and_then(|v| v.trim().parse::<i32>().ok())
         {
@@ -75,9 +76,14 @@ pub fn reply_queue_id(record: &MessageRecord) -> i32 {
     record.queue_id
 }
 
-/// Rebuilds a due record (decoded from the schedule topic) for its real topic and queue. Err names
-/// what is missing: such a record cannot ever be delivered and is skipped.
-pub fn unpark(parked: MessageRecord, store_host: SocketAddr) -> Result<MessageRecord, String> {
+/// Rebuilds a due record (decoded from the schedule or timer topic) for its real topic and queue,
+/// without the properties named in `drop`. Err names what is missing: such a record cannot ever be
+/// delivered and is skipped.
+pub fn unpark(
+    parked: MessageRecord,
+    store_host: SocketAddr,
+    drop: &[&str],
+) -> Result<MessageRecord, String> {
     let topic = properties::get(&parked.properties, properties::REAL_TOPIC)
         .filter(|t| crate::state::topics::validate_topic_name(t).is_ok())
         .ok_or("no valid REAL_TOPIC property")?
@@ -86,7 +92,9 @@ pub fn unpark(parked: MessageRecord, store_host: SocketAddr) -> Result<MessageRe
         .and_then(|v| v.trim().parse::<i32>().ok())
         .filter(|q| *q >= 0)
         .ok_or("no valid REAL_QID property")?;
-    let props = properties::without(&parked.properties, properties::DELAY);
+    let props = drop.iter().fold(parked.properties.clone(), |p, key| {
+        properties::without(&p, key)
+    });
     Ok(MessageRecord {
         topic,
         queue_id,
@@ -138,7 +146,7 @@ mod tests {
         assert_eq!(properties::get(&parked.properties, "REAL_TOPIC"), Some("T"));
         assert_eq!(properties::get(&parked.properties, "REAL_QID"), Some("3"));
         assert_eq!(reply_queue_id(&parked), 3);
-        let back = unpark(parked, host).unwrap();
+        let back = unpark(parked, host, &[properties::DELAY]).unwrap();
         assert_eq!((back.topic.as_str(), back.queue_id), ("T", 3));
         assert_eq!(properties::get(&back.properties, "DELAY"), None);
         assert_eq!(properties::get(&back.properties, "TAGS"), Some("a"));
@@ -172,10 +180,10 @@ mod tests {
     #[test]
     fn unpark_refuses_records_without_a_destination() {
         let host: SocketAddr = "127.0.0.1:1".parse().unwrap();
-        assert!(unpark(record(SCHEDULE_TOPIC, 0, ""), host).is_err());
+        assert!(unpark(record(SCHEDULE_TOPIC, 0, ""), host, &[]).is_err());
         let bad_qid = props(&[("REAL_TOPIC", "T"), ("REAL_QID", "-1")]);
-        assert!(unpark(record(SCHEDULE_TOPIC, 0, &bad_qid), host).is_err());
+        assert!(unpark(record(SCHEDULE_TOPIC, 0, &bad_qid), host, &[]).is_err());
         let bad_topic = props(&[("REAL_TOPIC", "a b"), ("REAL_QID", "1")]);
-        assert!(unpark(record(SCHEDULE_TOPIC, 0, &bad_topic), host).is_err());
+        assert!(unpark(record(SCHEDULE_TOPIC, 0, &bad_topic), host, &[]).is_err());
     }
 }
