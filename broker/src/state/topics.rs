@@ -12,6 +12,8 @@ use crate::error::BrokerError;
 /// The default topic new topics are created from (`AUTO_CREATE_TOPIC_KEY_TOPIC`).
 pub const DEFAULT_TOPIC: &str = "TBW102";
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+/// RocketMQ 5's timer topic (`TimerMessageStore.TIMER_TOPIC`), where timer messages wait.
+pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
 pub const SELF_TEST_TOPIC: &str = "SELF_TEST_TOPIC";
 pub const TRANS_HALF_TOPIC: &str = "RMQ_SYS_TRANS_HALF_TOPIC";
 pub const TRANS_OP_HALF_TOPIC: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
@@ -49,10 +51,7 @@ pub fn validate_topic_name(topic: &str) -> Result<(), String> {
 pub fn is_not_allowed_send(topic: &str) -> bool {
     matches!(
         topic,
-        SCHEDULE_TOPIC
-            | TRANS_HALF_TOPIC
-            | TRANS_OP_HALF_TOPIC
-            | crate::feature::timer::TIMER_TOPIC
+        SCHEDULE_TOPIC | TRANS_HALF_TOPIC | TRANS_OP_HALF_TOPIC | TIMER_TOPIC
     )
 }
 

@@ -66,7 +66,7 @@ pub fn refuse_delayed_batch(
 /// The queue id a send reply names: the real queue for a parked (delayed or timer) record, else the
 /// record's own.
 pub fn reply_queue_id(record: &MessageRecord) -> i32 {
-    if record.topic == SCHEDULE_TOPIC || record.topic == crate::feature::timer::TIMER_TOPIC {
+    if record.topic == SCHEDULE_TOPIC || record.topic == crate::state::topics::TIMER_TOPIC {
         if let Some(qid) = properties::get(&record.properties, properties::REAL_QUEUE_ID)
             .and_then(|v| v.trim().parse::<i32>().ok())
         {

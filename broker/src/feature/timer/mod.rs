@@ -20,8 +20,7 @@ use crate::shard::Shard;
 use crate::state::topics::now_ms;
 use index::TimerIndex;
 
-/// RocketMQ 5's timer topic (`TimerMessageStore.TIMER_TOPIC`).
-pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
+pub use crate::state::topics::TIMER_TOPIC;
 pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
 pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
 pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
