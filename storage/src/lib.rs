@@ -34,4 +34,4 @@ pub use read::record_store_timestamp;
 pub use segment::COMMITLOG_DIR;
 pub use stats::StatsSnapshot;
 pub use store::{topic_is_storable, ArrivalFn, MessageStore, ABORT_FILE, CONSUME_QUEUE_DIR};
-pub use types::{GetMessageStatus, GetResult, PutOk, RetentionReport};
+pub use types::{GetMessageStatus, GetResult, PutOk, ReadFilter, RetentionReport};
