@@ -22,7 +22,7 @@ use storage::MessageStore;
 
 use crate::config::BrokerConfig;
 use crate::feature::long_poll::PullWaiters;
-use crate::feature::tag_filter::TagFilter;
+use crate::feature::pull_filter::{Registered, SqlCache};
 use crate::shard::latch::Latch;
 use crate::shard::mesh::Mesh;
 use crate::shard::ownership::owner_shard;
@@ -42,7 +42,9 @@ pub struct Shard {
     /// Shard 0: the master table; others: a copy kept current by broadcasts.
     pub topics: RefCell<TopicTable>,
     /// group -> topic -> filter, from consumers' heartbeats (broadcast by shard 0).
-    pub subscriptions: RefCell<HashMap<String, HashMap<String, TagFilter>>>,
+    pub subscriptions: RefCell<HashMap<String, HashMap<String, Registered>>>,
+    /// SQL92 filters compiled on this shard, for registered subscriptions and for pulls.
+    pub sql_filters: RefCell<SqlCache>,
     pub offsets: RefCell<ConsumerOffsets>,
     pub waiters: PullWaiters,
     /// Connections on this shard whose clients registered (heartbeat), for server-initiated commands.
@@ -91,6 +93,7 @@ impl Shard {
             mesh: p.mesh,
             topics: RefCell::new(p.topics),
             subscriptions: RefCell::new(HashMap::new()),
+            sql_filters: RefCell::new(SqlCache::default()),
             offsets: RefCell::new(p.offsets),
             waiters: PullWaiters::default(),
             connections: RefCell::new(HashMap::new()),
@@ -132,7 +135,7 @@ impl Shard {
     }
 
     /// The filter a consumer group registered for a topic, if any.
-    pub fn registered_filter(&self, group: &str, topic: &str) -> Option<TagFilter> {
+    pub fn registered_filter(&self, group: &str, topic: &str) -> Option<Registered> {
         self.subscriptions
             .borrow()
             .get(group)
@@ -146,9 +149,10 @@ impl Shard {
         if subs.is_empty() {
             all.remove(&group);
         } else {
+            let mut cache = self.sql_filters.borrow_mut();
             let map = subs
                 .iter()
-                .map(|s| (s.topic.clone(), TagFilter::from_subscription(s)))
+                .map(|s| (s.topic.clone(), cache.registered(&group, s)))
                 .collect();
             all.insert(group, map);
         }
