@@ -62,8 +62,11 @@ pub enum Registered {
     Unusable,
 }
 
-/// Most pull-carried expressions one shard keeps compiled; past it the cache starts over.
+/// Most expressions one shard keeps compiled, and most bytes of their text; past either the cache
+/// starts over (clients name groups and send expressions freely: the memory stays bounded, and the
+/// filters in use are compiled again at their next pull).
 const CACHE_LIMIT: usize = 4096;
+const CACHE_BYTES: usize = 4 * 1024 * 1024;
 
 type Compiled = Result<Rc<SqlFilter>, SqlError>;
 
@@ -71,6 +74,8 @@ type Compiled = Result<Rc<SqlFilter>, SqlError>;
 #[derive(Default)]
 pub struct SqlCache {
     entries: HashMap<(String, String), (Rc<str>, Compiled)>,
+    /// Bytes of the cached expressions' text.
+    bytes: usize,
 }
 
 impl SqlCache {
@@ -83,13 +88,21 @@ impl SqlCache {
                 return result.clone();
             }
         }
-        if self.entries.len() >= CACHE_LIMIT {
-            // Clients name groups freely: bound the memory, filters in use come back at once.
-            self.entries.clear();
-        }
         let result = SqlFilter::compile(expression).map(Rc::new);
-        self.entries
-            .insert(key, (Rc::from(expression), result.clone()));
+        if expression.len() > CACHE_BYTES {
+            return result;
+        }
+        if self.entries.len() >= CACHE_LIMIT || self.bytes + expression.len() > CACHE_BYTES {
+            self.entries.clear();
+            self.bytes = 0;
+        }
+        self.bytes += expression.len();
+        if let Some((old, _)) = self
+            .entries
+            .insert(key, (Rc::from(expression), result.clone()))
+        {
+            self.bytes -= old.len();
+        }
         result
     }
 
@@ -145,6 +158,25 @@ mod tests {
             &cache.compile("g", "T", "a > 1").unwrap()
         ));
         assert!(cache.compile("g", "T", "a >").is_err());
+    }
+
+    #[test]
+    fn memory_stays_bounded() {
+        let mut cache = SqlCache::default();
+        let long = format!("a = '{}'", "x".repeat(CACHE_BYTES / 3));
+        for i in 0..10 {
+            cache.compile(&format!("g{i}"), "T", &long).unwrap();
+            assert!(cache.bytes <= CACHE_BYTES);
+        }
+        for i in 0..CACHE_LIMIT + 10 {
+            cache.compile(&format!("g{i}"), "T", "a > 1").unwrap();
+            assert!(cache.entries.len() <= CACHE_LIMIT);
+        }
+        // Replacing a pair's expression accounts for the old text.
+        let mut cache = SqlCache::default();
+        cache.compile("g", "T", "a > 1").unwrap();
+        cache.compile("g", "T", "a > 22").unwrap();
+        assert_eq!(cache.bytes, "a > 22".len());
     }
 
     #[test]
