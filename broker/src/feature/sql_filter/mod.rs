@@ -25,8 +25,8 @@
 //! Deviations: trees deeper than 100 levels are refused (Apache has no limit but its
 //! stack); Java's non-ASCII Unicode digits and hexadecimal doubles in property values are not read
 //! as numbers; `CONTAINS`, `STARTSWITH` and `ENDSWITH` are keywords (as in 5.x), so 4.9.8 filters
-//! naming properties so cannot be written. As in Apache, text after a complete expression is not read beyond its next token
-//! (`a = 1 b` filters by `a = 1`).
+//! naming properties so cannot be written. As in Apache, text after a complete expression is not
+//! read beyond its next token (`a = 1 b` filters by `a = 1`).
 
 mod ast;
 mod eval;
