@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the project: unit and integration tests of the workspace, then the interop tests
-# with real RocketMQ clients written by other people (installed here, into tests/interop/).
+# with real RocketMQ clients written by other people (installed here, into tests/interop/; the Java
+# client's JDK comes from the shared kit's setup.sh, which tests/interop/setup.sh runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -34,4 +34,4 @@ pub use offset::{local_of, physical, shard_of};
 pub use read::record_store_timestamp;
 pub use stats::StatsSnapshot;
 pub use store::{topic_is_storable, ArrivalFn, MessageStore};
-pub use types::{GetMessageStatus, GetResult, PutOk, RetentionReport};
+pub use types::{GetMessageStatus, GetResult, PutOk, ReadFilter, RetentionReport};

@@ -11,7 +11,7 @@ use crate::error::StoreError;
 use crate::offset::{local_of, shard_of};
 use crate::stats::StoreStats;
 use crate::store::MessageStore;
-use crate::types::{GetMessageStatus, GetResult};
+use crate::types::{GetMessageStatus, GetResult, ReadFilter};
 
 /// Units scanned at most by one pull when a filter skips messages (RocketMQ: 16000 bytes of units).
 const MAX_FILTER_SCAN: i64 = 800;
@@ -110,6 +110,30 @@ impl MessageStore {
         max_bytes: usize,
         filter: Option<&dyn Fn(i64) -> bool>,
     ) -> Result<GetResult, StoreError> {
+        let filter = ReadFilter {
+            tags_code: filter,
+            record: None,
+        };
+        self.get_messages_matching(topic, queue_id, offset, max_count, max_bytes, filter)
+            .await
+    }
+
+    /// [`get_messages`](Self::get_messages) with both filters of [`ReadFilter`]. A record either
+    /// rejects is skipped and consumed past, as RocketMQ's `isMatchedByCommitLog` does: the next
+    /// offset moves beyond it and, when nothing matched, the status is `NoMatchedMessage`.
+    pub async fn get_messages_matching(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_count: i32,
+        max_bytes: usize,
+        filter: ReadFilter<'_>,
+    ) -> Result<GetResult, StoreError> {
+        let ReadFilter {
+            tags_code: filter,
+            record: record_filter,
+        } = filter;
         StoreStats::inc(&self.inner.stats.gets, 1);
         let (min, max) = (
             self.min_offset(topic, queue_id),
@@ -146,7 +170,7 @@ impl MessageStore {
             ));
         }
         let max_count = i64::from(max_count.max(1));
-        let scan = if filter.is_some() {
+        let scan = if filter.is_some() || record_filter.is_some() {
             max_count.max(MAX_FILTER_SCAN)
         } else {
             max_count
@@ -196,6 +220,10 @@ impl MessageStore {
                 .await?
             {
                 Some(rec) if rec.len() == size => {
+                    if record_filter.is_some_and(|f| !f(&rec)) {
+                        filtered = true;
+                        continue;
+                    }
                     bytes += rec.len();
                     records.push(rec);
                 }

@@ -27,6 +27,21 @@ pub enum GetMessageStatus {
     NoMessageInQueue,
 }
 
+/// Whether a ConsumeQueue unit with this tagsCode may be read.
+pub type TagsCodeFilter<'f> = &'f dyn Fn(i64) -> bool;
+
+/// Whether a stored record is returned.
+pub type RecordFilter<'f> = &'f dyn Fn(&[u8]) -> bool;
+
+/// The filters of a pull (RocketMQ's `MessageFilter`); `None` accepts everything.
+#[derive(Clone, Copy, Default)]
+pub struct ReadFilter<'f> {
+    /// Asked first, with the ConsumeQueue unit's tagsCode.
+    pub tags_code: Option<TagsCodeFilter<'f>>,
+    /// Asked next, with the stored record, for units whose tagsCode passed.
+    pub record: Option<RecordFilter<'f>>,
+}
+
 /// The answer to a pull.
 #[derive(Debug, Clone)]
 pub struct GetResult {

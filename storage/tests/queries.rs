@@ -1,5 +1,5 @@
-//! Offset by time, earliest store time, topic deletion, the DMA trap workaround, and replication of the
-//! CommitLog from one store into another (the HA path).
+//! Offset by time, earliest store time, topic deletion, the DMA trap workaround, replication of the
+//! CommitLog from one store into another (the HA path), and pulls with a filter on whole records.
 
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::{body, message, run, small_config};
 use protocol::message::record::decode_view;
-use storage::{record_store_timestamp, FlushDiskType, GetMessageStatus, MessageStore};
+use storage::{record_store_timestamp, FlushDiskType, GetMessageStatus, MessageStore, ReadFilter};
 
 #[test]
 fn offset_by_time_and_earliest_store_time() {
@@ -204,5 +204,64 @@ fn replicated_log_matches_the_master() {
         assert!(slave.append_replicated(pos + 100, b"x").await.is_err());
         master.shutdown().await;
         slave.shutdown().await;
+    });
+}
+
+#[test]
+fn record_filter_skips_records_and_moves_past_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_owned();
+    run(move || async move {
+        let store = MessageStore::open(small_config(&path, FlushDiskType::AsyncFlush))
+            .await
+            .expect("open");
+        for i in 0..10u64 {
+            let tags = if i % 2 == 0 { "even" } else { "odd" };
+            store
+                .put(message("F", 0, &body(i, 100), tags, "", &format!("U{i}")))
+                .await
+                .expect("put");
+        }
+        let uniq = |rec: &[u8]| {
+            let props = decode_view(rec, false)
+                .expect("record")
+                .properties
+                .to_owned();
+            protocol::message::properties::get(&props, "UNIQ_KEY").map(str::to_owned)
+        };
+        // Records U3 and U7 only, among the odd tags (the tag filter is asked first).
+        let odd = protocol::message::properties::tags_code("odd");
+        let by_tags = |code: i64| code == odd;
+        let by_record = |rec: &[u8]| matches!(uniq(rec).as_deref(), Some("U3" | "U7"));
+        let filter = ReadFilter {
+            tags_code: Some(&by_tags),
+            record: Some(&by_record),
+        };
+        let got = store
+            .get_messages_matching("F", 0, 0, 32, 1 << 20, filter)
+            .await
+            .expect("get");
+        assert_eq!(got.status, GetMessageStatus::Found);
+        let keys: Vec<_> = got.records.iter().map(|r| uniq(r)).collect();
+        assert_eq!(keys, [Some("U3".to_owned()), Some("U7".to_owned())]);
+        assert_eq!(
+            got.next_begin_offset, 10,
+            "rejected records are consumed past"
+        );
+        // One record at most: the pull stops after U3, past the rejected ones before it.
+        let got = store
+            .get_messages_matching("F", 0, 0, 1, 1 << 20, filter)
+            .await
+            .expect("get");
+        assert_eq!(got.records.len(), 1);
+        assert_eq!(got.next_begin_offset, 4);
+        // Nothing left that passes: NoMatchedMessage, still at the end.
+        let got = store
+            .get_messages_matching("F", 0, 8, 32, 1 << 20, filter)
+            .await
+            .expect("get");
+        assert_eq!(got.status, GetMessageStatus::NoMatchedMessage);
+        assert_eq!(got.next_begin_offset, 10);
+        store.shutdown().await;
     });
 }

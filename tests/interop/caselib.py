@@ -30,8 +30,9 @@ class Context:
         self.clients = None
         self.notes = []
 
-    def start_cluster(self, flush_disk_type="ASYNC_FLUSH"):
-        self.cluster = harness.Cluster(os.path.join(self.workdir, "cluster"), flush_disk_type=flush_disk_type)
+    def start_cluster(self, flush_disk_type="ASYNC_FLUSH", extra_config=None):
+        self.cluster = harness.Cluster(os.path.join(self.workdir, "cluster"), flush_disk_type=flush_disk_type,
+                                       extra_config=extra_config)
         os.makedirs(self.cluster.workdir, exist_ok=True)
         self.clients = harness.Clients(self.workdir, self.cluster)
         self.cluster.start()

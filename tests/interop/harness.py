@@ -19,6 +19,8 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 VENV_PYTHON = os.path.join(HERE, ".venv", "bin", "python")
 PY_CLIENT = os.path.join(HERE, "py_client.py")
 RUST_CLIENT = os.path.join(HERE, "rust-client", "target", "release", "interop-rust-client")
+# Apache RocketMQ's Java client: tests/interop/setup.sh compiles java/*.java here and records the kit.
+JAVA_BUILD = os.path.join(HERE, "java", "build")
 
 # Every live process we started, so a failure or ctrl-c never leaves one behind.
 _LIVE = []
@@ -167,10 +169,12 @@ def stop_everything():
 class Cluster:
     """A name server and one broker of the implementation under test, on free loopback ports."""
 
-    def __init__(self, workdir, flush_disk_type="ASYNC_FLUSH", shard_count=2):
+    def __init__(self, workdir, flush_disk_type="ASYNC_FLUSH", shard_count=2, extra_config=None):
         self.workdir = workdir
         self.flush_disk_type = flush_disk_type
         self.shard_count = shard_count
+        # More broker keys (RocketMQ names, values as strings), e.g. {"enablePropertyFilter": "true"}.
+        self.extra_config = dict(extra_config or {})
         self.namesrv_bin, self.broker_bin = binaries()
         self.impl = os.environ.get("INTEROP_IMPL", "ours")
         self.namesrv_port = free_port()
@@ -221,6 +225,8 @@ class Cluster:
                 "mappedFileSizeCommitLog": str(64 * 1024 * 1024),
                 "shardCount": str(self.shard_count),
             }
+            for key, value in self.extra_config.items():
+                lines[key] = value if value in ("true", "false") or value.lstrip("-").isdigit() else '"%s"' % value
             text = "".join("%s = %s\n" % kv for kv in lines.items())
         else:
             # rocketmq-rust takes a Java broker.properties as it is.
@@ -235,8 +241,7 @@ class Cluster:
                 "storePathRootDir=%s" % self.store,
                 "flushDiskType=%s" % self.flush_disk_type,
                 "autoCreateTopicEnable=true",
-                "",
-            ])
+            ] + ["%s=%s" % kv for kv in self.extra_config.items()] + [""])
         with open(path, "w") as f:
             f.write(text)
         return path
@@ -386,6 +391,8 @@ class Clients:
         return env
 
     def _argv(self, lang, args):
+        if lang == "java":
+            return java_argv(args)
         if lang == "py":
             return [VENV_PYTHON, PY_CLIENT, "--namesrv", self.cluster.namesrv_addr] + list(args)
         check(os.path.isfile(RUST_CLIENT), "rust client missing: %s (run tests/interop/setup.sh)" % RUST_CLIENT)
@@ -395,6 +402,8 @@ class Clients:
         """Start a client in the background; read its records later with `finish`."""
         self.count += 1
         base = os.path.join(self.workdir, "client-%02d-%s" % (self.count, name))
+        if lang == "java":
+            env = dict(java_env(os.path.join(self.workdir, "java-client-logs")), **(env or {}))
         proc = Proc(name, self._argv(lang, args), base + ".stderr", env=self._env(env),
                     cwd=self.home, stdout_path=base + ".jsonl")
         proc.base = base
@@ -411,3 +420,27 @@ class Clients:
 
     def run(self, lang, name, args, timeout, env=None):
         return self.finish(self.spawn(lang, name, args, env), timeout)
+
+
+def java_kit():
+    """(kit dir, its cache dir, compiled classes dir) as tests/interop/setup.sh left them."""
+    try:
+        with open(os.path.join(JAVA_BUILD, "kit.json")) as f:
+            kit = json.load(f)
+    except (OSError, ValueError):
+        raise CaseFailure("Java test programs not built: run tests/interop/setup.sh")
+    return kit["kit"], kit["cache"], os.path.join(JAVA_BUILD, "classes")
+
+
+def java_argv(args):
+    """`args` = [main class, its arguments...] run by the kit's java.sh with the Java client (and the
+    broker jar, for Apache's filter module) on the classpath."""
+    kit, _, classes = java_kit()
+    cp = "%s:%s" % (classes, os.path.join(kit, "lib", "rocketmq-broker-all-4.9.8.jar"))
+    return [os.path.join(kit, "java.sh"), "-cp", cp] + list(args)
+
+
+def java_env(log_dir):
+    """What the kit's scripts need: its cache (set up by setup.sh) and where the client logs go."""
+    _, cache, _ = java_kit()
+    return {"RMQ_CACHE": cache, "RMQ_CLIENT_LOG_DIR": log_dir}

@@ -1,4 +1,5 @@
-"""Interop test runner: real RocketMQ clients (Python C++ client, Rust client) against our namesrv + broker.
+"""Interop test runner: real RocketMQ clients (Python C++ client, Java client, Rust client) against our namesrv
++ broker.
 
     tests/interop/.venv/bin/python tests/interop/run.py [-k NAME ...] [--list] [--keep]
 
@@ -30,6 +31,7 @@ import cases_order_query  # noqa: E402,F401
 import cases_acl  # noqa: E402,F401
 import cases_cluster  # noqa: E402,F401
 import cases_adminstats  # noqa: E402,F401
+import cases_java  # noqa: E402,F401
 import harness  # noqa: E402
 
 

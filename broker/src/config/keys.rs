@@ -100,6 +100,8 @@ pub struct BrokerConfig {
     pub ha_transfer_batch_size: usize,
     pub ha_max_gap_not_in_sync: u64,
     pub acl_enable: bool,
+    /// `enablePropertyFilter`: serve SQL92 filters (off by default, as in Apache RocketMQ).
+    pub enable_property_filter: bool,
     /// `aclFile`: the plain_acl.yml to use (default `$ROCKETMQ_HOME/conf/plain_acl.yml`).
     pub acl_file: Option<PathBuf>,
     pub server_channel_max_idle_time_seconds: u64,
@@ -181,6 +183,7 @@ impl Default for BrokerConfig {
             ha_transfer_batch_size: 32 * 1024,
             ha_max_gap_not_in_sync: 256 * 1024 * 1024,
             acl_enable: false,
+            enable_property_filter: false,
             acl_file: None,
             server_channel_max_idle_time_seconds: 120,
             server_max_connections_per_shard: 10_000,
@@ -268,7 +271,6 @@ const ACCEPTED_NOT_USED: &[&str] = &[
     "clusterTopicEnable",
     "traceTopicEnable",
     "msgTraceTopicName",
-    "enablePropertyFilter",
     "filterServerNums",
     "osPageCacheBusyTimeOutMills",
     "maxTransferBytesOnMessageInMemory",
@@ -389,6 +391,7 @@ impl BrokerConfig {
             "haTransferBatchSize" => self.ha_transfer_batch_size = num(key, v)?,
             "haMaxGapNotInSync" => self.ha_max_gap_not_in_sync = num(key, v)?,
             "aclEnable" => self.acl_enable = boolean(key, v)?,
+            "enablePropertyFilter" => self.enable_property_filter = boolean(key, v)?,
             "aclFile" => {
                 self.acl_file = Some(PathBuf::from(v)).filter(|p| !p.as_os_str().is_empty())
             }

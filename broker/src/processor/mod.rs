@@ -7,6 +7,7 @@
 
 pub(crate) mod admin_stats;
 pub(crate) mod broker_admin;
+pub(crate) mod check_client_config;
 pub(crate) mod client_manage;
 pub(crate) mod consumer_offset;
 pub(crate) mod end_transaction;
@@ -117,6 +118,7 @@ pub async fn process(shard: &Rc<Shard>, req: RemotingCommand, conn: ConnRef) -> 
         code::END_TRANSACTION => end_transaction::handle(shard, &req).await,
         code::HEART_BEAT => client_manage::heartbeat(shard, &req, conn).await,
         code::UNREGISTER_CLIENT => client_manage::unregister(shard, &req).await,
+        code::CHECK_CLIENT_CONFIG => check_client_config::handle(shard, &req),
         code::GET_CONSUMER_LIST_BY_GROUP => client_manage::consumer_list(shard, &req),
         code::UPDATE_AND_CREATE_TOPIC => topic_admin::update_and_create(shard, &req).await,
         code::DELETE_TOPIC_IN_BROKER => topic_admin::delete(shard, &req).await,

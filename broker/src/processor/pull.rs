@@ -1,5 +1,5 @@
 //! PULL_MESSAGE and LITE_PULL_MESSAGE on the queue's owner: the group's settings
-//! (`group_settings`), tag filtering, commit of the consumer's offset, long polling (park until the
+//! (`group_settings`), tag or SQL92 filtering, commit of the consumer's offset, long polling (park until the
 //! store's arrival hook fires for the queue or `suspendTimeoutMillis` passes), and RocketMQ's mapping
 //! of store statuses to FOUND / PULL_NOT_FOUND / PULL_RETRY_IMMEDIATELY / PULL_OFFSET_MOVED. The body
 //! of a FOUND answer is the stored records back to back. A lite pull is served like a pull, as
@@ -16,10 +16,11 @@ use protocol::header::{
 };
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
-use storage::{GetMessageStatus, GetResult};
+use storage::{GetMessageStatus, GetResult, ReadFilter};
 
 use super::group_settings::{self, PullGroup};
 use super::{error, header_error};
+use crate::feature::pull_filter::{is_tag_type, PullFilter, Registered, SQL92};
 use crate::feature::tag_filter::TagFilter;
 use crate::shard::Shard;
 
@@ -105,22 +106,26 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         .map_or(MAX_TRANSFER_BYTES, |b| (b as usize).min(MAX_TRANSFER_BYTES));
     // Cleared when the queue grew while this pull read it: answer after one more read, never spin.
     let mut may_park = true;
+    let by_tags_code = |code: i64| filter.accepts_tags_code(code);
+    let by_record = |record: &[u8]| filter.accepts_record(record);
+    let read_filter = ReadFilter {
+        tags_code: filter
+            .checks_tags()
+            .then_some(&by_tags_code as &dyn Fn(i64) -> bool),
+        record: filter
+            .checks_records()
+            .then_some(&by_record as &dyn Fn(&[u8]) -> bool),
+    };
     loop {
-        let matcher = |code: i64| filter.matches(code);
-        let filter_fn: Option<&dyn Fn(i64) -> bool> = if filter.is_all() {
-            None
-        } else {
-            Some(&matcher)
-        };
         let result = match shard
             .store
-            .get_messages(
+            .get_messages_matching(
                 &header.topic,
                 header.queue_id,
                 header.queue_offset,
                 max_count,
                 max_bytes,
-                filter_fn,
+                read_filter,
             )
             .await
         {
@@ -153,26 +158,66 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
 }
 
 /// The filter of this pull: the expression it carries, else the one its group registered, else all.
+/// Refusals follow Apache's `PullMessageProcessor`, in its order.
 fn filter_of(
     shard: &Shard,
     header: &PullMessageRequestHeader,
-) -> Result<TagFilter, RemotingCommand> {
+) -> Result<PullFilter, RemotingCommand> {
+    let kind = header.expression_type.as_deref().unwrap_or("TAG");
+    let not_supported = || {
+        error(
+            rc::SYSTEM_ERROR,
+            format!("The broker does not support consumer to filter message by {kind}"),
+        )
+    };
+    let parse_failed = |reason: &dyn std::fmt::Display| {
+        error(
+            rc::SUBSCRIPTION_PARSE_FAILED,
+            format!("parse the consumer's subscription failed: {reason}"),
+        )
+    };
     if header.sys_flag & pull_sys_flag::SUBSCRIPTION != 0 {
         if let Some(expression) = &header.subscription {
-            let kind = header.expression_type.as_deref().unwrap_or("TAG");
-            if !kind.eq_ignore_ascii_case("TAG") {
-                return Err(error(
-                    rc::SYSTEM_ERROR,
-                    format!("The broker does not support consumer to filter message by {kind}"),
-                ));
+            if is_tag_type(kind) {
+                return Ok(PullFilter::Tags(TagFilter::parse(expression)));
             }
-            return Ok(TagFilter::parse(expression));
+            if expression.is_empty() {
+                return Err(parse_failed(&format_args!("empty {kind} expression")));
+            }
+            if !shard.cfg.enable_property_filter {
+                return Err(not_supported());
+            }
+            // Apache would match everything here (its filter data is null); refusing says why.
+            if kind != SQL92 {
+                return Err(parse_failed(&format_args!("no filter of type {kind}")));
+            }
+            let compiled = shard.sql_filters.borrow_mut().compile(
+                &header.consumer_group,
+                &header.topic,
+                expression,
+            );
+            return compiled.map(PullFilter::Sql).map_err(|e| parse_failed(&e));
         }
     }
-    // A consumer that registered no subscription yet gets everything; clients filter by tag again.
-    Ok(shard
-        .registered_filter(&header.consumer_group, &header.topic)
-        .unwrap_or(TagFilter::All))
+    match shard.registered_filter(&header.consumer_group, &header.topic) {
+        Some(Registered::Filter(filter)) => {
+            if filter.checks_records() && !shard.cfg.enable_property_filter {
+                return Err(not_supported());
+            }
+            Ok(filter)
+        }
+        Some(Registered::Unusable) => Err(error(
+            rc::FILTER_DATA_NOT_EXIST,
+            "The broker's consumer filter data is not exist!Your expression may be wrong!",
+        )),
+        // Without a registration tag consumers get everything (clients filter by tag again);
+        // a property filter cannot be left to the client, so its pull waits for the heartbeat.
+        None if is_tag_type(kind) => Ok(PullFilter::ALL),
+        None => Err(error(
+            rc::SUBSCRIPTION_NOT_EXIST,
+            "the consumer's subscription not exist",
+        )),
+    }
 }
 
 /// RocketMQ's mapping from GetMessageStatus to the pull response code.

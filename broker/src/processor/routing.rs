@@ -43,6 +43,8 @@ pub fn runs_on(request_code: i32) -> RunsOn {
         | code::UNLOCK_BATCH_MQ
         | code::INVOKE_BROKER_TO_RESET_OFFSET
         | code::GET_CONSUMER_CONNECTION_LIST => RunsOn::Control,
+        // Needs only the config: every shard has it.
+        code::CHECK_CLIENT_CONFIG => RunsOn::Receiver,
         // SEND_MESSAGE(_V2), SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE(_V2) (the requester's connection
         // may be on any shard; the control shard says which), CONSUMER_SEND_MSG_BACK, VIEW_MESSAGE_BY_ID,
         // QUERY_MESSAGE, GET_TOPIC_STATS_INFO, GET_CONSUME_STATS, GET_ALL_TOPIC_CONFIG,
@@ -63,6 +65,7 @@ mod tests {
         assert_eq!(runs_on(code::SEND_REPLY_MESSAGE_V2), RunsOn::Receiver);
         assert_eq!(runs_on(code::END_TRANSACTION), RunsOn::HalfQueueOwner);
         assert_eq!(runs_on(code::HEART_BEAT), RunsOn::Control);
+        assert_eq!(runs_on(code::CHECK_CLIENT_CONFIG), RunsOn::Receiver);
         // The check-back request is the broker's own, never taken from a client.
         assert_eq!(runs_on(code::CHECK_TRANSACTION_STATE), RunsOn::Receiver);
     }

@@ -24,7 +24,7 @@ use storage::MessageStore;
 
 use crate::config::BrokerConfig;
 use crate::feature::long_poll::PullWaiters;
-use crate::feature::tag_filter::TagFilter;
+use crate::feature::pull_filter::{Registered, SqlCache};
 use crate::net::client_calls::ClientCalls;
 use crate::shard::latch::Latch;
 use crate::shard::mesh::Mesh;
@@ -49,7 +49,9 @@ pub struct Shard {
     /// on a queue's owner reads its group's settings without a hop.
     pub groups: RefCell<SubscriptionGroupTable>,
     /// group -> topic -> filter, from consumers' heartbeats (broadcast by shard 0).
-    pub subscriptions: RefCell<HashMap<String, HashMap<String, TagFilter>>>,
+    pub subscriptions: RefCell<HashMap<String, HashMap<String, Registered>>>,
+    /// SQL92 filters compiled on this shard, for registered subscriptions and for pulls.
+    pub sql_filters: RefCell<SqlCache>,
     /// Groups whose online consumers consume by broadcast (from heartbeats, broadcast by shard 0).
     pub broadcasting: RefCell<HashSet<String>>,
     pub offsets: RefCell<ConsumerOffsets>,
@@ -105,6 +107,7 @@ impl Shard {
             groups: RefCell::new(p.groups),
             subscriptions: RefCell::new(HashMap::new()),
             broadcasting: RefCell::new(HashSet::new()),
+            sql_filters: RefCell::new(SqlCache::default()),
             offsets: RefCell::new(p.offsets),
             waiters: PullWaiters::default(),
             connections: RefCell::new(HashMap::new()),
@@ -147,7 +150,7 @@ impl Shard {
     }
 
     /// The filter a consumer group registered for a topic, if any.
-    pub fn registered_filter(&self, group: &str, topic: &str) -> Option<TagFilter> {
+    pub fn registered_filter(&self, group: &str, topic: &str) -> Option<Registered> {
         self.subscriptions
             .borrow()
             .get(group)
@@ -161,9 +164,10 @@ impl Shard {
         if subs.is_empty() {
             all.remove(&group);
         } else {
+            let mut cache = self.sql_filters.borrow_mut();
             let map = subs
                 .iter()
-                .map(|s| (s.topic.clone(), TagFilter::from_subscription(s)))
+                .map(|s| (s.topic.clone(), cache.registered(&group, s)))
                 .collect();
             all.insert(group, map);
         }

@@ -147,6 +147,41 @@ pub struct HeartbeatData {
     pub without_sub: bool,
 }
 
+/// CHECK_CLIENT_CONFIG body: a consumer asks whether the broker can filter by one of its
+/// subscriptions (Java's `CheckClientRequestBody`, sent for every subscription that is not TAG).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckClientRequestBody {
+    #[serde(default)]
+    pub client_id: String,
+    #[serde(default)]
+    pub group: String,
+    #[serde(default)]
+    pub subscription_data: Option<SubscriptionData>,
+}
+
+#[cfg(test)]
+mod java_client_tests {
+    use super::*;
+
+    #[test]
+    fn check_client_body_as_fastjson_writes_it() {
+        // The field order and shape of the 4.9.8 Java client's body (fastjson sorts the fields).
+        let body = br#"{"clientId":"127.0.0.1@4242#1","group":"sql-group","subscriptionData":{"classFilterMode":false,"codeSet":[],"expressionType":"SQL92","subString":"a > 5 AND b = 'x'","subVersion":1700000000123,"tagsSet":[],"topic":"SqlTopic"}}"#;
+        let data: CheckClientRequestBody = crate::body::from_json(body).unwrap();
+        assert_eq!(data.client_id, "127.0.0.1@4242#1");
+        assert_eq!(data.group, "sql-group");
+        let sub = data.subscription_data.unwrap();
+        assert_eq!(sub.expression_type, "SQL92");
+        assert_eq!(sub.sub_string, "a > 5 AND b = 'x'");
+        assert_eq!(sub.topic, "SqlTopic");
+        assert_eq!(sub.sub_version, 1_700_000_000_123);
+        let none: CheckClientRequestBody =
+            crate::body::from_json(br#"{"clientId":"c","group":"g"}"#).unwrap();
+        assert_eq!(none.subscription_data, None);
+    }
+}
+
 #[cfg(test)]
 mod cpp_client_tests {
     use super::*;
