@@ -122,7 +122,12 @@ impl Aggregator {
         let reported = self.pending.get(&seq).map(|p| p.reported.as_slice());
         (0..self.executors).all(|e| {
             let sent = reported.and_then(|r| r.get(e)).copied().unwrap_or(false);
-            let finished_before = self.last_seq.get(e).copied().flatten().is_some_and(|last| last < seq_i);
+            let finished_before = self
+                .last_seq
+                .get(e)
+                .copied()
+                .flatten()
+                .is_some_and(|last| last < seq_i);
             sent || finished_before
         })
     }
@@ -132,7 +137,8 @@ impl Aggregator {
         loop {
             let seq = self.next_seq;
             let seq_i = i64::try_from(seq).unwrap_or(i64::MAX);
-            let beyond_all = self.all_finished() && self.last_seq.iter().flatten().all(|last| *last < seq_i);
+            let beyond_all =
+                self.all_finished() && self.last_seq.iter().flatten().all(|last| *last < seq_i);
             if beyond_all || !self.is_complete(seq) {
                 break;
             }
@@ -167,7 +173,15 @@ mod tests {
     fn report(executor: usize, seq: u64, at_ms: u64, last: bool, msgs: u64) -> Report {
         let mut snapshot = Snapshot::default();
         snapshot.send.ok_msgs = msgs;
-        Report { executor, seq, at: Duration::from_millis(at_ms), warmup: seq == 0, last, producers_done: None, snapshot }
+        Report {
+            executor,
+            seq,
+            at: Duration::from_millis(at_ms),
+            warmup: seq == 0,
+            last,
+            producers_done: None,
+            snapshot,
+        }
     }
 
     #[test]

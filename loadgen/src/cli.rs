@@ -8,7 +8,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::duration_arg::{parse_count, parse_duration};
 
 #[derive(Parser, Debug)]
-#[command(name = "loadgen", version, about = "Load generator for RocketMQ-compatible brokers: send TPS, MB/s, RT percentiles")]
+#[command(
+    name = "loadgen",
+    version,
+    about = "Load generator for RocketMQ-compatible brokers: send TPS, MB/s, RT percentiles"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -96,6 +100,10 @@ pub struct ProduceOpts {
     /// Length of one extra user property (0: none).
     #[arg(long, default_value_t = 0)]
     pub property_size: usize,
+    /// Send timer messages due this many ms after their send (`TIMER_DELAY_MS`, RocketMQ 5); their
+    /// end-to-end latency is then counted from the due time, i.e. it is the delivery's lateness.
+    #[arg(long, default_value_t = 0)]
+    pub timer_delay_ms: u64,
     #[arg(long, value_enum, default_value_t = SendMode::Sync)]
     pub mode: SendMode,
     /// Requests outstanding at once, in total.
@@ -258,28 +266,57 @@ mod tests {
     #[test]
     fn the_issue_example_parses() {
         let cli = Cli::try_parse_from([
-            "loadgen", "produce", "--namesrv", "127.0.0.1:9876", "--topic", "T", "--size", "1024",
-            "--inflight", "64", "--duration", "20s", "--json", "out.json",
+            "loadgen",
+            "produce",
+            "--namesrv",
+            "127.0.0.1:9876",
+            "--topic",
+            "T",
+            "--size",
+            "1024",
+            "--inflight",
+            "64",
+            "--duration",
+            "20s",
+            "--json",
+            "out.json",
         ])
         .unwrap();
-        let Command::Produce(args) = cli.command else { panic!("not produce") };
+        let Command::Produce(args) = cli.command else {
+            panic!("not produce")
+        };
         assert_eq!(args.common.topic, "T");
         assert_eq!(args.produce.size, 1024);
         assert_eq!(args.produce.inflight, 64);
-        assert_eq!(args.common.measured_duration(), Some(Duration::from_secs(20)));
-        assert_eq!(args.common.json.as_deref(), Some(std::path::Path::new("out.json")));
+        assert_eq!(
+            args.common.measured_duration(),
+            Some(Duration::from_secs(20))
+        );
+        assert_eq!(
+            args.common.json.as_deref(),
+            Some(std::path::Path::new("out.json"))
+        );
         assert_eq!(args.produce.mode, SendMode::Sync);
     }
 
     #[test]
     fn count_without_duration_has_no_time_limit() {
-        let cli = Cli::try_parse_from(["loadgen", "e2e", "--count", "10k", "--rate", "20000", "--from", "latest"]).unwrap();
-        let Command::E2e(args) = cli.command else { panic!("not e2e") };
+        let cli = Cli::try_parse_from([
+            "loadgen", "e2e", "--count", "10k", "--rate", "20000", "--from", "latest",
+        ])
+        .unwrap();
+        let Command::E2e(args) = cli.command else {
+            panic!("not e2e")
+        };
         assert_eq!(args.common.count, Some(10_000));
         assert_eq!(args.common.measured_duration(), None);
         assert_eq!(args.consume.from, Some(StartFrom::Latest));
         assert!(args.produce.validate().is_ok());
-        let bad = ProduceOpts { batch: 4, mode: SendMode::Oneway, ..args.produce.clone() };
+        let bad = ProduceOpts {
+            batch: 4,
+            mode: SendMode::Oneway,
+            ..args.produce.clone()
+        };
         assert!(bad.validate().is_err());
         assert!(Cli::try_parse_from(["loadgen", "produce", "--mode", "bogus"]).is_err());
     }

@@ -32,7 +32,11 @@ pub struct ConsumeCtx {
 }
 
 /// Where each queue starts.
-pub async fn start_offsets(consumer: &PullConsumer, queues: &[MessageQueue], from: StartFrom) -> Result<Vec<i64>, ClientError> {
+pub async fn start_offsets(
+    consumer: &PullConsumer,
+    queues: &[MessageQueue],
+    from: StartFrom,
+) -> Result<Vec<i64>, ClientError> {
     let mut offsets = Vec::with_capacity(queues.len());
     for queue in queues {
         let offset = match from {
@@ -111,7 +115,9 @@ async fn pull_queue(ctx: Rc<ConsumeCtx>, queue: MessageQueue, mut offset: i64) {
                 ctx.recorder.set_backlog(slot, backlog);
                 if result.status == PullStatus::Found {
                     count_records(&ctx, &result);
-                } else if result.status == PullStatus::NoNewMessage && began.elapsed() < Duration::from_millis(1) {
+                } else if result.status == PullStatus::NoNewMessage
+                    && began.elapsed() < Duration::from_millis(1)
+                {
                     // The broker did not hold the pull: don't spin.
                     glommio::timer::sleep(Duration::from_millis(1)).await;
                 }
@@ -122,7 +128,8 @@ async fn pull_queue(ctx: Rc<ConsumeCtx>, queue: MessageQueue, mut offset: i64) {
                 }
             }
             Err(e) => {
-                ctx.recorder.with(|s| s.consume.record_error(ErrorKey::of(&e)));
+                ctx.recorder
+                    .with(|s| s.consume.record_error(ErrorKey::of(&e)));
                 glommio::timer::sleep(FAILURE_PAUSE).await;
             }
         }
@@ -151,7 +158,9 @@ fn count_records(ctx: &ConsumeCtx, result: &client::PullResult) {
             }
             s.consume.msgs += 1;
             s.consume.bytes += view.body.len() as u64;
-            s.consume.e2e.record(e2e_latency(view.body, view.born_timestamp, now_us));
+            s.consume
+                .e2e
+                .record(e2e_latency(view.body, view.born_timestamp, now_us));
         }
     });
 }
@@ -165,7 +174,10 @@ mod tests {
         let mut body = b"LGT1".to_vec();
         body.extend_from_slice(&1_000_000u64.to_be_bytes());
         assert_eq!(e2e_latency(&body, 0, 1_000_250), Duration::from_micros(250));
-        assert_eq!(e2e_latency(b"plain", 1_000, 1_500_000), Duration::from_micros(500_000));
+        assert_eq!(
+            e2e_latency(b"plain", 1_000, 1_500_000),
+            Duration::from_micros(500_000)
+        );
         // A clock step backwards gives 0, not a panic.
         assert_eq!(e2e_latency(&body, 0, 10), Duration::ZERO);
         assert_eq!(e2e_latency(b"plain", -5, 10), Duration::from_micros(10));

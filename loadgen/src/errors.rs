@@ -36,7 +36,10 @@ impl ErrorKey {
     pub fn label(self) -> String {
         match self {
             ErrorKey::Code(code) => {
-                format!("{}({code})", protocol::response_code::name(code).unwrap_or("CODE"))
+                format!(
+                    "{}({code})",
+                    protocol::response_code::name(code).unwrap_or("CODE")
+                )
             }
             ErrorKey::Local(kind) => kind.to_owned(),
             ErrorKey::Other => "other".to_owned(),
@@ -103,7 +106,10 @@ mod tests {
         a.merge(&b);
         assert_eq!(a.get(ErrorKey::Code(2)), 5);
         assert_eq!(a.get(ErrorKey::Code(10)), 1);
-        assert_eq!(a.summary(), "SYSTEM_BUSY(2)=5 FLUSH_DISK_TIMEOUT(10)=1 timeout=1");
+        assert_eq!(
+            a.summary(),
+            "SYSTEM_BUSY(2)=5 FLUSH_DISK_TIMEOUT(10)=1 timeout=1"
+        );
     }
 
     #[test]
@@ -119,10 +125,15 @@ mod tests {
 
     #[test]
     fn keys_come_from_client_errors() {
-        let busy = ClientError::Response { code: 2, remark: String::new() };
+        let busy = ClientError::Response {
+            code: 2,
+            remark: String::new(),
+        };
         assert_eq!(ErrorKey::of(&busy), ErrorKey::Code(2));
         assert!(ErrorKey::of(&busy).is_response());
-        let timeout = ClientError::Remoting(remoting::RemotingError::Timeout(std::time::Duration::from_secs(1)));
+        let timeout = ClientError::Remoting(remoting::RemotingError::Timeout(
+            std::time::Duration::from_secs(1),
+        ));
         assert_eq!(ErrorKey::of(&timeout), ErrorKey::Local("timeout"));
         assert!(!ErrorKey::of(&timeout).is_response());
     }

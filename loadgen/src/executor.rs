@@ -26,7 +26,10 @@ use crate::timeline::Timeline;
 pub enum Event {
     Report(Box<Report>),
     /// Setup failed; this executor sends nothing more.
-    Failed { executor: usize, error: String },
+    Failed {
+        executor: usize,
+        error: String,
+    },
 }
 
 /// A run's settings, shared by all executors.
@@ -84,15 +87,24 @@ struct Setup {
 }
 
 fn namesrv(common: &CommonArgs) -> Result<NameServer, String> {
-    NameServer::from_list(&common.namesrv, common.timeout).map_err(|e| format!("name server {}: {e}", common.namesrv))
+    NameServer::from_list(&common.namesrv, common.timeout)
+        .map_err(|e| format!("name server {}: {e}", common.namesrv))
 }
 
 /// Connects and prepares this executor's producer and consumer; their deadlines are set at start.
-async fn setup(index: usize, spec: &RunSpec, gate: &StartGate, recorder: &Rc<Recorder>) -> Result<Setup, String> {
+async fn setup(
+    index: usize,
+    spec: &RunSpec,
+    gate: &StartGate,
+    recorder: &Rc<Recorder>,
+) -> Result<Setup, String> {
     let common = &spec.common;
     let threads = common.threads.max(1);
     let connections = common.connections.div_ceil(threads).max(1);
-    let mut result = Setup { producer: None, consumer: None };
+    let mut result = Setup {
+        producer: None,
+        consumer: None,
+    };
     if let Some(opts) = &spec.produce {
         let config = ProducerConfig {
             group: opts.producer_group.clone(),
@@ -108,34 +120,71 @@ async fn setup(index: usize, spec: &RunSpec, gate: &StartGate, recorder: &Rc<Rec
             .connect(&common.topic)
             .await
             .map_err(|e| format!("producer setup for topic {}: {e}", common.topic))?;
-        let inflight = usize::try_from(share(opts.inflight as u64, threads, index)).unwrap_or(1).max(1);
+        let inflight = usize::try_from(share(opts.inflight as u64, threads, index))
+            .unwrap_or(1)
+            .max(1);
         let budget = match common.count {
             Some(count) => Budget::Local(Cell::new(share(count, threads, index))),
             None => Budget::Unlimited,
         };
-        let spec = PayloadSpec { size: opts.size, key_size: opts.key_size, tags: opts.tags(), property_size: opts.property_size };
+        let spec = PayloadSpec {
+            size: opts.size,
+            key_size: opts.key_size,
+            tags: opts.tags(),
+            property_size: opts.property_size,
+            timer_delay_ms: opts.timer_delay_ms,
+        };
         result.producer = Some(Rc::new(ProduceCtx {
             producer,
-            plan: ProducePlan { mode: opts.mode, inflight, batch: opts.batch, rate: opts.rate / threads as f64 },
+            plan: ProducePlan {
+                mode: opts.mode,
+                inflight,
+                batch: opts.batch,
+                rate: opts.rate / threads as f64,
+            },
             stop: StopRule::new(None, budget),
             recorder: recorder.clone(),
             maker: RefCell::new(PayloadMaker::new(&common.topic, spec, index)),
-            acks: opts.acked_log.as_deref().map(crate::ack_log::AckLog::open).transpose()?,
+            acks: opts
+                .acked_log
+                .as_deref()
+                .map(crate::ack_log::AckLog::open)
+                .transpose()?,
         }));
     }
     if let Some(opts) = &spec.consume {
         let e2e = spec.produce.is_some();
         let conns = BrokerConnections::new(connections, common.timeout);
-        let consumer = Rc::new(PullConsumer::new(&opts.consumer_group, namesrv(common)?, conns, common.timeout));
+        let consumer = Rc::new(PullConsumer::new(
+            &opts.consumer_group,
+            namesrv(common)?,
+            conns,
+            common.timeout,
+        ));
         let all = consumer
             .queues(&common.topic)
             .await
             .map_err(|e| format!("consumer setup for topic {}: {e}", common.topic))?;
-        let mine: Vec<MessageQueue> = all.into_iter().enumerate().filter(|(i, _)| i % threads == index).map(|(_, q)| q).collect();
-        if let Err(e) = consumer.heartbeat(&common.topic, &format!("loadgen@{}#{index}", std::process::id())).await {
+        let mine: Vec<MessageQueue> = all
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| i % threads == index)
+            .map(|(_, q)| q)
+            .collect();
+        if let Err(e) = consumer
+            .heartbeat(
+                &common.topic,
+                &format!("loadgen@{}#{index}", std::process::id()),
+            )
+            .await
+        {
             tracing::warn!("heartbeat failed (continuing): {e}");
         }
-        let from = opts.from.unwrap_or(if e2e { StartFrom::Latest } else { StartFrom::Earliest });
+        let from = opts.from.unwrap_or(if e2e {
+            StartFrom::Latest
+        } else {
+            StartFrom::Earliest
+        });
         let offsets = consume::start_offsets(&consumer, &mine, from)
             .await
             .map_err(|e| format!("start offsets: {e}"))?;
@@ -143,7 +192,9 @@ async fn setup(index: usize, spec: &RunSpec, gate: &StartGate, recorder: &Rc<Rec
         let budget = if e2e {
             Budget::Unlimited
         } else {
-            gate.consume_budget.clone().map_or(Budget::Unlimited, Budget::Shared)
+            gate.consume_budget
+                .clone()
+                .map_or(Budget::Unlimited, Budget::Shared)
         };
         let options = PullOptions {
             max_msg_nums: opts.pull_batch.max(1),
@@ -170,7 +221,10 @@ pub async fn run(index: usize, spec: Arc<RunSpec>, gate: Arc<StartGate>, events:
     let recorder = Rc::new(Recorder::new());
     let setup_result = setup(index, &spec, &gate, &recorder).await;
     if let Err(error) = &setup_result {
-        let _ = events.send(Event::Failed { executor: index, error: error.clone() });
+        let _ = events.send(Event::Failed {
+            executor: index,
+            error: error.clone(),
+        });
     }
     let Some(start) = gate.wait(setup_result.is_err()) else {
         return;
@@ -178,7 +232,12 @@ pub async fn run(index: usize, spec: Arc<RunSpec>, gate: Arc<StartGate>, events:
     let Ok(setup) = setup_result else {
         return;
     };
-    let timeline = Timeline { start, warmup: common.warmup, interval: common.interval, measured: common.measured_duration() };
+    let timeline = Timeline {
+        start,
+        warmup: common.warmup,
+        interval: common.interval,
+        measured: common.measured_duration(),
+    };
     let events = Rc::new(events);
     let seq = Rc::new(Cell::new(0u64));
 
@@ -223,7 +282,11 @@ pub async fn run(index: usize, spec: Arc<RunSpec>, gate: Arc<StartGate>, events:
     }
     let consume_task = setup.consumer.map(|(ctx, queues, offsets)| {
         // e2e consumers may run on for the drain time after the producers' end.
-        let drain = if spec.produce.is_some() { ctx.drain } else { Duration::ZERO };
+        let drain = if spec.produce.is_some() {
+            ctx.drain
+        } else {
+            Duration::ZERO
+        };
         ctx.stop.set_deadline(end.map(|e| e + drain));
         glommio::spawn_local(consume::run(ctx, queues, offsets))
     });
@@ -246,4 +309,3 @@ pub async fn run(index: usize, spec: Arc<RunSpec>, gate: Arc<StartGate>, events:
         snapshot,
     })));
 }
-

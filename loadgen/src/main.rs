@@ -12,18 +12,52 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
     let result = match cli.command {
-        Command::Produce(a) => loadgen::run::run(Sides::Produce, RunSpec { common: a.common, produce: Some(a.produce), consume: None }, command_line).map(|_| ()),
-        Command::Consume(a) => loadgen::run::run(Sides::Consume, RunSpec { common: a.common, produce: None, consume: Some(a.consume) }, command_line).map(|_| ()),
-        Command::E2e(a) => loadgen::run::run(Sides::Both, RunSpec { common: a.common, produce: Some(a.produce), consume: Some(a.consume) }, command_line).map(|_| ()),
+        Command::Produce(a) => loadgen::run::run(
+            Sides::Produce,
+            RunSpec {
+                common: a.common,
+                produce: Some(a.produce),
+                consume: None,
+            },
+            command_line,
+        )
+        .map(|_| ()),
+        Command::Consume(a) => loadgen::run::run(
+            Sides::Consume,
+            RunSpec {
+                common: a.common,
+                produce: None,
+                consume: Some(a.consume),
+            },
+            command_line,
+        )
+        .map(|_| ()),
+        Command::E2e(a) => loadgen::run::run(
+            Sides::Both,
+            RunSpec {
+                common: a.common,
+                produce: Some(a.produce),
+                consume: Some(a.consume),
+            },
+            command_line,
+        )
+        .map(|_| ()),
         Command::NullBroker(a) => loadgen::null_broker::serve(a),
-        Command::Verify(a) => loadgen::verify::run(a).and_then(|r| if r.ok() { Ok(()) } else { Err("acknowledged messages lost".into()) }),
+        Command::Verify(a) => loadgen::verify::run(a).and_then(|r| {
+            if r.ok() {
+                Ok(())
+            } else {
+                Err("acknowledged messages lost".into())
+            }
+        }),
     };
     if let Err(e) = result {
         eprintln!("loadgen: {e}");

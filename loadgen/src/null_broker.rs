@@ -14,8 +14,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use futures_lite::FutureExt;
 use glommio::net::TcpListener;
 use protocol::header::{
-    pull_sys_flag, CommandHeader, GetMaxOffsetRequestHeader, PullMessageRequestHeader, QueryConsumerOffsetRequestHeader,
-    SendMessageRequestHeader, UpdateConsumerOffsetRequestHeader,
+    pull_sys_flag, CommandHeader, GetMaxOffsetRequestHeader, PullMessageRequestHeader,
+    QueryConsumerOffsetRequestHeader, SendMessageRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
 use protocol::message::record::{patch_offsets, MessageRecord};
 use protocol::message::{batch, msgid};
@@ -57,7 +57,11 @@ pub fn route_json(broker_name: &str, addr: &str, queues: i32) -> String {
 
 impl NullBroker {
     pub fn new(args: NullBrokerArgs, advertised: SocketAddr) -> NullBroker {
-        let route_body = Bytes::from(route_json(&args.broker_name, &advertised.to_string(), args.queues.max(1)));
+        let route_body = Bytes::from(route_json(
+            &args.broker_name,
+            &advertised.to_string(),
+            args.queues.max(1),
+        ));
         NullBroker {
             args,
             route_body,
@@ -70,7 +74,12 @@ impl NullBroker {
     }
 
     fn max_offset(&self, topic: &str, queue_id: i32) -> i64 {
-        let sent = self.sent.borrow().get(&(topic.to_owned(), queue_id)).copied().unwrap_or(0);
+        let sent = self
+            .sent
+            .borrow()
+            .get(&(topic.to_owned(), queue_id))
+            .copied()
+            .unwrap_or(0);
         self.args.backlog.max(0).saturating_add(sent)
     }
 
@@ -78,7 +87,10 @@ impl NullBroker {
         let n = self.sends.get().wrapping_add(1);
         self.sends.set(n);
         if n.checked_rem(self.args.fail_every) == Some(0) {
-            return req.response_to(self.args.fail_code, Some("null-broker: injected failure".into()));
+            return req.response_to(
+                self.args.fail_code,
+                Some("null-broker: injected failure".into()),
+            );
         }
         let header = match SendMessageRequestHeader::parse(req.code, &req.ext_fields) {
             Ok(h) => h,
@@ -87,20 +99,25 @@ impl NullBroker {
         let count = if header.is_batch(req.code) {
             match batch::decode(&req.body) {
                 Ok(entries) => entries.len() as i64,
-                Err(e) => return req.response_to(response_code::MESSAGE_ILLEGAL, Some(e.to_string())),
+                Err(e) => {
+                    return req.response_to(response_code::MESSAGE_ILLEGAL, Some(e.to_string()))
+                }
             }
         } else {
             1
         };
         let queue_offset = {
             let mut sent = self.sent.borrow_mut();
-            let slot = sent.entry((header.topic.clone(), header.queue_id)).or_insert(0);
+            let slot = sent
+                .entry((header.topic.clone(), header.queue_id))
+                .or_insert(0);
             let first = self.args.backlog.max(0).saturating_add(*slot);
             *slot = slot.saturating_add(count);
             first
         };
         let physical = self.physical_offset.get();
-        self.physical_offset.set(physical.saturating_add(req.body.len() as i64));
+        self.physical_offset
+            .set(physical.saturating_add(req.body.len() as i64));
         req.response_to(response_code::SUCCESS, None)
             .with_ext("msgId", &msgid::offset_msg_id(self.store_host, physical))
             .with_ext("queueId", &header.queue_id.to_string())
@@ -154,18 +171,26 @@ impl NullBroker {
         };
         let (topic, queue_id) = (header.topic.as_str(), header.queue_id);
         let offset = header.queue_offset.max(0);
-        if header.sys_flag & pull_sys_flag::SUSPEND != 0 && offset >= self.max_offset(topic, queue_id) {
-            let hold = Duration::from_millis(u64::try_from(header.suspend_timeout_millis).unwrap_or(0)).min(MAX_HOLD);
+        if header.sys_flag & pull_sys_flag::SUSPEND != 0
+            && offset >= self.max_offset(topic, queue_id)
+        {
+            let hold =
+                Duration::from_millis(u64::try_from(header.suspend_timeout_millis).unwrap_or(0))
+                    .min(MAX_HOLD);
             let until = Instant::now() + hold;
             while Instant::now() < until && offset >= self.max_offset(topic, queue_id) {
                 glommio::timer::sleep(Duration::from_millis(1)).await;
             }
         }
         let max = self.max_offset(topic, queue_id);
-        let n = (max - offset).min(i64::from(header.max_msg_nums.max(1))).min(MAX_PULL_RECORDS);
+        let n = (max - offset)
+            .min(i64::from(header.max_msg_nums.max(1)))
+            .min(MAX_PULL_RECORDS);
         let response = if n > 0 {
             match self.records(topic, queue_id, offset, n) {
-                Ok(body) => req.response_to(response_code::SUCCESS, None).with_body(body),
+                Ok(body) => req
+                    .response_to(response_code::SUCCESS, None)
+                    .with_body(body),
                 Err(e) => return req.response_to(response_code::SYSTEM_ERROR, Some(e)),
             }
         } else {
@@ -180,34 +205,59 @@ impl NullBroker {
 
     async fn answer(&self, req: RemotingCommand) -> RemotingCommand {
         match req.code {
-            request_code::SEND_MESSAGE | request_code::SEND_MESSAGE_V2 | request_code::SEND_BATCH_MESSAGE => self.on_send(&req),
+            request_code::SEND_MESSAGE
+            | request_code::SEND_MESSAGE_V2
+            | request_code::SEND_BATCH_MESSAGE => self.on_send(&req),
             request_code::PULL_MESSAGE => self.on_pull(&req).await,
-            request_code::GET_ROUTEINFO_BY_TOPIC => req.response_to(response_code::SUCCESS, None).with_body(self.route_body.clone()),
-            request_code::HEART_BEAT | request_code::UNREGISTER_CLIENT => req.response_to(response_code::SUCCESS, None),
-            request_code::GET_MAX_OFFSET => match GetMaxOffsetRequestHeader::from_ext_fields(&req.ext_fields) {
-                Ok(h) => req
-                    .response_to(response_code::SUCCESS, None)
-                    .with_ext("offset", &self.max_offset(&h.topic, h.queue_id).to_string()),
-                Err(e) => req.response_to(response_code::SYSTEM_ERROR, Some(e.to_string())),
-            },
-            request_code::GET_MIN_OFFSET => req.response_to(response_code::SUCCESS, None).with_ext("offset", "0"),
-            request_code::UPDATE_CONSUMER_OFFSET => match UpdateConsumerOffsetRequestHeader::from_ext_fields(&req.ext_fields) {
-                Ok(h) => {
-                    self.committed.borrow_mut().insert((h.consumer_group, h.topic, h.queue_id), h.commit_offset);
-                    req.response_to(response_code::SUCCESS, None)
+            request_code::GET_ROUTEINFO_BY_TOPIC => req
+                .response_to(response_code::SUCCESS, None)
+                .with_body(self.route_body.clone()),
+            request_code::HEART_BEAT | request_code::UNREGISTER_CLIENT => {
+                req.response_to(response_code::SUCCESS, None)
+            }
+            request_code::GET_MAX_OFFSET => {
+                match GetMaxOffsetRequestHeader::from_ext_fields(&req.ext_fields) {
+                    Ok(h) => req
+                        .response_to(response_code::SUCCESS, None)
+                        .with_ext("offset", &self.max_offset(&h.topic, h.queue_id).to_string()),
+                    Err(e) => req.response_to(response_code::SYSTEM_ERROR, Some(e.to_string())),
                 }
-                Err(e) => req.response_to(response_code::SYSTEM_ERROR, Some(e.to_string())),
-            },
-            request_code::QUERY_CONSUMER_OFFSET => match QueryConsumerOffsetRequestHeader::from_ext_fields(&req.ext_fields) {
-                Ok(h) => {
-                    let found = self.committed.borrow().get(&(h.consumer_group, h.topic, h.queue_id)).copied();
-                    match found {
-                        Some(offset) => req.response_to(response_code::SUCCESS, None).with_ext("offset", &offset.to_string()),
-                        None => req.response_to(response_code::QUERY_NOT_FOUND, Some("no committed offset".into())),
+            }
+            request_code::GET_MIN_OFFSET => req
+                .response_to(response_code::SUCCESS, None)
+                .with_ext("offset", "0"),
+            request_code::UPDATE_CONSUMER_OFFSET => {
+                match UpdateConsumerOffsetRequestHeader::from_ext_fields(&req.ext_fields) {
+                    Ok(h) => {
+                        self.committed
+                            .borrow_mut()
+                            .insert((h.consumer_group, h.topic, h.queue_id), h.commit_offset);
+                        req.response_to(response_code::SUCCESS, None)
                     }
+                    Err(e) => req.response_to(response_code::SYSTEM_ERROR, Some(e.to_string())),
                 }
-                Err(e) => req.response_to(response_code::SYSTEM_ERROR, Some(e.to_string())),
-            },
+            }
+            request_code::QUERY_CONSUMER_OFFSET => {
+                match QueryConsumerOffsetRequestHeader::from_ext_fields(&req.ext_fields) {
+                    Ok(h) => {
+                        let found = self
+                            .committed
+                            .borrow()
+                            .get(&(h.consumer_group, h.topic, h.queue_id))
+                            .copied();
+                        match found {
+                            Some(offset) => req
+                                .response_to(response_code::SUCCESS, None)
+                                .with_ext("offset", &offset.to_string()),
+                            None => req.response_to(
+                                response_code::QUERY_NOT_FOUND,
+                                Some("no committed offset".into()),
+                            ),
+                        }
+                    }
+                    Err(e) => req.response_to(response_code::SYSTEM_ERROR, Some(e.to_string())),
+                }
+            }
             other => req.response_to(
                 response_code::REQUEST_CODE_NOT_SUPPORTED,
                 Some(format!("null-broker does not support request code {other}")),
@@ -217,7 +267,11 @@ impl NullBroker {
 }
 
 impl Handler for NullBroker {
-    fn handle(self: Rc<Self>, request: RemotingCommand, _ctx: ConnectionContext) -> Pin<Box<dyn Future<Output = Option<RemotingCommand>>>> {
+    fn handle(
+        self: Rc<Self>,
+        request: RemotingCommand,
+        _ctx: ConnectionContext,
+    ) -> Pin<Box<dyn Future<Output = Option<RemotingCommand>>>> {
         Box::pin(async move { Some(self.answer(request).await) })
     }
 }
@@ -237,7 +291,8 @@ async fn accept_loop(listener: TcpListener, broker: Rc<NullBroker>) {
             Ok(stream) => {
                 let broker = broker.clone();
                 glommio::spawn_local(async move {
-                    if let Err(e) = remoting::serve_connection(stream, broker, MAX_IN_FLIGHT).await {
+                    if let Err(e) = remoting::serve_connection(stream, broker, MAX_IN_FLIGHT).await
+                    {
                         tracing::debug!("connection ended: {e}");
                     }
                 })
@@ -251,7 +306,11 @@ async fn accept_loop(listener: TcpListener, broker: Rc<NullBroker>) {
     }
 }
 
-async fn serve_executor(args: NullBrokerArgs, addr: SocketAddr, bound_tx: Option<std::sync::mpsc::Sender<Result<SocketAddr, String>>>) {
+async fn serve_executor(
+    args: NullBrokerArgs,
+    addr: SocketAddr,
+    bound_tx: Option<std::sync::mpsc::Sender<Result<SocketAddr, String>>>,
+) {
     let listener = match TcpListener::bind(addr) {
         Ok(l) => l,
         Err(e) => {
@@ -298,7 +357,9 @@ pub fn serve(args: NullBrokerArgs) -> Result<(), String> {
     // The other executors share the port the first one got (SO_REUSEPORT).
     for index in 1..threads {
         let own = args.clone();
-        handles.push(LocalExecutorSpawn::spawn(&args, index, move || serve_executor(own, bound, None))?);
+        handles.push(LocalExecutorSpawn::spawn(&args, index, move || {
+            serve_executor(own, bound, None)
+        })?);
     }
     println!("null-broker listening on {}", advertised(bound));
     use std::io::Write;
@@ -313,7 +374,11 @@ pub fn serve(args: NullBrokerArgs) -> Result<(), String> {
 struct LocalExecutorSpawn;
 
 impl LocalExecutorSpawn {
-    fn spawn<F, Fut>(args: &NullBrokerArgs, index: usize, make: F) -> Result<glommio::ExecutorJoinHandle<()>, String>
+    fn spawn<F, Fut>(
+        args: &NullBrokerArgs,
+        index: usize,
+        make: F,
+    ) -> Result<glommio::ExecutorJoinHandle<()>, String>
     where
         F: FnOnce() -> Fut + Send + 'static,
         Fut: Future<Output = ()> + 'static,

@@ -14,8 +14,16 @@ pub struct Pacer {
 impl Pacer {
     /// `rate_per_sec` must be positive (callers check; a non-positive rate is treated as 1/s).
     pub fn new(start: Instant, rate_per_sec: f64) -> Pacer {
-        let rate_per_sec = if rate_per_sec.is_finite() && rate_per_sec > 0.0 { rate_per_sec } else { 1.0 };
-        Pacer { start, rate_per_sec, next: 0 }
+        let rate_per_sec = if rate_per_sec.is_finite() && rate_per_sec > 0.0 {
+            rate_per_sec
+        } else {
+            1.0
+        };
+        Pacer {
+            start,
+            rate_per_sec,
+            next: 0,
+        }
     }
 
     /// When ticket `n` is due.
@@ -51,6 +59,9 @@ mod tests {
         assert_eq!(t1 - t0, Duration::from_micros(50));
         assert_eq!(pacer.intended(20_000) - start, Duration::from_secs(1));
         assert_eq!(pacer.issued(), 2);
-        assert_eq!(Pacer::new(start, 0.0).intended(3) - start, Duration::from_secs(3));
+        assert_eq!(
+            Pacer::new(start, 0.0).intended(3) - start,
+            Duration::from_secs(3)
+        );
     }
 }

@@ -11,6 +11,8 @@ pub const STAMP_MAGIC: &[u8; 4] = b"LGT1";
 pub const STAMP_LEN: usize = 12;
 /// The user property `--property-size` fills.
 pub const USER_PROPERTY: &str = "LOADGEN_PROP";
+/// The property a RocketMQ 5 client sets for a message due this many ms after its send.
+pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
 
 /// Microseconds since the Unix epoch (a wall clock, comparable between processes on one host).
 pub fn unix_micros() -> u64 {
@@ -40,6 +42,8 @@ pub struct PayloadSpec {
     pub tags: Option<String>,
     /// Length of the extra user property (0: none).
     pub property_size: usize,
+    /// Timer messages due this long after their stamp (0: plain messages).
+    pub timer_delay_ms: u64,
 }
 
 /// Makes messages for one executor.
@@ -96,7 +100,13 @@ impl PayloadMaker {
     /// The next message, stamped `stamp` (open loop stamps the intended send time, so end-to-end
     /// latency also counts a late send).
     pub fn message_stamped(&mut self, stamp: u64) -> Message {
+        // A timer message is stamped with its due time, so end-to-end latency measures lateness.
+        let delay = self.spec.timer_delay_ms;
+        let stamp = stamp.saturating_add(delay.saturating_mul(1000));
         let mut msg = Message::new(self.topic.as_str(), self.body_stamped(stamp));
+        if delay > 0 {
+            msg.set_property(TIMER_DELAY_MS, &delay.to_string());
+        }
         if let Some(tags) = &self.spec.tags {
             msg.set_property(protocol::message::properties::TAGS, tags);
         }
@@ -129,7 +139,11 @@ impl PayloadMaker {
 
 /// A tag of `len` characters (`TagA` padded or cut).
 pub fn tag_of_size(len: usize) -> String {
-    "TagA".chars().chain(std::iter::repeat('x')).take(len).collect()
+    "TagA"
+        .chars()
+        .chain(std::iter::repeat('x'))
+        .take(len)
+        .collect()
 }
 
 #[cfg(test)]
@@ -137,7 +151,13 @@ mod tests {
     use super::*;
 
     fn spec(size: usize) -> PayloadSpec {
-        PayloadSpec { size, key_size: 8, tags: Some(tag_of_size(6)), property_size: 5 }
+        PayloadSpec {
+            size,
+            key_size: 8,
+            tags: Some(tag_of_size(6)),
+            property_size: 5,
+            timer_delay_ms: 0,
+        }
     }
 
     #[test]
@@ -150,14 +170,26 @@ mod tests {
         assert!(stamp >= before && stamp <= unix_micros(), "{stamp}");
         assert_eq!(msg.tags(), Some("TagAxx"));
         assert_eq!(msg.property(USER_PROPERTY), Some("ppppp"));
-        let keys: Vec<String> = (0..3).map(|_| maker.message().keys().unwrap().to_owned()).collect();
+        let keys: Vec<String> = (0..3)
+            .map(|_| maker.message().keys().unwrap().to_owned())
+            .collect();
         assert!(keys.iter().all(|k| k.len() == 8), "{keys:?}");
         assert_ne!(keys[0], keys[1]);
     }
 
     #[test]
     fn tiny_bodies_are_unstamped() {
-        let mut maker = PayloadMaker::new("T", PayloadSpec { size: 4, key_size: 0, tags: None, property_size: 0 }, 0);
+        let mut maker = PayloadMaker::new(
+            "T",
+            PayloadSpec {
+                size: 4,
+                key_size: 0,
+                tags: None,
+                property_size: 0,
+                timer_delay_ms: 0,
+            },
+            0,
+        );
         let msg = maker.message();
         assert_eq!(msg.body.len(), 4);
         assert_eq!(stamp_of(&msg.body), None);
@@ -169,9 +201,34 @@ mod tests {
 
     #[test]
     fn long_counters_keep_their_tail() {
-        let mut maker = PayloadMaker::new("T", PayloadSpec { size: 0, key_size: 2, tags: None, property_size: 0 }, 0);
+        let mut maker = PayloadMaker::new(
+            "T",
+            PayloadSpec {
+                size: 0,
+                key_size: 2,
+                tags: None,
+                property_size: 0,
+                timer_delay_ms: 0,
+            },
+            0,
+        );
         let a = maker.message().keys().unwrap().to_owned();
         let b = maker.message().keys().unwrap().to_owned();
         assert_eq!((a.as_str(), b.as_str()), ("-0", "-1"));
+    }
+
+    #[test]
+    fn timer_messages_carry_the_delay_and_are_stamped_with_their_due_time() {
+        let spec = PayloadSpec {
+            size: 16,
+            key_size: 0,
+            tags: None,
+            property_size: 0,
+            timer_delay_ms: 1500,
+        };
+        let mut maker = PayloadMaker::new("T", spec, 0);
+        let msg = maker.message_stamped(1_000_000);
+        assert_eq!(msg.property(TIMER_DELAY_MS), Some("1500"));
+        assert_eq!(stamp_of(&msg.body), Some(1_000_000 + 1_500_000));
     }
 }

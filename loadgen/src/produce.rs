@@ -9,8 +9,8 @@ use client::producer::AsyncSender;
 use client::{ClientError, Message, Producer};
 use glommio::sync::Semaphore;
 
-use crate::cli::SendMode;
 use crate::ack_log::AckLog;
+use crate::cli::SendMode;
 use crate::errors::ErrorKey;
 use crate::pacing::Pacer;
 use crate::payload::{unix_micros, PayloadMaker};
@@ -125,7 +125,9 @@ async fn async_dispatch(ctx: Rc<ProduceCtx>) {
             if let (Ok(acked), Some(sent)) = (&result, &sent) {
                 logged.log_acked(acked, sent);
             }
-            logged.recorder.record_send(result.map(|_| ()), n, bytes, started.elapsed());
+            logged
+                .recorder
+                .record_send(result.map(|_| ()), n, bytes, started.elapsed());
         };
         let started = if ctx.plan.batch > 1 {
             sender.send_batch(msgs, done).await
@@ -155,9 +157,11 @@ async fn open_loop(ctx: Rc<ProduceCtx>, start: Instant) {
     let (base_instant, base_unix) = (Instant::now(), unix_micros());
     let unix_at = move |at: Instant| -> u64 {
         if at >= base_instant {
-            base_unix.saturating_add(u64::try_from((at - base_instant).as_micros()).unwrap_or(u64::MAX))
+            base_unix
+                .saturating_add(u64::try_from((at - base_instant).as_micros()).unwrap_or(u64::MAX))
         } else {
-            base_unix.saturating_sub(u64::try_from((base_instant - at).as_micros()).unwrap_or(u64::MAX))
+            base_unix
+                .saturating_sub(u64::try_from((base_instant - at).as_micros()).unwrap_or(u64::MAX))
         }
     };
     loop {
@@ -175,10 +179,14 @@ async fn open_loop(ctx: Rc<ProduceCtx>, start: Instant) {
         };
         let ctx = ctx.clone();
         glommio::spawn_local(async move {
-            let msgs = ctx.maker.borrow_mut().messages_stamped(n as usize, unix_at(intended));
+            let msgs = ctx
+                .maker
+                .borrow_mut()
+                .messages_stamped(n as usize, unix_at(intended));
             let bytes = body_bytes(&msgs);
             let result = send_once(&ctx, &msgs).await;
-            ctx.recorder.record_send(result, n, bytes, intended.elapsed());
+            ctx.recorder
+                .record_send(result, n, bytes, intended.elapsed());
             drop(permit);
         })
         .detach();
@@ -188,8 +196,11 @@ async fn open_loop(ctx: Rc<ProduceCtx>, start: Instant) {
         let window = deadline.saturating_duration_since(start).as_secs_f64();
         let due = (window * requests_per_sec).ceil() as u64;
         let sent = pacer.issued().saturating_sub(1);
-        let missed = due.saturating_sub(sent).saturating_mul(ctx.plan.batch as u64);
-        ctx.recorder.with(|s| s.send.missed = s.send.missed.saturating_add(missed));
+        let missed = due
+            .saturating_sub(sent)
+            .saturating_mul(ctx.plan.batch as u64);
+        ctx.recorder
+            .with(|s| s.send.missed = s.send.missed.saturating_add(missed));
     }
     // Every send has finished once all permits are back.
     let _ = permits.acquire(inflight).await;

@@ -30,7 +30,13 @@ impl Recorder {
     }
 
     /// Records the outcome of one send request of `msgs` messages; returns the error key on failure.
-    pub fn record_send(&self, result: Result<(), ClientError>, msgs: u64, bytes: u64, latency: Duration) -> Option<ErrorKey> {
+    pub fn record_send(
+        &self,
+        result: Result<(), ClientError>,
+        msgs: u64,
+        bytes: u64,
+        latency: Duration,
+    ) -> Option<ErrorKey> {
         self.with(|s| match result {
             Ok(()) => {
                 s.send.record_ok(msgs, bytes, latency);
@@ -62,7 +68,12 @@ impl Recorder {
         let mut snapshot = std::mem::take(&mut *self.current.borrow_mut());
         let backlogs = self.backlogs.borrow();
         if backlogs.iter().any(Option::is_some) {
-            snapshot.consume.backlog = Some(backlogs.iter().flatten().fold(0i64, |a, b| a.saturating_add(*b)));
+            snapshot.consume.backlog = Some(
+                backlogs
+                    .iter()
+                    .flatten()
+                    .fold(0i64, |a, b| a.saturating_add(*b)),
+            );
         }
         snapshot
     }
@@ -86,7 +97,11 @@ pub struct StopRule {
 
 impl StopRule {
     pub fn new(deadline: Option<Instant>, budget: Budget) -> StopRule {
-        StopRule { deadline: Cell::new(deadline), budget, halted: Cell::new(false) }
+        StopRule {
+            deadline: Cell::new(deadline),
+            budget,
+            halted: Cell::new(false),
+        }
     }
 
     pub fn deadline(&self) -> Option<Instant> {
@@ -190,7 +205,10 @@ mod tests {
 
     #[test]
     fn shares_add_up() {
-        assert_eq!((0..3).map(|i| share(10, 3, i)).collect::<Vec<_>>(), vec![4, 3, 3]);
+        assert_eq!(
+            (0..3).map(|i| share(10, 3, i)).collect::<Vec<_>>(),
+            vec![4, 3, 3]
+        );
         assert_eq!((0..4).map(|i| share(2, 4, i)).sum::<u64>(), 2);
     }
 
@@ -198,8 +216,14 @@ mod tests {
     fn recorder_hands_over_and_resets() {
         let rec = Recorder::new();
         rec.record_send(Ok(()), 2, 20, Duration::from_millis(1));
-        let busy = ClientError::Response { code: 2, remark: String::new() };
-        assert_eq!(rec.record_send(Err(busy), 1, 10, Duration::ZERO), Some(ErrorKey::Code(2)));
+        let busy = ClientError::Response {
+            code: 2,
+            remark: String::new(),
+        };
+        assert_eq!(
+            rec.record_send(Err(busy), 1, 10, Duration::ZERO),
+            Some(ErrorKey::Code(2))
+        );
         let slot = rec.backlog_slot();
         let other = rec.backlog_slot();
         rec.set_backlog(slot, 5);

@@ -110,7 +110,10 @@ impl Default for Printer {
 
 impl Printer {
     pub fn new() -> Printer {
-        Printer { tty: std::io::stdout().is_terminal(), progress_shown: false }
+        Printer {
+            tty: std::io::stdout().is_terminal(),
+            progress_shown: false,
+        }
     }
 
     fn clear_progress(&mut self, out: &mut impl Write) {
@@ -257,7 +260,10 @@ pub fn summary_text(input: &SummaryInput<'_>) -> Vec<String> {
         let s = input.consume;
         lines.push(consume_line(s, input.measured));
         let l = s.e2e.figures();
-        lines.push(format!("E2E ms: p90 {:.3} | p9999 {:.3} | consumed {}", l.p90, l.p9999, s.msgs));
+        lines.push(format!(
+            "E2E ms: p90 {:.3} | p9999 {:.3} | consumed {}",
+            l.p90, l.p9999, s.msgs
+        ));
         if !s.errors.is_empty() {
             lines.push(format!("pull errors: {}", s.errors.summary()));
         }
@@ -276,19 +282,36 @@ mod tests {
         s.record_ok(1000, 1_000_000, Duration::from_micros(500));
         s.record_error(ErrorKey::Code(2), 3);
         let line = send_line(&s, Duration::from_secs(2));
-        assert!(line.starts_with("Send TPS: 500 | MB/s: 0.5 | Avg RT: 0.500 ms | p50: 0.500"), "{line}");
-        assert!(line.ends_with("Send Failed: 0 | Response Failed: 3"), "{line}");
+        assert!(
+            line.starts_with("Send TPS: 500 | MB/s: 0.5 | Avg RT: 0.500 ms | p50: 0.500"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("Send Failed: 0 | Response Failed: 3"),
+            "{line}"
+        );
         let interval = Interval {
             seq: 0,
             start: Duration::ZERO,
             end: Duration::from_secs(2),
             warmup: true,
-            snapshot: Snapshot { send: s, ..Snapshot::default() },
+            snapshot: Snapshot {
+                send: s,
+                ..Snapshot::default()
+            },
         };
         let lines = interval_lines(Sides::Produce, &interval);
         assert_eq!(lines.len(), 1);
-        assert!(lines[0].starts_with("[    2.0s warm-up] Send TPS: 500"), "{}", lines[0]);
-        assert!(lines[0].ends_with("errors: SYSTEM_BUSY(2)=3"), "{}", lines[0]);
+        assert!(
+            lines[0].starts_with("[    2.0s warm-up] Send TPS: 500"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[0].ends_with("errors: SYSTEM_BUSY(2)=3"),
+            "{}",
+            lines[0]
+        );
     }
 
     #[test]
@@ -317,6 +340,8 @@ mod tests {
         assert_eq!(v["produce"]["attempted_incl_warmup"], 15);
         assert_eq!(v["produce"]["rt_ms"]["p999"], 1.0);
         assert!(v.get("consume").is_none());
-        assert!(summary_text(&input).iter().any(|l| l.contains("SYSTEM_BUSY(2)=4")));
+        assert!(summary_text(&input)
+            .iter()
+            .any(|l| l.contains("SYSTEM_BUSY(2)=4")));
     }
 }

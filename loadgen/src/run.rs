@@ -39,7 +39,11 @@ pub fn run(sides: Sides, spec: RunSpec, command: String) -> Result<Outcome, Stri
         crate::topic_setup::create_topic(&spec.common, queues)?;
     }
     let threads = spec.common.threads;
-    let consume_count = if sides == Sides::Consume { spec.common.count } else { None };
+    let consume_count = if sides == Sides::Consume {
+        spec.common.count
+    } else {
+        None
+    };
     let gate = Arc::new(StartGate::new(threads, consume_count));
     let spec = Arc::new(spec);
     let (tx, rx) = mpsc::channel();
@@ -64,7 +68,10 @@ pub fn run(sides: Sides, spec: RunSpec, command: String) -> Result<Outcome, Stri
     let mut printer = Printer::new();
     let mut failures = Vec::new();
     let began = Instant::now();
-    let planned = spec.common.measured_duration().map(|m| m + spec.common.warmup);
+    let planned = spec
+        .common
+        .measured_duration()
+        .map(|m| m + spec.common.warmup);
     loop {
         let completed = match rx.recv_timeout(PROGRESS_EVERY) {
             Ok(Event::Report(report)) => aggregator.push(*report),
@@ -73,7 +80,8 @@ pub fn run(sides: Sides, spec: RunSpec, command: String) -> Result<Outcome, Stri
                 aggregator.give_up(executor)
             }
             Err(RecvTimeoutError::Timeout) => {
-                let total = planned.map_or_else(String::new, |p| format!(" / {:.0}s", p.as_secs_f64()));
+                let total =
+                    planned.map_or_else(String::new, |p| format!(" / {:.0}s", p.as_secs_f64()));
                 let sent = aggregator.all.send.ok_msgs;
                 let consumed = aggregator.all.consume.msgs;
                 printer.progress(&format!(
@@ -123,7 +131,8 @@ pub fn run(sides: Sides, spec: RunSpec, command: String) -> Result<Outcome, Stri
     let json = summary_json(&input);
     if let Some(path) = &spec.common.json {
         let text = serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?;
-        std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(Outcome { json })
 }

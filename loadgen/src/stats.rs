@@ -37,7 +37,9 @@ impl Latency {
     }
 
     pub fn record_n(&mut self, latency: Duration, n: u64) {
-        let us = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX).clamp(1, MAX_LATENCY_US);
+        let us = u64::try_from(latency.as_micros())
+            .unwrap_or(u64::MAX)
+            .clamp(1, MAX_LATENCY_US);
         let _ = self.hist.record_n(us, n);
     }
 
@@ -273,9 +275,20 @@ mod tests {
 
     #[test]
     fn consume_backlogs_add_across_executors() {
-        let mut a = ConsumeStats { msgs: 5, backlog: Some(10), ..ConsumeStats::default() };
-        let b = ConsumeStats { msgs: 1, backlog: None, ..ConsumeStats::default() };
-        let c = ConsumeStats { backlog: Some(7), ..ConsumeStats::default() };
+        let mut a = ConsumeStats {
+            msgs: 5,
+            backlog: Some(10),
+            ..ConsumeStats::default()
+        };
+        let b = ConsumeStats {
+            msgs: 1,
+            backlog: None,
+            ..ConsumeStats::default()
+        };
+        let c = ConsumeStats {
+            backlog: Some(7),
+            ..ConsumeStats::default()
+        };
         a.merge(&b);
         assert_eq!(a.backlog, Some(10));
         a.merge(&c);

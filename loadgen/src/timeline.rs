@@ -49,7 +49,10 @@ impl Timeline {
             (at.min(self.warmup_end()), true)
         } else {
             let k = seq - warmup_ticks;
-            (self.warmup_end() + mul(self.interval, k.saturating_add(1)), false)
+            (
+                self.warmup_end() + mul(self.interval, k.saturating_add(1)),
+                false,
+            )
         };
         match self.end() {
             Some(end) if at >= end => None,
@@ -64,7 +67,8 @@ impl Timeline {
 }
 
 fn mul(d: Duration, n: u64) -> Duration {
-    d.checked_mul(u32::try_from(n).unwrap_or(u32::MAX)).unwrap_or(Duration::MAX / 4)
+    d.checked_mul(u32::try_from(n).unwrap_or(u32::MAX))
+        .unwrap_or(Duration::MAX / 4)
 }
 
 #[cfg(test)]
@@ -101,7 +105,12 @@ mod tests {
 
     #[test]
     fn count_bounded_runs_tick_forever() {
-        let t = Timeline { start: Instant::now(), warmup: Duration::ZERO, interval: Duration::from_secs(1), measured: None };
+        let t = Timeline {
+            start: Instant::now(),
+            warmup: Duration::ZERO,
+            interval: Duration::from_secs(1),
+            measured: None,
+        };
         assert_eq!(t.tick(0).map(|x| x.warmup), Some(false));
         assert!(t.tick(1_000_000).is_some());
         assert_eq!(t.end(), None);

@@ -25,7 +25,13 @@ impl Drop for Guard {
 /// Starts a null broker on a free port; returns it and its address.
 fn null_broker(extra: &[&str]) -> (Guard, String) {
     let mut child = Command::new(LOADGEN)
-        .args(["null-broker", "--listen", "127.0.0.1:0", "--exit-after", "120s"])
+        .args([
+            "null-broker",
+            "--listen",
+            "127.0.0.1:0",
+            "--exit-after",
+            "120s",
+        ])
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -39,7 +45,9 @@ fn null_broker(extra: &[&str]) -> (Guard, String) {
         let _ = BufReader::new(stdout).read_line(&mut line);
         let _ = tx.send(line);
     });
-    let line = rx.recv_timeout(Duration::from_secs(20)).expect("null-broker did not say where it listens");
+    let line = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("null-broker did not say where it listens");
     let addr = line.trim().rsplit(' ').next().expect("address").to_owned();
     assert!(addr.starts_with("127.0.0.1:"), "{line}");
     (guard, addr)
@@ -88,8 +96,27 @@ fn produce_stops_at_its_count_and_counts_errors_by_code() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
     let out = loadgen(
-        &["produce", "--namesrv", &addr, "--topic", "T", "--count", "500", "--inflight", "8", "--threads", "2",
-          "--connections", "2", "--key-size", "16", "--tag-size", "8", "--json", json.to_str().unwrap()],
+        &[
+            "produce",
+            "--namesrv",
+            &addr,
+            "--topic",
+            "T",
+            "--count",
+            "500",
+            "--inflight",
+            "8",
+            "--threads",
+            "2",
+            "--connections",
+            "2",
+            "--key-size",
+            "16",
+            "--tag-size",
+            "8",
+            "--json",
+            json.to_str().unwrap(),
+        ],
         Duration::from_secs(60),
     );
     assert_success(&out);
@@ -105,7 +132,10 @@ fn produce_stops_at_its_count_and_counts_errors_by_code() {
     assert_eq!(p["bytes"], 450 * 1024, "{v}");
     assert!(p["rt_ms"]["p50"].as_f64().unwrap() > 0.0, "{v}");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("Send TPS:") && stdout.contains("Response Failed: "), "{stdout}");
+    assert!(
+        stdout.contains("Send TPS:") && stdout.contains("Response Failed: "),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -122,7 +152,19 @@ fn batches_and_async_and_oneway_reach_the_count() {
     .enumerate()
     {
         let json = dir.path().join(format!("out{i}.json"));
-        let mut args = vec!["produce", "--namesrv", &addr, "--topic", "B", "--count", "95", "--size", "100", "--json", json.to_str().unwrap()];
+        let mut args = vec![
+            "produce",
+            "--namesrv",
+            &addr,
+            "--topic",
+            "B",
+            "--count",
+            "95",
+            "--size",
+            "100",
+            "--json",
+            json.to_str().unwrap(),
+        ];
         args.extend_from_slice(extra);
         let out = loadgen(&args, Duration::from_secs(60));
         assert_success(&out);
@@ -145,8 +187,21 @@ fn an_open_loop_that_cannot_keep_up_reports_what_it_missed() {
     let json = dir.path().join("out.json");
     // One request in flight cannot reach a million messages a second: most are due and never sent.
     let out = loadgen(
-        &["produce", "--namesrv", &addr, "--topic", "R", "--duration", "1s", "--rate", "1000000", "--inflight", "1",
-          "--json", json.to_str().unwrap()],
+        &[
+            "produce",
+            "--namesrv",
+            &addr,
+            "--topic",
+            "R",
+            "--duration",
+            "1s",
+            "--rate",
+            "1000000",
+            "--inflight",
+            "1",
+            "--json",
+            json.to_str().unwrap(),
+        ],
         Duration::from_secs(60),
     );
     assert_success(&out);
@@ -157,7 +212,10 @@ fn an_open_loop_that_cannot_keep_up_reports_what_it_missed() {
     assert!(missed > 500_000, "{v}");
     assert!(sent + missed >= 990_000, "{v}");
     // Latency counts from the intended send time, so it grows far beyond one round trip.
-    assert!(v["produce"]["rt_ms"]["max"].as_f64().unwrap() > 100.0, "{v}");
+    assert!(
+        v["produce"]["rt_ms"]["max"].as_f64().unwrap() > 100.0,
+        "{v}"
+    );
 }
 
 #[test]
@@ -167,8 +225,23 @@ fn a_duration_bounds_the_run_and_warmup_is_left_out() {
     let json = dir.path().join("out.json");
     let began = Instant::now();
     let out = loadgen(
-        &["produce", "--namesrv", &addr, "--topic", "D", "--duration", "1500ms", "--warmup", "500ms",
-          "--interval", "500ms", "--inflight", "4", "--json", json.to_str().unwrap()],
+        &[
+            "produce",
+            "--namesrv",
+            &addr,
+            "--topic",
+            "D",
+            "--duration",
+            "1500ms",
+            "--warmup",
+            "500ms",
+            "--interval",
+            "500ms",
+            "--inflight",
+            "4",
+            "--json",
+            json.to_str().unwrap(),
+        ],
         Duration::from_secs(60),
     );
     assert_success(&out);
@@ -178,7 +251,10 @@ fn a_duration_bounds_the_run_and_warmup_is_left_out() {
     assert!((1.4..3.0).contains(&measured), "{v}");
     let p = &v["produce"];
     assert!(p["messages"].as_u64().unwrap() > 0, "{v}");
-    assert!(p["messages"].as_u64().unwrap() < p["ok_incl_warmup"].as_u64().unwrap(), "{v}");
+    assert!(
+        p["messages"].as_u64().unwrap() < p["ok_incl_warmup"].as_u64().unwrap(),
+        "{v}"
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("warm-up]"), "{stdout}");
 }
@@ -189,8 +265,22 @@ fn consume_reads_a_backlog_to_its_count() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
     let out = loadgen(
-        &["consume", "--namesrv", &addr, "--topic", "C", "--count", "700", "--threads", "2", "--pull-batch", "64",
-          "--commit", "--json", json.to_str().unwrap()],
+        &[
+            "consume",
+            "--namesrv",
+            &addr,
+            "--topic",
+            "C",
+            "--count",
+            "700",
+            "--threads",
+            "2",
+            "--pull-batch",
+            "64",
+            "--commit",
+            "--json",
+            json.to_str().unwrap(),
+        ],
         Duration::from_secs(60),
     );
     assert_success(&out);
@@ -206,23 +296,56 @@ fn e2e_consumes_what_it_produced() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
     let out = loadgen(
-        &["e2e", "--namesrv", &addr, "--topic", "E", "--count", "300", "--rate", "1000", "--json", json.to_str().unwrap()],
+        &[
+            "e2e",
+            "--namesrv",
+            &addr,
+            "--topic",
+            "E",
+            "--count",
+            "300",
+            "--rate",
+            "1000",
+            "--json",
+            json.to_str().unwrap(),
+        ],
         Duration::from_secs(60),
     );
     assert_success(&out);
     let v = read_json(&json);
     assert_eq!(v["produce"]["messages"], 300, "{v}");
     assert_eq!(v["consume"]["messages"], 300, "{v}");
-    assert!(v["consume"]["e2e_ms"]["p50"].as_f64().unwrap() >= 0.0, "{v}");
+    assert!(
+        v["consume"]["e2e_ms"]["p50"].as_f64().unwrap() >= 0.0,
+        "{v}"
+    );
 }
 
 #[test]
 fn an_unreachable_name_server_fails_clearly() {
     // A port nothing listens on: bind one and drop it.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let addr = format!("127.0.0.1:{port}");
-    let out = loadgen(&["produce", "--namesrv", &addr, "--count", "10", "--timeout", "1s"], Duration::from_secs(30));
+    let out = loadgen(
+        &[
+            "produce",
+            "--namesrv",
+            &addr,
+            "--count",
+            "10",
+            "--timeout",
+            "1s",
+        ],
+        Duration::from_secs(30),
+    );
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("loadgen:") && stderr.contains(&addr), "{stderr}");
+    assert!(
+        stderr.contains("loadgen:") && stderr.contains(&addr),
+        "{stderr}"
+    );
 }
