@@ -1,14 +1,18 @@
 """Interop cases with Apache RocketMQ 4.9.8's Java client (the shared kit; programs in java/, compiled by
 setup.sh): SQL92 property filters through DefaultMQPushConsumer and DefaultLitePullConsumer with
 MessageSelector.bySql, the broker's answer when property filters are off, and a differential check of
-the broker's SQL92 filter against Apache's own parser and evaluator on generated expressions."""
+the broker's SQL92 filter against Apache's own parser and evaluator on generated expressions;
+request-reply (DefaultMQProducer.request, sync and async); message queries signed by AclClientRPCHook on
+a broker with ACL on; timer messages (the TIMER_DELAY_MS property) delivered to a push consumer."""
 
 import collections
 import json
 import os
 import random
 
+import remoting
 from caselib import case, check
+from cases_acl import ADMIN, USER, create_topic_fields, signed_request, start_acl_cluster
 from cases_adminstats import _consume_stats
 
 COUNT = 40
@@ -222,3 +226,186 @@ def sql92_differential(ctx):
     matched_some = sum(1 for d in diffs if d["apache"] not in ("error", []))
     ctx.note("%d expressions (seed %d): %d refused by both, %d matching some messages, the rest none"
              % (len(diffs), seed, refused, matched_some))
+
+
+# ---- broker shards ---------------------------------------------------------------------------------
+
+def _java_string_hash(s):
+    h = 0
+    for unit in s.encode("utf-16-be").hex(" ", 2).split(" "):
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h
+
+
+def _owner_shard(topic, queue_id, shards):
+    """The broker shard that owns a queue (broker/src/shard/ownership.rs)."""
+    return ((_java_string_hash(topic) + queue_id) & 0xFFFFFFFF) % shards if shards > 1 else 0
+
+
+# ---- request-reply ---------------------------------------------------------------------------------
+
+REQUEST_TIMEOUT_MS = 5000
+
+
+@case("java_request_reply_sync_and_async", timeout=300)
+def request_reply(ctx):
+    topic = "JavaRequest"
+    c = ctx.start_cluster()
+    c.create_topic(topic)
+    n = 8
+    # Every request is answered: n sync, n async and one warm-up.
+    responder = ctx.clients.spawn("java", "java-responder", ["RequestReply", "respond", c.namesrv_addr, topic,
+                                                             "responder", str(2 * n + 1), "150"])
+    requester = ctx.clients.run("java", "java-requester", ["RequestReply", "request", c.namesrv_addr, topic,
+                                                           str(n), str(REQUEST_TIMEOUT_MS)], 170)
+    answered = ctx.clients.finish(responder, 60)
+    _require_java_ok(requester, "Java requester")
+    _require_java_ok(answered, "Java responder")
+    failed = requester.of_kind("request_error")
+    check(not failed, "%d request(s) got no reply, first: %s" % (len(failed), failed[:2]))
+    cluster = "DefaultCluster"
+    reply_topic = cluster + "_REPLY_TOPIC"
+
+    replies = requester.of_kind("reply")
+    by_request = collections.defaultdict(list)
+    for r in replies:
+        by_request[r["request"]].append(r)
+    for i in range(n):
+        got = by_request.get("sync-%d" % i, [])
+        check(len(got) == 1, "sync request %d: %d replies (want 1): %s" % (i, len(got), got))
+        # The 4.9.8 client calls an async request's callback twice (also when the send succeeds, with
+        # the reply if it came first, else null): once or twice with the reply, never another message.
+        got = by_request.get("async-%d" % i, [])
+        check(1 <= len(got) <= 2, "async request %d: %d replies (want 1 or 2): %s" % (i, len(got), got))
+    check(by_request.get("warmup"), "the warm-up request got no reply: %s" % requester.describe())
+    for r in replies:
+        check(r.get("body") == "reply:" + r["request"],
+              "request %r answered with another body: %r" % (r["request"], r.get("body")))
+        check(r.get("request_correlation") and r.get("reply_correlation") == r["request_correlation"],
+              "request %r: reply CORRELATION_ID %r, request's %r" % (r["request"], r.get("reply_correlation"),
+                                                                    r.get("request_correlation")))
+        check(r.get("reply_topic") == reply_topic, "request %r: reply on topic %r, want %r"
+              % (r["request"], r["reply_topic"], reply_topic))
+        if r["mode"] != "warmup":
+            check(r["ms"] <= REQUEST_TIMEOUT_MS, "request %r: reply after %d ms (timeout %d)"
+                  % (r["request"], r["ms"], REQUEST_TIMEOUT_MS))
+
+    # The responder saw each request with the broker's CLUSTER and replied to <cluster>_REPLY_TOPIC, on
+    # queues owned by every broker shard.
+    check(not answered.of_kind("reply_error"), "the responder's reply sends failed: %s"
+          % answered.of_kind("reply_error")[:2])
+    seen = answered.of_kind("replied")
+    check(len(seen) >= 2 * n + 1, "the responder answered %d of %d requests" % (len(seen), 2 * n + 1))
+    bad = [r for r in seen if r.get("cluster") != cluster or r.get("reply_topic") != reply_topic
+           or r.get("status") != "SEND_OK"]
+    check(not bad, "requests without CLUSTER=%s, or replies not SEND_OK to %s: %s" % (cluster, reply_topic, bad[:2]))
+    shards = {_owner_shard(topic, r["queue_id"], c.shard_count) for r in seen}
+    check(len(shards) == c.shard_count, "requests only reached queues of shard(s) %s of %d"
+          % (sorted(shards), c.shard_count))
+    ms = sorted(r["ms"] for r in replies if r["mode"] != "warmup")
+    ctx.note("%d replies (sync and async), queues %s, reply time median %d ms, max %d ms; warm-up %d ms; "
+             "async callbacks: %d repeated with the reply, %d with null"
+             % (len(ms), sorted({r["queue_id"] for r in seen}), ms[len(ms) // 2], ms[-1],
+                by_request["warmup"][0]["ms"], len(replies) - 1 - 2 * n, len(requester.of_kind("null_reply"))))
+
+
+# ---- queries through ACL ---------------------------------------------------------------------------
+
+@case("java_acl_signed_queries", timeout=240)
+def acl_queries(ctx):
+    c = start_acl_cluster(ctx)
+    topic = "AclTopic"
+    resp = signed_request(c.broker_addr, remoting.UPDATE_AND_CREATE_TOPIC, create_topic_fields(topic), ADMIN)
+    check(resp.code == 0, "admin topic creation answered %d %r" % (resp.code, resp.remark))
+    c.wait_route(topic)
+    n = 4
+    result = ctx.clients.run("java", "java-acl-query", ["AclQuery", c.namesrv_addr, c.broker_addr, topic, USER[0],
+                                                        USER[1], "not-the-secret", str(n)], 180)
+    _require_java_ok(result, "AclQuery")
+    sent = result.of_kind("sent")
+    check(len(sent) == n and all(r["status"] == "SEND_OK" for r in sent),
+          "signed Java producer: %d of %d sends SEND_OK: %s" % (len(sent), n, sent[:3]))
+
+    def one(kind, keys, i):
+        recs = [r for r in result.of_kind(kind) if r["keys"] == keys and r["i"] == i]
+        check(len(recs) == 1, "%s with the %s keys for message %d: %d answers (%s)"
+              % (kind, keys, i, len(recs), result.describe()))
+        return recs[0]
+
+    for i in range(n):
+        body = "aclq-%d" % i
+        q = one("query_key", "right", i)
+        check(q.get("bodies") == [body], "queryMessage(topic, key %d) with the right keys: %s" % (i, q))
+        v = one("view_unique", "right", i)
+        check(v.get("body") == body, "viewMessage(topic, msgId %d) with the right keys: %s" % (i, v))
+        v = one("view_offset", "right", i)
+        check(v.get("body") == body, "viewMessage(offsetMsgId %d) with the right keys: %s" % (i, v))
+        raw = one("raw_unique_query", "right", i)
+        check(raw["code"] == 0 and raw.get("bodies") and set(raw["bodies"]) == {body},
+              "QUERY_MESSAGE _UNIQUE_KEY_QUERY=true for message %d with the right keys answered %s %r, bodies %s"
+              % (i, raw["code"], raw.get("remark"), raw.get("bodies")))
+
+    # A wrong secret: nothing comes back. queryMessage and the unique-key query hide the broker's
+    # answer behind "no message"; VIEW_MESSAGE_BY_ID and the raw request show the reason.
+    refusal = "Check signature failed for accessKey=%s" % USER[0]
+    for kind in ("query_key", "view_unique"):
+        r = one(kind, "wrong", 0)
+        check(r.get("error") and not r.get("bodies") and not r.get("body"),
+              "%s with a wrong secret returned messages: %s" % (kind, r))
+    v = one("view_offset", "wrong", 0)
+    check(v.get("error") and refusal in v.get("message", ""),
+          "viewMessage(offsetMsgId) with a wrong secret was not refused with %r: %s" % (refusal, v))
+    raw = one("raw_unique_query", "wrong", 0)
+    check(raw["code"] != 0 and refusal in (raw.get("remark") or "") and not raw.get("bodies"),
+          "QUERY_MESSAGE _UNIQUE_KEY_QUERY=true with a wrong secret answered %s %r" % (raw["code"], raw.get("remark")))
+    ctx.note("wrong secret: VIEW_MESSAGE_BY_ID refused with code %s, unique-key QUERY_MESSAGE with code %s %r"
+             % (v["code"], raw["code"], raw.get("remark")))
+
+
+# ---- timer messages --------------------------------------------------------------------------------
+
+TIMER_DELAY_MS = 2000
+# A timer fires at its due time, never before; this bounds how late it may reach the consumer.
+TIMER_LATE_MS = 3000
+
+
+@case("java_timer_delay_ms_property", timeout=240)
+def timer_delay_ms(ctx):
+    topic = "JavaTimer"
+    c = ctx.start_cluster()
+    c.create_topic(topic)
+    n = 8
+    result = ctx.clients.run("java", "java-timer", ["TimerMessages", c.namesrv_addr, topic, "timer-group", str(n),
+                                                    str(TIMER_DELAY_MS), "90"], 150)
+    _require_java_ok(result, "TimerMessages")
+    sent = {r["body"]: r for r in result.of_kind("sent")}
+    check(len(sent) == 2 * n and all(r["status"] == "SEND_OK" for r in sent.values()),
+          "Java producer: %d of %d sends SEND_OK: %s" % (len(sent), 2 * n, list(sent.values())[:3]))
+    first = {}
+    for r in result.of_kind("recv"):
+        first.setdefault(r["body"], r)
+        check(r["body"] in sent, "the consumer received a message never sent: %s" % r)
+    missing = sorted(set(sent) - set(first))
+    check(not missing, "never received %s (%s)" % (missing, result.describe()))
+    for body, r in first.items():
+        kind, i = body.split("-")
+        check(r.get("topic") == topic and r.get("queue_id") == sent[body]["queue_id"] and r.get("seq") == i,
+              "%s arrived on %s queue %s with seq %r, sent to queue %s"
+              % (body, r.get("topic"), r.get("queue_id"), r.get("seq"), sent[body]["queue_id"]))
+        if kind == "timer":
+            check(r["after_send_ms"] >= TIMER_DELAY_MS,
+                  "%s (TIMER_DELAY_MS=%d) arrived %d ms after its send: early" % (body, TIMER_DELAY_MS,
+                                                                                  r["after_send_ms"]))
+            check(r["after_send_ms"] <= TIMER_DELAY_MS + TIMER_LATE_MS,
+                  "%s (TIMER_DELAY_MS=%d) arrived %d ms after its send (allowed %d)"
+                  % (body, TIMER_DELAY_MS, r["after_send_ms"], TIMER_DELAY_MS + TIMER_LATE_MS))
+        else:
+            # Sent after the timers, these show the consumer was pulling all along.
+            check(r["after_send_ms"] < TIMER_DELAY_MS, "plain message %s took %d ms" % (body, r["after_send_ms"]))
+    shards = {_owner_shard(topic, sent[b]["queue_id"], c.shard_count) for b in sent if b.startswith("timer")}
+    check(len(shards) == c.shard_count, "timer messages only went to queues of shard(s) %s" % sorted(shards))
+    late = sorted(first[b]["after_send_ms"] - TIMER_DELAY_MS for b in first if b.startswith("timer"))
+    plain = sorted(first[b]["after_send_ms"] for b in first if b.startswith("plain"))
+    dups = len(result.of_kind("recv")) - len(first)
+    ctx.note("timer messages arrived %d..%d ms after due (median %d); plain ones %d..%d ms after send; %d duplicates"
+             % (late[0], late[-1], late[len(late) // 2], plain[0], plain[-1], dups))
