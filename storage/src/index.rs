@@ -4,16 +4,12 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::StoreError;
-use crate::index_file::{key_hash, write_pages, IndexFile, IndexReader};
+use crate::index_file::{key_hash, write_pages, DirtyPages, IndexFile, IndexReader};
 use crate::layout::{file_name, index_dir, parse_file_name};
 
 /// Dirty pages of one in-memory index file: (file, path, pages, file is full).
-pub(crate) type IndexFlushWork = Vec<(
-    std::rc::Rc<glommio::io::DmaFile>,
-    PathBuf,
-    Vec<(u64, glommio::io::DmaBuffer)>,
-    bool,
-)>;
+pub(crate) type IndexFlushWork =
+    Vec<(std::rc::Rc<glommio::io::DmaFile>, PathBuf, DirtyPages, bool)>;
 
 pub(crate) struct IndexService {
     pub dir: PathBuf,

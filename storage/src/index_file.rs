@@ -1,8 +1,9 @@
 //! One IndexFile in RocketMQ's layout: a 40-byte header (begin/end timestamp, begin/end physical offset,
 //! hash slot count, index count), `slots` 4-byte hash slots holding the newest entry of their chain, and
 //! `entries` 20-byte entries (key hash i32, physical offset i64, time diff in seconds i32, previous entry
-//! i32). Entry 0 is unused. The file being filled lives in memory and is written out by dirty 4 KiB pages;
-//! full files are only read, with DMA.
+//! i32). Entry 0 is unused. The file being filled lives in memory and is written out by dirty 4 KiB pages,
+//! entries before the slots and header that lead to them (`DirtyPages`); full files are only read, with
+//! DMA.
 
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -158,6 +159,7 @@ impl IndexFile {
         if header.index_count < 1 {
             me.header.index_count = 1;
         }
+        me.header.index_count = me.count_written_entries().await?;
         let full = me.header.index_count as u32 >= entries;
         if load_if_open && !full {
             let len = Self::file_len(slots, entries) as usize;
@@ -186,6 +188,31 @@ impl IndexFile {
             });
         }
         Ok(me)
+    }
+
+    /// The index count, extended over entries written past the header's count: a crash after the
+    /// slots were written but before the header (see `DirtyPages`) leaves slots that point there.
+    async fn count_written_entries(&self) -> Result<i32, StoreError> {
+        let entries_base = HEADER_LEN + u64::from(self.slots) * SLOT_LEN;
+        let mut count = self.header.index_count.max(1) as u32;
+        while count < self.entries {
+            let from = entries_base + u64::from(count) * ENTRY_LEN;
+            let want = (u64::from(self.entries - count) * ENTRY_LEN).min(64 * 1024) as usize;
+            let chunk = self
+                .file
+                .read_at(from, want)
+                .await
+                .map_err(|e| io(&self.path, e))?;
+            let written = chunk
+                .chunks_exact(ENTRY_LEN as usize)
+                .take_while(|e| e.iter().any(|b| *b != 0))
+                .count();
+            count += written as u32;
+            if written * (ENTRY_LEN as usize) < want {
+                break;
+            }
+        }
+        Ok(i32::try_from(count).unwrap_or(i32::MAX))
     }
 
     pub fn is_full(&self) -> bool {
@@ -316,10 +343,12 @@ impl IndexFile {
     }
 
     /// Takes the dirty pages as write buffers (clearing the map), to be written by `write_pages`.
-    pub fn take_dirty(&mut self) -> Vec<(u64, glommio::io::DmaBuffer)> {
+    pub fn take_dirty(&mut self) -> DirtyPages {
+        let entries_base = HEADER_LEN + u64::from(self.slots) * SLOT_LEN;
         let Some(active) = self.active.as_mut() else {
-            return Vec::new();
+            return DirtyPages::default();
         };
+        // Runs of contiguous dirty pages; a run holds either only entry pages or none.
         let mut runs: Vec<(u64, u64)> = Vec::new();
         for (w, word) in active.dirty.iter_mut().enumerate() {
             let mut bits = std::mem::take(word);
@@ -327,29 +356,40 @@ impl IndexFile {
                 let b = bits.trailing_zeros() as u64;
                 bits &= bits - 1;
                 let page = w as u64 * 64 + b;
+                let same_part =
+                    |start: u64| (start * BLOCK >= entries_base) == (page * BLOCK >= entries_base);
                 match runs.last_mut() {
-                    Some((start, n)) if *start + *n == page && *n < 256 => *n += 1,
+                    Some((start, n)) if *start + *n == page && *n < 256 && same_part(*start) => {
+                        *n += 1
+                    }
                     _ => runs.push((page, 1)),
                 }
             }
         }
         let len = active.data.len() as u64;
-        runs.into_iter()
-            .map(|(page, n)| {
-                let from = page * BLOCK;
-                let to = ((page + n) * BLOCK).min(len);
-                let mut buf = glommio::allocate_dma_buffer(align_up(to - from) as usize);
-                let bytes = buf.as_bytes_mut();
-                bytes.fill(0);
-                if let (Some(dst), Some(src)) = (
-                    bytes.get_mut(..(to - from) as usize),
-                    active.data.get(from as usize..to as usize),
-                ) {
-                    dst.copy_from_slice(src);
-                }
-                (from, buf)
-            })
-            .collect()
+        let data = &active.data;
+        let buffer = |(page, n): (u64, u64)| {
+            let from = page * BLOCK;
+            let to = ((page + n) * BLOCK).min(len);
+            let mut buf = glommio::allocate_dma_buffer(align_up(to - from) as usize);
+            let bytes = buf.as_bytes_mut();
+            bytes.fill(0);
+            if let (Some(dst), Some(src)) = (
+                bytes.get_mut(..(to - from) as usize),
+                data.get(from as usize..to as usize),
+            ) {
+                dst.copy_from_slice(src);
+            }
+            (from, buf)
+        };
+        let (entry_runs, head_runs): (Vec<_>, Vec<_>) = runs
+            .into_iter()
+            .partition(|(page, _)| page * BLOCK >= entries_base);
+        DirtyPages {
+            entries: entry_runs.into_iter().map(buffer).collect(),
+            // Highest first: the header page goes last.
+            heads: head_runs.into_iter().rev().map(buffer).collect(),
+        }
     }
 
     pub fn file(&self) -> Rc<DmaFile> {
@@ -364,23 +404,75 @@ impl IndexFile {
     }
 }
 
-/// Writes pages taken with `take_dirty` and syncs the file.
+/// Dirty pages of an in-memory file in the order they must reach the disk.
+///
+/// A hash slot or the header may only be durable once the entries it leads to are, or a crash between
+/// two writes leaves a slot pointing at an entry that is still zeros and cuts off the older entries of
+/// its chain (which recovery does not rebuild: they lie below the checkpoint). So the pages holding only
+/// entries are written and synced first; then the pages with slots, highest first, so the header (page
+/// 0) is last. A crash in the second step leaves a header whose index count is behind slots that point
+/// at written entries: `IndexFile::open` counts those entries back in.
+#[derive(Default)]
+pub(crate) struct DirtyPages {
+    /// Pages wholly in the entry area.
+    pub entries: Vec<(u64, glommio::io::DmaBuffer)>,
+    /// Pages holding the header or slots (and maybe the first entries), in write order.
+    pub heads: Vec<(u64, glommio::io::DmaBuffer)>,
+}
+
+impl DirtyPages {
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty() && self.heads.is_empty()
+    }
+
+    /// Every write in order, with a sync after the entry pages (a None).
+    fn steps(self) -> impl Iterator<Item = Option<(u64, glommio::io::DmaBuffer)>> {
+        let sync = (!self.entries.is_empty() && !self.heads.is_empty()).then_some(None);
+        self.entries
+            .into_iter()
+            .map(Some)
+            .chain(sync)
+            .chain(self.heads.into_iter().map(Some))
+    }
+}
+
+/// Writes pages taken with `take_dirty` in their order and syncs the file.
 pub(crate) async fn write_pages(
     file: Rc<DmaFile>,
     path: PathBuf,
-    pages: Vec<(u64, glommio::io::DmaBuffer)>,
+    pages: DirtyPages,
+) -> Result<(), StoreError> {
+    write_steps(&file, &path, pages, usize::MAX).await
+}
+
+/// Does the first `limit` writes of `pages` (syncs are not counted); all of them and a final sync when
+/// `limit` is not reached. A limit models a crash part way.
+async fn write_steps(
+    file: &DmaFile,
+    path: &std::path::Path,
+    pages: DirtyPages,
+    limit: usize,
 ) -> Result<(), StoreError> {
     if pages.is_empty() {
         return Ok(());
     }
-    for (pos, buf) in pages {
+    let mut done = 0usize;
+    for step in pages.steps() {
+        let Some((pos, buf)) = step else {
+            file.fdatasync().await.map_err(|e| io(path, e))?;
+            continue;
+        };
+        if done == limit {
+            return Ok(());
+        }
+        done += 1;
         let len = buf.len();
-        let n = file.write_at(buf, pos).await.map_err(|e| io(&path, e))?;
+        let n = file.write_at(buf, pos).await.map_err(|e| io(path, e))?;
         if n != len {
-            return Err(io(&path, format!("short write {n} of {len}")));
+            return Err(io(path, format!("short write {n} of {len}")));
         }
     }
-    file.fdatasync().await.map_err(|e| io(&path, e))
+    file.fdatasync().await.map_err(|e| io(path, e))
 }
 
 /// The rules of walking one hash chain, shared by the memory and disk lookups.
@@ -498,6 +590,90 @@ impl IndexReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn in_executor<Fut: std::future::Future<Output = ()> + 'static>(
+        f: impl FnOnce() -> Fut + Send + 'static,
+    ) {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(f)
+            .expect("spawn executor")
+            .join()
+            .expect("executor thread");
+    }
+
+    // 2048 slots: the slot area ends in page 2, which also holds entries 0..=202; page 3 on holds only
+    // entries. Key A (slot 2040, in page 2) is durable; then key B of the same slot is added as entry
+    // 451 (page 4), so the next flush has three dirty pages: 0 (header), 2 (slot), 4 (entry).
+    const SLOTS: u32 = 2048;
+    const ENTRIES: u32 = 2000;
+    const HASH_A: i32 = 2040;
+    const HASH_B: i32 = 2040 + 2048;
+    const PHYS_A: i64 = 1000;
+    const PHYS_B: i64 = 9_000_000;
+
+    /// A file where A is durable and B is in memory only; returns it and B's dirty pages.
+    async fn file_with_durable_a(path: PathBuf) -> (IndexFile, DirtyPages) {
+        let mut f = IndexFile::create(path.clone(), SLOTS, ENTRIES)
+            .await
+            .expect("create");
+        assert!(f.put(HASH_A, PHYS_A, 1_000_000));
+        for i in 0..449 {
+            // Slots 100..999, in page 0.
+            assert!(f.put(100 + i % 900, 2000 + i64::from(i), 1_000_000));
+        }
+        let pages = f.take_dirty();
+        write_pages(f.file(), path.clone(), pages)
+            .await
+            .expect("flush");
+        assert!(f.put(HASH_B, PHYS_B, 1_001_000));
+        assert_eq!(f.header.index_count, 452);
+        let pages = f.take_dirty();
+        assert_eq!((pages.entries.len(), pages.heads.len()), (1, 2));
+        (f, pages)
+    }
+
+    #[test]
+    fn a_flush_cut_short_by_a_crash_keeps_older_keys_of_the_chain() {
+        in_executor(|| async {
+            let dir = tempfile::tempdir().expect("tempdir");
+            crate::probe::prime_dma_detection(dir.path())
+                .await
+                .expect("probe");
+            // A crash after each number of completed writes of the second flush.
+            for done in 0..=3 {
+                let path = dir.path().join(format!("index-{done}"));
+                let (f, pages) = file_with_durable_a(path.clone()).await;
+                write_steps(&f.file(), &path, pages, done)
+                    .await
+                    .expect("writes");
+                drop(f);
+                // As a full older file, read from disk.
+                let on_disk = IndexFile::open(path.clone(), SLOTS, ENTRIES, false)
+                    .await
+                    .expect("open");
+                let hits = on_disk
+                    .reader()
+                    .lookup(HASH_A, 4, 0, i64::MAX)
+                    .await
+                    .expect("lookup");
+                assert_eq!(hits, vec![PHYS_A], "A on disk after {done} writes");
+                drop(on_disk);
+                // As the newest file: recovery adds B again (it is past the checkpoint).
+                let mut f = IndexFile::open(path, SLOTS, ENTRIES, true)
+                    .await
+                    .expect("open");
+                assert!(f.put(HASH_B, PHYS_B, 1_001_000));
+                let a = f.lookup_mem(HASH_A, 4, 0, i64::MAX).expect("in memory");
+                assert_eq!(a, vec![PHYS_A], "A after {done} writes and recovery");
+                let b = f.lookup_mem(HASH_B, 4, 0, i64::MAX).expect("in memory");
+                assert_eq!(
+                    b.first(),
+                    Some(&PHYS_B),
+                    "B after {done} writes and recovery"
+                );
+            }
+        });
+    }
 
     #[test]
     fn key_hash_is_java_hash_of_topic_hash_key() {

@@ -1,7 +1,8 @@
 //! Crash test: a child process (this binary re-executed with STORAGE_CRASH_CHILD set) appends with
-//! SYNC_FLUSH and prints each resolved append; the parent kills it with SIGKILL at a random moment,
-//! recovers the store and checks that every resolved append is present and byte-identical, and that
-//! the CommitLog, the ConsumeQueues and the index agree. Several rounds reuse the same directory.
+//! SYNC_FLUSH and prints each resolved append; the parent kills it with SIGKILL at a random moment
+//! after its first acknowledgement, recovers the store and checks that every resolved append is
+//! present and byte-identical, and that the CommitLog, the ConsumeQueues and the index agree. Several
+//! rounds reuse the same directory.
 
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -116,14 +117,29 @@ fn crash_round(dir: &Path, round: u64, kill_after: Duration) -> Vec<Acked> {
         .spawn()
         .expect("spawn child");
     let stdout = child.stdout.take().expect("stdout");
+    let (first_tx, first_rx) = std::sync::mpsc::channel();
     let reader = std::thread::spawn(move || {
         // Only whole lines count: a line cut by the kill is not an acknowledged append.
-        BufReader::new(stdout)
+        let mut acked = Vec::new();
+        for a in BufReader::new(stdout)
             .lines()
             .map_while(Result::ok)
             .filter_map(|l| parse(&l))
-            .collect::<Vec<_>>()
+        {
+            if acked.is_empty() {
+                let _ = first_tx.send(());
+            }
+            acked.push(a);
+        }
+        acked
     });
+    // The kill timer starts at the first acknowledgement: on a loaded machine opening the store can
+    // take longer than the whole window, and a round that acknowledges nothing checks nothing.
+    if first_rx.recv_timeout(Duration::from_secs(60)).is_err() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("round {round}: child acknowledged nothing within 60s");
+    }
     std::thread::sleep(kill_after);
     child.kill().expect("SIGKILL child");
     let _ = child.wait();
