@@ -25,54 +25,14 @@ SCENARIOS=${SCENARIOS:-s2 s5}
 FLUSH=SYNC_FLUSH
 EXTRA_CONFIG=${EXTRA_CONFIG:-}
 WORK=$(mktemp -d /tmp/ab.XXXXXX)
-NS_PID="" BROKER_PID=""
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-stop() {
-    for p in $BROKER_PID $NS_PID; do kill "$p" 2>/dev/null || true; done
-    for p in $BROKER_PID $NS_PID; do wait "$p" 2>/dev/null || true; done
-    NS_PID="" BROKER_PID=""
-    rm -rf "$WORK/store"
-}
-trap 'stop; rm -rf "$WORK"' EXIT
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
+trap 'stop_pair; rm -rf "$WORK"' EXIT
 
 # start BIN_DIR: a name server and a broker with a fresh store; sets NS (address).
-start() {
-    local bin=$1 ns_port broker_port
-    ns_port=$(free_port)
-    broker_port=$(free_port)
-    NS="127.0.0.1:$ns_port"
-    mkdir -p "$WORK/store"
-    cat >"$WORK/broker.toml" <<EOF
-brokerClusterName = "DefaultCluster"
-brokerName = "broker-ab"
-brokerId = 0
-brokerIP1 = "127.0.0.1"
-bindAddress = "127.0.0.1"
-namesrvAddr = "$NS"
-listenPort = $broker_port
-storePathRootDir = "$WORK/store"
-brokerRole = "ASYNC_MASTER"
-flushDiskType = "$FLUSH"
-autoCreateTopicEnable = true
-$EXTRA_CONFIG
-EOF
-    "$bin/namesrv" --listen "$NS" >"$WORK/namesrv.log" 2>&1 &
-    NS_PID=$!
-    sleep 0.5
-    "$bin/broker" --config "$WORK/broker.toml" >"$WORK/broker.log" 2>&1 &
-    BROKER_PID=$!
-    for _ in $(seq 1 50); do
-        if "$LOADGEN" produce --namesrv "$NS" --topic AbTopic --create-queues 8 --count 1 --size 16 \
-            --timeout 2s >/dev/null 2>&1; then
-            return 0
-        fi
-        sleep 0.2
-    done
-    echo "broker from $bin did not become ready; see $WORK/broker.log" >&2
-    return 1
-}
+start() { start_pair "$1" "flushDiskType = \"$FLUSH\"
+$EXTRA_CONFIG" AbTopic; }
+stop() { stop_pair; }
 
 COMMON=(--topic AbTopic --size 1024 --warmup "$WARMUP" --duration "$DURATION")
 send_line() { grep '^Send TPS' | tail -1 | awk -F'|' '{print $1 "|" $5}'; }
