@@ -91,7 +91,7 @@ async fn reset(client: &Client, req: RemotingCommand) -> BTreeMap<i32, i64> {
     for mq in body.offset_table.keys() {
         assert_eq!(
             (mq.topic.as_str(), mq.broker_name.as_str()),
-            (TOPIC, "broker-t")
+            (TOPIC, "broker-t-0")
         );
     }
     body.offset_table
@@ -181,7 +181,7 @@ fn stats_and_reset_follow_sends_and_commits() {
             let q = mq.queue_id as usize;
             assert_eq!(
                 (mq.topic.as_str(), mq.broker_name.as_str()),
-                (TOPIC, "broker-t")
+                (TOPIC, "broker-t-0")
             );
             assert_eq!((t.min_offset, t.max_offset), (0, max(q)), "{mq:?}");
             if max(q) == 0 {

@@ -122,7 +122,7 @@ fn delayed_messages_arrive_when_due_on_their_real_queue() {
         assert_eq!(table, "{\"offsetTable\":{1:0,2:1,3:1}}");
     });
     assert!(broker.stop().success());
-    let file = std::fs::read_to_string(broker.dir.join("store/config/delayOffset.json")).unwrap();
+    let file = std::fs::read_to_string(broker.dir.join("store/config/delayOffset-0.json")).unwrap();
     assert_eq!(file, "{\"offsetTable\":{1:0,2:1,3:1}}");
 }
 

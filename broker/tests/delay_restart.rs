@@ -74,7 +74,7 @@ fn restart_mid_delay(kill: bool) {
             "level 3 not yet due"
         );
         // Progress is persisted shortly after delivery (every 500 ms); wait for the file.
-        let path = broker.dir.join("store/config/delayOffset.json");
+        let path = broker.dir.join("store/config/delayOffset-0.json");
         let want = format!("1:{EACH}");
         for _ in 0..200 {
             if std::fs::read_to_string(&path)

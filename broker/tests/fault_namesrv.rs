@@ -188,9 +188,15 @@ fn namesrv_sigkill_and_restart_broker_reregisters_and_clients_keep_sending() {
                 ..client::ProducerConfig::default()
             },
         ));
-        let ledger = Ledger::default();
+        // One ledger per shard-broker (`broker-t-<shard>`): the same queue id is a queue of each.
+        let ledgers = [Ledger::default(), Ledger::default()];
+        let ledger_of = |ledgers: &[Ledger; 2], broker: &str| {
+            let shard: usize = broker.rsplit('-').next().unwrap().parse().unwrap();
+            ledgers[shard].clone()
+        };
+        let acked = |ledgers: &[Ledger; 2]| ledgers.iter().map(Ledger::len).sum::<usize>();
         let send_some = |n: usize, tag: &'static str| {
-            let (producer, ledger) = (producer.clone(), ledger.clone());
+            let (producer, ledgers) = (producer.clone(), ledgers.clone());
             async move {
                 let mut failed = 0;
                 for i in 0..n {
@@ -199,7 +205,12 @@ fn namesrv_sigkill_and_restart_broker_reregisters_and_clients_keep_sending() {
                         .send(&client::Message::new(topic, body.clone()))
                         .await
                     {
-                        Ok(r) => ledger.record(topic, r.queue.queue_id, r.queue_offset, body),
+                        Ok(r) => ledger_of(&ledgers, &r.queue.broker_name).record(
+                            topic,
+                            r.queue.queue_id,
+                            r.queue_offset,
+                            body,
+                        ),
                         Err(e) => {
                             eprintln!("send {tag}/{i} failed: {e}");
                             failed += 1;
@@ -212,7 +223,7 @@ fn namesrv_sigkill_and_restart_broker_reregisters_and_clients_keep_sending() {
         assert_eq!(send_some(50, "before").await, 0);
 
         ns.kill9();
-        let acked_before = ledger.len();
+        let acked_before = acked(&ledgers);
         assert_eq!(
             send_some(100, "namesrv-down").await,
             0,
@@ -221,7 +232,7 @@ fn namesrv_sigkill_and_restart_broker_reregisters_and_clients_keep_sending() {
         // Registration attempts against the dead name server must not disturb the broker.
         glommio::timer::sleep(Duration::from_millis(2 * REGISTER_PERIOD_MS)).await;
         assert_eq!(send_some(50, "namesrv-down-2").await, 0);
-        assert_eq!(ledger.len(), acked_before + 150);
+        assert_eq!(acked(&ledgers), acked_before + 150);
 
         ns.restart();
         let took = wait_route(ns.addr, topic, Duration::from_secs(30)).await;
@@ -240,13 +251,22 @@ fn namesrv_sigkill_and_restart_broker_reregisters_and_clients_keep_sending() {
             .send(&client::Message::new(topic, body.clone()))
             .await
             .expect("fresh client sends");
-        ledger.record(topic, r.queue.queue_id, r.queue_offset, body);
+        ledger_of(&ledgers, &r.queue.broker_name).record(
+            topic,
+            r.queue.queue_id,
+            r.queue_offset,
+            body,
+        );
         assert_eq!(send_some(50, "after").await, 0);
 
-        ledger
-            .verify(&direct)
-            .await
-            .assert_no_loss("namesrv SIGKILL + restart");
+        for (shard, ledger) in ledgers.iter().enumerate() {
+            let port = shard_broker_port(broker.port, shard as u16);
+            let client = connect(std::net::SocketAddr::from(([127, 0, 0, 1], port))).await;
+            ledger
+                .verify(&client)
+                .await
+                .assert_no_loss(&format!("namesrv SIGKILL + restart, shard-broker {shard}"));
+        }
     });
     drop(broker);
 }

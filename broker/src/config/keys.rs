@@ -116,6 +116,8 @@ pub struct BrokerConfig {
     pub register_name_server_period_ms: u64,
     /// Shards (executors); 0 means one per core.
     pub shard_count: usize,
+    /// Ours: whether each shard is a broker of its own to clients (`shardRouting`).
+    pub shard_routing: super::shard_brokers::ShardRouting,
     /// Bytes of recently read records each shard keeps in memory.
     pub read_cache_bytes: usize,
     /// Ours: bytes of older CommitLog blocks each shard caches for pulls reading a backlog from disk
@@ -192,6 +194,7 @@ impl Default for BrokerConfig {
             server_frame_timeout_seconds: 60,
             register_name_server_period_ms: 30_000,
             shard_count: 0,
+            shard_routing: super::shard_brokers::ShardRouting::Direct,
             read_cache_bytes: 64 * 1024 * 1024,
             read_block_cache_bytes: 32 * 1024 * 1024,
             spin_before_park_micros: 0,
@@ -408,6 +411,10 @@ impl BrokerConfig {
             "serverFrameTimeoutSeconds" => self.server_frame_timeout_seconds = num(key, v)?,
             "registerNameServerPeriod" => self.register_name_server_period_ms = num(key, v)?,
             "shardCount" => self.shard_count = num(key, v)?,
+            "shardRouting" => {
+                self.shard_routing = super::shard_brokers::ShardRouting::parse(v)
+                    .ok_or_else(|| bad(key, v, "expected direct or forward"))?
+            }
             "readCacheBytes" => self.read_cache_bytes = num(key, v)?,
             "readBlockCacheBytes" => self.read_block_cache_bytes = num(key, v)?,
             "spinBeforeParkMicros" => self.spin_before_park_micros = num(key, v)?,

@@ -55,7 +55,7 @@ async fn group_topics_everywhere(
     shard: &Shard,
     group: &str,
 ) -> Vec<Result<Vec<String>, MeshError>> {
-    join_all(shard.every_shard().map(|s| {
+    join_all(shard.broker_shards(shard.id).map(|s| {
         let group = group.to_owned();
         s.run(move |s| async move { group_topics(&s, &group) })
     }))
@@ -185,6 +185,7 @@ async fn reset_queues(
 /// answers in owner order.
 async fn on_owners<T, F, Fut>(
     shard: &Shard,
+    receiver: usize,
     topic: &str,
     queues: impl IntoIterator<Item = i32>,
     job: impl Fn(Vec<i32>) -> F,
@@ -197,7 +198,7 @@ where
     let mut by_owner: BTreeMap<usize, Vec<i32>> = BTreeMap::new();
     for q in queues {
         by_owner
-            .entry(shard.owner_of(topic, q))
+            .entry(shard.queue_owner(receiver, topic, q))
             .or_default()
             .push(q);
     }
@@ -218,7 +219,7 @@ fn topic_config(shard: &Shard, topic: &str) -> Option<TopicConfig> {
 fn queue(shard: &Shard, topic: &str, queue_id: i32) -> MessageQueue {
     MessageQueue {
         topic: topic.to_owned(),
-        broker_name: shard.cfg.broker_name.clone(),
+        broker_name: shard.broker.broker_name.clone(),
         queue_id,
     }
 }
@@ -245,7 +246,7 @@ pub async fn topic_stats(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCo
         return error(rc::TOPIC_NOT_EXIST, format!("topic[{topic}] not exist"));
     };
     let queues = 0..tc.read_queue_nums.max(tc.write_queue_nums).max(0);
-    let answers = match on_owners(shard, topic, queues, |qs| {
+    let answers = match on_owners(shard, shard.id, topic, queues, |qs| {
         let topic = topic.to_owned();
         move |s: Rc<Shard>| async move { topic_offsets(&s, &topic, &qs).await }
     })
@@ -331,7 +332,7 @@ pub async fn consume_stats(shard: &Rc<Shard>, req: &RemotingCommand) -> Remoting
         let Some(tc) = topic_config(shard, topic) else {
             continue;
         };
-        let answers = match on_owners(shard, topic, 0..tc.read_queue_nums.max(0), |qs| {
+        let answers = match on_owners(shard, shard.id, topic, 0..tc.read_queue_nums.max(0), |qs| {
             let (group, topic) = (group.to_owned(), topic.clone());
             move |s: Rc<Shard>| async move { group_offsets(&s, &group, &topic, &qs).await }
         })
@@ -376,7 +377,12 @@ async fn group_known(shard: &Rc<Shard>, group: &str, topic: &str) -> bool {
 /// (as Java 5's server-side reset, so offline groups are reset too), tells the group's online
 /// clients with RESET_CONSUMER_CLIENT_OFFSET (as Java's Broker2Client, so running consumers jump
 /// instead of committing their old positions back), and answers the new offsets.
-pub async fn reset_offset(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {
+/// Runs on the control shard for a client that reached the broker through shard `receiver`.
+pub async fn reset_offset(
+    shard: &Rc<Shard>,
+    req: &RemotingCommand,
+    receiver: usize,
+) -> RemotingCommand {
     let header = match ResetOffsetRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
         Err(e) => return header_error(&e),
@@ -422,7 +428,7 @@ pub async fn reset_offset(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingC
     if targets.is_empty() {
         return error(rc::SYSTEM_ERROR, "No queues to reset.");
     }
-    let answers = match on_owners(shard, topic, targets.keys().copied(), |qs| {
+    let answers = match on_owners(shard, receiver, topic, targets.keys().copied(), |qs| {
         let (group, topic) = (group.to_owned(), topic.to_owned());
         let owned: Vec<(i32, ResetTarget)> = qs
             .iter()
@@ -441,7 +447,12 @@ pub async fn reset_offset(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingC
         match answer {
             Ok(rows) => {
                 for (q, offset) in rows {
-                    body.offset_table.insert(queue(shard, topic, q), offset);
+                    let mq = MessageQueue {
+                        topic: topic.to_owned(),
+                        broker_name: shard.broker_name_of(receiver),
+                        queue_id: q,
+                    };
+                    body.offset_table.insert(mq, offset);
                 }
             }
             Err(e) => failures.push(e),

@@ -1,5 +1,5 @@
 //! Broker-wide admin queries on shard 0: GET_BROKER_RUNTIME_INFO (a KVTable of figures gathered from
-//! every shard), GET_ALL_CONSUMER_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG, GET_ALL_DELAY_OFFSET.
+//! the shards of the broker that was asked), GET_ALL_CONSUMER_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG, GET_ALL_DELAY_OFFSET.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -17,11 +17,19 @@ use crate::shard::Shard;
 const BROKER_VERSION_DESC: &str = "V4_9_4";
 const BROKER_VERSION: i32 = 401;
 
-pub async fn runtime_info(shard: &Rc<Shard>) -> RemotingCommand {
-    let stats: Vec<ShardStats> = join_all(shard.every_shard().map(|s| s.stats()))
+/// The figures of the broker a client reached through shard `receiver` (see `broker_shards`), and
+/// per-shard figures (`shard<N>.…`) of every shard of the process.
+pub async fn runtime_info(shard: &Rc<Shard>, receiver: usize) -> RemotingCommand {
+    let every: Vec<ShardStats> = join_all(shard.every_shard().map(|s| s.stats()))
         .await
         .into_iter()
         .filter_map(Result::ok)
+        .collect();
+    let mine: Vec<usize> = shard.broker_shards(receiver).map(|s| s.id()).collect();
+    let stats: Vec<ShardStats> = every
+        .iter()
+        .filter(|s| mine.contains(&s.shard))
+        .cloned()
         .collect();
     let sum = |f: fn(&ShardStats) -> u64| stats.iter().map(f).fold(0u64, u64::wrapping_add);
     let now = crate::state::topics::now_ms();
@@ -37,6 +45,11 @@ pub async fn runtime_info(shard: &Rc<Shard>) -> RemotingCommand {
         format!("{} ms", now.saturating_sub(shard.boot_ms)),
     );
     put("shardCount", shard.shards.to_string());
+    if shard.is_broker {
+        // Which process a shard-broker belongs to, for tools that group them.
+        put("shardId", receiver.to_string());
+        put("processBrokerName", shard.cfg.broker_name.clone());
+    }
     put("msgPutTotalTodayNow", sum(|s| s.msgs_put).to_string());
     put("msgGetTotalTodayNow", sum(|s| s.msgs_got).to_string());
     put("msgPutTotalTodayMorning", "0".to_owned());
@@ -108,7 +121,7 @@ pub async fn runtime_info(shard: &Rc<Shard>) -> RemotingCommand {
         );
     }
     crate::role::ha::runtime_info(shard, &stats, &mut put);
-    for s in &stats {
+    for s in &every {
         put(
             &format!("shard{}.msgPutTotal", s.shard),
             s.msgs_put.to_string(),
@@ -121,9 +134,10 @@ pub async fn runtime_info(shard: &Rc<Shard>) -> RemotingCommand {
     ok().with_body(protocol::body::to_json(&KVTable { table: t }))
 }
 
-pub async fn all_consumer_offset(shard: &Rc<Shard>) -> RemotingCommand {
+/// The consumer offsets of the broker a client reached through shard `receiver`.
+pub async fn all_consumer_offset(shard: &Rc<Shard>, receiver: usize) -> RemotingCommand {
     let mut table: BTreeMap<String, BTreeMap<i32, i64>> = BTreeMap::new();
-    for answer in join_all(shard.every_shard().map(|s| s.consumer_offsets())).await {
+    for answer in join_all(shard.broker_shards(receiver).map(|s| s.consumer_offsets())).await {
         match answer {
             Ok(entries) => {
                 for (key, queue, offset) in entries {

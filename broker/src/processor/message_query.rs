@@ -57,7 +57,7 @@ pub async fn query_by_key(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingC
             .unwrap_or(0)
             .clamp(1, QUERY_MAX_NUM)
     };
-    let answers = join_all(shard.every_shard().map(|s| {
+    let answers = join_all(shard.broker_shards(shard.id).map(|s| {
         s.query_by_key(
             h.topic.clone(),
             h.key.clone(),

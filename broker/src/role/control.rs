@@ -80,7 +80,7 @@ pub async fn register_now(shard: &Shard) -> usize {
     };
     ctl.registration_queued.set(false);
     let wrapper = shard.topics.borrow().wrapper();
-    ctl.registrar.register_all(&shard.cfg, wrapper).await
+    ctl.registrar.register_all(&shard.cfg, shard.shards, wrapper).await
 }
 
 /// Changes the master topic table, persists it, tells every other shard, and re-registers.
@@ -325,9 +325,14 @@ pub async fn shutdown_broker(shard: &Rc<Shard>) {
     join_all(all().map(|s| lifecycle::drain(shard, s))).await;
     join_all(all().map(|s| lifecycle::shut_store(shard, s))).await;
     // Every store is flushed now: all delivered delay units are safe.
-    crate::feature::schedule::persist(shard, true).await;
+    join_all(all().map(|s| {
+        shard
+            .on(s)
+            .run(|s| async move { crate::feature::schedule::persist(&s, true).await })
+    }))
+    .await;
     if let Some(ctl) = control(shard) {
-        ctl.registrar.unregister_all(&shard.cfg).await;
+        ctl.registrar.unregister_all(&shard.cfg, shard.shards).await;
     }
     persist_topics(shard).await;
     persist_groups(shard).await;

@@ -215,7 +215,7 @@ async fn serve(shard: Rc<Shard>, stream: TcpStream, peer: String) {
         watermark: shard.ha.watermark.clone(),
         signal: shard.ha.signal.clone(),
         transfer_batch_size: shard.cfg.ha_transfer_batch_size,
-        broker_addr: shard.cfg.broker_addr(),
+        broker_addr: shard.broker.broker_addr.clone(),
     };
     tracing::info!("HA shard {}: slave {peer} connected", shard.id);
     match ha::serve_slave(stream, ms).await {

@@ -1,7 +1,10 @@
 //! Slave, shard 0: follows the master's address from the name server's registration answers, and
 //! copies the master's topic config, consumer offsets, delay offsets and subscription groups every 60 s
-//! (RocketMQ's SlaveSynchronize) so consumers that move to the slave keep their place.
+//! (RocketMQ's SlaveSynchronize) so consumers that move to the slave keep their place. When shards are
+//! brokers of their own, slave shard i follows master shard-broker i, and its consumer and delay
+//! offsets come from that shard-broker (topics and groups are the whole process's).
 
+use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -24,6 +27,7 @@ pub fn start(shard: &Rc<Shard>) {
     glommio::spawn_local(async move {
         let mut next_sync = Instant::now() + FIRST_SYNC_AFTER;
         let mut client: Option<Client> = None;
+        let mut known = BTreeMap::new();
         loop {
             glommio::timer::sleep(Duration::from_millis(500)).await;
             if shard.shutting_down.get() {
@@ -32,9 +36,11 @@ pub fn start(shard: &Rc<Shard>) {
             let learned = shard
                 .control
                 .as_ref()
-                .and_then(|c| c.registrar.master.borrow().clone());
-            if let Some((ha_addr, master_addr)) = learned {
-                master_learned(&shard, ha_addr, master_addr).await;
+                .map(|c| c.registrar.masters.borrow().clone())
+                .unwrap_or_default();
+            if !learned.is_empty() && learned != known {
+                masters_learned(&shard, &learned).await;
+                known = learned;
             }
             if Instant::now() < next_sync && !shard.ha.sync_soon.replace(false) {
                 continue;
@@ -53,7 +59,7 @@ pub fn start(shard: &Rc<Shard>) {
                 next_sync = Instant::now() + FIRST_SYNC_AFTER;
                 continue;
             };
-            if let Err(e) = sync_all(&shard, &c).await {
+            if let Err(e) = sync_all(&shard, &c, &known).await {
                 tracing::warn!("HA: copying metadata from the master {addr} failed: {e}");
                 client = None;
                 next_sync = Instant::now() + FIRST_SYNC_AFTER;
@@ -78,21 +84,31 @@ async fn fetch(client: &Client, code: i32) -> Result<Vec<u8>, String> {
     Ok(resp.body.to_vec())
 }
 
-/// One round: topics, consumer offsets, delay offsets, subscription groups.
-pub async fn sync_all(shard: &Rc<Shard>, client: &Client) -> Result<(), String> {
+/// One round: topics, consumer offsets, delay offsets, subscription groups. `client` is connected to
+/// the master (shard-broker 0 when shards are brokers); `masters` are the learned master addresses.
+pub async fn sync_all(
+    shard: &Rc<Shard>,
+    client: &Client,
+    masters: &BTreeMap<usize, (Option<String>, Option<String>)>,
+) -> Result<(), String> {
     let body = fetch(client, request_code::GET_ALL_TOPIC_CONFIG).await?;
     let topics: TopicConfigSerializeWrapper =
         protocol::body::from_json(&body).map_err(|e| e.to_string())?;
     install_topics(shard, topics).await;
 
-    let body = fetch(client, request_code::GET_ALL_CONSUMER_OFFSET).await?;
-    let offsets: ConsumerOffsetSerializeWrapper =
-        protocol::body::from_json(&body).map_err(|e| e.to_string())?;
-    install_offsets(shard, offsets).await;
-
-    let body = fetch(client, request_code::GET_ALL_DELAY_OFFSET).await?;
-    let text = String::from_utf8_lossy(&body);
-    crate::feature::schedule::install_delay_offsets_json(shard, &text).await?;
+    if shard.is_broker {
+        for s in 1..shard.shards {
+            let Some(addr) = masters.get(&s).and_then(|(_, m)| m.clone()) else {
+                tracing::warn!("HA: master of shard-broker {s} not known yet; its offsets wait");
+                continue;
+            };
+            let c = Client::connect_str(&addr, CALL_TIMEOUT)
+                .await
+                .map_err(|e| format!("{addr}: {e}"))?;
+            sync_offsets(shard, s, &c).await?;
+        }
+    }
+    sync_offsets(shard, 0, client).await?;
 
     let body = fetch(client, request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG).await?;
     let groups: SubscriptionGroupTable =
@@ -111,14 +127,33 @@ async fn install_topics(shard: &Rc<Shard>, master: TopicConfigSerializeWrapper) 
     }
 }
 
-async fn install_offsets(shard: &Rc<Shard>, master: ConsumerOffsetSerializeWrapper) {
+/// Consumer and delay offsets of the broker shard `first` belongs to, from its master.
+async fn sync_offsets(shard: &Rc<Shard>, first: usize, client: &Client) -> Result<(), String> {
+    let body = fetch(client, request_code::GET_ALL_CONSUMER_OFFSET).await?;
+    let offsets: ConsumerOffsetSerializeWrapper =
+        protocol::body::from_json(&body).map_err(|e| e.to_string())?;
+    install_offsets(shard, first, offsets).await;
+
+    let body = fetch(client, request_code::GET_ALL_DELAY_OFFSET).await?;
+    let text = String::from_utf8_lossy(&body).into_owned();
+    shard
+        .on(first)
+        .run(move |s| async move {
+            crate::feature::schedule::install_delay_offsets_json(&s, &text).await
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+    Ok(())
+}
+
+async fn install_offsets(shard: &Rc<Shard>, first: usize, master: ConsumerOffsetSerializeWrapper) {
     let mut per_shard: Vec<Vec<(String, String, i32, i64)>> = vec![Vec::new(); shard.shards];
     for (key, queues) in master.offset_table {
         let Some((topic, group)) = key.split_once('@') else {
             continue;
         };
         for (queue_id, offset) in queues {
-            let owner = shard.owner_of(topic, queue_id);
+            let owner = shard.queue_owner(first, topic, queue_id);
             if let Some(list) = per_shard.get_mut(owner) {
                 list.push((group.to_owned(), topic.to_owned(), queue_id, offset));
             }
@@ -170,16 +205,18 @@ async fn install_groups(shard: &Rc<Shard>, master: SubscriptionGroupTable) {
     }
 }
 
-/// The name server told shard 0 where the master is: tell every shard.
-async fn master_learned(shard: &Rc<Shard>, ha_addr: Option<String>, master_addr: Option<String>) {
-    let changed = *shard.ha.master_ha_addr.borrow() != ha_addr
-        || *shard.ha.master_addr.borrow() != master_addr;
-    if !changed {
-        return;
-    }
-    tracing::info!("HA: master is {master_addr:?}, its HA address {ha_addr:?}");
+/// The name server told shard 0 where the masters are: tell every shard its own (the one master of
+/// the process, or its shard-broker's).
+async fn masters_learned(
+    shard: &Rc<Shard>,
+    masters: &BTreeMap<usize, (Option<String>, Option<String>)>,
+) {
     for s in 0..shard.shards {
-        let (ha_addr, master_addr) = (ha_addr.clone(), master_addr.clone());
+        let key = if shard.is_broker { s } else { 0 };
+        let Some((ha_addr, master_addr)) = masters.get(&key).cloned() else {
+            continue;
+        };
+        tracing::info!("HA: shard {s}'s master is {master_addr:?}, its HA address {ha_addr:?}");
         shard
             .on(s)
             .tell(move |s| async move { set_master(&s, ha_addr, master_addr) })

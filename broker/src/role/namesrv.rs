@@ -1,8 +1,10 @@
 //! Registration with the name servers (shard 0): REGISTER_BROKER with the topic table to every name
-//! server at start, every `registerNameServerPeriod` and after topic changes; UNREGISTER_BROKER at shutdown.
+//! server at start, every `registerNameServerPeriod` and after topic changes; UNREGISTER_BROKER at
+//! shutdown. When shards are brokers of their own, each shard-broker is registered (same topics, its
+//! own brokerName and address).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -15,7 +17,7 @@ use protocol::message::record::body_crc;
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
 
-use crate::config::BrokerConfig;
+use crate::config::{BrokerConfig, ShardBroker};
 use crate::shard::mesh::join_all;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -25,8 +27,9 @@ const REGISTER_TIMEOUT: Duration = Duration::from_secs(6);
 #[derive(Default)]
 pub struct Registrar {
     clients: RefCell<HashMap<String, Client>>,
-    /// (haServerAddr, masterAddr) of this broker's master, from the last registration answer (slaves).
-    pub master: RefCell<Option<(Option<String>, Option<String>)>>,
+    /// Per shard-broker (shard id; 0 alone when shards are not brokers): (haServerAddr, masterAddr)
+    /// of its master, from the last registration answer (slaves).
+    pub masters: RefCell<BTreeMap<usize, (Option<String>, Option<String>)>>,
 }
 
 fn parse_addr(addr: &str) -> Result<SocketAddr, String> {
@@ -75,46 +78,57 @@ impl Registrar {
         result
     }
 
-    /// Registers with every name server; logs failures. Returns how many accepted.
+    /// The brokers this process is to clients: one per shard, or one for all.
+    fn brokers(cfg: &BrokerConfig, shards: usize) -> Vec<(usize, ShardBroker)> {
+        let count = if cfg.shards_are_brokers(shards) { shards } else { 1 };
+        (0..count)
+            .filter_map(|i| cfg.shard_broker(i, shards).map(|b| (i, b)))
+            .collect()
+    }
+
+    /// Registers every broker of this process with every name server; logs failures. Returns how
+    /// many name servers accepted every registration.
     pub async fn register_all(
         &self,
         cfg: &BrokerConfig,
+        shards: usize,
         wrapper: TopicConfigSerializeWrapper,
     ) -> usize {
         if cfg.namesrv_addr.is_empty() {
             return 0;
         }
         let body = bytes::Bytes::from(register_body(cfg, wrapper));
-        let header = RegisterBrokerRequestHeader {
-            broker_name: cfg.broker_name.clone(),
-            broker_addr: cfg.broker_addr(),
-            cluster_name: cfg.broker_cluster_name.clone(),
-            ha_server_addr: cfg.ha_server_addr(),
-            broker_id: cfg.broker_id as i64,
-            heartbeat_timeout_millis: None,
-            enable_acting_master: None,
-            compressed: Some(false),
-            body_crc32: Some(body_crc(&body)),
-        };
-        let fields = header.to_ext_fields();
-        let results = join_all(cfg.namesrv_addr.iter().map(|addr| {
+        let mut requests = Vec::new();
+        for (shard, broker) in Self::brokers(cfg, shards) {
+            let header = RegisterBrokerRequestHeader {
+                broker_name: broker.broker_name.clone(),
+                broker_addr: broker.broker_addr.clone(),
+                cluster_name: cfg.broker_cluster_name.clone(),
+                ha_server_addr: cfg.ha_server_addr(),
+                broker_id: cfg.broker_id as i64,
+                heartbeat_timeout_millis: None,
+                enable_acting_master: None,
+                compressed: Some(false),
+                body_crc32: Some(body_crc(&body)),
+            };
             let cmd = RemotingCommand::request(request_code::REGISTER_BROKER)
-                .with_ext_fields(fields.clone())
+                .with_ext_fields(header.to_ext_fields())
                 .with_body(body.clone());
-            async move { (addr, self.invoke(addr, cmd).await) }
-        }))
-        .await;
-        let mut ok = 0;
-        for (addr, result) in results {
+            requests.push((shard, cmd));
+        }
+        let mut refused: Vec<&String> = Vec::new();
+        for (shard, addr, result) in self.to_every_name_server(cfg, requests).await {
             match result {
                 Ok(resp) if resp.code == response_code::SUCCESS => {
-                    ok += 1;
-                    tracing::debug!("registered with name server {addr}");
+                    tracing::debug!("registered shard-broker {shard} with name server {addr}");
                     if let Ok(h) = RegisterBrokerResponseHeader::from_ext_fields(&resp.ext_fields) {
                         if h.master_addr.is_some() {
-                            *self.master.borrow_mut() = Some((h.ha_server_addr, h.master_addr));
+                            self.masters
+                                .borrow_mut()
+                                .insert(shard, (h.ha_server_addr, h.master_addr));
                         }
                     }
+                    continue;
                 }
                 Ok(resp) => tracing::warn!(
                     "name server {addr} refused the registration: code {} {}",
@@ -123,26 +137,51 @@ impl Registrar {
                 ),
                 Err(e) => tracing::warn!("cannot register with name server {addr}: {e}"),
             }
+            refused.push(addr);
         }
-        ok
+        cfg.namesrv_addr
+            .iter()
+            .filter(|addr| !refused.contains(addr))
+            .count()
     }
 
-    /// Unregisters from every name server (shutdown).
-    pub async fn unregister_all(&self, cfg: &BrokerConfig) {
-        let header = UnregisterBrokerRequestHeader {
-            broker_name: cfg.broker_name.clone(),
-            broker_addr: cfg.broker_addr(),
-            cluster_name: cfg.broker_cluster_name.clone(),
-            broker_id: cfg.broker_id as i64,
-        };
-        let fields = header.to_ext_fields();
-        let results = join_all(cfg.namesrv_addr.iter().map(|addr| {
-            let cmd = RemotingCommand::request(request_code::UNREGISTER_BROKER)
-                .with_ext_fields(fields.clone());
-            async move { (addr, self.invoke(addr, cmd).await) }
+    /// Sends each request to every name server: the name servers at once, the requests one after
+    /// another on each (one connection per name server; a name server drops a broker whose
+    /// registration connection closes, so two connections must not race to be the cached one).
+    async fn to_every_name_server<'a>(
+        &self,
+        cfg: &'a BrokerConfig,
+        requests: Vec<(usize, RemotingCommand)>,
+    ) -> Vec<(usize, &'a String, Result<RemotingCommand, String>)> {
+        let per_name_server = join_all(cfg.namesrv_addr.iter().map(|addr| {
+            let requests = requests.clone();
+            async move {
+                let mut answers = Vec::with_capacity(requests.len());
+                for (shard, cmd) in requests {
+                    answers.push((shard, addr, self.invoke(addr, cmd).await));
+                }
+                answers
+            }
         }))
         .await;
-        for (addr, result) in results {
+        per_name_server.into_iter().flatten().collect()
+    }
+
+    /// Unregisters every broker of this process from every name server (shutdown).
+    pub async fn unregister_all(&self, cfg: &BrokerConfig, shards: usize) {
+        let mut requests = Vec::new();
+        for (shard, broker) in Self::brokers(cfg, shards) {
+            let header = UnregisterBrokerRequestHeader {
+                broker_name: broker.broker_name.clone(),
+                broker_addr: broker.broker_addr.clone(),
+                cluster_name: cfg.broker_cluster_name.clone(),
+                broker_id: cfg.broker_id as i64,
+            };
+            let cmd = RemotingCommand::request(request_code::UNREGISTER_BROKER)
+                .with_ext_fields(header.to_ext_fields());
+            requests.push((shard, cmd));
+        }
+        for (_, addr, result) in self.to_every_name_server(cfg, requests).await {
             match result {
                 Ok(resp) if resp.code == response_code::SUCCESS => {
                     tracing::info!("unregistered from name server {addr}")

@@ -22,7 +22,7 @@ use protocol::RemotingCommand;
 use remoting::ResponseSink;
 use storage::MessageStore;
 
-use crate::config::BrokerConfig;
+use crate::config::{BrokerConfig, ShardBroker};
 use crate::feature::long_poll::PullWaiters;
 use crate::feature::pull_filter::{Registered, SqlCache};
 use crate::net::client_calls::ClientCalls;
@@ -39,7 +39,12 @@ pub struct Shard {
     pub id: usize,
     pub shards: usize,
     pub cfg: Rc<BrokerConfig>,
-    /// `brokerIP1:listenPort`, written into records and offsetMsgIds.
+    /// The broker this shard is to clients: its own shard-broker (`shardRouting = direct`), or the
+    /// process's one broker.
+    pub broker: ShardBroker,
+    /// Whether this shard is a broker of its own: it owns every queue a request to it names.
+    pub is_broker: bool,
+    /// `brokerIP1:` this broker's listen port, written into records and offsetMsgIds.
     pub store_host: SocketAddr,
     pub store: MessageStore,
     pub mesh: Rc<Mesh<Shard>>,
@@ -84,6 +89,7 @@ pub struct ShardParts {
     pub id: usize,
     pub shards: usize,
     pub cfg: Rc<BrokerConfig>,
+    pub broker: ShardBroker,
     pub store_host: SocketAddr,
     pub store: MessageStore,
     pub mesh: Rc<Mesh<Shard>>,
@@ -99,7 +105,9 @@ impl Shard {
         Shard {
             id: p.id,
             shards: p.shards,
+            is_broker: p.cfg.shards_are_brokers(p.shards),
             cfg: p.cfg,
+            broker: p.broker,
             store_host: p.store_host,
             store: p.store,
             mesh: p.mesh,
@@ -127,9 +135,25 @@ impl Shard {
         }
     }
 
-    /// The shard owning a queue.
+    /// The shard owning a queue of the broker this shard is: itself when it is a broker of its own.
     pub fn owner_of(&self, topic: &str, queue_id: i32) -> usize {
+        self.queue_owner(self.id, topic, queue_id)
+    }
+
+    /// The shard owning a queue of the broker a client reached through shard `receiver` (for work the
+    /// control shard does on behalf of another shard's client).
+    pub fn queue_owner(&self, receiver: usize, topic: &str, queue_id: i32) -> usize {
+        if self.is_broker {
+            return receiver;
+        }
         owner_shard(topic, queue_id, self.shards)
+    }
+
+    /// The brokerName a client reached through shard `receiver` knows.
+    pub fn broker_name_of(&self, receiver: usize) -> String {
+        self.cfg
+            .shard_broker(receiver, self.shards)
+            .map_or_else(|| self.cfg.broker_name.clone(), |b| b.broker_name)
     }
 
     /// A fresh opaque for a server-initiated request.

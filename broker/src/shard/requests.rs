@@ -45,6 +45,18 @@ impl Shard {
         (0..self.shards).map(|to| self.on(to))
     }
 
+    /// The shards that make up the broker a client reached through shard `receiver`: that shard
+    /// alone when shards are brokers of their own, else all of them. Statistics, lookups and offset
+    /// tables that a client asks of "the broker" gather over these.
+    pub fn broker_shards(&self, receiver: usize) -> impl Iterator<Item = ShardRef<'_>> {
+        let ids = if self.is_broker {
+            receiver..receiver + 1
+        } else {
+            0..self.shards
+        };
+        ids.map(|to| self.on(to))
+    }
+
     /// Requests to the control shard.
     pub fn control_shard(&self) -> ShardRef<'_> {
         self.on(CONTROL_SHARD)

@@ -32,8 +32,6 @@ struct Boot {
     topics: TopicTable,
     groups: SubscriptionGroupTable,
     mesh: MeshBuilder<Envelope<Shard>, Full>,
-    store_host: SocketAddr,
-    listen: Vec<SocketAddr>,
     signals: Option<SignalFd>,
 }
 
@@ -103,10 +101,12 @@ pub fn run(cfg: BrokerConfig) -> Result<(), BrokerError> {
     let shards = shard_count(&cfg);
     let root = cfg.store_path_root_dir.clone();
     std::fs::create_dir_all(root.join("config")).map_err(|e| BrokerError::io(root.display(), e))?;
-    crate::startup::shards_file::check_or_record(&root, shards)?;
-    // Every shard must be able to open its store with these settings: fail before starting threads.
+    crate::startup::shards_file::check_or_record(&root, shards, cfg.shard_routing)?;
+    // Every shard must be able to open its store and bind its ports: fail before starting threads.
+    let mut listening = Vec::with_capacity(shards);
     for shard in 0..shards {
         store_config(&cfg, shard)?;
+        listening.push(listen_addrs(&cfg, shard, shards)?);
     }
 
     let topics_path = root.join("config").join("topics.json");
@@ -122,11 +122,6 @@ pub fn run(cfg: BrokerConfig) -> Result<(), BrokerError> {
             .map_err(|e| BrokerError::io(groups_path.display(), e))?;
     }
 
-    let store_host = socket_addr(&cfg.broker_ip1, cfg.listen_port)?;
-    let mut listen = vec![socket_addr(&cfg.bind_address, cfg.listen_port)?];
-    if cfg.fast_listen_port != 0 && cfg.fast_listen_port != cfg.listen_port {
-        listen.push(socket_addr(&cfg.bind_address, cfg.fast_listen_port)?);
-    }
     let signals = match SignalFd::install() {
         Ok(s) => Some(s),
         Err(e) => {
@@ -140,8 +135,6 @@ pub fn run(cfg: BrokerConfig) -> Result<(), BrokerError> {
         topics,
         groups,
         mesh: MeshBuilder::full(shards, MESH_CHANNEL_CAPACITY),
-        store_host,
-        listen,
         signals,
     };
     let cpus = CpuSet::online().map_or(0, |set| set.len());
@@ -152,11 +145,12 @@ pub fn run(cfg: BrokerConfig) -> Result<(), BrokerError> {
         PoolPlacement::Unbound(shards)
     };
     tracing::info!(
-        "starting broker {} of cluster {}: {shards} shards, store {}, listening on {:?}",
+        "starting broker {} of cluster {}: {shards} shards (shardRouting = {}), store {}, listening on {:?}",
         cfg.broker_name,
         cfg.broker_cluster_name,
+        cfg.shard_routing.as_str(),
         root.display(),
-        boot.listen
+        listening
     );
     let mut pool = LocalExecutorPoolBuilder::new(placement).name("shard");
     if cfg.spin_before_park_micros > 0 {
@@ -191,6 +185,11 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
     let id = mesh.me();
     crate::feature::metrics::register_shard(id);
     let cfg = Rc::new(boot.cfg);
+    let broker = cfg
+        .shard_broker(id, boot.shards)
+        .ok_or_else(|| BrokerError::ShardCount(format!("shard {id}: its ports pass 65535")))?;
+    let store_host = socket_addr(&cfg.broker_ip1, broker.listen_port)?;
+    let listen = listen_addrs(&cfg, id, boot.shards)?;
     let store = MessageStore::open(store_config(&cfg, id)?)
         .await
         .map_err(|e| BrokerError::Store {
@@ -203,7 +202,8 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
         id,
         shards: boot.shards,
         cfg: cfg.clone(),
-        store_host: boot.store_host,
+        broker,
+        store_host,
         store,
         mesh: mesh.clone(),
         topics: boot.topics,
@@ -222,7 +222,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
         }));
     crate::feature::transaction::start(&shard).await?;
     // No await between binding and starting the mesh: no request can arrive before calls are served.
-    crate::net::server::start_listeners(&shard, &boot.listen)?;
+    crate::net::server::start_listeners(&shard, &listen)?;
     mesh.start(receivers, &shard);
     crate::role::ha::start(&shard)?;
     start_offset_persistence(&shard);
@@ -255,6 +255,27 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
     }
     shard.exit.wait().await;
     Ok(())
+}
+
+/// The addresses shard `shard` accepts clients on: the broker's ports (every shard binds them, with
+/// `SO_REUSEPORT`) when shards are not brokers, else its own shard-broker's.
+fn listen_addrs(
+    cfg: &BrokerConfig,
+    shard: usize,
+    shards: usize,
+) -> Result<Vec<SocketAddr>, BrokerError> {
+    let broker = cfg.shard_broker(shard, shards).ok_or_else(|| {
+        BrokerError::ShardCount(format!(
+            "shard {shard}'s ports (listenPort {} + {} per shard) pass 65535; lower listenPort or shardCount",
+            cfg.listen_port,
+            crate::config::SHARD_PORT_STEP
+        ))
+    })?;
+    let mut listen = vec![socket_addr(&cfg.bind_address, broker.listen_port)?];
+    if broker.fast_listen_port != 0 {
+        listen.push(socket_addr(&cfg.bind_address, broker.fast_listen_port)?);
+    }
+    Ok(listen)
 }
 
 /// Consumer offsets are written every 5 s when they changed (RocketMQ's flushConsumerOffsetInterval).

@@ -32,9 +32,22 @@ fn free_port_with(around: &[i32]) -> u16 {
     panic!("no free port found");
 }
 
-/// A broker's listen port p with p - 2 (fast port), p and p + 1 (HA) free.
+/// The most shards a test broker may have: each is a broker of its own with ports of its own.
+const MAX_TEST_SHARDS: i32 = 4;
+
+/// A broker's listen port p with the ports of its shard-brokers (p + 4i and its fast port p + 4i - 2,
+/// for up to `MAX_TEST_SHARDS` shards) and p + 1 (HA) free.
 pub fn free_broker_port() -> u16 {
-    free_port_with(&[-2, 0, 1])
+    let mut around: Vec<i32> = (0..MAX_TEST_SHARDS)
+        .flat_map(|i| [4 * i - 2, 4 * i])
+        .collect();
+    around.push(1);
+    free_port_with(&around)
+}
+
+/// The listen port of shard-broker `shard` of a broker listening on `port` (`shardRouting = direct`).
+pub fn shard_broker_port(port: u16, shard: u16) -> u16 {
+    port + 4 * shard
 }
 
 /// A single free port (a name server).

@@ -1,7 +1,8 @@
 //! Delayed messages: records with a DELAY level wait in `SCHEDULE_TOPIC_XXXX` (queue level-1, on the
 //! shard owning that queue) and are put to their real topic and queue when due. Each shard runs one
-//! delivery task per level it owns (`delivery`); progress per level is kept here, persisted by shard 0
-//! to `config/delayOffset.json` (`offsets`) and read back at start.
+//! delivery task per level it owns (`delivery`); progress per level is kept here, persisted by the
+//! broker's first shard to `config/delayOffset.json` (`offsets`) and read back at start. When every
+//! shard is a broker of its own, each owns every level and keeps `config/delayOffset-<shard>.json`.
 //!
 //! Per level three offsets matter: `next` (the next unit to read), and `safe` (every unit before it has
 //! been delivered AND the delivered copy is flushed on its shard). Only `safe` is persisted and
@@ -40,6 +41,18 @@ fn owned_levels(shard: &Shard) -> Vec<i32> {
         .collect()
 }
 
+/// Whether this shard writes its broker's delay offsets (the first shard of the broker).
+fn keeps_the_file(shard: &Shard) -> bool {
+    shard.is_broker || shard.id == 0
+}
+
+fn file_of(shard: &Shard) -> std::path::PathBuf {
+    offsets::path(
+        &shard.cfg.store_path_root_dir,
+        shard.is_broker.then_some(shard.id),
+    )
+}
+
 /// The number of configured delay levels (the clamp for DELAY), parsed once per shard.
 pub fn max_level(shard: &Shard) -> usize {
     if let Some(n) = shard.schedule.max_level.get() {
@@ -53,7 +66,7 @@ pub fn max_level(shard: &Shard) -> usize {
 /// Loads this shard's levels from `delayOffset.json` and, on a master, starts a delivery task per owned
 /// level; shard 0 also starts the periodic persistence. Call once per shard after it is serving.
 pub fn start(shard: &Rc<Shard>) {
-    let path = offsets::path(&shard.cfg.store_path_root_dir);
+    let path = file_of(shard);
     let table = offsets::load(&path).unwrap_or_else(|e| {
         // Starting from 0 repeats deliveries (duplicates), it loses none.
         tracing::error!("cannot read delay offsets ({e}); delivering every level from its start");
@@ -74,7 +87,7 @@ pub fn start(shard: &Rc<Shard>) {
             );
         }
     }
-    if shard.id == 0 {
+    if keeps_the_file(shard) {
         *shard.schedule.written.borrow_mut() = Some(table);
         let s = shard.clone();
         glommio::spawn_local(async move {
@@ -146,13 +159,13 @@ pub async fn serve_call(
     shard.schedule.safe_table()
 }
 
-/// `serve_call` on every shard, in shard order.
-async fn on_every_shard(
+/// `serve_call` on every shard of this shard's broker, in shard order.
+async fn on_broker_shards(
     shard: &Shard,
     install: Vec<(i32, i64)>,
     settle_all: bool,
 ) -> Vec<Result<Vec<(i32, i64)>, MeshError>> {
-    join_all(shard.every_shard().map(|s| {
+    join_all(shard.broker_shards(shard.id).map(|s| {
         let install = install.clone();
         s.run(move |s| async move { serve_call(&s, install, settle_all).await })
     }))
@@ -196,18 +209,19 @@ async fn settle(shard: &Shard, all: bool) {
     }
 }
 
-/// The whole table: every shard's safe offsets of the levels it owns.
+/// The broker's whole table: each of its shards' safe offsets of the levels it owns.
 pub async fn gather(shard: &Shard, settle_all: bool) -> Result<BTreeMap<i32, i64>, String> {
     let mut table = BTreeMap::new();
-    for answer in on_every_shard(shard, Vec::new(), settle_all).await {
+    for answer in on_broker_shards(shard, Vec::new(), settle_all).await {
         table.extend(answer.map_err(|e| e.to_string())?);
     }
     Ok(table)
 }
 
-/// Shard 0: writes `delayOffset.json` if the table changed. `settle_all` once every store has shut down.
+/// The broker's first shard: writes its delay offsets file if the table changed. `settle_all` once
+/// every store has shut down.
 pub async fn persist(shard: &Shard, settle_all: bool) {
-    if shard.id != 0 {
+    if !keeps_the_file(shard) {
         return;
     }
     let lock = shard.schedule.persist_lock();
@@ -224,7 +238,7 @@ pub async fn persist(shard: &Shard, settle_all: bool) {
     if shard.schedule.written.borrow().as_ref() == Some(&table) {
         return;
     }
-    let path = offsets::path(&shard.cfg.store_path_root_dir);
+    let path = file_of(shard);
     match crate::state::persist::write_atomic_off_thread(path.clone(), offsets::encode(&table))
         .await
     {
@@ -239,14 +253,14 @@ pub async fn delay_offsets_json(shard: &Shard) -> Result<Vec<u8>, String> {
 }
 
 /// For a slave's HA sync: installs a table received from the master (RocketMQ's delayOffset.json /
-/// GET_ALL_DELAY_OFFSET body) on every shard, and on shard 0 writes the file at once (other shards'
-/// calls are written by shard 0 within `PERSIST_INTERVAL`). Levels this broker does not configure are
+/// GET_ALL_DELAY_OFFSET body) on every shard of this shard's broker, and writes the file at once (run
+/// it on the broker's first shard). Levels this broker does not configure are
 /// ignored. Returns the number of levels in the received table.
 pub async fn install_delay_offsets_json(shard: &Shard, json: &str) -> Result<usize, String> {
     let table = offsets::parse(json.as_bytes())?;
     let entries: Vec<(i32, i64)> = table.into_iter().collect();
     let count = entries.len();
-    for answer in on_every_shard(shard, entries, false).await {
+    for answer in on_broker_shards(shard, entries, false).await {
         answer.map_err(|e| e.to_string())?;
     }
     persist(shard, false).await;

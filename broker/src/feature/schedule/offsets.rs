@@ -6,11 +6,17 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-/// The file's name under `<storePathRootDir>/config`.
+/// The file's name under `<storePathRootDir>/config` (one broker per process).
 pub const FILE_NAME: &str = "delayOffset.json";
 
-pub fn path(store_root: &Path) -> PathBuf {
-    store_root.join("config").join(FILE_NAME)
+/// The file of the broker `shard` belongs to: `delayOffset.json` for the process's one broker, or
+/// `delayOffset-<shard>.json` when each shard is a broker with delay levels of its own.
+pub fn path(store_root: &Path, shard: Option<usize>) -> PathBuf {
+    let name = match shard {
+        Some(id) => format!("delayOffset-{id}.json"),
+        None => FILE_NAME.to_owned(),
+    };
+    store_root.join("config").join(name)
 }
 
 #[derive(Debug, Default, Deserialize)]
