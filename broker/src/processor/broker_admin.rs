@@ -108,6 +108,7 @@ pub async fn runtime_info(shard: &Rc<Shard>) -> RemotingCommand {
         );
     }
     crate::role::ha::runtime_info(shard, &stats, &mut put);
+    super::runtime_fields::add(shard, &stats, &mut put).await;
     for s in &stats {
         put(
             &format!("shard{}.msgPutTotal", s.shard),

@@ -243,7 +243,8 @@ pub async fn groups_changed(shard: &Rc<Shard>, groups: Vec<String>) {
     }
 }
 
-/// Starts shard 0's periodic work: name-server registration, client expiry, signal watch.
+/// Starts shard 0's periodic work: name-server registration, client expiry, signal watch, the
+/// sampling of the broker's rates.
 pub fn start_tasks(shard: &Rc<Shard>, signals: Option<crate::startup::signals::SignalFd>) {
     let period = Duration::from_millis(
         shard
@@ -251,6 +252,7 @@ pub fn start_tasks(shard: &Rc<Shard>, signals: Option<crate::startup::signals::S
             .register_name_server_period_ms
             .clamp(1_000, 60_000),
     );
+    crate::feature::broker_stats::sampler::start(shard);
     let s = shard.clone();
     glommio::spawn_local(async move {
         loop {
