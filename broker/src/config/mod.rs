@@ -1,8 +1,12 @@
-//! Broker configuration: Apache RocketMQ's property names and defaults, read from TOML or `.properties`.
+//! Broker configuration: Apache RocketMQ's property names and defaults, read from TOML or
+//! `.properties`, with the overlay of keys changed at run time (`overlay`, `live`).
 
 mod error;
 mod file;
 mod keys;
+pub mod live;
+pub mod overlay;
+mod render;
 
 pub use error::LoadError;
 pub use file::{load, parse_properties, parse_toml};

@@ -7,6 +7,7 @@
 
 pub(crate) mod admin_stats;
 pub(crate) mod broker_admin;
+pub(crate) mod broker_config;
 pub(crate) mod broker_consume_stats;
 pub(crate) mod broker_stats_data;
 pub(crate) mod check_client_config;
@@ -140,6 +141,8 @@ pub async fn process(shard: &Rc<Shard>, req: RemotingCommand, conn: ConnRef) -> 
         code::GET_CONSUME_STATS => admin_stats::consume_stats(shard, &req).await,
         code::INVOKE_BROKER_TO_RESET_OFFSET => admin_stats::reset_offset(shard, &req).await,
         code::GET_CONSUMER_CONNECTION_LIST => admin_stats::consumer_connection_list(shard, &req),
+        code::GET_BROKER_CONFIG => broker_config::get(shard),
+        code::UPDATE_BROKER_CONFIG => broker_config::update(shard, &req).await,
         code::DELETE_SUBSCRIPTIONGROUP => subscription_group_admin::delete(shard, &req).await,
         code::GET_PRODUCER_CONNECTION_LIST => producer_connection::handle(shard, &req),
         code::GET_BROKER_CONSUME_STATS => broker_consume_stats::handle(shard, &req).await,

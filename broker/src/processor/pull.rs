@@ -37,7 +37,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         Err(e) => return header_error(&e),
     };
     let cfg = &shard.cfg;
-    if !perm::is_readable(cfg.broker_permission as i32) {
+    if !perm::is_readable(crate::config::live::broker_permission(cfg) as i32) {
         return error(
             rc::NO_PERMISSION,
             format!(

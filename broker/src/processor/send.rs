@@ -53,7 +53,7 @@ async fn prepare(
     let header =
         SendMessageRequestHeader::parse(req.code, &req.ext_fields).map_err(|e| header_error(&e))?;
     let cfg = &shard.cfg;
-    if !perm::is_writeable(cfg.broker_permission as i32) {
+    if !perm::is_writeable(crate::config::live::broker_permission(cfg) as i32) {
         return Err(error(
             rc::NO_PERMISSION,
             format!(
