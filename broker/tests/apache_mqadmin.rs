@@ -3,6 +3,9 @@
 //! addWritePerm, updateSubGroup, deleteSubGroup, producerConnection, brokerConsumeStats and statsAll,
 //! checking the figures they print. Skips (with a message) when the kit or its Java is unavailable.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::io::Read;
@@ -43,12 +46,9 @@ fn find_kit() -> Option<PathBuf> {
             repo.join("../shared/apache-rocketmq"),
             PathBuf::from("/work/shared/apache-rocketmq"),
         ]);
-    for kit in candidates {
-        if kit.join("mqadmin.sh").is_file() && kit.join("setup.sh").is_file() {
-            return Some(kit);
-        }
-    }
-    None
+    candidates
+        .into_iter()
+        .find(|kit| kit.join("mqadmin.sh").is_file() && kit.join("setup.sh").is_file())
 }
 
 /// Runs a command with a time limit; (exit success, stdout + stderr).
@@ -156,25 +156,42 @@ async fn groups_json(client: &remoting::Client) -> String {
 #[test]
 fn apache_mqadmin_reads_and_changes_our_cluster() {
     let Some(kit) = find_kit() else {
-        println!("SKIPPED: the Apache RocketMQ kit (shared/apache-rocketmq) was not found; set RMQ_KIT");
+        println!(
+            "SKIPPED: the Apache RocketMQ kit (shared/apache-rocketmq) was not found; set RMQ_KIT"
+        );
         return;
     };
     // Idempotent: installs the JDK and Java libraries only when missing (apt), then checks them.
     let (ready, setup_log) = run_limited(Command::new(kit.join("setup.sh")), COMMAND_LIMIT * 5);
     if !ready {
-        println!("SKIPPED: the kit's Java is unavailable ({} setup.sh failed):\n{setup_log}", kit.display());
+        println!(
+            "SKIPPED: the kit's Java is unavailable ({} setup.sh failed):\n{setup_log}",
+            kit.display()
+        );
         return;
     }
     let test_start = Instant::now();
     let ns = start_namesrv_in_process();
-    let broker = Broker::start(&format!("namesrvAddr = \"{ns}\"\nregisterNameServerPeriod = 2000\n"));
+    let broker = Broker::start(&format!(
+        "namesrvAddr = \"{ns}\"\nregisterNameServerPeriod = 2000\n"
+    ));
     let addr = broker.addr().to_string();
     let admin = Admin { kit, ns };
 
     run_local(async {
         let client = connect(broker.addr()).await;
         // The topic, created through mqadmin on the cluster our broker registered.
-        let out = admin.run(&["updateTopic", "-c", "TestCluster", "-t", TOPIC, "-r", "4", "-w", "4"]);
+        let out = admin.run(&[
+            "updateTopic",
+            "-c",
+            "TestCluster",
+            "-t",
+            TOPIC,
+            "-r",
+            "4",
+            "-w",
+            "4",
+        ]);
         assert!(out.contains("create topic to"), "updateTopic: {out}");
 
         // Traffic: PER_QUEUE messages per queue, CONSUMED of each pulled and committed by GROUP.
@@ -209,33 +226,85 @@ fn apache_mqadmin_reads_and_changes_our_cluster() {
 
         // brokerStatus: Apache's keys with our figures.
         let out = admin.run(&["brokerStatus", "-b", &addr]);
-        assert_eq!(value_of(&out, "msgPutTotalTodayNow", ':'), Some(total.to_string().as_str()), "{out}");
+        assert_eq!(
+            value_of(&out, "msgPutTotalTodayNow", ':'),
+            Some(total.to_string().as_str()),
+            "{out}"
+        );
         let put_tps = value_of(&out, "putTps", ':').expect("putTps");
         let rates: Vec<f64> = put_tps.split(' ').filter_map(|v| v.parse().ok()).collect();
         assert_eq!(rates.len(), 3, "three windows: {put_tps}");
         assert!(rates[0] > 0.0, "putTps: {put_tps}");
         let transferred = value_of(&out, "getTransferedTps", ':').expect("getTransferedTps");
-        assert!(transferred.split(' ').next().and_then(|v| v.parse::<f64>().ok()).is_some_and(|v| v > 0.0), "{transferred}");
-        assert!(value_of(&out, "runtime", ':').is_some_and(|v| v.contains("days")), "{out}");
-        assert!(value_of(&out, "commitLogDiskRatio", ':').and_then(|v| v.parse::<f64>().ok()).is_some_and(|v| v > 0.0 && v < 1.0), "{out}");
-        assert!(value_of(&out, "earliestMessageTimeStamp", ':').and_then(|v| v.parse::<i64>().ok()).is_some_and(|t| t > now_ms() - 600_000), "{out}");
+        assert!(
+            transferred
+                .split(' ')
+                .next()
+                .and_then(|v| v.parse::<f64>().ok())
+                .is_some_and(|v| v > 0.0),
+            "{transferred}"
+        );
+        assert!(
+            value_of(&out, "runtime", ':').is_some_and(|v| v.contains("days")),
+            "{out}"
+        );
+        assert!(
+            value_of(&out, "commitLogDiskRatio", ':')
+                .and_then(|v| v.parse::<f64>().ok())
+                .is_some_and(|v| v > 0.0 && v < 1.0),
+            "{out}"
+        );
+        assert!(
+            value_of(&out, "earliestMessageTimeStamp", ':')
+                .and_then(|v| v.parse::<i64>().ok())
+                .is_some_and(|t| t > now_ms() - 600_000),
+            "{out}"
+        );
 
         // getBrokerConfig / updateBrokerConfig brokerPermission 4 (read only), at once and persisted.
         let out = admin.run(&["getBrokerConfig", "-b", &addr]);
         assert_eq!(value_of(&out, "brokerName", '='), Some("broker-t"), "{out}");
         assert_eq!(value_of(&out, "brokerPermission", '='), Some("6"), "{out}");
-        let out = admin.run(&["updateBrokerConfig", "-b", &addr, "-k", "brokerPermission", "-v", "4"]);
+        let out = admin.run(&[
+            "updateBrokerConfig",
+            "-b",
+            &addr,
+            "-k",
+            "brokerPermission",
+            "-v",
+            "4",
+        ]);
         assert!(out.contains("success"), "updateBrokerConfig: {out}");
         let out = admin.run(&["getBrokerConfig", "-b", &addr]);
         assert_eq!(value_of(&out, "brokerPermission", '='), Some("4"), "{out}");
         let r = send(&client, TOPIC, 0, b"refused", "").await;
-        assert_eq!(r.code, response_code::NO_PERMISSION, "a read-only broker refuses sends");
+        assert_eq!(
+            r.code,
+            response_code::NO_PERMISSION,
+            "a read-only broker refuses sends"
+        );
         let overlay = broker.dir.join("store/config/broker.properties.override");
         let text = std::fs::read_to_string(&overlay).unwrap_or_default();
         assert!(text.contains("brokerPermission=4"), "overlay: {text}");
-        let out = admin.run(&["updateBrokerConfig", "-b", &addr, "-k", "noSuchKey", "-v", "1"]);
+        let out = admin.run(&[
+            "updateBrokerConfig",
+            "-b",
+            &addr,
+            "-k",
+            "noSuchKey",
+            "-v",
+            "1",
+        ]);
         assert!(!out.contains("success"), "an unknown key is refused: {out}");
-        let out = admin.run(&["updateBrokerConfig", "-b", &addr, "-k", "brokerPermission", "-v", "6"]);
+        let out = admin.run(&[
+            "updateBrokerConfig",
+            "-b",
+            &addr,
+            "-k",
+            "brokerPermission",
+            "-v",
+            "6",
+        ]);
         assert!(out.contains("success"), "updateBrokerConfig: {out}");
         let r = send(&client, TOPIC, 0, b"accepted", "").await;
         assert_eq!(r.code, response_code::SUCCESS, "writable again");
@@ -243,28 +312,48 @@ fn apache_mqadmin_reads_and_changes_our_cluster() {
         // wipeWritePerm / addWritePerm on the name server: counts and the route's perm.
         let out = admin.run(&["wipeWritePerm", "-b", "broker-t"]);
         let line = line_with(&out, &["wipe write perm of broker[broker-t]", "OK"]).expect(&out);
-        let wiped: i32 = line.rsplit(' ').next().and_then(|n| n.trim().parse().ok()).expect(line);
+        let wiped: i32 = line
+            .rsplit(' ')
+            .next()
+            .and_then(|n| n.trim().parse().ok())
+            .expect(line);
         assert!(wiped >= 1, "{line}");
         let route = admin.run(&["topicRoute", "-t", TOPIC]);
         assert!(route.contains("\"perm\":4"), "wiped route: {route}");
         let out = admin.run(&["addWritePerm", "-b", "broker-t"]);
         let line = line_with(&out, &["add write perm of broker[broker-t]", "OK"]).expect(&out);
-        let added: i32 = line.rsplit(' ').next().and_then(|n| n.trim().parse().ok()).expect(line);
+        let added: i32 = line
+            .rsplit(' ')
+            .next()
+            .and_then(|n| n.trim().parse().ok())
+            .expect(line);
         assert_eq!(added, wiped, "{line}");
         let route = admin.run(&["topicRoute", "-t", TOPIC]);
         assert!(route.contains("\"perm\":6"), "restored route: {route}");
 
         // updateSubGroup then deleteSubGroup.
         let out = admin.run(&["updateSubGroup", "-b", &addr, "-g", "AdminToolsDoomed"]);
-        assert!(out.contains("create subscription group to"), "updateSubGroup: {out}");
+        assert!(
+            out.contains("create subscription group to"),
+            "updateSubGroup: {out}"
+        );
         assert!(groups_json(&client).await.contains("AdminToolsDoomed"));
         let out = admin.run(&["deleteSubGroup", "-b", &addr, "-g", "AdminToolsDoomed"]);
-        assert!(out.contains("delete subscription group [AdminToolsDoomed] from broker"), "deleteSubGroup: {out}");
-        assert!(!groups_json(&client).await.contains("AdminToolsDoomed"), "group deleted");
+        assert!(
+            out.contains("delete subscription group [AdminToolsDoomed] from broker"),
+            "deleteSubGroup: {out}"
+        );
+        assert!(
+            !groups_json(&client).await.contains("AdminToolsDoomed"),
+            "group deleted"
+        );
 
         // producerConnection: the client that sent the producer heartbeat.
         let out = admin.run(&["producerConnection", "-g", PRODUCER_GROUP, "-t", TOPIC]);
-        assert!(line_with(&out, &[PRODUCER_ID]).is_some(), "producerConnection: {out}");
+        assert!(
+            line_with(&out, &[PRODUCER_ID]).is_some(),
+            "producerConnection: {out}"
+        );
 
         // brokerConsumeStats: each queue's offsets and the total backlog.
         let out = admin.run(&["brokerConsumeStats", "-b", &addr]);
@@ -273,16 +362,25 @@ fn apache_mqadmin_reads_and_changes_our_cluster() {
                 .lines()
                 .find(|l| {
                     let f = fields(l);
-                    f.first() == Some(&TOPIC) && f.get(1) == Some(&GROUP) && f.get(3) == Some(&q.to_string().as_str())
+                    f.first() == Some(&TOPIC)
+                        && f.get(1) == Some(&GROUP)
+                        && f.get(3) == Some(&q.to_string().as_str())
                 })
                 .unwrap_or_else(|| panic!("queue {q} in: {out}"));
             let f = fields(line);
             let broker_offset = if q == 0 { PER_QUEUE + 1 } else { PER_QUEUE };
-            assert_eq!(f.get(4), Some(&broker_offset.to_string().as_str()), "{line}");
+            assert_eq!(
+                f.get(4),
+                Some(&broker_offset.to_string().as_str()),
+                "{line}"
+            );
             assert_eq!(f.get(5), Some(&CONSUMED.to_string().as_str()), "{line}");
         }
         let diff = total + 1 - i64::from(QUEUES) * CONSUMED;
-        assert!(out.contains(&format!("Diff Total: {diff}")), "brokerConsumeStats: {out}");
+        assert!(
+            out.contains(&format!("Diff Total: {diff}")),
+            "brokerConsumeStats: {out}"
+        );
 
         // statsAll: the topic with its group, today's in/out counts, and the last minute's InTPS
         // (fresh sends, as the first ones may be more than a minute old by now).
@@ -294,11 +392,28 @@ fn apache_mqadmin_reads_and_changes_our_cluster() {
         let line = line_with(&out, &[TOPIC, GROUP]).expect(&out);
         let f = fields(line);
         // Topic, group, accumulation, InTPS, OutTPS, InMsg24Hour, OutMsg24Hour.
-        assert_eq!(f.get(2), Some(&(diff + FRESH).to_string().as_str()), "{line}");
-        assert!(f.get(3).and_then(|v| v.parse::<f64>().ok()).is_some_and(|v| v > 0.1), "{line}");
-        assert_eq!(f.get(5), Some(&(total + 1 + FRESH).to_string().as_str()), "{line}");
+        assert_eq!(
+            f.get(2),
+            Some(&(diff + FRESH).to_string().as_str()),
+            "{line}"
+        );
+        assert!(
+            f.get(3)
+                .and_then(|v| v.parse::<f64>().ok())
+                .is_some_and(|v| v > 0.1),
+            "{line}"
+        );
+        assert_eq!(
+            f.get(5),
+            Some(&(total + 1 + FRESH).to_string().as_str()),
+            "{line}"
+        );
         assert_eq!(f.get(6), Some(&pulled.to_string().as_str()), "{line}");
         drop(client);
     });
-    assert!(test_start.elapsed() < TEST_LIMIT, "took {:?}", test_start.elapsed());
+    assert!(
+        test_start.elapsed() < TEST_LIMIT,
+        "took {:?}",
+        test_start.elapsed()
+    );
 }

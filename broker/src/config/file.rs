@@ -1,9 +1,8 @@
-//! Reading a config file (flat TOML or Java `.properties`) into key/value pairs, then into `BrokerConfig`.
+//! Reading a config file (flat TOML or Java `.properties`) into key/value pairs.
 
 use std::path::Path;
 
 use super::error::LoadError;
-use super::keys::{BrokerConfig, ConfigIssue};
 
 /// Parses a Java properties file: `key=value` or `key: value`, `#`/`!` comments, `\` line continuations.
 pub fn parse_properties(text: &str) -> Vec<(String, String)> {
@@ -58,33 +57,9 @@ pub fn parse_toml(text: &str, path: &str) -> Result<Vec<(String, String)>, LoadE
         .collect()
 }
 
-/// Loads a config file; `.properties` files are read as Java properties, everything else as TOML.
-/// The overlay of keys changed at run time (`overlay`), if the store has one, applies over it.
-/// Returns the config and the keys that were not applied (unknown or not supported).
-pub fn load(path: &Path) -> Result<(BrokerConfig, Vec<ConfigIssue>), LoadError> {
-    let pairs = read_pairs(path)?;
-    let (cfg, issues) = BrokerConfig::from_pairs(pairs.clone())?;
-    let overlay = super::overlay::read_overlay(&cfg.store_path_root_dir).map_err(|source| {
-        LoadError::Read {
-            path: super::overlay::overlay_path(&cfg.store_path_root_dir)
-                .display()
-                .to_string(),
-            source,
-        }
-    })?;
-    if overlay.is_empty() {
-        return Ok((cfg, issues));
-    }
-    tracing::info!(
-        "applying {} key(s) of {} over {}",
-        overlay.len(),
-        super::overlay::overlay_path(&cfg.store_path_root_dir).display(),
-        path.display()
-    );
-    BrokerConfig::from_pairs(pairs.into_iter().chain(overlay))
-}
-
-fn read_pairs(path: &Path) -> Result<Vec<(String, String)>, LoadError> {
+/// The key/value pairs of a config file: `.properties` files are read as Java properties, everything
+/// else as TOML.
+pub fn read_pairs(path: &Path) -> Result<Vec<(String, String)>, LoadError> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
         path: shown.clone(),
@@ -114,25 +89,6 @@ mod tests {
                 ("empty".to_owned(), String::new()),
             ]
         );
-    }
-
-    #[test]
-    fn overlay_applies_over_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = dir.path().join("store");
-        let file = dir.path().join("broker.properties");
-        std::fs::write(
-            &file,
-            format!("brokerPermission=6\nmaxMessageSize=2048\nstorePathRootDir={}\n", store.display()),
-        )
-        .unwrap();
-        let (cfg, _) = load(&file).unwrap();
-        assert_eq!(cfg.broker_permission, 6);
-        std::fs::create_dir_all(store.join("config")).unwrap();
-        std::fs::write(super::super::overlay::overlay_path(&store), "brokerPermission=4\n").unwrap();
-        let (cfg, _) = load(&file).unwrap();
-        assert_eq!(cfg.broker_permission, 4);
-        assert_eq!(cfg.max_message_size, 2048);
     }
 
     #[test]

@@ -9,5 +9,6 @@ pub mod overlay;
 mod render;
 
 pub use error::LoadError;
-pub use file::{load, parse_properties, parse_toml};
+pub use file::{parse_properties, parse_toml};
 pub use keys::{BrokerConfig, BrokerRole, ConfigIssue, FlushDiskType};
+pub use overlay::load;

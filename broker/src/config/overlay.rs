@@ -1,10 +1,12 @@
 //! The overlay file UPDATE_BROKER_CONFIG persists: `storePathRootDir/config/broker.properties.override`,
-//! Java properties with only the keys changed at run time. `load` applies it over the config file at
-//! start, so a changed key survives a restart.
+//! Java properties with only the keys changed at run time. `load` reads the config file and applies
+//! the overlay over it, so a changed key survives a restart.
 
 use std::path::{Path, PathBuf};
 
-use super::file::parse_properties;
+use super::error::LoadError;
+use super::file::{parse_properties, read_pairs};
+use super::keys::{BrokerConfig, ConfigIssue};
 
 /// The overlay's path for a store root.
 pub fn overlay_path(store_root: &Path) -> PathBuf {
@@ -42,9 +44,53 @@ pub fn merged_overlay(existing: &[(String, String)], changes: &[(String, String)
     out
 }
 
+/// Loads a config file; `.properties` files are read as Java properties, everything else as TOML.
+/// The overlay of keys changed at run time, if the store has one, applies over it.
+/// Returns the config and the keys that were not applied (unknown or not supported).
+pub fn load(path: &Path) -> Result<(BrokerConfig, Vec<ConfigIssue>), LoadError> {
+    let pairs = read_pairs(path)?;
+    let (cfg, issues) = BrokerConfig::from_pairs(pairs.clone())?;
+    let overlay = read_overlay(&cfg.store_path_root_dir).map_err(|source| LoadError::Read {
+        path: overlay_path(&cfg.store_path_root_dir).display().to_string(),
+        source,
+    })?;
+    if overlay.is_empty() {
+        return Ok((cfg, issues));
+    }
+    tracing::info!(
+        "applying {} key(s) of {} over {}",
+        overlay.len(),
+        overlay_path(&cfg.store_path_root_dir).display(),
+        path.display()
+    );
+    BrokerConfig::from_pairs(pairs.into_iter().chain(overlay))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overlay_applies_over_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("store");
+        let file = dir.path().join("broker.properties");
+        std::fs::write(
+            &file,
+            format!(
+                "brokerPermission=6\nmaxMessageSize=2048\nstorePathRootDir={}\n",
+                store.display()
+            ),
+        )
+        .unwrap();
+        let (cfg, _) = load(&file).unwrap();
+        assert_eq!(cfg.broker_permission, 6);
+        std::fs::create_dir_all(store.join("config")).unwrap();
+        std::fs::write(overlay_path(&store), "brokerPermission=4\n").unwrap();
+        let (cfg, _) = load(&file).unwrap();
+        assert_eq!(cfg.broker_permission, 4);
+        assert_eq!(cfg.max_message_size, 2048);
+    }
 
     #[test]
     fn merge_keeps_order_and_replaces_values() {

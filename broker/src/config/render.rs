@@ -58,7 +58,10 @@ impl BrokerConfig {
             ("syncFlushTimeout", self.sync_flush_timeout_ms.to_string()),
             ("maxMessageSize", self.max_message_size.to_string()),
             ("deleteWhen", self.delete_when.clone()),
-            ("fileReservedTime", self.file_reserved_time_hours.to_string()),
+            (
+                "fileReservedTime",
+                self.file_reserved_time_hours.to_string(),
+            ),
             (
                 "diskMaxUsedSpaceRatio",
                 self.disk_max_used_space_ratio.to_string(),
@@ -100,15 +103,24 @@ impl BrokerConfig {
                 "shortPollingTimeMills",
                 self.short_polling_time_mills.to_string(),
             ),
-            ("transactionTimeOut", self.transaction_timeout_ms.to_string()),
-            ("transactionCheckMax", self.transaction_check_max.to_string()),
+            (
+                "transactionTimeOut",
+                self.transaction_timeout_ms.to_string(),
+            ),
+            (
+                "transactionCheckMax",
+                self.transaction_check_max.to_string(),
+            ),
             (
                 "transactionCheckInterval",
                 self.transaction_check_interval_ms.to_string(),
             ),
             ("slaveReadEnable", self.slave_read_enable.to_string()),
             ("haMasterAddress", opt(&self.ha_master_address)),
-            ("haTransferBatchSize", self.ha_transfer_batch_size.to_string()),
+            (
+                "haTransferBatchSize",
+                self.ha_transfer_batch_size.to_string(),
+            ),
             ("haMaxGapNotInSync", self.ha_max_gap_not_in_sync.to_string()),
             ("aclEnable", self.acl_enable.to_string()),
             (
@@ -148,7 +160,10 @@ impl BrokerConfig {
             ),
             ("shardCount", self.shard_count.to_string()),
             ("readCacheBytes", self.read_cache_bytes.to_string()),
-            ("readBlockCacheBytes", self.read_block_cache_bytes.to_string()),
+            (
+                "readBlockCacheBytes",
+                self.read_block_cache_bytes.to_string(),
+            ),
             (
                 "spinBeforeParkMicros",
                 self.spin_before_park_micros.to_string(),

@@ -57,7 +57,10 @@ pub async fn update(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         );
     }
     let Ok(text) = std::str::from_utf8(&req.body) else {
-        return error(rc::SYSTEM_ERROR, "string2Properties error: body is not UTF-8");
+        return error(
+            rc::SYSTEM_ERROR,
+            "string2Properties error: body is not UTF-8",
+        );
     };
     let changes = config::parse_properties(text);
     let current = live::effective(&shard.cfg);
@@ -72,7 +75,9 @@ pub async fn update(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     };
     let text = overlay::merged_overlay(&existing, &changes);
     let path = overlay::overlay_path(&root);
-    if let Err(e) = crate::state::persist::write_atomic_off_thread(path.clone(), text.into_bytes()).await {
+    if let Err(e) =
+        crate::state::persist::write_atomic_off_thread(path.clone(), text.into_bytes()).await
+    {
         return error(
             rc::SYSTEM_ERROR,
             format!("cannot write {}: {e}", path.display()),

@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use protocol::body::{ConsumeStats, ConsumeStatsList};
-use protocol::header::{CommandHeader, GetConsumeStatsInBrokerHeader, GetConsumeStatsRequestHeader};
+use protocol::header::{
+    CommandHeader, GetConsumeStatsInBrokerHeader, GetConsumeStatsRequestHeader,
+};
 use protocol::response_code as rc;
 use protocol::{request_code, RemotingCommand};
 
@@ -34,7 +36,11 @@ async fn group_stats(shard: &Rc<Shard>, group: &str, only_order: bool) -> Option
             .offset_table
             .retain(|mq, _| topics.get(&mq.topic).is_some_and(|tc| tc.order));
     }
-    let topics: BTreeSet<String> = stats.offset_table.keys().map(|mq| mq.topic.clone()).collect();
+    let topics: BTreeSet<String> = stats
+        .offset_table
+        .keys()
+        .map(|mq| mq.topic.clone())
+        .collect();
     let mut tps = 0.0;
     for topic in topics {
         if let Some(w) =

@@ -21,7 +21,10 @@ pub fn handle(shard: &Shard, req: &RemotingCommand) -> RemotingCommand {
             "request reached a shard without the control role",
         );
     };
-    let clients = ctl.clients.borrow().producer_clients(&header.producer_group);
+    let clients = ctl
+        .clients
+        .borrow()
+        .producer_clients(&header.producer_group);
     if clients.is_empty() {
         return error(
             rc::SYSTEM_ERROR,

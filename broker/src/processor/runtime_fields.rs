@@ -48,8 +48,14 @@ pub async fn add(shard: &Rc<Shard>, stats: &[ShardStats], put: &mut impl FnMut(&
     );
     let buckets = put_latency_buckets();
     put("putMessageDistributeTime", distribution(&buckets));
-    put("putLatency99", format!("{:.2}", percentile_ms(&buckets, 0.99)));
-    put("putLatency999", format!("{:.2}", percentile_ms(&buckets, 0.999)));
+    put(
+        "putLatency99",
+        format!("{:.2}", percentile_ms(&buckets, 0.99)),
+    );
+    put(
+        "putLatency999",
+        format!("{:.2}", percentile_ms(&buckets, 0.999)),
+    );
     for key in [
         "getMessageEntireTimeMax",
         "dispatchMaxBuffer",
@@ -81,7 +87,10 @@ pub async fn add(shard: &Rc<Shard>, stats: &[ShardStats], put: &mut impl FnMut(&
     if let Some(disk) = disk_figures(root) {
         let used = used_ratio(disk.total_bytes, disk.free_bytes).to_string();
         put("commitLogDiskRatio", used.clone());
-        put(&format!("commitLogDiskRatio_{}", root.display()), used.clone());
+        put(
+            &format!("commitLogDiskRatio_{}", root.display()),
+            used.clone(),
+        );
         put("consumeQueueDiskRatio", used);
         put(
             "commitLogDirCapacity",
@@ -215,7 +224,10 @@ mod tests {
 
     #[test]
     fn runtime_and_sizes_in_apache_form() {
-        assert_eq!(format_runtime(0), "[ 0 days, 0 hours, 0 minutes, 0 seconds ]");
+        assert_eq!(
+            format_runtime(0),
+            "[ 0 days, 0 hours, 0 minutes, 0 seconds ]"
+        );
         assert_eq!(
             format_runtime(((2 * 24 + 3) * 3600 + 4 * 60 + 5) * 1000 + 999),
             "[ 2 days, 3 hours, 4 minutes, 5 seconds ]"

@@ -11,9 +11,9 @@ use protocol::RemotingCommand;
 use crate::name_server::NameServer;
 use crate::response;
 
-fn change(ns: &NameServer, request: &RemotingCommand, wipe: bool) -> Result<i32, RemotingCommand> {
+fn change(ns: &NameServer, request: &RemotingCommand, wipe: bool) -> Result<i32, String> {
     let header = WritePermOfBrokerRequestHeader::from_ext_fields(&request.ext_fields)
-        .map_err(|e| response::bad_input(request, format!("write perm header: {e}")))?;
+        .map_err(|e| format!("write perm header: {e}"))?;
     let count = ns
         .table
         .borrow_mut()
@@ -34,7 +34,7 @@ pub fn wipe(ns: &NameServer, request: &RemotingCommand) -> RemotingCommand {
             }
             .to_ext_fields(),
         ),
-        Err(answer) => answer,
+        Err(why) => response::bad_input(request, why),
     }
 }
 
@@ -46,6 +46,6 @@ pub fn add(ns: &NameServer, request: &RemotingCommand) -> RemotingCommand {
             }
             .to_ext_fields(),
         ),
-        Err(answer) => answer,
+        Err(why) => response::bad_input(request, why),
     }
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::admin_stats::{ConsumeStats, Connection};
+use super::admin_stats::{Connection, ConsumeStats};
 
 /// One window of a statistics item (BrokerStatsItem).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
@@ -102,7 +102,10 @@ mod tests {
             ..Default::default()
         };
         let json = String::from_utf8(crate::body::to_json(&data)).unwrap();
-        assert!(json.contains("\"statsMinute\":{\"avgpt\":1.5,\"sum\":120,\"tps\":2.0}"), "{json}");
+        assert!(
+            json.contains("\"statsMinute\":{\"avgpt\":1.5,\"sum\":120,\"tps\":2.0}"),
+            "{json}"
+        );
         assert!(json.contains("\"statsDay\""), "{json}");
         let back: BrokerStatsData = crate::body::from_json(json.as_bytes()).unwrap();
         assert_eq!(back, data);
@@ -122,7 +125,12 @@ mod tests {
             }],
         };
         let json = String::from_utf8(crate::body::to_json(&producers)).unwrap();
-        assert!(json.starts_with("{\"connectionSet\":[{\"clientAddr\":\"127.0.0.1:5000\",\"clientId\":\"c1\""), "{json}");
+        assert!(
+            json.starts_with(
+                "{\"connectionSet\":[{\"clientAddr\":\"127.0.0.1:5000\",\"clientId\":\"c1\""
+            ),
+            "{json}"
+        );
     }
 
     #[test]
@@ -148,18 +156,24 @@ mod tests {
         };
         let json = String::from_utf8(list.to_json()).unwrap();
         // Queue keys are MessageQueue objects written as object keys, as fastjson does.
-        let value: serde_json::Value = crate::body::from_fastjson(json.as_bytes()).expect("fastjson");
+        let value: serde_json::Value =
+            crate::body::from_fastjson(json.as_bytes()).expect("fastjson");
         assert_eq!(value["brokerAddr"], "127.0.0.1:10911");
         assert_eq!(value["totalDiff"], 6);
         let first = &value["consumeStatsList"][0]["G\"1"][0];
         assert_eq!(first["offsetTable"].as_object().map(|o| o.len()), Some(1));
-        assert!(value["consumeStatsList"][1]["G2"].as_array().is_some_and(|a| a.is_empty()));
+        assert!(value["consumeStatsList"][1]["G2"]
+            .as_array()
+            .is_some_and(|a| a.is_empty()));
         let first_text = json
             .split("[{\"consumeTps\"")
             .nth(1)
             .and_then(|rest| rest.split("]},").next())
             .expect("first group's stats");
         let first_json = format!("{{\"consumeTps\"{first_text}");
-        assert_eq!(ConsumeStats::from_json(first_json.as_bytes()).unwrap(), stats);
+        assert_eq!(
+            ConsumeStats::from_json(first_json.as_bytes()).unwrap(),
+            stats
+        );
     }
 }

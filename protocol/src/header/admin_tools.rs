@@ -80,7 +80,10 @@ mod tests {
             ("statsKey", "T@G"),
         ]))
         .unwrap();
-        assert_eq!((h.stats_name.as_str(), h.stats_key.as_str()), ("GROUP_GET_NUMS", "T@G"));
+        assert_eq!(
+            (h.stats_name.as_str(), h.stats_key.as_str()),
+            ("GROUP_GET_NUMS", "T@G")
+        );
         let h = DeleteSubscriptionGroupRequestHeader::from_ext_fields(&fields(&[
             ("groupName", "G"),
             ("removeOffset", "false"),
@@ -94,7 +97,10 @@ mod tests {
         let h = WritePermOfBrokerRequestHeader::from_ext_fields(&fields(&[("brokerName", "b")]))
             .unwrap();
         assert_eq!(h.broker_name, "b");
-        let out = WipeWritePermOfBrokerResponseHeader { wipe_topic_count: 3 }.to_ext_fields();
+        let out = WipeWritePermOfBrokerResponseHeader {
+            wipe_topic_count: 3,
+        }
+        .to_ext_fields();
         assert_eq!(out.get("wipeTopicCount"), Some("3"));
         let out = AddWritePermOfBrokerResponseHeader { add_topic_count: 2 }.to_ext_fields();
         assert_eq!(out.get("addTopicCount"), Some("2"));

@@ -14,7 +14,12 @@ pub const GROUP_GET_NUMS: &str = "GROUP_GET_NUMS";
 pub const GROUP_GET_SIZE: &str = "GROUP_GET_SIZE";
 
 /// The stats names this broker keeps.
-pub const STATS_NAMES: [&str; 4] = [TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, GROUP_GET_NUMS, GROUP_GET_SIZE];
+pub const STATS_NAMES: [&str; 4] = [
+    TOPIC_PUT_NUMS,
+    TOPIC_PUT_SIZE,
+    GROUP_GET_NUMS,
+    GROUP_GET_SIZE,
+];
 
 /// Most keys kept per stats name on one shard, so that a flood of topic or group names cannot
 /// grow the tables without limit (keys past it are not counted).
