@@ -302,6 +302,24 @@ impl RouteTable {
         removed
     }
 
+    /// WIPE_WRITE_PERM_OF_BROKER / ADD_WRITE_PERM_OF_BROKER: clears the write bit of every queue
+    /// data of `broker_name` (`wipe`), or sets it to read + write. Answers how many topics it
+    /// touched. The change lasts until the broker registers a changed topic table.
+    pub fn change_write_perm(&mut self, broker_name: &str, wipe: bool) -> i32 {
+        let mut touched = 0i32;
+        for queues in self.topic_queues.values_mut() {
+            if let Some(qd) = queues.get_mut(broker_name) {
+                qd.perm = if wipe {
+                    qd.perm & !protocol::body::perm::WRITE
+                } else {
+                    protocol::body::perm::READ | protocol::body::perm::WRITE
+                };
+                touched = touched.saturating_add(1);
+            }
+        }
+        touched
+    }
+
     /// The connection `connection_id` closed: drops every broker address registered on it.
     pub fn remove_connection(&mut self, connection_id: u64) -> Vec<String> {
         let gone: Vec<String> = self
@@ -463,6 +481,34 @@ mod tests {
             table.route("T").map(|r| r.queue_datas[0].read_queue_nums),
             Some(16)
         );
+    }
+
+    #[test]
+    fn write_perm_is_wiped_and_added_per_broker_name() {
+        let mut table = RouteTable::new();
+        let a = topics(&[("T1", 4), ("T2", 4)], 1);
+        let b = topics(&[("T1", 4)], 1);
+        table.register(&reg("broker-a", "a:1", 0, "a:2", &a, 1), 0);
+        table.register(&reg("broker-b", "b:1", 0, "b:2", &b, 2), 0);
+        let perm_of = |table: &RouteTable, topic: &str, broker: &str| {
+            table.route(topic).and_then(|r| {
+                r.queue_datas
+                    .iter()
+                    .find(|q| q.broker_name == broker)
+                    .map(|q| q.perm)
+            })
+        };
+        assert_eq!(perm_of(&table, "T1", "broker-a"), Some(6));
+        assert_eq!(table.change_write_perm("broker-a", true), 2);
+        assert_eq!(perm_of(&table, "T1", "broker-a"), Some(4));
+        assert_eq!(perm_of(&table, "T2", "broker-a"), Some(4));
+        assert_eq!(perm_of(&table, "T1", "broker-b"), Some(6));
+        assert_eq!(table.change_write_perm("nobody", true), 0);
+        // An unchanged registration keeps the wiped perm (Apache's behaviour too).
+        table.register(&reg("broker-a", "a:1", 0, "a:2", &a, 1), 10);
+        assert_eq!(perm_of(&table, "T1", "broker-a"), Some(4));
+        assert_eq!(table.change_write_perm("broker-a", false), 2);
+        assert_eq!(perm_of(&table, "T2", "broker-a"), Some(6));
     }
 
     #[test]

@@ -1,9 +1,8 @@
-//! Reading a config file (flat TOML or Java `.properties`) into key/value pairs, then into `BrokerConfig`.
+//! Reading a config file (flat TOML or Java `.properties`) into key/value pairs.
 
 use std::path::Path;
 
 use super::error::LoadError;
-use super::keys::{BrokerConfig, ConfigIssue};
 
 /// Parses a Java properties file: `key=value` or `key: value`, `#`/`!` comments, `\` line continuations.
 pub fn parse_properties(text: &str) -> Vec<(String, String)> {
@@ -58,20 +57,19 @@ pub fn parse_toml(text: &str, path: &str) -> Result<Vec<(String, String)>, LoadE
         .collect()
 }
 
-/// Loads a config file; `.properties` files are read as Java properties, everything else as TOML.
-/// Returns the config and the keys that were not applied (unknown or not supported).
-pub fn load(path: &Path) -> Result<(BrokerConfig, Vec<ConfigIssue>), LoadError> {
+/// The key/value pairs of a config file: `.properties` files are read as Java properties, everything
+/// else as TOML.
+pub fn read_pairs(path: &Path) -> Result<Vec<(String, String)>, LoadError> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
         path: shown.clone(),
         source,
     })?;
-    let pairs = if path.extension().is_some_and(|e| e == "properties") {
-        parse_properties(&text)
+    if path.extension().is_some_and(|e| e == "properties") {
+        Ok(parse_properties(&text))
     } else {
-        parse_toml(&text, &shown)?
-    };
-    BrokerConfig::from_pairs(pairs)
+        parse_toml(&text, &shown)
+    }
 }
 
 #[cfg(test)]

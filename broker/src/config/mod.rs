@@ -1,11 +1,16 @@
-//! Broker configuration: Apache RocketMQ's property names and defaults, read from TOML or `.properties`.
+//! Broker configuration: Apache RocketMQ's property names and defaults, read from TOML or
+//! `.properties`, with the overlay of keys changed at run time (`overlay`, `live`).
 
 mod error;
 mod file;
 mod keys;
+pub mod live;
+pub mod overlay;
+mod render;
 mod shard_brokers;
 
 pub use error::LoadError;
-pub use file::{load, parse_properties, parse_toml};
+pub use file::{parse_properties, parse_toml};
 pub use keys::{BrokerConfig, BrokerRole, ConfigIssue, FlushDiskType};
+pub use overlay::load;
 pub use shard_brokers::{ShardBroker, ShardRouting, SHARD_PORT_STEP};

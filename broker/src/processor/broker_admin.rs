@@ -121,6 +121,7 @@ pub async fn runtime_info(shard: &Rc<Shard>, receiver: usize) -> RemotingCommand
         );
     }
     crate::role::ha::runtime_info(shard, &stats, &mut put);
+    super::runtime_fields::add(shard, receiver, &stats, &mut put).await;
     for s in &every {
         put(
             &format!("shard{}.msgPutTotal", s.shard),

@@ -95,6 +95,12 @@ pub async fn heartbeat(shard: &Rc<Shard>, req: &RemotingCommand, conn: ConnRef) 
             conn,
             now,
         );
+        ctl.clients.borrow_mut().set_producer_client_info(
+            &producer.group_name,
+            &data.client_id,
+            req.language.name(),
+            req.version,
+        );
     }
     ok()
 }

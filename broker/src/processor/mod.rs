@@ -7,17 +7,22 @@
 
 pub(crate) mod admin_stats;
 pub(crate) mod broker_admin;
+pub(crate) mod broker_config;
+pub(crate) mod broker_consume_stats;
+pub(crate) mod broker_stats_data;
 pub(crate) mod check_client_config;
 pub(crate) mod client_manage;
 pub(crate) mod consumer_offset;
 pub(crate) mod end_transaction;
 pub(crate) mod group_settings;
 pub(crate) mod message_query;
+pub(crate) mod producer_connection;
 pub(crate) mod pull;
 pub(crate) mod queue_offset;
 pub(crate) mod rebalance_lock;
 pub(crate) mod reply;
 pub(crate) mod routing;
+pub(crate) mod runtime_fields;
 pub(crate) mod send;
 pub(crate) mod send_back;
 pub(crate) mod send_reply;
@@ -136,6 +141,13 @@ pub async fn process(shard: &Rc<Shard>, req: RemotingCommand, conn: ConnRef) -> 
         code::GET_CONSUME_STATS => admin_stats::consume_stats(shard, &req).await,
         code::INVOKE_BROKER_TO_RESET_OFFSET => admin_stats::reset_offset(shard, &req, conn.shard).await,
         code::GET_CONSUMER_CONNECTION_LIST => admin_stats::consumer_connection_list(shard, &req),
+        code::GET_BROKER_CONFIG => broker_config::get(shard),
+        code::UPDATE_BROKER_CONFIG => broker_config::update(shard, &req).await,
+        code::DELETE_SUBSCRIPTIONGROUP => subscription_group_admin::delete(shard, &req).await,
+        code::GET_PRODUCER_CONNECTION_LIST => producer_connection::handle(shard, &req),
+        code::GET_BROKER_CONSUME_STATS => broker_consume_stats::handle(shard, &req).await,
+        code::VIEW_BROKER_STATS_DATA => broker_stats_data::view(shard, &req).await,
+        code::QUERY_TOPIC_CONSUME_BY_WHO => broker_stats_data::consume_by_who(shard, &req).await,
         code::VIEW_MESSAGE_BY_ID => message_query::view_by_id(shard, &req).await,
         code::QUERY_MESSAGE => message_query::query_by_key(shard, &req).await,
         other => {

@@ -37,7 +37,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         Err(e) => return header_error(&e),
     };
     let cfg = &shard.cfg;
-    if !perm::is_readable(cfg.broker_permission as i32) {
+    if !perm::is_readable(crate::config::live::broker_permission(cfg) as i32) {
         return error(
             rc::NO_PERMISSION,
             format!(
@@ -138,6 +138,13 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
             && !shard.shutting_down.get()
             && Instant::now() < deadline;
         if !park {
+            let (msgs, bytes) = (result.records.len(), result.total_bytes());
+            crate::feature::broker_stats::record_pull(
+                &header.topic,
+                &header.consumer_group,
+                msgs as u64,
+                bytes as u64,
+            );
             return respond(shard, code, result, &group);
         }
         // Register, then look again without an await in between, so no arrival is missed.

@@ -42,12 +42,17 @@ pub fn runs_on(request_code: i32) -> RunsOn {
         | code::LOCK_BATCH_MQ
         | code::UNLOCK_BATCH_MQ
         | code::INVOKE_BROKER_TO_RESET_OFFSET
-        | code::GET_CONSUMER_CONNECTION_LIST => RunsOn::Control,
+        | code::GET_CONSUMER_CONNECTION_LIST
+        | code::GET_PRODUCER_CONNECTION_LIST
+        | code::UPDATE_BROKER_CONFIG
+        | code::DELETE_SUBSCRIPTIONGROUP
+        | code::QUERY_TOPIC_CONSUME_BY_WHO => RunsOn::Control,
         // Needs only the config: every shard has it.
-        code::CHECK_CLIENT_CONFIG => RunsOn::Receiver,
+        code::CHECK_CLIENT_CONFIG | code::GET_BROKER_CONFIG => RunsOn::Receiver,
         // SEND_MESSAGE(_V2), SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE(_V2) (the requester's connection
         // may be on any shard; the control shard says which), CONSUMER_SEND_MSG_BACK, VIEW_MESSAGE_BY_ID,
         // QUERY_MESSAGE, GET_TOPIC_STATS_INFO, GET_CONSUME_STATS, GET_ALL_TOPIC_CONFIG,
+        // VIEW_BROKER_STATS_DATA, GET_BROKER_CONSUME_STATS,
         // GET_ALL_DELAY_OFFSET, and codes this broker does not serve.
         _ => RunsOn::Receiver,
     }

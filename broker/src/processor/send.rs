@@ -32,6 +32,7 @@ pub async fn handle(
         Err(response) => response,
     };
     crate::feature::metrics::record_put(started.elapsed());
+    crate::feature::broker_stats::record_send_time(started.elapsed());
     if response.code != rc::SUCCESS {
         shard.counters.send_error();
         tracing::debug!(
@@ -52,7 +53,7 @@ async fn prepare(
     let header =
         SendMessageRequestHeader::parse(req.code, &req.ext_fields).map_err(|e| header_error(&e))?;
     let cfg = &shard.cfg;
-    if !perm::is_writeable(cfg.broker_permission as i32) {
+    if !perm::is_writeable(crate::config::live::broker_permission(cfg) as i32) {
         return Err(error(
             rc::NO_PERMISSION,
             format!(
@@ -249,8 +250,12 @@ async fn store(shard: &Rc<Shard>, records: Vec<MessageRecord>, is_batch: bool) -
     };
     let queue_id = crate::feature::schedule::reply_queue_id(first);
     let owner = shard.owner(&first.topic, first.queue_id);
+    let topic = first.topic.clone();
+    let bytes: usize = records.iter().map(|r| r.body.len()).sum();
     match owner.put(records).await {
         Ok(outcome) => {
+            let stored = outcome.stored.len() as u64;
+            crate::feature::broker_stats::record_send(&topic, stored, bytes as u64);
             let mut response = success(shard, &outcome.stored, queue_id, is_batch);
             // Stored without a slave's ack: the send result goes with the code, as RocketMQ's does.
             if outcome.status != SendStatus::SendOk {

@@ -42,7 +42,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     let Some(group) = group_settings::find(shard, &h.group).await else {
         return group_settings::not_exist(&h.group);
     };
-    if !perm::is_writeable(shard.cfg.broker_permission as i32) {
+    if !perm::is_writeable(crate::config::live::broker_permission(&shard.cfg) as i32) {
         return error(
             rc::NO_PERMISSION,
             format!(

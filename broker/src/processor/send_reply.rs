@@ -96,7 +96,8 @@ async fn check(
         .borrow()
         .get(&header.topic)
         .is_some_and(|tc| tc.order);
-    if !perm::is_writeable(shard.cfg.broker_permission as i32) && order_topic {
+    if !perm::is_writeable(crate::config::live::broker_permission(&shard.cfg) as i32) && order_topic
+    {
         return Err(error(
             rc::NO_PERMISSION,
             format!(

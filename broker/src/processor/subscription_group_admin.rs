@@ -1,13 +1,16 @@
 //! UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200, on shard 0): creates or replaces a consumer group's
 //! settings (`mqadmin updateSubGroup`) from a `SubscriptionGroupConfig` JSON body, persists them and
-//! tells every shard (pulls and send-backs read them there).
+//! tells every shard (pulls and send-backs read them there). DELETE_SUBSCRIPTIONGROUP (207,
+//! `mqadmin deleteSubGroup`) removes them, and with `removeOffset` the group's consumer offsets.
 
 use std::rc::Rc;
 
+use protocol::header::{CommandHeader, DeleteSubscriptionGroupRequestHeader};
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
-use super::{error, ok};
+use super::{error, header_error, ok};
+use crate::shard::mesh::join_all;
 use crate::shard::Shard;
 use crate::state::subscription_groups::SubscriptionGroupConfig;
 
@@ -35,5 +38,39 @@ pub async fn update_and_create(shard: &Rc<Shard>, req: &RemotingCommand) -> Remo
         config.group_name
     );
     crate::role::control::change_groups(shard, vec![config], Vec::new()).await;
+    ok()
+}
+
+pub async fn delete(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {
+    let header = match DeleteSubscriptionGroupRequestHeader::from_ext_fields(&req.ext_fields) {
+        Ok(h) => h,
+        Err(e) => return header_error(&e),
+    };
+    if shard.control.is_none() {
+        return error(
+            rc::SYSTEM_ERROR,
+            "request reached a shard without the control role",
+        );
+    }
+    let group = header.group_name.trim().to_owned();
+    if group.is_empty() {
+        return error(rc::SYSTEM_ERROR, "groupName is empty");
+    }
+    let existed = shard.groups.borrow().get(&group).is_some();
+    tracing::info!(
+        "delete subscription group {group} (existed: {existed}, removeOffset: {:?})",
+        header.remove_offset
+    );
+    crate::role::control::change_groups(shard, Vec::new(), vec![group.clone()]).await;
+    if header.remove_offset.unwrap_or(false) {
+        join_all(shard.every_shard().map(|s| {
+            let group = group.clone();
+            s.run(move |s| async move {
+                s.offsets.borrow_mut().remove_group(&group);
+                s.persist_offsets().await;
+            })
+        }))
+        .await;
+    }
     ok()
 }

@@ -41,7 +41,7 @@ fn parse_addr(addr: &str) -> Result<SocketAddr, String> {
 
 /// The registration body: the topic table with each topic's perm limited by `brokerPermission`.
 pub fn register_body(cfg: &BrokerConfig, mut wrapper: TopicConfigSerializeWrapper) -> Vec<u8> {
-    let broker_perm = cfg.broker_permission as i32;
+    let broker_perm = crate::config::live::broker_permission(cfg) as i32;
     for tc in wrapper.topic_config_table.values_mut() {
         // Read/write bits follow the broker's; the inherit bit stays as configured.
         tc.perm &= broker_perm | protocol::body::perm::INHERIT;

@@ -226,6 +226,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
     mesh.start(receivers, &shard);
     crate::role::ha::start(&shard)?;
     start_offset_persistence(&shard);
+    crate::feature::broker_stats::sampler::start(&shard);
     crate::feature::schedule::start(&shard);
     crate::feature::timer::start(&shard);
 

@@ -34,7 +34,7 @@ pub struct ConsumerGroupInfo {
     clients: BTreeMap<String, ClientChannel>,
 }
 
-/// One client of a consumer group, as GET_CONSUMER_CONNECTION_LIST reports it.
+/// One client of a group, as GET_CONSUMER_CONNECTION_LIST and GET_PRODUCER_CONNECTION_LIST report it.
 #[derive(Debug, Clone)]
 pub struct ConsumerClient {
     pub client_id: String,
@@ -198,6 +198,51 @@ impl ClientRegistry {
             language.clone_into(&mut c.language);
             c.version = version;
         }
+    }
+
+    /// Records the language and version a producer client's heartbeat carried.
+    pub fn set_producer_client_info(
+        &mut self,
+        group: &str,
+        client_id: &str,
+        language: &str,
+        version: i32,
+    ) {
+        if let Some(c) = self
+            .producers
+            .get_mut(group)
+            .and_then(|clients| clients.get_mut(client_id))
+        {
+            language.clone_into(&mut c.language);
+            c.version = version;
+        }
+    }
+
+    /// The clients of a producer group (GET_PRODUCER_CONNECTION_LIST), by client id.
+    pub fn producer_clients(&self, group: &str) -> Vec<ConsumerClient> {
+        self.producers
+            .get(group)
+            .map(|clients| {
+                clients
+                    .iter()
+                    .map(|(id, c)| ConsumerClient {
+                        client_id: id.clone(),
+                        conn: c.conn,
+                        language: c.language.clone(),
+                        version: c.version,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Online consumer groups that subscribe to `topic`.
+    pub fn groups_subscribing(&self, topic: &str) -> Vec<String> {
+        self.consumers
+            .iter()
+            .filter(|(_, info)| info.subscriptions.contains_key(topic))
+            .map(|(group, _)| group.clone())
+            .collect()
     }
 
     /// A consumer group and its clients.

@@ -62,6 +62,14 @@ impl ConsumerOffsets {
         self.dirty |= before != self.table.len();
     }
 
+    /// Drops every offset of a deleted subscription group.
+    pub fn remove_group(&mut self, group: &str) {
+        let before = self.table.len();
+        self.table
+            .retain(|key, _| split_offset_table_key(key).is_none_or(|(_, g)| g != group));
+        self.dirty |= before != self.table.len();
+    }
+
     /// Every entry as (`topic@group`, queue id, offset).
     pub fn entries(&self) -> Vec<(String, i32, i64)> {
         self.table
@@ -115,6 +123,12 @@ mod tests {
         loaded.remove_topic("T");
         assert_eq!(loaded.query("g", "T", 0), None);
         assert_eq!(loaded.query("g", "U", 0), Some(1));
+        assert!(loaded.take_dirty_json().is_some());
+        loaded.commit("h", "U", 0, 5);
+        loaded.take_dirty_json();
+        loaded.remove_group("g");
+        assert_eq!(loaded.query("g", "U", 0), None);
+        assert_eq!(loaded.query("h", "U", 0), Some(5));
         assert!(loaded.take_dirty_json().is_some());
     }
 }

@@ -3,6 +3,7 @@
 mod broker;
 mod kv;
 mod route;
+mod write_perm;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -27,6 +28,8 @@ impl NameServer {
             request_code::GET_TOPICS_BY_CLUSTER => route::topics_by_cluster(self, request),
             request_code::DELETE_TOPIC_IN_NAMESRV => route::delete_topic(self, request),
             request_code::GET_KV_CONFIG => kv::get(request),
+            request_code::WIPE_WRITE_PERM_OF_BROKER => write_perm::wipe(self, request),
+            request_code::ADD_WRITE_PERM_OF_BROKER => write_perm::add(self, request),
             code => {
                 let name = request_code::name(code).unwrap_or("unknown");
                 tracing::debug!("request code {code} ({name}) not supported");

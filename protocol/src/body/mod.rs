@@ -5,6 +5,7 @@
 //! [`to_json`], which always produces standard JSON (quoted keys), as Java clients accept.
 
 mod admin_stats;
+mod admin_tools;
 mod cluster;
 mod consumer;
 mod heartbeat;
@@ -17,6 +18,7 @@ mod register_compressed;
 mod route;
 
 pub use admin_stats::*;
+pub use admin_tools::*;
 pub use cluster::*;
 pub use consumer::*;
 pub use heartbeat::*;

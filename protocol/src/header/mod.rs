@@ -8,6 +8,7 @@ use std::str::FromStr;
 use crate::ext_fields::ExtFields;
 
 mod admin_stats;
+mod admin_tools;
 mod consumer;
 mod namesrv;
 mod offset;
@@ -18,6 +19,7 @@ mod topic;
 mod transaction;
 
 pub use admin_stats::*;
+pub use admin_tools::*;
 pub use consumer::*;
 pub use namesrv::*;
 pub use offset::*;

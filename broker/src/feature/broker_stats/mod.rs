@@ -1,0 +1,44 @@
+//! Admin statistics RocketMQ's tools read: the per-shard counters of `local`, the keyed items of
+//! VIEW_BROKER_STATS_DATA (`item`), and the broker-wide rates of GET_BROKER_RUNTIME_INFO (`tps`),
+//! which shard 0 samples from every shard once a second (`sampler`).
+
+pub mod item;
+pub mod local;
+pub mod sampler;
+pub mod tps;
+
+use std::rc::Rc;
+
+pub use local::{record_pull, record_send, record_send_time};
+
+use crate::shard::mesh::join_all;
+use crate::shard::Shard;
+use item::ItemWindows;
+
+/// One item's windows summed over the shards of this shard's broker; `None` when none knows the key.
+pub async fn item_windows(shard: &Rc<Shard>, name: &str, key: &str) -> Option<ItemWindows> {
+    let since = u64::try_from(shard.boot_ms).unwrap_or(0);
+    let answers = join_all(shard.broker_shards(shard.id).map(|s| {
+        let (name, key) = (name.to_owned(), key.to_owned());
+        s.run(move |_| async move { local::item_windows(&name, &key, since) })
+    }))
+    .await;
+    answers
+        .into_iter()
+        .filter_map(|a| a.ok().flatten())
+        .reduce(ItemWindows::merge)
+}
+
+/// The slowest send on any shard of the broker a client reached through shard `receiver`, in ms.
+pub async fn put_time_max_ms(shard: &Rc<Shard>, receiver: usize) -> u64 {
+    join_all(
+        shard
+            .broker_shards(receiver)
+            .map(|s| s.run(|_| async { local::put_time_max_ms() })),
+    )
+    .await
+    .into_iter()
+    .filter_map(Result::ok)
+    .max()
+    .unwrap_or(0)
+}
