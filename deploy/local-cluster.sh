@@ -10,10 +10,11 @@
 # Environment:
 #   CLUSTER_DIR  base directory (configs, stores, logs, pid files); default target/local-cluster/LAYOUT
 #   PORT_BASE    first port (default 19876): name servers PORT_BASE and PORT_BASE+1, brokers at
-#                PORT_BASE+100 (+10 per broker; each also uses its port-2 and port+1), metrics
-#                endpoints at PORT_BASE+200 (+1 per broker)
+#                PORT_BASE+300 (+40 per broker; each also uses its port-2 and port+1, and its
+#                shard-brokers port+4N and port+4N-2), metrics endpoints at PORT_BASE+200 (+1 per broker)
 #   BIN_DIR      where the namesrv and broker binaries are (default target/release, then target/debug)
 #   SHARDS       shards per broker (default 2)
+#   SHARD_ROUTING direct (default: each shard is a broker <name>-<N> on port + 4N) or forward
 #   SEGMENT_BYTES CommitLog segment size (default 67108864; each shard preallocates one)
 #   START_TIMEOUT seconds to wait for each process to serve (default 60)
 # The brokers' name-server list holds both name servers. `up` prints NAMESRV_ADDR=... last.
@@ -25,6 +26,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 dir=${CLUSTER_DIR:-$repo/target/local-cluster/$layout}
 port_base=${PORT_BASE:-19876}
 shards=${SHARDS:-2}
+shard_routing=${SHARD_ROUTING:-direct}
 segment_bytes=${SEGMENT_BYTES:-67108864}
 start_timeout=${START_TIMEOUT:-60}
 
@@ -50,7 +52,7 @@ bin_dir() {
 }
 
 # The client port of the n-th broker of the layout (0-based).
-broker_port() { echo $((port_base + 100 + 10 * $1)); }
+broker_port() { echo $((port_base + 300 + 40 * $1)); }
 
 pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
@@ -84,6 +86,7 @@ bindAddress = "127.0.0.1"
 listenPort = $port
 storePathRootDir = "$dir/store/$name"
 shardCount = $shards
+shardRouting = "$shard_routing"
 mappedFileSizeCommitLog = $segment_bytes
 autoCreateTopicEnable = true
 defaultTopicQueueNums = 4

@@ -51,8 +51,13 @@ impl Checks {
 }
 
 async fn producer(broker: &Broker, checks: &Rc<Checks>) -> Client {
+    producer_at(broker.addr(), checks).await
+}
+
+/// A producer connected to `addr` (a broker, or one shard-broker of it).
+async fn producer_at(addr: std::net::SocketAddr, checks: &Rc<Checks>) -> Client {
     let handler: Rc<dyn ServerRequestHandler> = checks.clone();
-    let client = Client::connect_with_handler(broker.addr(), TIMEOUT, Some(handler))
+    let client = Client::connect_with_handler(addr, TIMEOUT, Some(handler))
         .await
         .expect("connect");
     let data = HeartbeatData {
@@ -109,7 +114,8 @@ async fn end(
     client.invoke(req, TIMEOUT).await.unwrap().code
 }
 
-/// The messages consumers can see in the topic's queue 0, by UNIQ_KEY.
+/// The messages consumers can see in the topic's queue 0 (of the broker `client` is connected to),
+/// by UNIQ_KEY.
 async fn visible(client: &Client) -> Vec<String> {
     pull_all(client, TOPIC, 0)
         .await
@@ -261,4 +267,30 @@ fn commit_rollback_check_back_and_restart() {
         }
     });
     broker.kill9();
+}
+
+#[test]
+fn a_commit_through_another_shard_broker_reaches_the_half_messages_shard() {
+    // A producer answers a check-back on the connection that asked, which may be another
+    // shard-broker's than the one holding the half message: the commit must still find it.
+    let broker = Broker::start("");
+    let checks = Rc::new(Checks::default());
+    let shard1 = std::net::SocketAddr::from(([127, 0, 0, 1], shard_broker_port(broker.port, 1)));
+    run_local(async {
+        let on_shard1 = producer_at(shard1, &checks).await;
+        let on_shard0 = producer(&broker, &checks).await;
+        let (phys, queue_offset) = prepare(&on_shard1, "tx-cross").await;
+        assert_eq!(storage_shard(phys), 1, "the half lives on shard-broker 1");
+        assert_eq!(
+            end(&on_shard0, "tx-cross", phys, queue_offset, COMMIT, true).await,
+            response_code::SUCCESS
+        );
+        assert_eq!(visible(&on_shard1).await, vec!["tx-cross".to_owned()]);
+        assert!(visible(&on_shard0).await.is_empty());
+    });
+}
+
+/// The shard a physical offset names (bits 48..62).
+fn storage_shard(phys: i64) -> i64 {
+    (phys >> 48) & 0x7fff
 }

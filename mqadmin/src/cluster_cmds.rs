@@ -1,4 +1,5 @@
-//! Cluster commands: clusterList (every broker with its totals) and brokerStatus (runtime figures).
+//! Cluster commands: clusterList (every broker with its totals, the shard-brokers of one process
+//! under its name) and brokerStatus (runtime figures).
 
 use client::ClientError;
 use serde_json::json;
@@ -11,6 +12,7 @@ pub async fn cluster_list(admin: &Admin, only: Option<&str>) -> Result<Report, C
     let mut table = Table::new(&[
         "Cluster Name",
         "Broker Name",
+        "Process",
         "BID",
         "Addr",
         "Version",
@@ -28,21 +30,35 @@ pub async fn cluster_list(admin: &Admin, only: Option<&str>) -> Result<Report, C
             };
             for (id, addr) in &data.broker_addrs {
                 // A broker that does not answer is listed, not fatal: that is what operators look for.
-                let (version, put, got, error) = match admin.runtime_info(addr).await {
+                let (version, put, got, process, error) = match admin.runtime_info(addr).await {
                     Ok(kv) => {
                         let get = |k: &str| kv.table.get(k).cloned().unwrap_or_default();
+                        // A shard-broker names the process it is a shard of.
+                        let process = kv
+                            .table
+                            .get("processBrokerName")
+                            .cloned()
+                            .unwrap_or_else(|| name.clone());
                         (
                             get("brokerVersionDesc"),
                             get("msgPutTotalTodayNow"),
                             get("msgGetTotalTodayNow"),
+                            process,
                             None,
                         )
                     }
-                    Err(e) => ("-".into(), "-".into(), "-".into(), Some(e.to_string())),
+                    Err(e) => (
+                        "-".into(),
+                        "-".into(),
+                        "-".into(),
+                        "-".into(),
+                        Some(e.to_string()),
+                    ),
                 };
                 table.row(vec![
                     cluster.clone(),
                     name.clone(),
+                    process.clone(),
                     id.to_string(),
                     addr.clone(),
                     version.clone(),
@@ -50,7 +66,8 @@ pub async fn cluster_list(admin: &Admin, only: Option<&str>) -> Result<Report, C
                     got.clone(),
                 ]);
                 rows.push(json!({
-                    "clusterName": cluster, "brokerName": name, "brokerId": id, "addr": addr,
+                    "clusterName": cluster, "brokerName": name, "process": process, "brokerId": id,
+                    "addr": addr,
                     "version": version, "inTotal": put, "outTotal": got, "error": error,
                 }));
             }

@@ -77,7 +77,14 @@ pub async fn dispatch(
             // Let the processor here report what is missing.
             _ => shard.id,
         },
-        RunsOn::HalfQueueOwner => crate::feature::transaction::half_shard(&shard),
+        // The half message's offset names its shard (a producer answers a check-back on whichever
+        // shard-broker's connection asked, which need not be the half's).
+        RunsOn::HalfQueueOwner => req
+            .ext("commitLogOffset")
+            .and_then(|o| o.trim().parse::<i64>().ok())
+            .map(|o| usize::from(storage::shard_of(o)))
+            .filter(|s| *s < shard.shards)
+            .unwrap_or_else(|| crate::feature::transaction::half_shard(&shard)),
         RunsOn::Control => crate::shard::requests::CONTROL_SHARD,
     };
     if target == shard.id {

@@ -12,7 +12,8 @@ pub enum RunsOn {
     Receiver,
     /// The owner of the queue named by the `topic` and `queueId` header fields.
     QueueOwner,
-    /// The owner of the transaction half queue (END_TRANSACTION).
+    /// The shard holding the half message that END_TRANSACTION's `commitLogOffset` names (the owner
+    /// of the transaction half queue when the offset is missing or names no shard).
     HalfQueueOwner,
     /// The control shard (client registry, topic and group admin, broker-wide figures).
     Control,

@@ -97,7 +97,7 @@ pub struct LocalCluster {
 }
 
 impl LocalCluster {
-    /// A port base whose name-server, broker (port-2..port+1) and metrics ports are all free.
+    /// A port base whose name-server, broker (port-2..port+4) and metrics ports are all free.
     fn free_port_base(brokers: usize) -> u16 {
         let mut x = u64::from(std::process::id())
             ^ (Instant::now().elapsed().as_nanos() as u64)
@@ -111,8 +111,9 @@ impl LocalCluster {
             let base = 20_000 + (x % 35_000) as u16;
             let mut ports = vec![base, base + 1];
             for n in 0..brokers as u16 {
-                let p = base + 100 + 10 * n;
-                ports.extend([p - 2, p, p + 1, base + 200 + n]);
+                let p = base + 300 + 40 * n;
+                // Its ports, those of a second shard-broker (direct mode), and its metrics port.
+                ports.extend([p - 2, p, p + 1, p + 2, p + 4, base + 200 + n]);
             }
             if ports.iter().all(|p| port_free(*p)) {
                 return base;
@@ -130,6 +131,9 @@ impl LocalCluster {
             .env("PORT_BASE", self.port_base.to_string())
             .env("BIN_DIR", &self.bin_dir)
             .env("SHARDS", "2")
+            // The checks name each group of the layout as one broker (`broker-a`); shard-brokers
+            // (the default mode) are covered by broker/tests/shard_brokers.rs and the interop suite.
+            .env("SHARD_ROUTING", "forward")
             .env("SEGMENT_BYTES", "16777216")
             .env("START_TIMEOUT", "120")
             .env("RUST_LOG", "info");
@@ -170,7 +174,7 @@ impl LocalCluster {
     }
 
     pub fn broker_addr(&self, n: usize) -> String {
-        format!("127.0.0.1:{}", self.port_base as usize + 100 + 10 * n)
+        format!("127.0.0.1:{}", self.port_base as usize + 300 + 40 * n)
     }
 
     pub fn metrics_addr(&self, n: usize) -> String {
