@@ -126,9 +126,11 @@ fn forward_mode_is_one_broker_that_hops_to_the_owner() {
         }
         // Nobody listens on a shard-broker port in forward mode.
         let shard1 = at(shard_broker_port(broker.port, 1));
-        assert!(remoting::Client::connect(shard1, Duration::from_millis(500))
-            .await
-            .is_err());
+        assert!(
+            remoting::Client::connect(shard1, Duration::from_millis(500))
+                .await
+                .is_err()
+        );
     });
 }
 
@@ -163,7 +165,14 @@ fn a_sigkilled_direct_broker_keeps_every_acknowledged_message_on_each_shard() {
             let client = connect(at(port)).await;
             for q in 0..2 {
                 for i in 0..per_queue {
-                    let r = send(&client, "Durable", q, format!("{port}-{q}-{i}").as_bytes(), "").await;
+                    let r = send(
+                        &client,
+                        "Durable",
+                        q,
+                        format!("{port}-{q}-{i}").as_bytes(),
+                        "",
+                    )
+                    .await;
                     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
                 }
             }

@@ -2,12 +2,12 @@
 
 use std::time::Duration;
 
-use protocol::body::{to_json, HeartbeatData};
 use protocol::body::perm;
+use protocol::body::{to_json, HeartbeatData};
 use protocol::header::{
-    CommandHeader, CreateTopicRequestHeader, GetMaxOffsetRequestHeader, GetMaxOffsetResponseHeader, GetMinOffsetRequestHeader,
-    GetMinOffsetResponseHeader, QueryConsumerOffsetRequestHeader, QueryConsumerOffsetResponseHeader,
-    UpdateConsumerOffsetRequestHeader,
+    CommandHeader, CreateTopicRequestHeader, GetMaxOffsetRequestHeader, GetMaxOffsetResponseHeader,
+    GetMinOffsetRequestHeader, GetMinOffsetResponseHeader, QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader, UpdateConsumerOffsetRequestHeader,
 };
 use protocol::{request_code, response_code};
 use remoting::Client;
@@ -31,11 +31,16 @@ pub async fn query_consumer_offset(
     };
     let cmd = request(request_code::QUERY_CONSUMER_OFFSET, header.to_ext_fields());
     let resp = client.invoke(cmd, timeout).await?;
-    let resp = expect_code(resp, &[response_code::SUCCESS, response_code::QUERY_NOT_FOUND])?;
+    let resp = expect_code(
+        resp,
+        &[response_code::SUCCESS, response_code::QUERY_NOT_FOUND],
+    )?;
     if resp.code == response_code::QUERY_NOT_FOUND {
         return Ok(None);
     }
-    Ok(Some(QueryConsumerOffsetResponseHeader::from_ext_fields(&resp.ext_fields)?.offset))
+    Ok(Some(
+        QueryConsumerOffsetResponseHeader::from_ext_fields(&resp.ext_fields)?.offset,
+    ))
 }
 
 /// Commits a group's offset on a queue; `oneway` sends it without waiting, as the Java client's
@@ -65,7 +70,12 @@ pub async fn update_consumer_offset(
 }
 
 /// The next offset to be written in a queue (its message count when nothing was deleted).
-pub async fn max_offset(client: &Client, topic: &str, queue_id: i32, timeout: Duration) -> Result<i64, ClientError> {
+pub async fn max_offset(
+    client: &Client,
+    topic: &str,
+    queue_id: i32,
+    timeout: Duration,
+) -> Result<i64, ClientError> {
     let header = GetMaxOffsetRequestHeader {
         topic: topic.to_owned(),
         queue_id,
@@ -77,7 +87,12 @@ pub async fn max_offset(client: &Client, topic: &str, queue_id: i32, timeout: Du
 }
 
 /// The oldest offset still stored in a queue.
-pub async fn min_offset(client: &Client, topic: &str, queue_id: i32, timeout: Duration) -> Result<i64, ClientError> {
+pub async fn min_offset(
+    client: &Client,
+    topic: &str,
+    queue_id: i32,
+    timeout: Duration,
+) -> Result<i64, ClientError> {
     let header = GetMinOffsetRequestHeader {
         topic: topic.to_owned(),
         queue_id,
@@ -88,14 +103,24 @@ pub async fn min_offset(client: &Client, topic: &str, queue_id: i32, timeout: Du
 }
 
 /// Sends HEART_BEAT (registers producer / consumer groups and subscriptions with the broker).
-pub async fn heartbeat(client: &Client, data: &HeartbeatData, timeout: Duration) -> Result<(), ClientError> {
-    let cmd = request(request_code::HEART_BEAT, protocol::ExtFields::new()).with_body(to_json(data));
+pub async fn heartbeat(
+    client: &Client,
+    data: &HeartbeatData,
+    timeout: Duration,
+) -> Result<(), ClientError> {
+    let cmd =
+        request(request_code::HEART_BEAT, protocol::ExtFields::new()).with_body(to_json(data));
     expect_success(client.invoke(cmd, timeout).await?)?;
     Ok(())
 }
 
 /// UPDATE_AND_CREATE_TOPIC on one broker: `queues` read and write queues, read+write permission.
-pub async fn create_topic(client: &Client, topic: &str, queues: i32, timeout: Duration) -> Result<(), ClientError> {
+pub async fn create_topic(
+    client: &Client,
+    topic: &str,
+    queues: i32,
+    timeout: Duration,
+) -> Result<(), ClientError> {
     let header = CreateTopicRequestHeader {
         topic: topic.to_owned(),
         default_topic: crate::producer::DEFAULT_TOPIC.to_owned(),
@@ -108,7 +133,10 @@ pub async fn create_topic(client: &Client, topic: &str, queues: i32, timeout: Du
         attributes: None,
         force: None,
     };
-    let cmd = request(request_code::UPDATE_AND_CREATE_TOPIC, header.to_ext_fields());
+    let cmd = request(
+        request_code::UPDATE_AND_CREATE_TOPIC,
+        header.to_ext_fields(),
+    );
     expect_success(client.invoke(cmd, timeout).await?)?;
     Ok(())
 }

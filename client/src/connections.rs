@@ -52,7 +52,9 @@ impl BrokerConnections {
         let socket_addr = remoting::resolve(addr)?;
         let client = Client::connect(socket_addr, self.timeout).await?;
         let mut pools = self.pools.borrow_mut();
-        let pool = pools.entry(addr.to_owned()).or_insert_with(|| vec![None; self.size]);
+        let pool = pools
+            .entry(addr.to_owned())
+            .or_insert_with(|| vec![None; self.size]);
         if let Some(entry) = pool.get_mut(slot) {
             // Another task may have connected meanwhile; keep the open one.
             match entry {

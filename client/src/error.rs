@@ -75,10 +75,12 @@ impl ClientError {
                 | RemotingError::Connect { .. }
                 | RemotingError::Runtime(_) => ErrorKind::Connection,
             },
-            ClientError::Header(_) | ClientError::Body(_) | ClientError::Record(_) => ErrorKind::Decode,
-            ClientError::NoRoute(_) | ClientError::NoWritableQueue(_) | ClientError::NoBrokerAddr(_) => {
-                ErrorKind::Route
+            ClientError::Header(_) | ClientError::Body(_) | ClientError::Record(_) => {
+                ErrorKind::Decode
             }
+            ClientError::NoRoute(_)
+            | ClientError::NoWritableQueue(_)
+            | ClientError::NoBrokerAddr(_) => ErrorKind::Route,
             ClientError::Batch(_) | ClientError::Invalid(_) => ErrorKind::Invalid,
         }
     }

@@ -85,8 +85,13 @@ mod tests {
 
     #[test]
     fn properties_are_encoded_like_the_java_client() {
-        let msg = Message::new("T", &b"hello"[..]).with_tags("TagA").with_keys("k1 k2");
-        assert_eq!(msg.properties(), "WAIT\u{1}true\u{2}TAGS\u{1}TagA\u{2}KEYS\u{1}k1 k2\u{2}");
+        let msg = Message::new("T", &b"hello"[..])
+            .with_tags("TagA")
+            .with_keys("k1 k2");
+        assert_eq!(
+            msg.properties(),
+            "WAIT\u{1}true\u{2}TAGS\u{1}TagA\u{2}KEYS\u{1}k1 k2\u{2}"
+        );
         assert_eq!(msg.tags(), Some("TagA"));
         assert_eq!(msg.keys(), Some("k1 k2"));
         let msg = msg.with_tags("TagB");

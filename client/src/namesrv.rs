@@ -30,7 +30,9 @@ pub fn parse_addr_list(list: &str) -> Result<Vec<SocketAddr>, ClientError> {
         .map(|a| remoting::resolve(a).map_err(ClientError::from))
         .collect::<Result<Vec<_>, _>>()?;
     if addrs.is_empty() {
-        return Err(ClientError::Invalid(format!("no name server address in {list:?}")));
+        return Err(ClientError::Invalid(format!(
+            "no name server address in {list:?}"
+        )));
     }
     Ok(addrs)
 }
@@ -70,11 +72,17 @@ impl NameServer {
                 Err(e) => last_error = Some(e),
             }
         }
-        Err(last_error.map_or_else(|| ClientError::Invalid("no name server address".into()), Into::into))
+        Err(last_error.map_or_else(
+            || ClientError::Invalid("no name server address".into()),
+            Into::into,
+        ))
     }
 
     /// Sends a request to a name server; a connection failure moves on to the next address once.
-    pub async fn invoke(&self, cmd: protocol::RemotingCommand) -> Result<protocol::RemotingCommand, ClientError> {
+    pub async fn invoke(
+        &self,
+        cmd: protocol::RemotingCommand,
+    ) -> Result<protocol::RemotingCommand, ClientError> {
         let client = self.connection().await?;
         match client.invoke(cmd.clone(), self.timeout).await {
             Ok(resp) => Ok(resp),
@@ -106,7 +114,10 @@ impl NameServer {
     /// Every broker group the name servers know (GET_BROKER_CLUSTER_INFO).
     pub async fn cluster_info(&self) -> Result<ClusterInfo, ClientError> {
         let resp = self
-            .invoke(request(request_code::GET_BROKER_CLUSTER_INFO, ExtFields::new()))
+            .invoke(request(
+                request_code::GET_BROKER_CLUSTER_INFO,
+                ExtFields::new(),
+            ))
             .await?;
         Ok(from_json(&expect_success(resp)?.body)?)
     }
@@ -131,7 +142,9 @@ impl NameServer {
             .filter_map(|b| b.master_addr().map(str::to_owned))
             .collect();
         if masters.is_empty() {
-            return Err(ClientError::NoRoute(format!("{topic}: no broker master registered")));
+            return Err(ClientError::NoRoute(format!(
+                "{topic}: no broker master registered"
+            )));
         }
         for addr in &masters {
             let client = Client::connect(remoting::resolve(addr)?, self.timeout).await?;
@@ -141,7 +154,9 @@ impl NameServer {
         loop {
             match self.topic_route(topic).await {
                 Ok(route) if route.queue_datas.len() >= masters.len() => return Ok(route),
-                Ok(_) | Err(ClientError::Response { .. }) if std::time::Instant::now() < deadline => {
+                Ok(_) | Err(ClientError::Response { .. })
+                    if std::time::Instant::now() < deadline =>
+                {
                     glommio::timer::sleep(Duration::from_millis(100)).await;
                 }
                 Ok(_) => return Err(ClientError::NoRoute(topic.to_owned())),
@@ -158,7 +173,13 @@ mod tests {
     #[test]
     fn address_lists_parse() {
         let addrs = parse_addr_list("127.0.0.1:9876; 127.0.0.2:9877,").unwrap();
-        assert_eq!(addrs, vec!["127.0.0.1:9876".parse().unwrap(), "127.0.0.2:9877".parse().unwrap()]);
+        assert_eq!(
+            addrs,
+            vec![
+                "127.0.0.1:9876".parse().unwrap(),
+                "127.0.0.2:9877".parse().unwrap()
+            ]
+        );
         assert!(parse_addr_list(" ; ").is_err());
         assert!(parse_addr_list("no-port").is_err());
     }

@@ -75,7 +75,8 @@ pub struct Producer {
 impl Producer {
     pub fn new(namesrv: NameServer, config: ProducerConfig) -> Producer {
         let uniq = UniqKeyGenerator::new(config.client_ip, config.instance);
-        let connections = BrokerConnections::new(config.connections_per_broker, config.connect_timeout);
+        let connections =
+            BrokerConnections::new(config.connections_per_broker, config.connect_timeout);
         Producer {
             // Spread producers of one process over different queues from the start.
             next_queue: Cell::new(config.instance as usize),
@@ -110,9 +111,14 @@ impl Producer {
     pub async fn refresh_route(&self, topic: &str) -> Result<Rc<TopicRoute>, ClientError> {
         let data = match self.namesrv.topic_route(topic).await {
             Ok(data) => data,
-            Err(ClientError::Response { code: response_code::TOPIC_NOT_EXIST, .. }) => {
+            Err(ClientError::Response {
+                code: response_code::TOPIC_NOT_EXIST,
+                ..
+            }) => {
                 let mut data = self.namesrv.topic_route(DEFAULT_TOPIC).await.map_err(|e| {
-                    ClientError::NoRoute(format!("{topic} (and default topic {DEFAULT_TOPIC}: {e})"))
+                    ClientError::NoRoute(format!(
+                        "{topic} (and default topic {DEFAULT_TOPIC}: {e})"
+                    ))
                 })?;
                 let queues = self.config.default_topic_queue_nums;
                 for queue in &mut data.queue_datas {
@@ -124,7 +130,9 @@ impl Producer {
             Err(e) => return Err(e),
         };
         let route = Rc::new(TopicRoute::new(topic, data));
-        self.routes.borrow_mut().insert(topic.to_owned(), route.clone());
+        self.routes
+            .borrow_mut()
+            .insert(topic.to_owned(), route.clone());
         Ok(route)
     }
 
@@ -193,7 +201,11 @@ impl Producer {
     }
 
     /// The SEND_BATCH_MESSAGE command for `msgs` (all of `queue.topic`), and their msgIds joined by ','.
-    pub fn batch_command(&self, msgs: &[Message], queue: &MessageQueue) -> Result<(RemotingCommand, String), ClientError> {
+    pub fn batch_command(
+        &self,
+        msgs: &[Message],
+        queue: &MessageQueue,
+    ) -> Result<(RemotingCommand, String), ClientError> {
         if msgs.is_empty() {
             return Err(ClientError::Invalid("empty batch".into()));
         }
@@ -224,14 +236,22 @@ impl Producer {
         Ok((cmd, ids))
     }
 
-    async fn invoke(&self, queue: &MessageQueue, cmd: RemotingCommand) -> Result<RemotingCommand, ClientError> {
+    async fn invoke(
+        &self,
+        queue: &MessageQueue,
+        cmd: RemotingCommand,
+    ) -> Result<RemotingCommand, ClientError> {
         let route = self.route(&queue.topic).await?;
         let addr = route.master_addr(&queue.broker_name)?;
         let client = self.connections.get(addr).await?;
         Ok(client.invoke(cmd, self.config.send_timeout).await?)
     }
 
-    fn send_result(resp: RemotingCommand, msg_id: String, queue: &MessageQueue) -> Result<SendResult, ClientError> {
+    fn send_result(
+        resp: RemotingCommand,
+        msg_id: String,
+        queue: &MessageQueue,
+    ) -> Result<SendResult, ClientError> {
         let resp = expect_success(resp)?;
         let header = SendMessageResponseHeader::from_ext_fields(&resp.ext_fields)?;
         Ok(SendResult {
@@ -256,13 +276,20 @@ impl Producer {
         self.next_queue.set(n.wrapping_add(1));
         let queue = route.select_write_queue(n)?;
         let (cmd, msg_id) = self.send_command(msg, queue);
-        let client = self.connections.get(route.master_addr(&queue.broker_name)?).await?;
+        let client = self
+            .connections
+            .get(route.master_addr(&queue.broker_name)?)
+            .await?;
         let resp = client.invoke(cmd, self.config.send_timeout).await?;
         Producer::send_result(resp, msg_id, queue)
     }
 
     /// Sends to a chosen queue.
-    pub async fn send_to_queue(&self, msg: &Message, queue: &MessageQueue) -> Result<SendResult, ClientError> {
+    pub async fn send_to_queue(
+        &self,
+        msg: &Message,
+        queue: &MessageQueue,
+    ) -> Result<SendResult, ClientError> {
         let (cmd, msg_id) = self.send_command(msg, queue);
         let resp = self.invoke(queue, cmd).await?;
         Producer::send_result(resp, msg_id, queue)
@@ -273,7 +300,10 @@ impl Producer {
         let queue = self.select_queue(&msg.topic).await?;
         let (cmd, msg_id) = self.send_command(msg, &queue);
         let route = self.route(&queue.topic).await?;
-        let client = self.connections.get(route.master_addr(&queue.broker_name)?).await?;
+        let client = self
+            .connections
+            .get(route.master_addr(&queue.broker_name)?)
+            .await?;
         client.invoke_oneway(cmd).await?;
         Ok(msg_id)
     }
@@ -372,18 +402,33 @@ mod tests {
     use protocol::header::SendMessageRequestHeader;
 
     fn producer() -> Producer {
-        let ns = NameServer::new(vec!["127.0.0.1:1".parse().unwrap()], Duration::from_millis(10));
-        Producer::new(ns, ProducerConfig { group: "pg".into(), ..ProducerConfig::default() })
+        let ns = NameServer::new(
+            vec!["127.0.0.1:1".parse().unwrap()],
+            Duration::from_millis(10),
+        );
+        Producer::new(
+            ns,
+            ProducerConfig {
+                group: "pg".into(),
+                ..ProducerConfig::default()
+            },
+        )
     }
 
     fn queue() -> MessageQueue {
-        MessageQueue { topic: "T".into(), broker_name: "broker-a".into(), queue_id: 3 }
+        MessageQueue {
+            topic: "T".into(),
+            broker_name: "broker-a".into(),
+            queue_id: 3,
+        }
     }
 
     #[test]
     fn send_command_is_a_v2_header_the_broker_can_parse() {
         let p = producer();
-        let msg = Message::new("T", &b"body"[..]).with_tags("TagA").with_keys("k1");
+        let msg = Message::new("T", &b"body"[..])
+            .with_tags("TagA")
+            .with_keys("k1");
         let (cmd, id) = p.send_command(&msg, &queue());
         assert_eq!(cmd.code, request_code::SEND_MESSAGE_V2);
         assert_eq!(&cmd.body[..], b"body");
@@ -397,7 +442,10 @@ mod tests {
         let props = h.properties.unwrap();
         assert_eq!(properties::get(&props, properties::TAGS), Some("TagA"));
         assert_eq!(properties::get(&props, properties::KEYS), Some("k1"));
-        assert_eq!(properties::get(&props, properties::UNIQ_KEY), Some(id.as_str()));
+        assert_eq!(
+            properties::get(&props, properties::UNIQ_KEY),
+            Some(id.as_str())
+        );
         assert_eq!(id.len(), 32);
         let (_, id2) = p.send_command(&msg, &queue());
         assert_ne!(id, id2);
@@ -409,7 +457,9 @@ mod tests {
     #[test]
     fn batch_command_encodes_every_message_with_its_own_uniq_key() {
         let p = producer();
-        let msgs: Vec<Message> = (0..3).map(|i| Message::new("T", vec![b'x'; i + 1]).with_tags("A")).collect();
+        let msgs: Vec<Message> = (0..3)
+            .map(|i| Message::new("T", vec![b'x'; i + 1]).with_tags("A"))
+            .collect();
         let (cmd, ids) = p.batch_command(&msgs, &queue()).unwrap();
         assert_eq!(cmd.code, request_code::SEND_BATCH_MESSAGE);
         let h = SendMessageRequestHeader::parse(cmd.code, &cmd.ext_fields).unwrap();
@@ -419,10 +469,15 @@ mod tests {
         let ids: Vec<&str> = ids.split(',').collect();
         for (i, e) in entries.iter().enumerate() {
             assert_eq!(e.body.len(), i + 1);
-            assert_eq!(properties::get(e.properties, properties::UNIQ_KEY), Some(ids[i]));
+            assert_eq!(
+                properties::get(e.properties, properties::UNIQ_KEY),
+                Some(ids[i])
+            );
             assert_eq!(properties::get(e.properties, properties::TAGS), Some("A"));
         }
         assert!(p.batch_command(&[], &queue()).is_err());
-        assert!(p.batch_command(&[Message::new("Other", &b"x"[..])], &queue()).is_err());
+        assert!(p
+            .batch_command(&[Message::new("Other", &b"x"[..])], &queue())
+            .is_err());
     }
 }

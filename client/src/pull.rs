@@ -7,9 +7,11 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use protocol::body::{ConsumerData, HeartbeatData, MessageQueue, SubscriptionData, SUB_ALL};
 use protocol::body::{ConsumeFromWhere, ConsumeType, MessageModel, ProducerData};
-use protocol::header::{pull_sys_flag, CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader};
+use protocol::body::{ConsumerData, HeartbeatData, MessageQueue, SubscriptionData, SUB_ALL};
+use protocol::header::{
+    pull_sys_flag, CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader,
+};
 use protocol::message::record::{decode_view, peek_head, RecordError, RecordHead, RecordView};
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
@@ -58,7 +60,10 @@ impl<'a> Iterator for Records<'a> {
                 Ok(None) => {
                     let available = self.rest.len();
                     self.rest = &[];
-                    return Some(Err(RecordError::Truncated { needed: 8, available }));
+                    return Some(Err(RecordError::Truncated {
+                        needed: 8,
+                        available,
+                    }));
                 }
                 Err(e) => {
                     self.rest = &[];
@@ -69,7 +74,10 @@ impl<'a> Iterator for Records<'a> {
             let Some((record, rest)) = self.rest.split_at_checked(size) else {
                 let available = self.rest.len();
                 self.rest = &[];
-                return Some(Err(RecordError::Truncated { needed: size, available }));
+                return Some(Err(RecordError::Truncated {
+                    needed: size,
+                    available,
+                }));
             };
             self.rest = rest;
             if let RecordHead::Blank { .. } = head {
@@ -147,7 +155,12 @@ impl Default for PullOptions {
 }
 
 /// The PULL_MESSAGE command for a queue at `offset`.
-pub fn pull_command(group: &str, queue: &MessageQueue, offset: i64, options: &PullOptions) -> RemotingCommand {
+pub fn pull_command(
+    group: &str,
+    queue: &MessageQueue,
+    offset: i64,
+    options: &PullOptions,
+) -> RemotingCommand {
     let mut sys_flag = pull_sys_flag::SUBSCRIPTION;
     if options.suspend.is_some() {
         sys_flag |= pull_sys_flag::SUSPEND;
@@ -184,7 +197,12 @@ pub struct PullConsumer {
 }
 
 impl PullConsumer {
-    pub fn new(group: &str, namesrv: NameServer, connections: BrokerConnections, timeout: Duration) -> PullConsumer {
+    pub fn new(
+        group: &str,
+        namesrv: NameServer,
+        connections: BrokerConnections,
+        timeout: Duration,
+    ) -> PullConsumer {
         PullConsumer {
             group: group.to_owned(),
             namesrv,
@@ -203,8 +221,13 @@ impl PullConsumer {
         if let Some(route) = cached {
             return Ok(route);
         }
-        let route = Rc::new(TopicRoute::new(topic, self.namesrv.topic_route(topic).await?));
-        self.routes.borrow_mut().insert(topic.to_owned(), route.clone());
+        let route = Rc::new(TopicRoute::new(
+            topic,
+            self.namesrv.topic_route(topic).await?,
+        ));
+        self.routes
+            .borrow_mut()
+            .insert(topic.to_owned(), route.clone());
         Ok(route)
     }
 
@@ -221,7 +244,12 @@ impl PullConsumer {
     }
 
     /// Pulls from `queue` at `offset`. With `suspend`, the request timeout covers the broker's hold.
-    pub async fn pull(&self, queue: &MessageQueue, offset: i64, options: &PullOptions) -> Result<PullResult, ClientError> {
+    pub async fn pull(
+        &self,
+        queue: &MessageQueue,
+        offset: i64,
+        options: &PullOptions,
+    ) -> Result<PullResult, ClientError> {
         let client = self.client_for(queue).await?;
         let cmd = pull_command(&self.group, queue, offset, options);
         let timeout = self.timeout + options.suspend.unwrap_or(Duration::ZERO);
@@ -230,13 +258,33 @@ impl PullConsumer {
 
     pub async fn committed_offset(&self, queue: &MessageQueue) -> Result<Option<i64>, ClientError> {
         let client = self.client_for(queue).await?;
-        broker_api::query_consumer_offset(&client, &self.group, &queue.topic, queue.queue_id, self.timeout).await
+        broker_api::query_consumer_offset(
+            &client,
+            &self.group,
+            &queue.topic,
+            queue.queue_id,
+            self.timeout,
+        )
+        .await
     }
 
-    pub async fn commit_offset(&self, queue: &MessageQueue, offset: i64, oneway: bool) -> Result<(), ClientError> {
+    pub async fn commit_offset(
+        &self,
+        queue: &MessageQueue,
+        offset: i64,
+        oneway: bool,
+    ) -> Result<(), ClientError> {
         let client = self.client_for(queue).await?;
-        broker_api::update_consumer_offset(&client, &self.group, &queue.topic, queue.queue_id, offset, oneway, self.timeout)
-            .await
+        broker_api::update_consumer_offset(
+            &client,
+            &self.group,
+            &queue.topic,
+            queue.queue_id,
+            offset,
+            oneway,
+            self.timeout,
+        )
+        .await
     }
 
     pub async fn max_offset(&self, queue: &MessageQueue) -> Result<i64, ClientError> {
@@ -253,7 +301,9 @@ impl PullConsumer {
     pub async fn heartbeat(&self, topic: &str, client_id: &str) -> Result<(), ClientError> {
         let data = HeartbeatData {
             client_id: client_id.to_owned(),
-            producer_data_set: vec![ProducerData { group_name: "CLIENT_INNER_PRODUCER".into() }],
+            producer_data_set: vec![ProducerData {
+                group_name: "CLIENT_INNER_PRODUCER".into(),
+            }],
             consumer_data_set: vec![ConsumerData {
                 group_name: self.group.clone(),
                 consume_type: ConsumeType::ConsumeActively,
@@ -320,7 +370,10 @@ mod tests {
         let result = PullResult::from_response(response(response_code::SUCCESS, body)).unwrap();
         assert_eq!(result.status, PullStatus::Found);
         assert_eq!((result.next_begin_offset, result.max_offset), (2, 9));
-        let records: Vec<_> = result.records_checked(true).collect::<Result<_, _>>().unwrap();
+        let records: Vec<_> = result
+            .records_checked(true)
+            .collect::<Result<_, _>>()
+            .unwrap();
         assert_eq!(records.len(), 2);
         assert_eq!(records[0].body, b"first");
         assert_eq!(records[1].queue_offset, 1);
@@ -342,22 +395,50 @@ mod tests {
     #[test]
     fn statuses_and_errors_follow_response_codes() {
         let status = |code| PullResult::from_response(response(code, Vec::new())).map(|r| r.status);
-        assert_eq!(status(response_code::PULL_NOT_FOUND).unwrap(), PullStatus::NoNewMessage);
-        assert_eq!(status(response_code::PULL_RETRY_IMMEDIATELY).unwrap(), PullStatus::NoMatchedMessage);
-        assert_eq!(status(response_code::PULL_OFFSET_MOVED).unwrap(), PullStatus::OffsetIllegal);
-        assert_eq!(status(response_code::SYSTEM_BUSY).unwrap_err().response_code(), Some(2));
+        assert_eq!(
+            status(response_code::PULL_NOT_FOUND).unwrap(),
+            PullStatus::NoNewMessage
+        );
+        assert_eq!(
+            status(response_code::PULL_RETRY_IMMEDIATELY).unwrap(),
+            PullStatus::NoMatchedMessage
+        );
+        assert_eq!(
+            status(response_code::PULL_OFFSET_MOVED).unwrap(),
+            PullStatus::OffsetIllegal
+        );
+        assert_eq!(
+            status(response_code::SYSTEM_BUSY)
+                .unwrap_err()
+                .response_code(),
+            Some(2)
+        );
         let missing = PullResult::from_response(RemotingCommand::response(0, None));
         assert!(matches!(missing, Err(ClientError::Header(_))));
     }
 
     #[test]
     fn pull_command_sets_flags_like_the_java_consumer() {
-        let q = MessageQueue { topic: "T".into(), broker_name: "b".into(), queue_id: 2 };
-        let opts = PullOptions { suspend: Some(Duration::from_secs(15)), commit_offset: Some(5), ..PullOptions::default() };
+        let q = MessageQueue {
+            topic: "T".into(),
+            broker_name: "b".into(),
+            queue_id: 2,
+        };
+        let opts = PullOptions {
+            suspend: Some(Duration::from_secs(15)),
+            commit_offset: Some(5),
+            ..PullOptions::default()
+        };
         let cmd = pull_command("g", &q, 7, &opts);
         let h = PullMessageRequestHeader::from_ext_fields(&cmd.ext_fields).unwrap();
-        assert_eq!((h.queue_id, h.queue_offset, h.max_msg_nums, h.commit_offset), (2, 7, 32, 5));
-        assert_eq!(h.sys_flag, pull_sys_flag::SUBSCRIPTION | pull_sys_flag::SUSPEND | pull_sys_flag::COMMIT_OFFSET);
+        assert_eq!(
+            (h.queue_id, h.queue_offset, h.max_msg_nums, h.commit_offset),
+            (2, 7, 32, 5)
+        );
+        assert_eq!(
+            h.sys_flag,
+            pull_sys_flag::SUBSCRIPTION | pull_sys_flag::SUSPEND | pull_sys_flag::COMMIT_OFFSET
+        );
         assert_eq!(h.suspend_timeout_millis, 15_000);
         assert_eq!(h.subscription.as_deref(), Some("*"));
     }

@@ -14,7 +14,10 @@ pub fn request(code: i32, fields: ExtFields) -> RemotingCommand {
 }
 
 /// `Ok(response)` when its code is one of `accepted`, else the code as an error.
-pub fn expect_code(response: RemotingCommand, accepted: &[i32]) -> Result<RemotingCommand, ClientError> {
+pub fn expect_code(
+    response: RemotingCommand,
+    accepted: &[i32],
+) -> Result<RemotingCommand, ClientError> {
     if accepted.contains(&response.code) {
         Ok(response)
     } else {
@@ -46,7 +49,10 @@ mod tests {
         let header = std::str::from_utf8(&bytes[8..8 + header_len as usize]).unwrap();
         // String extFields, serializeTypeCurrentRPC and language JAVA, as strict brokers require.
         assert!(header.contains(r#""queueId":"3""#), "{header}");
-        assert!(header.contains(r#""serializeTypeCurrentRPC":"JSON""#), "{header}");
+        assert!(
+            header.contains(r#""serializeTypeCurrentRPC":"JSON""#),
+            "{header}"
+        );
         assert!(header.contains(r#""language":"JAVA""#), "{header}");
         assert!(header.contains(r#""code":105"#), "{header}");
         let mut buf = bytes::BytesMut::from(&bytes[..]);

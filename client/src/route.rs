@@ -18,7 +18,11 @@ pub struct TopicRoute {
 }
 
 /// Queues `0..count` of a topic on one broker group.
-fn queues<'a>(topic: &'a str, broker: &'a str, count: i32) -> impl Iterator<Item = MessageQueue> + 'a {
+fn queues<'a>(
+    topic: &'a str,
+    broker: &'a str,
+    count: i32,
+) -> impl Iterator<Item = MessageQueue> + 'a {
     (0..count.max(0)).map(move |queue_id| MessageQueue {
         topic: topic.to_owned(),
         broker_name: broker.to_owned(),
@@ -33,7 +37,10 @@ impl TopicRoute {
         let masters: BTreeMap<String, String> = data
             .broker_datas
             .iter()
-            .filter_map(|b| b.master_addr().map(|addr| (b.broker_name.clone(), addr.to_owned())))
+            .filter_map(|b| {
+                b.master_addr()
+                    .map(|addr| (b.broker_name.clone(), addr.to_owned()))
+            })
             .collect();
         let mut queue_datas = data.queue_datas.clone();
         queue_datas.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
@@ -102,14 +109,23 @@ mod tests {
         let data: TopicRouteData = from_json(JAVA_ROUTE.as_bytes()).unwrap();
         let route = TopicRoute::new("T", data);
         // broker-a is read-only, broker-c has no master: only broker-b's 3 write queues.
-        let writable: Vec<_> = route.write_queues().iter().map(|q| (q.broker_name.as_str(), q.queue_id)).collect();
-        assert_eq!(writable, vec![("broker-b", 0), ("broker-b", 1), ("broker-b", 2)]);
+        let writable: Vec<_> = route
+            .write_queues()
+            .iter()
+            .map(|q| (q.broker_name.as_str(), q.queue_id))
+            .collect();
+        assert_eq!(
+            writable,
+            vec![("broker-b", 0), ("broker-b", 1), ("broker-b", 2)]
+        );
         assert_eq!(route.read_queues().len(), 1 + 2 + 4);
         assert_eq!(route.read_queues()[0].broker_name, "broker-a");
         assert_eq!(route.master_addr("broker-b").unwrap(), "127.0.0.1:10911");
         assert!(route.master_addr("broker-c").is_err());
         assert_eq!(route.master_addrs().count(), 2);
-        let picks: Vec<i32> = (0..5).map(|n| route.select_write_queue(n).unwrap().queue_id).collect();
+        let picks: Vec<i32> = (0..5)
+            .map(|n| route.select_write_queue(n).unwrap().queue_id)
+            .collect();
         assert_eq!(picks, vec![0, 1, 2, 0, 1]);
         assert_eq!(route.write_queues()[0].topic, "T");
     }
@@ -117,6 +133,9 @@ mod tests {
     #[test]
     fn no_writable_queue_is_an_error() {
         let route = TopicRoute::new("T", TopicRouteData::default());
-        assert!(matches!(route.select_write_queue(0), Err(ClientError::NoWritableQueue(_))));
+        assert!(matches!(
+            route.select_write_queue(0),
+            Err(ClientError::NoWritableQueue(_))
+        ));
     }
 }

@@ -53,7 +53,11 @@ fn civil_from_days(days: i64) -> (i64, i64) {
 pub fn month_bounds(now_ms: i64) -> (i64, i64) {
     let (year, month) = civil_from_days(now_ms.div_euclid(86_400_000));
     let start = days_from_civil(year, month, 1) * 86_400_000;
-    let (ny, nm) = if month == 12 { (year + 1, 1) } else { (year, month + 1) };
+    let (ny, nm) = if month == 12 {
+        (year + 1, 1)
+    } else {
+        (year, month + 1)
+    };
     (start, days_from_civil(ny, nm, 1) * 86_400_000)
 }
 
@@ -75,7 +79,10 @@ impl UniqKeyGenerator {
         let mut prefix = String::with_capacity(20);
         push_hex(&mut prefix, &ip.octets());
         // The Java client writes the low 16 bits of the pid.
-        push_hex(&mut prefix, &((std::process::id() & 0xFFFF) as u16).to_be_bytes());
+        push_hex(
+            &mut prefix,
+            &((std::process::id() & 0xFFFF) as u16).to_be_bytes(),
+        );
         push_hex(&mut prefix, &instance.to_be_bytes());
         let (month_start_ms, next_month_ms) = month_bounds(now_ms);
         UniqKeyGenerator {
@@ -138,7 +145,10 @@ mod tests {
         assert_eq!(dec, 1_796_083_200_000);
         assert_eq!(jan, 1_798_761_600_000);
         // Leap February 2024: 2024-02-01 = 1706745600000, 2024-03-01 = 1709251200000.
-        assert_eq!(month_bounds(1_708_000_000_000), (1_706_745_600_000, 1_709_251_200_000));
+        assert_eq!(
+            month_bounds(1_708_000_000_000),
+            (1_706_745_600_000, 1_709_251_200_000)
+        );
     }
 
     #[test]
@@ -156,7 +166,9 @@ mod tests {
         assert_eq!(&a[28..], "0000");
         assert_eq!(&b[28..], "0001");
         assert_ne!(a, b);
-        assert!(a.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_lowercase()));
+        assert!(a
+            .bytes()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_lowercase()));
     }
 
     #[test]

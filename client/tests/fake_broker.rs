@@ -15,7 +15,9 @@ use bytes::Bytes;
 use client::namesrv::NameServer;
 use client::producer::AsyncSender;
 use client::pull::PullOptions;
-use client::{BrokerConnections, Message, MessageQueue, Producer, ProducerConfig, PullConsumer, PullStatus};
+use client::{
+    BrokerConnections, Message, MessageQueue, Producer, ProducerConfig, PullConsumer, PullStatus,
+};
 use glommio::net::TcpListener;
 use glommio::LocalExecutorBuilder;
 use protocol::header::{CommandHeader, PullMessageRequestHeader, SendMessageRequestHeader};
@@ -38,25 +40,37 @@ impl Fake {
         match req.code {
             request_code::GET_ROUTEINFO_BY_TOPIC => {
                 if req.ext("topic") != Some("TBW102") {
-                    return req.response_to(response_code::TOPIC_NOT_EXIST, Some("No topic route info".into()));
+                    return req.response_to(
+                        response_code::TOPIC_NOT_EXIST,
+                        Some("No topic route info".into()),
+                    );
                 }
                 let route = format!(
                     r#"{{"brokerDatas":[{{"brokerAddrs":{{0:"{}"}},"brokerName":"fake","cluster":"C"}}],"queueDatas":[{{"brokerName":"fake","perm":7,"readQueueNums":8,"writeQueueNums":8,"topicSysFlag":0}}]}}"#,
                     self.addr.borrow()
                 );
-                req.response_to(response_code::SUCCESS, None).with_body(route)
+                req.response_to(response_code::SUCCESS, None)
+                    .with_body(route)
             }
             request_code::SEND_MESSAGE_V2 | request_code::SEND_BATCH_MESSAGE => {
-                let h = SendMessageRequestHeader::parse(req.code, &req.ext_fields).expect("send header");
+                let h = SendMessageRequestHeader::parse(req.code, &req.ext_fields)
+                    .expect("send header");
                 let n = self.sends.borrow().len();
-                self.sends.borrow_mut().push((req.code, h.topic, h.queue_id, h.properties.unwrap_or_default(), req.body.clone()));
+                self.sends.borrow_mut().push((
+                    req.code,
+                    h.topic,
+                    h.queue_id,
+                    h.properties.unwrap_or_default(),
+                    req.body.clone(),
+                ));
                 req.response_to(response_code::SUCCESS, None)
                     .with_ext("msgId", "7F00000100002A9F0000000000000000")
                     .with_ext("queueId", &h.queue_id.to_string())
                     .with_ext("queueOffset", &n.to_string())
             }
             request_code::PULL_MESSAGE => {
-                let h = PullMessageRequestHeader::from_ext_fields(&req.ext_fields).expect("pull header");
+                let h = PullMessageRequestHeader::from_ext_fields(&req.ext_fields)
+                    .expect("pull header");
                 let resp = if h.queue_offset == 0 {
                     let record = MessageRecord {
                         queue_id: h.queue_id,
@@ -74,11 +88,16 @@ impl Fake {
                         topic: h.topic.clone(),
                         properties: "TAGS\u{1}T\u{2}".into(),
                     };
-                    req.response_to(response_code::SUCCESS, None).with_body(record.to_vec().unwrap())
+                    req.response_to(response_code::SUCCESS, None)
+                        .with_body(record.to_vec().unwrap())
                 } else {
                     req.response_to(response_code::PULL_NOT_FOUND, None)
                 };
-                let next = if h.queue_offset == 0 { 1 } else { h.queue_offset };
+                let next = if h.queue_offset == 0 {
+                    1
+                } else {
+                    h.queue_offset
+                };
                 resp.with_ext("suggestWhichBrokerId", "0")
                     .with_ext("nextBeginOffset", &next.to_string())
                     .with_ext("minOffset", "0")
@@ -90,7 +109,11 @@ impl Fake {
 }
 
 impl Handler for Fake {
-    fn handle(self: Rc<Self>, request: RemotingCommand, _ctx: ConnectionContext) -> Pin<Box<dyn Future<Output = Option<RemotingCommand>>>> {
+    fn handle(
+        self: Rc<Self>,
+        request: RemotingCommand,
+        _ctx: ConnectionContext,
+    ) -> Pin<Box<dyn Future<Output = Option<RemotingCommand>>>> {
         Box::pin(async move { Some(self.answer(request)) })
     }
 }
@@ -111,7 +134,11 @@ async fn start_fake() -> (Rc<Fake>, SocketAddr) {
 }
 
 fn run<F: Future<Output = ()> + 'static>(make: impl FnOnce() -> F + Send + 'static) {
-    LocalExecutorBuilder::default().spawn(make).unwrap().join().unwrap();
+    LocalExecutorBuilder::default()
+        .spawn(make)
+        .unwrap()
+        .join()
+        .unwrap();
 }
 
 #[test]
@@ -119,11 +146,17 @@ fn unknown_topics_go_through_tbw102_round_robin() {
     run(|| async {
         let (fake, addr) = start_fake().await;
         let ns = NameServer::new(vec![addr], Duration::from_secs(2));
-        let config = ProducerConfig { default_topic_queue_nums: 4, connections_per_broker: 2, ..ProducerConfig::default() };
+        let config = ProducerConfig {
+            default_topic_queue_nums: 4,
+            connections_per_broker: 2,
+            ..ProducerConfig::default()
+        };
         let producer = Rc::new(Producer::new(ns, config));
         let mut ids = Vec::new();
         for i in 0..8 {
-            let msg = Message::new("NewTopic", format!("m{i}")).with_tags("A").with_keys(&format!("k{i}"));
+            let msg = Message::new("NewTopic", format!("m{i}"))
+                .with_tags("A")
+                .with_keys(&format!("k{i}"));
             let result = producer.send(&msg).await.expect("send");
             assert_eq!(result.queue.broker_name, "fake");
             assert_eq!(result.queue_offset, i);
@@ -137,8 +170,14 @@ fn unknown_topics_go_through_tbw102_round_robin() {
             assert_eq!(*code, request_code::SEND_MESSAGE_V2);
             assert_eq!(topic, "NewTopic");
             assert_eq!(&body[..], format!("m{i}").as_bytes());
-            assert_eq!(properties::get(props, properties::UNIQ_KEY), Some(ids[i].as_str()));
-            assert_eq!(properties::get(props, properties::KEYS), Some(format!("k{i}").as_str()));
+            assert_eq!(
+                properties::get(props, properties::UNIQ_KEY),
+                Some(ids[i].as_str())
+            );
+            assert_eq!(
+                properties::get(props, properties::KEYS),
+                Some(format!("k{i}").as_str())
+            );
         }
     });
 }
@@ -147,7 +186,10 @@ fn unknown_topics_go_through_tbw102_round_robin() {
 fn async_oneway_and_batch_sends_arrive() {
     run(|| async {
         let (fake, addr) = start_fake().await;
-        let producer = Rc::new(Producer::new(NameServer::new(vec![addr], Duration::from_secs(2)), ProducerConfig::default()));
+        let producer = Rc::new(Producer::new(
+            NameServer::new(vec![addr], Duration::from_secs(2)),
+            ProducerConfig::default(),
+        ));
         let done = Rc::new(RefCell::new(0));
         let sender = AsyncSender::new(producer.clone(), 3);
         for i in 0..10 {
@@ -163,7 +205,10 @@ fn async_oneway_and_batch_sends_arrive() {
         }
         sender.flush().await;
         assert_eq!(*done.borrow(), 10);
-        producer.send_oneway(&Message::new("A", "oneway")).await.unwrap();
+        producer
+            .send_oneway(&Message::new("A", "oneway"))
+            .await
+            .unwrap();
         let batch: Vec<Message> = (0..5).map(|i| Message::new("A", format!("b{i}"))).collect();
         let result = producer.send_batch(&batch).await.unwrap();
         assert_eq!(result.msg_id.split(',').count(), 5);
@@ -176,9 +221,15 @@ fn async_oneway_and_batch_sends_arrive() {
         }
         let sends = fake.sends.borrow();
         assert_eq!(sends.len(), 12);
-        let batch_send = sends.iter().find(|s| s.0 == request_code::SEND_BATCH_MESSAGE).expect("batch");
+        let batch_send = sends
+            .iter()
+            .find(|s| s.0 == request_code::SEND_BATCH_MESSAGE)
+            .expect("batch");
         let entries = batch::decode(&batch_send.4).unwrap();
-        assert_eq!(entries.iter().map(|e| e.body).collect::<Vec<_>>(), vec![&b"b0"[..], b"b1", b"b2", b"b3", b"b4"]);
+        assert_eq!(
+            entries.iter().map(|e| e.body).collect::<Vec<_>>(),
+            vec![&b"b0"[..], b"b1", b"b2", b"b3", b"b4"]
+        );
     });
 }
 
@@ -187,16 +238,34 @@ fn pulls_decode_records_and_report_no_new_message() {
     run(|| async {
         let (_fake, addr) = start_fake().await;
         let ns = NameServer::new(vec![addr], Duration::from_secs(2));
-        let consumer = PullConsumer::new("g", ns, BrokerConnections::new(1, Duration::from_secs(2)), Duration::from_secs(2));
-        let queue = MessageQueue { topic: "TBW102".into(), broker_name: "fake".into(), queue_id: 5 };
+        let consumer = PullConsumer::new(
+            "g",
+            ns,
+            BrokerConnections::new(1, Duration::from_secs(2)),
+            Duration::from_secs(2),
+        );
+        let queue = MessageQueue {
+            topic: "TBW102".into(),
+            broker_name: "fake".into(),
+            queue_id: 5,
+        };
         assert_eq!(consumer.queues("TBW102").await.unwrap().len(), 8);
-        let found = consumer.pull(&queue, 0, &PullOptions::default()).await.unwrap();
+        let found = consumer
+            .pull(&queue, 0, &PullOptions::default())
+            .await
+            .unwrap();
         assert_eq!(found.status, PullStatus::Found);
-        let records: Vec<_> = found.records_checked(true).collect::<Result<_, _>>().unwrap();
+        let records: Vec<_> = found
+            .records_checked(true)
+            .collect::<Result<_, _>>()
+            .unwrap();
         assert_eq!(records.len(), 1);
         assert_eq!(records[0].body, b"pulled");
         assert_eq!(records[0].queue_id, 5);
-        let empty = consumer.pull(&queue, 1, &PullOptions::default()).await.unwrap();
+        let empty = consumer
+            .pull(&queue, 1, &PullOptions::default())
+            .await
+            .unwrap();
         assert_eq!(empty.status, PullStatus::NoNewMessage);
         assert_eq!(empty.next_begin_offset, 1);
     });

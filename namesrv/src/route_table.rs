@@ -527,7 +527,11 @@ mod tests {
 
         assert!(table.expire(100, 100).is_empty(), "not silent long enough");
         assert_eq!(
-            table.expire(101, 100).into_iter().map(|(a, _)| a).collect::<Vec<_>>(),
+            table
+                .expire(101, 100)
+                .into_iter()
+                .map(|(a, _)| a)
+                .collect::<Vec<_>>(),
             vec!["b:1".to_owned()]
         );
         assert!(table.route("T").is_none());

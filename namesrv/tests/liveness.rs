@@ -129,7 +129,10 @@ fn silent_brokers_expire_and_data_version_queries_keep_a_broker_alive() {
         );
         // Expiry removed it (its connection stayed open until then), and the name server then
         // closed the expired broker's channel, as RocketMQ's does.
-        assert!(silent.is_closed(), "the expired broker's connection should be closed");
+        assert!(
+            silent.is_closed(),
+            "the expired broker's connection should be closed"
+        );
     });
 }
 

@@ -79,10 +79,12 @@ impl Client {
         handler: Option<Rc<dyn ServerRequestHandler>>,
     ) -> Result<Client, RemotingError> {
         let stream = with_timeout(timeout, async {
-            TcpStream::connect(addr).await.map_err(|e| RemotingError::Connect {
-                addr: addr.to_string(),
-                reason: e.to_string(),
-            })
+            TcpStream::connect(addr)
+                .await
+                .map_err(|e| RemotingError::Connect {
+                    addr: addr.to_string(),
+                    reason: e.to_string(),
+                })
         })
         .await?;
         let _ = stream.set_nodelay(true);
@@ -107,7 +109,9 @@ impl Client {
                     if let Err(e) = writer.buffer_command(&cmd) {
                         tracing::warn!("cannot encode request: {e}");
                     }
-                    next = futures_lite::future::poll_once(from_client.recv()).await.flatten();
+                    next = futures_lite::future::poll_once(from_client.recv())
+                        .await
+                        .flatten();
                 }
                 if writer.flush().await.is_err() {
                     break;

@@ -56,7 +56,8 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             if self.buf.capacity() - self.buf.len() < n {
                 self.buf.reserve(n.max(READ_CHUNK));
             }
-            self.buf.extend_from_slice(self.scratch.get(..n).unwrap_or_default());
+            self.buf
+                .extend_from_slice(self.scratch.get(..n).unwrap_or_default());
             if n == 0 {
                 return if self.buf.is_empty() {
                     Ok(None)

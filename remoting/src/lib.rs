@@ -8,15 +8,17 @@ mod client;
 mod error;
 mod framed;
 mod limits;
-mod server;
 pub mod sd_notify;
+mod server;
 
 pub use accept::accept_connections;
 pub use client::{resolve, Client, ServerRequestHandler};
 pub use error::RemotingError;
 pub use framed::{FrameReader, FrameWriter};
 pub use limits::{Admitted, ConnectionGate, ConnectionLimits};
-pub use server::{serve_connection, serve_connection_with, ConnectionContext, Handler, ResponseSink};
+pub use server::{
+    serve_connection, serve_connection_with, ConnectionContext, Handler, ResponseSink,
+};
 
 use std::time::Duration;
 

@@ -77,7 +77,8 @@ fn start(limits: ConnectionLimits, max_connections: usize, big_body: usize) -> S
     let thread = LocalExecutorBuilder::default()
         .spawn(move || async move {
             let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-            tx.send(listener.local_addr().expect("addr")).expect("send addr");
+            tx.send(listener.local_addr().expect("addr"))
+                .expect("send addr");
             let handler = Rc::new(Counting {
                 big_body,
                 handled_big: h,
@@ -92,7 +93,9 @@ fn start(limits: ConnectionLimits, max_connections: usize, big_body: usize) -> S
             .await;
         })
         .expect("executor");
-    let addr = rx.recv_timeout(Duration::from_secs(10)).expect("server address");
+    let addr = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("server address");
     Server {
         addr,
         handled_big,
@@ -106,14 +109,20 @@ fn start(limits: ConnectionLimits, max_connections: usize, big_body: usize) -> S
 
 fn frame(code: i32, opaque: i32) -> Vec<u8> {
     let mut buf = BytesMut::new();
-    encode_frame(&RemotingCommand::request(code).with_opaque(opaque), &mut buf).expect("encode");
+    encode_frame(
+        &RemotingCommand::request(code).with_opaque(opaque),
+        &mut buf,
+    )
+    .expect("encode");
     buf.to_vec()
 }
 
 fn connect(addr: SocketAddr) -> TcpStream {
     let s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
-    s.set_write_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    s.set_write_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
     s.set_nodelay(true).expect("nodelay");
     s
 }
@@ -139,13 +148,18 @@ fn ping(s: &mut TcpStream, opaque: i32) -> std::io::Result<Duration> {
 /// Whether the server closed `s` within `limit` (EOF or reset on read).
 fn closed_within(s: &mut TcpStream, limit: Duration) -> Option<Duration> {
     let t = Instant::now();
-    s.set_read_timeout(Some(Duration::from_millis(50))).expect("timeout");
+    s.set_read_timeout(Some(Duration::from_millis(50)))
+        .expect("timeout");
     let mut buf = [0u8; 4096];
     while t.elapsed() < limit {
         match s.read(&mut buf) {
             Ok(0) => return Some(t.elapsed()),
             Ok(_) => {}
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Err(_) => return Some(t.elapsed()),
         }
     }
@@ -177,7 +191,9 @@ fn a_peer_that_stops_reading_is_cut_off_with_bounded_buffering() {
     };
     let server = start(limits.clone(), 100, BODY);
     let mut good = connect(server.addr);
-    let before: Vec<Duration> = (0..300).map(|i| ping(&mut good, i).expect("ping")).collect();
+    let before: Vec<Duration> = (0..300)
+        .map(|i| ping(&mut good, i).expect("ping"))
+        .collect();
 
     // The hostile peer asks for 1000 large responses and never reads one.
     let mut hostile = connect(server.addr);
@@ -193,7 +209,9 @@ fn a_peer_that_stops_reading_is_cut_off_with_bounded_buffering() {
         drop(hostile);
     });
     std::thread::sleep(Duration::from_millis(300));
-    let during: Vec<Duration> = (0..300).map(|i| ping(&mut good, 1000 + i).expect("ping")).collect();
+    let during: Vec<Duration> = (0..300)
+        .map(|i| ping(&mut good, 1000 + i).expect("ping"))
+        .collect();
 
     let t = Instant::now();
     while server.closed.load(Ordering::SeqCst) == 0 && t.elapsed() < Duration::from_secs(10) {
@@ -203,7 +221,8 @@ fn a_peer_that_stops_reading_is_cut_off_with_bounded_buffering() {
     let _ = release.send(());
     assert_eq!(closed, 1, "the non-reading peer was not disconnected");
     // What may be produced: both kernels' socket buffers, the byte budget, the in-flight requests.
-    let kernel = sysctl_max("/proc/sys/net/ipv4/tcp_wmem") + sysctl_max("/proc/sys/net/ipv4/tcp_rmem");
+    let kernel =
+        sysctl_max("/proc/sys/net/ipv4/tcp_wmem") + sysctl_max("/proc/sys/net/ipv4/tcp_rmem");
     let bound = kernel / BODY + limits.max_in_flight + (512 * 1024) / BODY + 4;
     let handled = server.handled_big.load(Ordering::SeqCst);
     assert!(
@@ -212,7 +231,10 @@ fn a_peer_that_stops_reading_is_cut_off_with_bounded_buffering() {
     );
     let (b, d) = (p99(before), p99(during));
     eprintln!("well-behaved peer p99: {b:?} before, {d:?} while the other stalls; {handled} responses produced");
-    assert!(d <= b * 5 + Duration::from_millis(20), "p99 {d:?} while stalled vs {b:?} before");
+    assert!(
+        d <= b * 5 + Duration::from_millis(20),
+        "p99 {d:?} while stalled vs {b:?} before"
+    );
     // The well-behaved connection still works after the other one is gone.
     ping(&mut good, 9999).expect("ping after");
     let _ = release.send(());
@@ -235,8 +257,12 @@ fn idle_connections_are_closed_and_busy_ones_kept() {
             std::thread::sleep(Duration::from_millis(100));
         }
     });
-    let took = closed_within(&mut idle, Duration::from_secs(5)).expect("idle connection was not closed");
-    assert!(took >= Duration::from_millis(300), "closed after {took:?}, before the idle limit");
+    let took =
+        closed_within(&mut idle, Duration::from_secs(5)).expect("idle connection was not closed");
+    assert!(
+        took >= Duration::from_millis(300),
+        "closed after {took:?}, before the idle limit"
+    );
     busy_thread.join().expect("busy client");
 }
 
@@ -256,11 +282,13 @@ fn a_frame_dribbled_byte_by_byte_is_cut_off() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let mut len = [0u8; 4];
-    ok.read_exact(&mut len).expect("answer to a frame sent in pieces");
+    ok.read_exact(&mut len)
+        .expect("answer to a frame sent in pieces");
 
     // One byte every 100 ms: the whole frame would take seconds.
     let mut slow = connect(server.addr);
-    slow.set_read_timeout(Some(Duration::from_millis(100))).expect("timeout");
+    slow.set_read_timeout(Some(Duration::from_millis(100)))
+        .expect("timeout");
     let f = frame(2, 2);
     let t = Instant::now();
     let mut cut = None;
@@ -275,7 +303,11 @@ fn a_frame_dribbled_byte_by_byte_is_cut_off() {
                 cut = Some(t.elapsed());
                 break;
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Ok(n) => panic!("{n} unexpected bytes on the slowloris connection"),
             // A reset is the server closing too (it shut the socket while we were still writing).
             Err(_) => {
@@ -286,7 +318,10 @@ fn a_frame_dribbled_byte_by_byte_is_cut_off() {
     }
     let cut = cut.expect("the slowloris connection was never closed");
     assert!(cut < Duration::from_secs(4), "closed only after {cut:?}");
-    assert!(cut >= Duration::from_millis(400), "closed after {cut:?}, before the frame limit");
+    assert!(
+        cut >= Duration::from_millis(400),
+        "closed after {cut:?}, before the frame limit"
+    );
 }
 
 #[test]
@@ -297,7 +332,10 @@ fn connections_past_the_maximum_are_refused() {
         ping(s, i as i32).expect("connection within the maximum");
     }
     let mut extra = connect(server.addr);
-    assert!(ping(&mut extra, 10).is_err(), "a fifth connection was served");
+    assert!(
+        ping(&mut extra, 10).is_err(),
+        "a fifth connection was served"
+    );
     // Once one closes, a new one is admitted.
     drop(open.pop());
     let t = Instant::now();
@@ -306,7 +344,10 @@ fn connections_past_the_maximum_are_refused() {
         if ping(&mut again, 11).is_ok() {
             break;
         }
-        assert!(t.elapsed() < Duration::from_secs(5), "no slot freed after a close");
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "no slot freed after a close"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     for s in open.iter_mut() {

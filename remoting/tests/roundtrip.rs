@@ -69,9 +69,16 @@ fn requests_and_responses_match_by_opaque() {
         for code in 2..20 {
             let req = RemotingCommand::request(code)
                 .with_body(vec![code as u8; 100])
-                .with_serialize_type(if code % 2 == 0 { SerializeType::Json } else { SerializeType::RocketMq });
+                .with_serialize_type(if code % 2 == 0 {
+                    SerializeType::Json
+                } else {
+                    SerializeType::RocketMq
+                });
             let resp = client.invoke(req, Duration::from_secs(2)).await.unwrap();
-            assert_eq!(resp.remark.as_deref(), Some(format!("echo {code}").as_str()));
+            assert_eq!(
+                resp.remark.as_deref(),
+                Some(format!("echo {code}").as_str())
+            );
             assert_eq!(resp.body.as_ref(), &vec![code as u8; 100][..]);
             assert!(resp.is_response());
         }
@@ -79,8 +86,14 @@ fn requests_and_responses_match_by_opaque() {
         assert_eq!(resp.remark.as_deref(), Some("echo 1"));
 
         // A oneway request gets no response; the connection keeps working after it.
-        client.invoke_oneway(RemotingCommand::request(5)).await.unwrap();
-        let resp = client.invoke(RemotingCommand::request(6), Duration::from_secs(2)).await.unwrap();
+        client
+            .invoke_oneway(RemotingCommand::request(5))
+            .await
+            .unwrap();
+        let resp = client
+            .invoke(RemotingCommand::request(6), Duration::from_secs(2))
+            .await
+            .unwrap();
         assert_eq!(resp.remark.as_deref(), Some("echo 6"));
     });
 }
@@ -100,13 +113,18 @@ fn a_garbage_frame_closes_only_that_connection() {
 
         let mut raw = glommio::net::TcpStream::connect(addr).await.unwrap();
         // Length -5: not a frame. The server must close without reading the claimed size.
-        raw.write_all(&[0xFF, 0xFF, 0xFF, 0xFB, 0, 0, 0, 0]).await.unwrap();
+        raw.write_all(&[0xFF, 0xFF, 0xFF, 0xFB, 0, 0, 0, 0])
+            .await
+            .unwrap();
         let mut buf = [0u8; 16];
         let n = raw.read(&mut buf).await.unwrap_or(0);
         assert_eq!(n, 0, "server should close the connection");
 
         let client = Client::connect(addr, Duration::from_secs(2)).await.unwrap();
-        let resp = client.invoke(RemotingCommand::request(7), Duration::from_secs(2)).await.unwrap();
+        let resp = client
+            .invoke(RemotingCommand::request(7), Duration::from_secs(2))
+            .await
+            .unwrap();
         assert_eq!(resp.remark.as_deref(), Some("echo 7"));
     });
 }
@@ -171,7 +189,10 @@ fn either_side_can_close() {
 
         // Dropping the last Client clone closes the connection: the server sees it go.
         let client = Client::connect(addr, Duration::from_secs(2)).await.unwrap();
-        client.invoke(RemotingCommand::request(1), Duration::from_secs(2)).await.unwrap();
+        client
+            .invoke(RemotingCommand::request(1), Duration::from_secs(2))
+            .await
+            .unwrap();
         drop(client);
         for _ in 0..100 {
             if closes.get() == 1 {
@@ -182,7 +203,9 @@ fn either_side_can_close() {
         assert_eq!(closes.get(), 1, "server did not see the client close");
 
         // The server closes from a handler: the client's waiting request fails with Closed.
-        let client = Client::connect(echo_addr, Duration::from_secs(2)).await.unwrap();
+        let client = Client::connect(echo_addr, Duration::from_secs(2))
+            .await
+            .unwrap();
         let err = client
             .invoke(RemotingCommand::request(99), Duration::from_secs(2))
             .await
@@ -234,10 +257,14 @@ fn a_clients_answer_to_a_server_request_reaches_the_handler() {
             }
         })
         .detach();
-        let client = Client::connect_with_handler(addr, Duration::from_secs(2), Some(Rc::new(Answers)))
+        let client =
+            Client::connect_with_handler(addr, Duration::from_secs(2), Some(Rc::new(Answers)))
+                .await
+                .unwrap();
+        client
+            .invoke(RemotingCommand::request(50), Duration::from_secs(2))
             .await
             .unwrap();
-        client.invoke(RemotingCommand::request(50), Duration::from_secs(2)).await.unwrap();
         for _ in 0..100 {
             if !answers.borrow().is_empty() {
                 break;
@@ -245,7 +272,11 @@ fn a_clients_answer_to_a_server_request_reaches_the_handler() {
             glommio::timer::sleep(Duration::from_millis(10)).await;
         }
         let got = answers.borrow();
-        assert_eq!(got.len(), 1, "the client's answer did not reach on_response");
+        assert_eq!(
+            got.len(),
+            1,
+            "the client's answer did not reach on_response"
+        );
         assert!(got[0].is_response());
         assert_eq!(got[0].opaque, 777);
         assert_eq!(got[0].remark.as_deref(), Some("answer to 326"));

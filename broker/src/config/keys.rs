@@ -19,6 +19,32 @@ pub enum FlushDiskType {
     SyncFlush,
 }
 
+/// `shardRouting`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardRouting {
+    /// Every shard registers as a broker of its own; requests arrive on the owning core.
+    Direct,
+    /// One broker per process; requests hop to the queue's owning shard.
+    Forward,
+}
+
+impl ShardRouting {
+    pub fn parse(v: &str) -> Option<ShardRouting> {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "direct" => Some(ShardRouting::Direct),
+            "forward" => Some(ShardRouting::Forward),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ShardRouting::Direct => "direct",
+            ShardRouting::Forward => "forward",
+        }
+    }
+}
+
 /// A key that was read but not applied, reported at start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigIssue {
@@ -117,7 +143,7 @@ pub struct BrokerConfig {
     /// Shards (executors); 0 means one per core.
     pub shard_count: usize,
     /// Ours: whether each shard is a broker of its own to clients (`shardRouting`).
-    pub shard_routing: super::shard_brokers::ShardRouting,
+    pub shard_routing: ShardRouting,
     /// Bytes of recently read records each shard keeps in memory.
     pub read_cache_bytes: usize,
     /// Ours: bytes of older CommitLog blocks each shard caches for pulls reading a backlog from disk
@@ -194,7 +220,7 @@ impl Default for BrokerConfig {
             server_frame_timeout_seconds: 60,
             register_name_server_period_ms: 30_000,
             shard_count: 0,
-            shard_routing: super::shard_brokers::ShardRouting::Direct,
+            shard_routing: ShardRouting::Direct,
             read_cache_bytes: 64 * 1024 * 1024,
             read_block_cache_bytes: 32 * 1024 * 1024,
             spin_before_park_micros: 0,
@@ -412,7 +438,7 @@ impl BrokerConfig {
             "registerNameServerPeriod" => self.register_name_server_period_ms = num(key, v)?,
             "shardCount" => self.shard_count = num(key, v)?,
             "shardRouting" => {
-                self.shard_routing = super::shard_brokers::ShardRouting::parse(v)
+                self.shard_routing = ShardRouting::parse(v)
                     .ok_or_else(|| bad(key, v, "expected direct or forward"))?
             }
             "readCacheBytes" => self.read_cache_bytes = num(key, v)?,

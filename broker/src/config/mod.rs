@@ -11,6 +11,6 @@ mod shard_brokers;
 
 pub use error::LoadError;
 pub use file::{parse_properties, parse_toml};
-pub use keys::{BrokerConfig, BrokerRole, ConfigIssue, FlushDiskType};
+pub use keys::{BrokerConfig, BrokerRole, ConfigIssue, FlushDiskType, ShardRouting};
 pub use overlay::load;
-pub use shard_brokers::{ShardBroker, ShardRouting, SHARD_PORT_STEP};
+pub use shard_brokers::{ShardBroker, SHARD_PORT_STEP};

@@ -7,33 +7,7 @@
 //! (the HA port) free. With one shard, or in `forward` mode, there is one broker: the configured
 //! name and ports, unchanged.
 
-use super::keys::BrokerConfig;
-
-/// `shardRouting`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShardRouting {
-    /// Every shard registers as a broker of its own; requests arrive on the owning core.
-    Direct,
-    /// One broker per process; requests hop to the queue's owning shard.
-    Forward,
-}
-
-impl ShardRouting {
-    pub fn parse(v: &str) -> Option<ShardRouting> {
-        match v.trim().to_ascii_lowercase().as_str() {
-            "direct" => Some(ShardRouting::Direct),
-            "forward" => Some(ShardRouting::Forward),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ShardRouting::Direct => "direct",
-            ShardRouting::Forward => "forward",
-        }
-    }
-}
+use super::keys::{BrokerConfig, ShardRouting};
 
 /// Port distance between consecutive shard-brokers of one process.
 pub const SHARD_PORT_STEP: u16 = 4;
@@ -112,7 +86,10 @@ mod tests {
         assert_eq!((b1.listen_port, b1.fast_listen_port), (10915, 10913));
         assert_eq!(b1.broker_addr, "10.0.0.5:10915");
         let b0 = c.shard_broker(0, 4).unwrap();
-        assert_eq!((b0.broker_name.as_str(), b0.listen_port), ("broker-a-0", 10911));
+        assert_eq!(
+            (b0.broker_name.as_str(), b0.listen_port),
+            ("broker-a-0", 10911)
+        );
         // No shard-broker's ports meet another's or the HA port.
         let mut ports: Vec<u16> = (0..4)
             .map(|i| c.shard_broker(i, 4).unwrap())
@@ -126,7 +103,10 @@ mod tests {
 
     #[test]
     fn one_shard_or_forward_keeps_the_configured_broker() {
-        for (c, shards) in [(cfg(ShardRouting::Direct), 1), (cfg(ShardRouting::Forward), 4)] {
+        for (c, shards) in [
+            (cfg(ShardRouting::Direct), 1),
+            (cfg(ShardRouting::Forward), 4),
+        ] {
             let b = c.shard_broker(0, shards).unwrap();
             assert_eq!(b.broker_name, "broker-a");
             assert_eq!((b.listen_port, b.fast_listen_port), (10911, 10909));
@@ -140,7 +120,10 @@ mod tests {
         c.listen_port = 65530;
         assert!(c.shard_broker(1, 2).is_some());
         assert!(c.shard_broker(2, 3).is_none());
-        assert_eq!(ShardRouting::parse(" Forward "), Some(ShardRouting::Forward));
+        assert_eq!(
+            ShardRouting::parse(" Forward "),
+            Some(ShardRouting::Forward)
+        );
         assert_eq!(ShardRouting::parse("both"), None);
     }
 }

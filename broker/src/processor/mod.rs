@@ -146,7 +146,9 @@ pub async fn process(shard: &Rc<Shard>, req: RemotingCommand, conn: ConnRef) -> 
         code::UNLOCK_BATCH_MQ => rebalance_lock::unlock(shard, &req),
         code::GET_TOPIC_STATS_INFO => admin_stats::topic_stats(shard, &req).await,
         code::GET_CONSUME_STATS => admin_stats::consume_stats(shard, &req).await,
-        code::INVOKE_BROKER_TO_RESET_OFFSET => admin_stats::reset_offset(shard, &req, conn.shard).await,
+        code::INVOKE_BROKER_TO_RESET_OFFSET => {
+            admin_stats::reset_offset(shard, &req, conn.shard).await
+        }
         code::GET_CONSUMER_CONNECTION_LIST => admin_stats::consumer_connection_list(shard, &req),
         code::GET_BROKER_CONFIG => broker_config::get(shard),
         code::UPDATE_BROKER_CONFIG => broker_config::update(shard, &req).await,

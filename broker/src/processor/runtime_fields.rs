@@ -49,7 +49,9 @@ pub async fn add(
     );
     put(
         "putMessageEntireTimeMax",
-        broker_stats::put_time_max_ms(shard, receiver).await.to_string(),
+        broker_stats::put_time_max_ms(shard, receiver)
+            .await
+            .to_string(),
     );
     let buckets = put_latency_buckets();
     put("putMessageDistributeTime", distribution(&buckets));

@@ -80,7 +80,9 @@ pub async fn register_now(shard: &Shard) -> usize {
     };
     ctl.registration_queued.set(false);
     let wrapper = shard.topics.borrow().wrapper();
-    ctl.registrar.register_all(&shard.cfg, shard.shards, wrapper).await
+    ctl.registrar
+        .register_all(&shard.cfg, shard.shards, wrapper)
+        .await
 }
 
 /// Changes the master topic table, persists it, tells every other shard, and re-registers.

@@ -12,6 +12,7 @@ use protocol::body::{ConsumerOffsetSerializeWrapper, TopicConfigSerializeWrapper
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
 
+use crate::role::namesrv::MasterAddrs;
 use crate::shard::mesh::join_all;
 use crate::shard::Shard;
 use crate::state::subscription_groups::SubscriptionGroupTable;
@@ -89,7 +90,7 @@ async fn fetch(client: &Client, code: i32) -> Result<Vec<u8>, String> {
 pub async fn sync_all(
     shard: &Rc<Shard>,
     client: &Client,
-    masters: &BTreeMap<usize, (Option<String>, Option<String>)>,
+    masters: &BTreeMap<usize, MasterAddrs>,
 ) -> Result<(), String> {
     let body = fetch(client, request_code::GET_ALL_TOPIC_CONFIG).await?;
     let topics: TopicConfigSerializeWrapper =
@@ -207,10 +208,7 @@ async fn install_groups(shard: &Rc<Shard>, master: SubscriptionGroupTable) {
 
 /// The name server told shard 0 where the masters are: tell every shard its own (the one master of
 /// the process, or its shard-broker's).
-async fn masters_learned(
-    shard: &Rc<Shard>,
-    masters: &BTreeMap<usize, (Option<String>, Option<String>)>,
-) {
+async fn masters_learned(shard: &Rc<Shard>, masters: &BTreeMap<usize, MasterAddrs>) {
     for s in 0..shard.shards {
         let key = if shard.is_broker { s } else { 0 };
         let Some((ha_addr, master_addr)) = masters.get(&key).cloned() else {

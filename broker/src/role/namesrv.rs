@@ -23,13 +23,16 @@ use crate::shard::mesh::join_all;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 const REGISTER_TIMEOUT: Duration = Duration::from_secs(6);
 
+/// Where a slave's master is, as a registration answer says: (haServerAddr, masterAddr).
+pub type MasterAddrs = (Option<String>, Option<String>);
+
 /// Connections to the name servers, reused between registrations.
 #[derive(Default)]
 pub struct Registrar {
     clients: RefCell<HashMap<String, Client>>,
     /// Per shard-broker (shard id; 0 alone when shards are not brokers): (haServerAddr, masterAddr)
     /// of its master, from the last registration answer (slaves).
-    pub masters: RefCell<BTreeMap<usize, (Option<String>, Option<String>)>>,
+    pub masters: RefCell<BTreeMap<usize, MasterAddrs>>,
 }
 
 fn parse_addr(addr: &str) -> Result<SocketAddr, String> {
@@ -80,7 +83,11 @@ impl Registrar {
 
     /// The brokers this process is to clients: one per shard, or one for all.
     fn brokers(cfg: &BrokerConfig, shards: usize) -> Vec<(usize, ShardBroker)> {
-        let count = if cfg.shards_are_brokers(shards) { shards } else { 1 };
+        let count = if cfg.shards_are_brokers(shards) {
+            shards
+        } else {
+            1
+        };
         (0..count)
             .filter_map(|i| cfg.shard_broker(i, shards).map(|b| (i, b)))
             .collect()
