@@ -241,3 +241,54 @@ fn sigkill_with_timers_pending_loses_none_and_delivers_none_early() {
         }
     });
 }
+
+#[test]
+fn each_shard_brokers_timer_progress_is_its_own_across_a_sigkill() {
+    // Shard-broker 0 delivers its timers and persists its progress; shard-broker 1's timers sit at
+    // the same offsets of its own timer queue, not yet due. A restart must not take shard 0's
+    // progress for shard 1's.
+    let mut broker = Broker::start("flushDiskType = \"SYNC_FLUSH\"\n");
+    let shard1 = std::net::SocketAddr::from(([127, 0, 0, 1], shard_broker_port(broker.port, 1)));
+    let mut due: BTreeMap<String, i64> = BTreeMap::new();
+    run_local(async {
+        let (c0, c1) = (connect(broker.addr()).await, connect(shard1).await);
+        for i in 0..6i64 {
+            for (client, name, delay) in [(&c0, "s0", 200), (&c1, "s1", 5000)] {
+                let key = format!("{name}-{i}");
+                let at = now_ms();
+                let r = send(
+                    client,
+                    TOPIC_K,
+                    (i % 2) as i32,
+                    key.as_bytes(),
+                    &timer_props("TIMER_DELAY_MS", &delay.to_string(), &key),
+                )
+                .await;
+                assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+                due.insert(key, at + delay);
+            }
+        }
+        let start = std::time::Instant::now();
+        while deliveries(&c0).await.len() < 6 && start.elapsed() < Duration::from_secs(5) {
+            glommio::timer::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(deliveries(&c0).await.len(), 6, "shard-broker 0's timers");
+        // Let shard 0's progress be persisted (every 500 ms).
+        glommio::timer::sleep(Duration::from_millis(1500)).await;
+        assert!(deliveries(&c1).await.is_empty(), "shard-broker 1's still pending");
+    });
+    broker.kill9();
+    broker.restart();
+    run_local(async {
+        let c1 = connect(shard1).await;
+        let start = std::time::Instant::now();
+        while deliveries(&c1).await.len() < 6 && start.elapsed() < Duration::from_secs(20) {
+            glommio::timer::sleep(Duration::from_millis(50)).await;
+        }
+        let d = deliveries(&c1).await;
+        assert_eq!(d.len(), 6, "every timer of shard-broker 1 delivered: {d:?}");
+        for (key, times) in &d {
+            assert!(times.iter().all(|t| *t >= due[key]), "{key} delivered early");
+        }
+    });
+}

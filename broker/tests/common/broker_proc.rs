@@ -194,7 +194,8 @@ impl Broker {
             if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
                 panic!("broker exited early ({status}):\n{}", self.log());
             }
-            let addrs = [self.addr(), self.fast_addr()];
+            let mut addrs = vec![self.addr(), self.fast_addr()];
+            addrs.extend(self.other_shard_brokers());
             let ready = run_local(async move {
                 for addr in addrs {
                     let Ok(c) = Client::connect(addr, Duration::from_millis(500)).await else {
@@ -216,6 +217,28 @@ impl Broker {
             std::thread::sleep(Duration::from_millis(50));
         }
         panic!("broker not ready in 30 s:\n{}", self.log());
+    }
+
+    /// The addresses of shard-brokers 1.. when the config makes shards brokers (the default with
+    /// more than one shard; read from the config file, TOML or properties).
+    pub fn other_shard_brokers(&self) -> Vec<SocketAddr> {
+        let text = std::fs::read_to_string(&self.config).unwrap_or_default();
+        let value = |key: &str| {
+            text.lines()
+                .filter_map(|l| l.split_once('='))
+                .filter(|(k, _)| k.trim() == key)
+                .map(|(_, v)| v.trim().trim_matches('"').to_owned())
+                .next_back()
+        };
+        if value("shardRouting").is_some_and(|m| m.eq_ignore_ascii_case("forward")) {
+            return Vec::new();
+        }
+        let shards: u16 = value("shardCount")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1);
+        (1..shards)
+            .map(|i| SocketAddr::from(([127, 0, 0, 1], super::shard_broker_port(self.port, i))))
+            .collect()
     }
 
     /// The running process's id (0 when none runs).

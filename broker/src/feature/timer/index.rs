@@ -141,6 +141,11 @@ impl TimerIndex {
     pub fn pending(&self) -> usize {
         self.heap.len()
     }
+
+    /// Whether deliveries wait for their copies to be flushed (the watermark may move once they are).
+    pub fn has_unsettled(&self) -> bool {
+        !self.unsettled.is_empty()
+    }
 }
 
 #[cfg(test)]

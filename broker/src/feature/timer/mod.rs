@@ -119,9 +119,14 @@ pub fn park_if_timed(
     })
 }
 
-fn watermark_path(root: &Path, queue_id: i32) -> PathBuf {
-    root.join("config")
-        .join(format!("timerWatermark.{queue_id}"))
+/// `config/timerWatermark.<queue>`; when every shard is a broker with timer queues of its own (each
+/// uses queue 0), `config/timerWatermark-<shard>.<queue>`, so shards never share a file.
+fn watermark_path(root: &Path, shard: Option<usize>, queue_id: i32) -> PathBuf {
+    let name = match shard {
+        Some(id) => format!("timerWatermark-{id}.{queue_id}"),
+        None => format!("timerWatermark.{queue_id}"),
+    };
+    root.join("config").join(name)
 }
 
 /// The persisted watermark of a timer queue (0 when none: everything is delivered again).
@@ -175,7 +180,11 @@ pub fn start(shard: &Rc<Shard>) {
 }
 
 async fn run(shard: Rc<Shard>, queue_id: i32) {
-    let path = watermark_path(&shard.cfg.store_path_root_dir, queue_id);
+    let path = watermark_path(
+        &shard.cfg.store_path_root_dir,
+        shard.is_broker.then_some(shard.id),
+        queue_id,
+    );
     let mut written = load_watermark(&path);
     let mut index = TimerIndex::new(written);
     let mut last_persist = Instant::now();
@@ -227,7 +236,9 @@ async fn run(shard: Rc<Shard>, queue_id: i32) {
             let ms = u64::try_from(due.saturating_sub(now_ms())).unwrap_or(0);
             wait = wait.min(Duration::from_millis(ms));
         }
-        if index.watermark() != written {
+        // Progress to settle or write: come back for it within the persist interval, not only at
+        // the next arrival or due time (which bounds the repeats after a crash).
+        if index.watermark() != written || index.has_unsettled() {
             wait = wait.min(PERSIST_INTERVAL.saturating_sub(last_persist.elapsed()));
         }
         if !wait.is_zero() {
