@@ -17,6 +17,10 @@ scripts/import-cycles.py broker/src storage/src
 echo "== cargo test --workspace (every test binary runs; any failure fails the run)"
 cargo test --workspace --no-fail-fast
 
+echo "== broker suites that cross shards, again with one broker per process (shardRouting = forward)"
+TEST_SHARD_ROUTING=forward cargo test -p broker --no-fail-fast --test send_pull --test consumer_groups \
+    --test request_reply --test sql_filter --test delay_retry --test restart --test clients_admin
+
 scripts/fuzz-ci.sh
 
 echo "== interop tests with real clients"

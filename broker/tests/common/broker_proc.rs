@@ -26,8 +26,9 @@ pub fn fault_broker_bin() -> PathBuf {
     std::env::var_os("FAULT_BROKER_BIN").map_or_else(broker_bin, PathBuf::from)
 }
 
-/// The TOML config of a test broker: small segments, two shards (unless `extra` sets them), then
-/// `extra`.
+/// The TOML config of a test broker: small segments, two shards (unless `extra` sets them), the
+/// routing mode `TEST_SHARD_ROUTING` names (`forward` runs a suite with one broker per process and
+/// hops between shards; unset: the broker's default, every shard a broker), then `extra`.
 pub fn test_config(port: u16, store: &Path, extra: &str) -> String {
     let segment = if extra.contains("mappedFileSizeCommitLog") {
         ""
@@ -39,9 +40,13 @@ pub fn test_config(port: u16, store: &Path, extra: &str) -> String {
     } else {
         "shardCount = 2\n"
     };
+    let routing = match std::env::var("TEST_SHARD_ROUTING") {
+        Ok(mode) if !extra.contains("shardRouting") => format!("shardRouting = \"{mode}\"\n"),
+        _ => String::new(),
+    };
     format!(
         "brokerName = \"broker-t\"\nbrokerClusterName = \"TestCluster\"\nbrokerIP1 = \"127.0.0.1\"\n\
-         listenPort = {port}\nstorePathRootDir = \"{}\"\n{shards}\
+         listenPort = {port}\nstorePathRootDir = \"{}\"\n{shards}{routing}\
          {segment}maxMessageSize = 1048576\n{extra}\n",
         store.display()
     )
