@@ -61,7 +61,8 @@ run_case() {
     rm -rf "$dir"; mkdir -p "$dir/m" "$dir/s"
     local ns_port mport sport
     ns_port=$(free_port)
-    mport=$((20000 + RANDOM % 20000)); sport=$((mport + 10))
+    # 100 apart: room for the shard-brokers' ports (listenPort + 4N) of both.
+    mport=$((20000 + RANDOM % 20000)); sport=$((mport + 100))
     local ns="127.0.0.1:$ns_port"
     "$NAMESRV" --listen "$ns" >"$dir/namesrv.log" 2>&1 & PIDS+=($!)
     wait_port "$ns_port"

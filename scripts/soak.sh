@@ -63,8 +63,9 @@ out=$(cd "$SOAK_OUT" && pwd)
 work=$(mktemp -d /tmp/soak.XXXXXX)
 echo "soak: ${SOAK_SECONDS}s at ${SOAK_RATE} msg/s, ${SOAK_FLUSH}, ${SOAK_SHARDS} shards, slaves ${SOAK_SLAVES}; results in $out, store in $work"
 
-# Free ports: one for the name server, and per broker p with p-2 (fast port) and p+1 (HA) free.
-read -r ns_port master_port slave_ports < <(python3 - "$SOAK_SLAVES" <<'EOF'
+# Free ports: one for the name server, and per broker p-2 .. p+4*shards (its fast port, HA port p+1
+# and the ports of its shard-brokers, p+4N and p+4N-2) free.
+read -r ns_port master_port slave_ports < <(python3 - "$SOAK_SLAVES" "$SOAK_SHARDS" <<'EOF'
 import random, socket, sys
 def free(p):
     for host in ("127.0.0.1", "0.0.0.0"):
@@ -84,8 +85,9 @@ def pick(span):
             picked.extend(range(p - 2, p + span))
             return p
 ns = pick(1)
-master = pick(2)
-slaves = [str(pick(2)) for _ in range(int(sys.argv[1]))]
+span = 4 * int(sys.argv[2]) + 1
+master = pick(span)
+slaves = [str(pick(span)) for _ in range(int(sys.argv[1]))]
 print(ns, master, ",".join(slaves) or "-")
 EOF
 )
