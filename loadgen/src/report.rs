@@ -198,6 +198,7 @@ pub fn summary_json(input: &SummaryInput<'_>) -> Value {
                 "errors": errors,
                 "response_codes": codes,
                 "rt_ms": s.latency.figures(),
+                "rt_percentiles_ms": s.latency.percentile_curve(),
                 "requests": s.latency.count(),
                 "attempted_incl_warmup": input.send_all.attempted(),
                 "ok_incl_warmup": input.send_all.ok_msgs,
@@ -218,6 +219,7 @@ pub fn summary_json(input: &SummaryInput<'_>) -> Value {
                 "errors": errors,
                 "response_codes": codes,
                 "e2e_ms": s.e2e.figures(),
+                "e2e_percentiles_ms": s.e2e.percentile_curve(),
                 "backlog": s.backlog,
                 "messages_incl_warmup": input.consume_all.msgs,
             }),
@@ -343,5 +345,58 @@ mod tests {
         assert!(summary_text(&input)
             .iter()
             .any(|l| l.contains("SYSTEM_BUSY(2)=4")));
+    }
+
+    #[test]
+    fn json_carries_percentile_curves_for_sends_and_e2e() {
+        let mut s = SendStats::default();
+        // 1..=1000 us, one each: p50 is 0.5 ms, p99 0.99 ms, the maximum 1 ms.
+        for us in 1..=1000u64 {
+            s.record_ok(1, 1024, Duration::from_micros(us));
+        }
+        let mut c = ConsumeStats {
+            msgs: 2,
+            ..ConsumeStats::default()
+        };
+        c.e2e.record(Duration::from_millis(2));
+        c.e2e.record(Duration::from_millis(40));
+        let input = SummaryInput {
+            sides: Sides::Both,
+            command: "loadgen e2e",
+            threads: 1,
+            warmup: Duration::ZERO,
+            measured: Duration::from_secs(1),
+            send: &s,
+            consume: &c,
+            send_all: &s,
+            consume_all: &c,
+        };
+        let v = summary_json(&input);
+        let curve = v["produce"]["rt_percentiles_ms"].as_array().unwrap();
+        let percentiles: Vec<f64> = curve
+            .iter()
+            .map(|p| p["percentile"].as_f64().unwrap())
+            .collect();
+        let mut expected = crate::stats::CURVE_PERCENTILES.to_vec();
+        expected.push(100.0);
+        assert_eq!(percentiles, expected);
+        let ms = |curve: &[Value], p: f64| {
+            curve
+                .iter()
+                .find(|x| x["percentile"].as_f64() == Some(p))
+                .and_then(|x| x["ms"].as_f64())
+                .unwrap()
+        };
+        assert!((ms(curve, 50.0) - 0.5).abs() < 0.001, "{curve:?}");
+        assert!((ms(curve, 99.0) - 0.99).abs() < 0.001, "{curve:?}");
+        assert!((ms(curve, 100.0) - 1.0).abs() < 0.001, "{curve:?}");
+        // Non-decreasing, as a curve must be.
+        assert!(curve
+            .windows(2)
+            .all(|w| w[0]["ms"].as_f64() <= w[1]["ms"].as_f64()));
+        let e2e = v["consume"]["e2e_percentiles_ms"].as_array().unwrap();
+        assert_eq!(e2e.len(), expected.len());
+        assert!((ms(e2e, 50.0) - 2.0).abs() < 0.01, "{e2e:?}");
+        assert!((ms(e2e, 100.0) - 40.0).abs() < 0.05, "{e2e:?}");
     }
 }

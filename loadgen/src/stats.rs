@@ -75,6 +75,22 @@ impl Latency {
         }
     }
 
+    /// Milliseconds at each of [`CURVE_PERCENTILES`], then the maximum as percentile 100: enough of
+    /// the histogram to draw a percentile curve.
+    pub fn percentile_curve(&self) -> Vec<PercentilePoint> {
+        CURVE_PERCENTILES
+            .iter()
+            .map(|&percentile| PercentilePoint {
+                percentile,
+                ms: self.percentile_ms(percentile),
+            })
+            .chain(std::iter::once(PercentilePoint {
+                percentile: 100.0,
+                ms: self.max_ms(),
+            }))
+            .collect()
+    }
+
     pub fn figures(&self) -> LatencyFigures {
         LatencyFigures {
             avg: self.mean_ms(),
@@ -91,6 +107,18 @@ impl Latency {
 fn unreachable_histogram() -> Histogram<u64> {
     // Histogram::new(3) only fails for sigfig > 5; reaching here means hdrhistogram changed.
     panic!("hdrhistogram rejected constant bounds")
+}
+
+/// The percentiles of [`Latency::percentile_curve`] (the maximum follows them as 100).
+pub const CURVE_PERCENTILES: [f64; 11] = [
+    50.0, 75.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99, 99.995, 99.999,
+];
+
+/// One point of a percentile curve.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct PercentilePoint {
+    pub percentile: f64,
+    pub ms: f64,
 }
 
 /// Latency percentiles in milliseconds.
