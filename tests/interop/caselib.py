@@ -130,6 +130,34 @@ def rec_fields(rec):
     return {"body": rec.get("body"), "tags": rec.get("tags"), "keys": rec.get("keys"), "props": rec.get("props")}
 
 
+def store_shard(phys_offset):
+    """The broker shard that stored a record: bits 48..62 of its physical (CommitLog) offset
+    (docs/storage-format.md)."""
+    return (int(phys_offset) >> 48) & 0x7FFF
+
+
+def offset_of_msg_id(offset_msg_id):
+    """The physical offset in an offsetMsgId (store host, then the offset as 16 hex digits)."""
+    return int(offset_msg_id[-16:], 16)
+
+
+def queue_key(rec):
+    """(shard that stored it, queue id) of a client's record: one queue of the broker process.
+
+    With shardRouting = direct every shard is a broker with queues 0..n-1 of each topic, so the queue id alone
+    does not name a queue; the storing shard (in the physical offset) tells the shard-brokers apart. Consumer
+    records carry `commit_log_offset` (C++ client) or the offsetMsgId as `msg_id` (Rust client); send results
+    carry `offset_msg_id`.
+    """
+    if rec.get("commit_log_offset") is not None:
+        phys = rec["commit_log_offset"]
+    elif rec.get("offset_msg_id"):
+        phys = offset_of_msg_id(rec["offset_msg_id"])
+    else:
+        phys = offset_of_msg_id(rec["msg_id"])
+    return (store_shard(phys), rec["queue_id"])
+
+
 def check_queue_order(result, prefix, what):
     """Per queue, messages of `prefix` arrived in send order (queue offsets increase with the index).
 
@@ -139,7 +167,7 @@ def check_queue_order(result, prefix, what):
     for rec in result.of_kind("recv"):
         props = rec.get("props") or {}
         if props.get("origin") == prefix and rec.get("reconsume_times") == 0:
-            by_queue[rec["queue_id"]].append((rec["queue_offset"], int(props["seq"])))
+            by_queue[queue_key(rec)].append((rec["queue_offset"], int(props["seq"])))
     for queue_id, entries in by_queue.items():
         seqs_by_offset = [seq for _, seq in sorted(set(entries))]
         check(seqs_by_offset == sorted(seqs_by_offset),
@@ -148,7 +176,7 @@ def check_queue_order(result, prefix, what):
 
 
 def check_sharding(result, prefix, count, what):
-    """All messages with the same sharding key went to one queue, in send order."""
+    """All messages with the same sharding key went to one queue (of one shard-broker), in send order."""
     by_queue = check_queue_order(result, prefix, what)
     queue_of_key = {}
     for queue_id, entries in by_queue.items():

@@ -1,7 +1,10 @@
 """Interop cases for the admin statistics Java's mqadmin uses, with the official C++ client (PyPI
 `rocketmq==0.4.4`): GET_TOPIC_STATS_INFO and GET_CONSUME_STATS follow what a PushConsumer consumed
 and committed, and INVOKE_BROKER_TO_RESET_OFFSET rewinds a *running* PushConsumer (the broker pushes
-RESET_CONSUMER_CLIENT_OFFSET, in the list form C++ clients read, and the client consumes again)."""
+RESET_CONSUMER_CLIENT_OFFSET, in the list form C++ clients read, and the client consumes again).
+
+With shardRouting = direct each shard is a broker of its own with its own queues, offsets and statistics:
+every request goes to each shard-broker and the answers are combined, keyed by (brokerName, queueId)."""
 
 import collections
 import json
@@ -20,16 +23,30 @@ INVOKE_BROKER_TO_RESET_OFFSET = 222
 _MQ_KEY = re.compile(r'\{"brokerName":"([^"]*)","queueId":(\d+),"topic":"([^"]*)"\}:')
 
 
-def _queue_table(resp, what):
-    """{queueId: value} of a body's offsetTable (object keys rewritten to "queueId" strings)."""
-    check(resp.code == remoting.SUCCESS, "%s answered %d %r" % (what, resp.code, resp.remark))
-    text = _MQ_KEY.sub(lambda m: '"%s":' % m.group(2), resp.body.decode("utf-8"))
-    return {int(q): v for q, v in json.loads(text)["offsetTable"].items()}
+def _queue_table(resp, what, broker_name):
+    """{(brokerName, queueId): value} of a body's offsetTable (object keys rewritten to strings). Every queue
+    must be one of `broker_name`, the broker asked."""
+    check(resp.code == remoting.SUCCESS, "%s of %s answered %d %r" % (what, broker_name, resp.code, resp.remark))
+    text = _MQ_KEY.sub(lambda m: '"%s/%s":' % (m.group(1), m.group(2)), resp.body.decode("utf-8"))
+    table = {}
+    for key, value in json.loads(text)["offsetTable"].items():
+        name, queue = key.rsplit("/", 1)
+        check(name == broker_name, "%s of %s lists a queue of broker %s: %s" % (what, broker_name, name, key))
+        table[(name, int(queue))] = value
+    return table
 
 
-def _consume_stats(addr, group, topic):
-    resp = remoting.request(addr, GET_CONSUME_STATS, {"consumerGroup": group, "topic": topic})
-    return _queue_table(resp, "GET_CONSUME_STATS")
+def _each_queue_table(cluster, code, fields, what):
+    """`code` asked of every shard-broker, their offsetTables combined."""
+    table = {}
+    for name, _, resp in cluster.ask_each(code, fields):
+        table.update(_queue_table(resp, what, name))
+    return table
+
+
+def _consume_stats(cluster, group, topic):
+    return _each_queue_table(cluster, GET_CONSUME_STATS, {"consumerGroup": group, "topic": topic},
+                             "GET_CONSUME_STATS")
 
 
 def _received(proc):
@@ -62,8 +79,9 @@ def reset_running_consumer(ctx):
     c.create_topic(topic)
     require_sent(ctx.clients.run("py", "py-produce-stats", ["produce", "--topic", topic, "--prefix", "stats",
                                                             "--count", str(n)], 90), "stats", n)
-    stats = _queue_table(remoting.request(c.broker_addr, GET_TOPIC_STATS_INFO, {"topic": topic}),
-                         "GET_TOPIC_STATS_INFO")
+    stats = _each_queue_table(c, GET_TOPIC_STATS_INFO, {"topic": topic}, "GET_TOPIC_STATS_INFO")
+    check(len(stats) == 4 * len(c.broker_names), "topic stats list %d queues, want 4 per broker (%s): %s"
+          % (len(stats), c.broker_names, sorted(stats)))
     check(sum(v["maxOffset"] for v in stats.values()) == n, "topic stats do not add up to %d: %s" % (n, stats))
 
     # A push consumer that stays up (linger) after its first full pass, so the reset reaches it running;
@@ -74,14 +92,15 @@ def reset_running_consumer(ctx):
         _wait("the PushConsumer receiving every message", lambda: len(_received(proc)) >= n, 60)
         # Its offsets reach the broker with its periodic commit (every 5 s).
         _wait("GET_CONSUME_STATS showing everything consumed",
-              lambda: sum(w["consumerOffset"] for w in _consume_stats(c.broker_addr, group, topic).values()) == n,
+              lambda: sum(w["consumerOffset"] for w in _consume_stats(c, group, topic).values()) == n,
               40)
         first_pass = sum(_received(proc).values())
 
-        resp = remoting.request(c.broker_addr, INVOKE_BROKER_TO_RESET_OFFSET,
-                                {"group": group, "topic": topic, "timestamp": 0, "isForce": "true"})
-        moved = _queue_table(resp, "INVOKE_BROKER_TO_RESET_OFFSET")
-        check(moved and all(o == 0 for o in moved.values()), "reset answered %s" % moved)
+        # mqadmin resetOffsetByTime asks every broker of the topic's route.
+        moved = _each_queue_table(c, INVOKE_BROKER_TO_RESET_OFFSET,
+                                  {"group": group, "topic": topic, "timestamp": 0, "isForce": "true"},
+                                  "INVOKE_BROKER_TO_RESET_OFFSET")
+        check(len(moved) == len(stats) and all(o == 0 for o in moved.values()), "reset answered %s" % moved)
 
         # The running client is told and consumes every message again.
         _wait("the PushConsumer receiving every message again after the reset",
@@ -89,7 +108,7 @@ def reset_running_consumer(ctx):
         ctx.note("deliveries before the reset: %d, after: %d" % (first_pass, sum(_received(proc).values()) - first_pass))
         # Its commits after the second pass bring the group's offsets (0 right after the reset) to the end.
         _wait("GET_CONSUME_STATS back at the end after the second pass",
-              lambda: sum(w["consumerOffset"] for w in _consume_stats(c.broker_addr, group, topic).values()) == n,
+              lambda: sum(w["consumerOffset"] for w in _consume_stats(c, group, topic).values()) == n,
               40)
     finally:
         ctx.clients.finish(proc, 1)

@@ -1,5 +1,8 @@
 """Interop cases for delayed messages, retries (RECONSUME_LATER), the dead-letter queue and broadcasting
-consumers, with PyPI `rocketmq==0.4.4` (official C++ client), driven through py_delay_client.py."""
+consumers, with PyPI `rocketmq==0.4.4` (official C++ client), driven through py_delay_client.py.
+
+With shardRouting = direct each shard is a broker with its own queues (retry and DLQ topics too) and its own
+delay offsets: the checks ask every shard-broker and add up."""
 
 import collections
 import os
@@ -60,8 +63,22 @@ def _produce(ctx, topic, prefix, count, level):
 
 
 def _max_offset(cluster, topic, queue_id=0):
-    resp = remoting.request(cluster.broker_addr, GET_MAX_OFFSET, {"topic": topic, "queueId": queue_id})
-    return int(resp.ext_fields.get("offset", -1)) if resp.code == 0 else -1
+    """The max offsets of queue `queue_id` of `topic` on every shard-broker, added up; -1 when none answers."""
+    offsets = [int(resp.ext_fields.get("offset", -1)) for _, _, resp in
+               cluster.ask_each(GET_MAX_OFFSET, {"topic": topic, "queueId": queue_id}) if resp.code == 0]
+    return sum(offsets) if offsets else -1
+
+
+def _delay_offsets(cluster):
+    """{level: offset} of GET_ALL_DELAY_OFFSET, the shard-brokers' tables added up, and their bodies."""
+    total = {}
+    bodies = []
+    for name, _, resp in cluster.ask_each(GET_ALL_DELAY_OFFSET):
+        check(resp.code == 0, "GET_ALL_DELAY_OFFSET of %s answered %d %r" % (name, resp.code, resp.remark))
+        bodies.append("%s: %s" % (name, resp.body.decode()))
+        for level, offset in (resp.json_body().get("offsetTable") or {}).items():
+            total[int(level)] = total.get(int(level), 0) + int(offset)
+    return total, bodies
 
 
 def _by_seq(result, prefix):
@@ -107,8 +124,9 @@ def delay_level(ctx):
         check(r["msg_id"] == sent[i]["msg_id"], "message %d msgId %s != sent %s" % (i, r["msg_id"], sent[i]["msg_id"]))
         lateness.append(waited - 3.0)
     ctx.note("seen by the consumer after send: 3 s + %.0f..%.0f ms" % (min(lateness) * 1000, max(lateness) * 1000))
-    table = remoting.request(c.broker_addr, GET_ALL_DELAY_OFFSET).body.decode()
-    check("2:10" in table, "GET_ALL_DELAY_OFFSET does not show level 2 at offset 10: %s" % table)
+    table, bodies = _delay_offsets(c)
+    check(table.get(2) == 10, "GET_ALL_DELAY_OFFSET does not show level 2 at offset 10 (added up over %s): %s"
+          % (c.broker_names, bodies))
 
 
 @case("py_reconsume_later_redelivers_with_growing_reconsume_times", timeout=150)

@@ -4,6 +4,9 @@ moment; every send the client saw acknowledged (SEND_OK) is then read from the s
 The reads from the slave use the harness's raw-protocol helper (remoting.py, PULL_MESSAGE straight to the
 slave's address) rather than a C++ consumer: the C++ client keeps pulling from the dead master's route entry
 until the name server expires it (120 s), which would make the case slow, not stronger.
+
+With shardRouting = direct master and slave are one broker per shard each (`<brokerName>-<shard>`, the slave's
+as brokerId 1): the slave's shard-brokers are waited for by name, and every one of them is read.
 """
 
 import json
@@ -26,8 +29,10 @@ class HaCluster(harness.Cluster):
 
     def __init__(self, workdir):
         super().__init__(workdir, flush_disk_type="SYNC_FLUSH")
-        self.slave_port = harness.free_port(below=2, above=1)
-        self.slave_addr = "127.0.0.1:%d" % self.slave_port
+        below, above = harness.broker_port_block(self.shard_count, self.shard_routing)
+        self.slave_port = harness.free_port(below=below, above=above)
+        self.slave_addrs = ["127.0.0.1:%d" % p for p in
+                            harness.shard_broker_ports(self.slave_port, self.shard_count, self.shard_routing)]
         self.slave = None
 
     def _broker_config(self):
@@ -51,16 +56,8 @@ class HaCluster(harness.Cluster):
         env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "info"), HOME=self.workdir)
         self.slave = harness.Proc("slave", [self.broker_bin, "--config", config],
                                   os.path.join(self.workdir, "slave.log"), env=env, cwd=self.workdir)
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            check(self.slave.alive(), "slave exited during start")
-            try:
-                if self.slave_addr in remoting.cluster_brokers(self.namesrv_addr).get(self.broker_name, {}).values():
-                    return
-            except (OSError, remoting.RemotingError, ValueError):
-                pass
-            time.sleep(0.2)
-        raise harness.CaseFailure("slave not registered within %ss" % timeout)
+        harness.wait_brokers_registered(self.namesrv_addr, self.slave, dict(zip(self.broker_names, self.slave_addrs)),
+                                        "1", timeout)
 
     def stop(self):
         if self.slave is not None and self.slave.alive():
@@ -129,7 +126,7 @@ def sync_master_sigkill(ctx):
     topic, prefix = "PyHa", "pyha"
     cluster.create_topic(topic)
     end = time.monotonic() + 30
-    while int(runtime_info(cluster.broker_addr).get("haSlaveConnections", "0")) < 1:
+    while any(int(runtime_info(addr).get("haSlaveConnections", "0")) < 1 for addr in cluster.broker_addrs):
         check(time.monotonic() < end, "slave never connected to every shard of the master")
         time.sleep(0.2)
     producer = ctx.clients.spawn("py", "py-produce-ha", [
@@ -152,8 +149,8 @@ def sync_master_sigkill(ctx):
     while True:
         found = {}
         codes = set()
-        for q in range(4):
-            recs, code = pull_queue(cluster.slave_addr, topic, q)
+        for addr, q in [(addr, q) for addr in cluster.slave_addrs for q in range(4)]:
+            recs, code = pull_queue(addr, topic, q)
             codes.add(code)
             for offset, body, props in recs:
                 found[body] = props

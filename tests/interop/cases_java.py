@@ -77,7 +77,7 @@ def sql92_push_and_lite(ctx):
     _require_java_ok(push, "Java push consumer")
     dups = _check_exactly(push, want, "push consumer %r" % sql)
     # Skipped messages are consumed past: the committed offsets reach the end of every queue.
-    stats = _consume_stats(c.broker_addr, "sql-push", topic)
+    stats = _consume_stats(c, "sql-push", topic)
     behind = {q: w for q, w in stats.items() if w["consumerOffset"] != w["brokerOffset"]}
     check(stats and not behind, "push consumer's committed offsets short of the queue ends: %s" % behind)
 
@@ -242,6 +242,16 @@ def _owner_shard(topic, queue_id, shards):
     return ((_java_string_hash(topic) + queue_id) & 0xFFFFFFFF) % shards if shards > 1 else 0
 
 
+def _shard_of(c, topic, rec):
+    """The broker shard that holds the queue of a record carrying the client's `broker` and `queue_id`: with
+    shardRouting = direct the shard-broker's own (`<brokerName>-<shard>`), else the owner of the queue id."""
+    check(rec.get("broker") in c.broker_names, "a queue of broker %r, not one of %s: %s"
+          % (rec.get("broker"), c.broker_names, rec))
+    if len(c.broker_names) > 1:
+        return c.broker_names.index(rec["broker"])
+    return _owner_shard(topic, rec["queue_id"], c.shard_count)
+
+
 # ---- request-reply ---------------------------------------------------------------------------------
 
 REQUEST_TIMEOUT_MS = 5000
@@ -299,13 +309,13 @@ def request_reply(ctx):
     bad = [r for r in seen if r.get("cluster") != cluster or r.get("reply_topic") != reply_topic
            or r.get("status") != "SEND_OK"]
     check(not bad, "requests without CLUSTER=%s, or replies not SEND_OK to %s: %s" % (cluster, reply_topic, bad[:2]))
-    shards = {_owner_shard(topic, r["queue_id"], c.shard_count) for r in seen}
+    shards = {_shard_of(c, topic, r) for r in seen}
     check(len(shards) == c.shard_count, "requests only reached queues of shard(s) %s of %d"
           % (sorted(shards), c.shard_count))
     ms = sorted(r["ms"] for r in replies if r["mode"] != "warmup")
     ctx.note("%d replies (sync and async), queues %s, reply time median %d ms, max %d ms; warm-up %d ms; "
              "async callbacks: %d repeated with the reply, %d with null"
-             % (len(ms), sorted({r["queue_id"] for r in seen}), ms[len(ms) // 2], ms[-1],
+             % (len(ms), sorted({(r["broker"], r["queue_id"]) for r in seen}), ms[len(ms) // 2], ms[-1],
                 by_request["warmup"][0]["ms"], len(replies) - 1 - 2 * n, len(requester.of_kind("null_reply"))))
 
 
@@ -319,8 +329,8 @@ def acl_queries(ctx):
     check(resp.code == 0, "admin topic creation answered %d %r" % (resp.code, resp.remark))
     c.wait_route(topic)
     n = 4
-    result = ctx.clients.run("java", "java-acl-query", ["AclQuery", c.namesrv_addr, c.broker_addr, topic, USER[0],
-                                                        USER[1], "not-the-secret", str(n)], 180)
+    result = ctx.clients.run("java", "java-acl-query", ["AclQuery", c.namesrv_addr, topic, USER[0], USER[1],
+                                                        "not-the-secret", str(n)], 180)
     _require_java_ok(result, "AclQuery")
     sent = result.of_kind("sent")
     check(len(sent) == n and all(r["status"] == "SEND_OK" for r in sent),
@@ -341,6 +351,10 @@ def acl_queries(ctx):
         v = one("view_offset", "right", i)
         check(v.get("body") == body, "viewMessage(offsetMsgId %d) with the right keys: %s" % (i, v))
         raw = one("raw_unique_query", "right", i)
+        sent_to = [s for s in sent if s["i"] == i][0]["broker"]
+        check(raw.get("broker_addr") == dict(c.shard_brokers()).get(sent_to),
+              "the unique-key QUERY_MESSAGE for message %d went to %s, not to %s where it was sent (%s)"
+              % (i, raw.get("broker_addr"), sent_to, c.shard_brokers()))
         check(raw["code"] == 0 and raw.get("bodies") and set(raw["bodies"]) == {body},
               "QUERY_MESSAGE _UNIQUE_KEY_QUERY=true for message %d with the right keys answered %s %r, bodies %s"
               % (i, raw["code"], raw.get("remark"), raw.get("bodies")))
@@ -389,9 +403,11 @@ def timer_delay_ms(ctx):
     check(not missing, "never received %s (%s)" % (missing, result.describe()))
     for body, r in first.items():
         kind, i = body.split("-")
-        check(r.get("topic") == topic and r.get("queue_id") == sent[body]["queue_id"] and r.get("seq") == i,
-              "%s arrived on %s queue %s with seq %r, sent to queue %s"
-              % (body, r.get("topic"), r.get("queue_id"), r.get("seq"), sent[body]["queue_id"]))
+        check(r.get("topic") == topic and r.get("queue_id") == sent[body]["queue_id"] and r.get("seq") == i
+              and r.get("broker") == sent[body]["broker"],
+              "%s arrived on %s queue %s of %s with seq %r, sent to queue %s of %s"
+              % (body, r.get("topic"), r.get("queue_id"), r.get("broker"), r.get("seq"), sent[body]["queue_id"],
+                 sent[body]["broker"]))
         if kind == "timer":
             check(r["after_send_ms"] >= TIMER_DELAY_MS,
                   "%s (TIMER_DELAY_MS=%d) arrived %d ms after its send: early" % (body, TIMER_DELAY_MS,
@@ -402,7 +418,7 @@ def timer_delay_ms(ctx):
         else:
             # Sent after the timers, these show the consumer was pulling all along.
             check(r["after_send_ms"] < TIMER_DELAY_MS, "plain message %s took %d ms" % (body, r["after_send_ms"]))
-    shards = {_owner_shard(topic, sent[b]["queue_id"], c.shard_count) for b in sent if b.startswith("timer")}
+    shards = {_shard_of(c, topic, sent[b]) for b in sent if b.startswith("timer")}
     check(len(shards) == c.shard_count, "timer messages only went to queues of shard(s) %s" % sorted(shards))
     late = sorted(first[b]["after_send_ms"] - TIMER_DELAY_MS for b in first if b.startswith("timer"))
     plain = sorted(first[b]["after_send_ms"] for b in first if b.startswith("plain"))

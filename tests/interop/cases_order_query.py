@@ -1,6 +1,9 @@
 """Interop cases for ordered consumption (Python `rocketmq` PushConsumer with orderly=True across a consumer
 restart and a second consumer joining), broker-side tag filtering, and message queries (QUERY_MESSAGE by key
 within a time range, VIEW_MESSAGE_BY_ID) through the raw remoting protocol (the Python client has no query API).
+
+With shardRouting = direct each shard is a broker with queues 0..3 of its own: raw pulls and queries go to every
+shard-broker and their answers are put together (as mqadmin's queryMsgByKey asks every broker of the route).
 """
 
 import struct
@@ -8,7 +11,7 @@ import time
 
 import messages
 import remoting
-from caselib import case, check, check_received, require_sent
+from caselib import case, check, check_received, queue_key, require_sent
 
 QUERY_MESSAGE = 12
 VIEW_MESSAGE_BY_ID = 33
@@ -37,7 +40,7 @@ def check_delivery_order(result, what):
     """Within one consumer, each queue's messages were first delivered in queue (send) order."""
     per_queue = {}
     for rec in result.of_kind("recv"):
-        per_queue.setdefault(rec["queue_id"], []).append(int(rec["queue_offset"]))
+        per_queue.setdefault(queue_key(rec), []).append(int(rec["queue_offset"]))
     for queue_id, offsets in per_queue.items():
         firsts = list(dict.fromkeys(offsets))
         check(firsts == sorted(firsts), "%s: queue %s delivered out of order (queue offsets in delivery order): %s"
@@ -149,12 +152,13 @@ def parse_records(buf):
 
 
 def pull_all(c, topic, group, expression, queues=4):
-    """Every record the broker returns to raw PULL_MESSAGEs carrying `expression` (no client-side filter)."""
+    """Every record the shard-brokers return to raw PULL_MESSAGEs carrying `expression` (no client-side
+    filter), from each one's queues."""
     found = []
-    for q in range(queues):
+    for addr, q in [(addr, q) for addr in c.broker_addrs for q in range(queues)]:
         offset = 0
         for _ in range(100):
-            resp = remoting.request(c.broker_addr, PULL_MESSAGE, {
+            resp = remoting.request(addr, PULL_MESSAGE, {
                 "consumerGroup": group, "topic": topic, "queueId": q, "queueOffset": offset, "maxMsgNums": 32,
                 "sysFlag": PULL_FLAG_SUBSCRIPTION, "commitOffset": 0, "suspendTimeoutMillis": 0,
                 "subscription": expression, "subVersion": 0, "expressionType": "TAG"})
@@ -170,8 +174,19 @@ def pull_all(c, topic, group, expression, queues=4):
 
 
 def query(c, topic, key, begin_ms, end_ms, max_num=32):
-    return remoting.request(c.broker_addr, QUERY_MESSAGE, {
-        "topic": topic, "key": key, "maxNum": max_num, "beginTimestamp": begin_ms, "endTimestamp": end_ms})
+    """QUERY_MESSAGE asked of every shard-broker: (the codes, the records found, all answers put together)."""
+    codes = []
+    found = []
+    for name, _, resp in c.ask_each(QUERY_MESSAGE, {
+            "topic": topic, "key": key, "maxNum": max_num, "beginTimestamp": begin_ms, "endTimestamp": end_ms}):
+        check(resp.code in (0, QUERY_NOT_FOUND), "QUERY_MESSAGE %s of %s answered %d %r"
+              % (key, name, resp.code, resp.remark))
+        codes.append(resp.code)
+        if resp.code == 0:
+            records = parse_records(resp.body)
+            check(records, "QUERY_MESSAGE %s of %s answered SUCCESS without a message" % (key, name))
+            found.extend(records)
+    return codes, found
 
 
 @case("query_by_key_and_view_by_id", timeout=150)
@@ -187,28 +202,33 @@ def query_and_view(ctx):
     views = []
     for i in (0, 5, 11):
         key = messages.keys("qk", i)
-        resp = query(c, topic, key, before_ms, after_ms)
-        check(resp.code == 0, "QUERY_MESSAGE %s answered %d %r" % (key, resp.code, resp.remark))
-        found = parse_records(resp.body)
-        check(len(found) == 1, "QUERY_MESSAGE %s: want 1 message, got %d" % (key, len(found)))
+        codes, found = query(c, topic, key, before_ms, after_ms)
+        check(len(found) == 1, "QUERY_MESSAGE %s: want 1 message from the shard-brokers, got %d (codes %s)"
+              % (key, len(found), codes))
         rec = found[0]
         check(rec["topic"] == topic and rec["body"].decode() == messages.body("qk", i)
               and rec["props"].get("KEYS") == key, "QUERY_MESSAGE %s returned another message: %r" % (key, rec))
         views.append((i, rec))
         # Outside the time range: nothing.
-        resp = query(c, topic, key, before_ms - 3_600_000, before_ms - 1_800_000)
-        check(resp.code == QUERY_NOT_FOUND, "QUERY_MESSAGE %s for an earlier hour answered %d, want QUERY_NOT_FOUND"
-              % (key, resp.code))
-    resp = query(c, topic, "no-such-key", before_ms, after_ms)
-    check(resp.code == QUERY_NOT_FOUND, "QUERY_MESSAGE for an unknown key answered %d" % resp.code)
+        codes, found = query(c, topic, key, before_ms - 3_600_000, before_ms - 1_800_000)
+        check(not found and set(codes) == {QUERY_NOT_FOUND},
+              "QUERY_MESSAGE %s for an earlier hour answered %s, want QUERY_NOT_FOUND" % (key, codes))
+    codes, found = query(c, topic, "no-such-key", before_ms, after_ms)
+    check(not found and set(codes) == {QUERY_NOT_FOUND}, "QUERY_MESSAGE for an unknown key answered %s" % codes)
     # The unique key (the msgId users see) is indexed too.
     i, rec = views[1]
-    resp = query(c, topic, rec["props"]["UNIQ_KEY"], before_ms, after_ms)
-    check(resp.code == 0 and len(parse_records(resp.body)) == 1, "QUERY_MESSAGE by UNIQ_KEY answered %d" % resp.code)
-    # VIEW_MESSAGE_BY_ID: the offsetMsgId's physical offset reads back the same stored record.
+    codes, found = query(c, topic, rec["props"]["UNIQ_KEY"], before_ms, after_ms)
+    check(len(found) == 1 and found[0]["raw"] == rec["raw"], "QUERY_MESSAGE by UNIQ_KEY answered %s with %d "
+          "message(s)" % (codes, len(found)))
+    # VIEW_MESSAGE_BY_ID: the offsetMsgId's physical offset reads back the same stored record, from any
+    # shard-broker of the process.
     for i, rec in views:
-        resp = remoting.request(c.broker_addr, VIEW_MESSAGE_BY_ID, {"offset": rec["phys"]})
-        check(resp.code == 0, "VIEW_MESSAGE_BY_ID %d answered %d %r" % (rec["phys"], resp.code, resp.remark))
-        check(resp.body == rec["raw"], "VIEW_MESSAGE_BY_ID %d returned other bytes than the query" % rec["phys"])
-    resp = remoting.request(c.broker_addr, VIEW_MESSAGE_BY_ID, {"offset": views[-1][1]["phys"] + 10 ** 9})
-    check(resp.code != 0, "VIEW_MESSAGE_BY_ID of an offset past the end answered SUCCESS")
+        for name, addr in c.shard_brokers():
+            resp = remoting.request(addr, VIEW_MESSAGE_BY_ID, {"offset": rec["phys"]})
+            check(resp.code == 0, "VIEW_MESSAGE_BY_ID %d of %s answered %d %r"
+                  % (rec["phys"], name, resp.code, resp.remark))
+            check(resp.body == rec["raw"], "VIEW_MESSAGE_BY_ID %d of %s returned other bytes than the query"
+                  % (rec["phys"], name))
+    for name, addr in c.shard_brokers():
+        resp = remoting.request(addr, VIEW_MESSAGE_BY_ID, {"offset": views[-1][1]["phys"] + 10 ** 9})
+        check(resp.code != 0, "VIEW_MESSAGE_BY_ID of an offset past the end answered SUCCESS on %s" % name)

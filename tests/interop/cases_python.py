@@ -5,7 +5,7 @@ import time
 import messages
 import remoting
 from harness import read_records
-from caselib import case, check, check_received, check_sharding, check_queue_order, require_sent
+from caselib import case, check, check_received, check_sharding, check_queue_order, queue_key, require_sent
 
 N = 60
 
@@ -106,10 +106,10 @@ def orderly_push(ctx):
     res = _consume(ctx, "push", "PyOrderlyPush", "py-orderly-push", {"pyordpush": 30}, extra=["--orderly"])
     check_received(ctx, res, {"pyordpush": 30}, what="orderly PushConsumer")
     _consumed(res, "orderly PushConsumer")
-    # Orderly consumption: within a queue, delivery order (output order) is send order.
+    # Orderly consumption: within a queue (of one shard-broker), delivery order (output order) is send order.
     per_queue = {}
     for rec in res.of_kind("recv"):
-        per_queue.setdefault(rec["queue_id"], []).append(int(rec["props"]["seq"]))
+        per_queue.setdefault(queue_key(rec), []).append(int(rec["props"]["seq"]))
     for queue_id, seqs in per_queue.items():
         firsts = list(dict.fromkeys(seqs))
         check(firsts == sorted(firsts), "orderly PushConsumer: queue %s delivered out of order: %s" % (queue_id, seqs))

@@ -1,6 +1,6 @@
 """Interop cases driving crates.io `rocketmq-client-rust` 1.0.0, each with JSON and with ROCKETMQ headers."""
 
-from caselib import case, check, check_received, check_queue_order, check_sharding, require_sent
+from caselib import case, check, check_received, check_queue_order, check_sharding, queue_key, require_sent
 
 N = 40
 
@@ -50,11 +50,12 @@ def _send_case(action, label):
             # ("runtime.capacity.exhausted") and the client sends the message back for redelivery.
             ctx.note("received only as a redelivery through %%RETRY%% (the client sent it back; see its stderr): %s"
                      % only_retried)
-        # A batch's result names the queue offset of its first message.
-        where_sent = {i: (s["queue_id"], s["offset"] + i - s.get("batch_first", i)) for i, s in sent.items()}
-        wrong = [(i, where_sent[i], (by_seq[i]["queue_id"], by_seq[i]["queue_offset"]))
+        # A batch's result names the queue offset of its first message. A queue is (shard that stored it,
+        # queue id): with shardRouting = direct each shard is a broker with queues 0..3 of its own.
+        where_sent = {i: (queue_key(s), s["offset"] + i - s.get("batch_first", i)) for i, s in sent.items()}
+        wrong = [(i, where_sent[i], (queue_key(by_seq[i]), by_seq[i]["queue_offset"]))
                  for i in sorted(sent)
-                 if i in by_seq and where_sent[i] != (by_seq[i]["queue_id"], by_seq[i]["queue_offset"])]
+                 if i in by_seq and where_sent[i] != (queue_key(by_seq[i]), by_seq[i]["queue_offset"])]
         check(not wrong, "send results (queue, offset) differ from where the message was consumed "
               "(i, sent, consumed): %s" % wrong[:5])
         if action == "batch":
@@ -63,7 +64,7 @@ def _send_case(action, label):
             batches = {}
             for i, s in sent.items():
                 if i in by_seq:
-                    batches.setdefault(s["batch_first"], set()).add(by_seq[i]["queue_id"])
+                    batches.setdefault(s["batch_first"], set()).add(queue_key(by_seq[i]))
             split = {b: q for b, q in batches.items() if len(q) > 1}
             check(not split, "messages of one send_batch landed in several queues: %s" % split)
         if action == "select":

@@ -3,6 +3,9 @@
 Commit visible once, rollback never visible, Unknown -> check-back -> commit, a SIGKILL of the broker between
 prepare and commit, and a transaction left Unknown rolled back after transactionCheckMax check-backs. The
 broker runs with short transaction timings (see TX_TIMINGS) so the cases stay quick.
+
+With shardRouting = direct each shard is a broker with its own queues and its own half queue: visible counts
+add up every shard-broker's queues, and a repeated END_TRANSACTION goes where the half message was stored.
 """
 
 import os
@@ -42,13 +45,14 @@ def start_tx_cluster(ctx, extra=None, flush_disk_type="ASYNC_FLUSH"):
 
 
 def visible_count(cluster, topic, queues=4):
-    """Messages consumers can see in `topic`: the sum of its queues' max offsets."""
-    total = 0
-    for q in range(queues):
-        resp = remoting.request(cluster.broker_addr, GET_MAX_OFFSET, {"topic": topic, "queueId": q})
-        check(resp.code == 0, "GET_MAX_OFFSET %s/%d answered %d %r" % (topic, q, resp.code, resp.remark))
-        total += int(resp.ext_fields.get("offset", 0))
-    return total
+    """Messages consumers can see in `topic`: the sum of its queues' max offsets on every shard-broker."""
+    return sum(cluster.max_offsets(topic, queues).values())
+
+
+def stored_at(offset_msg_id):
+    """The broker address an offsetMsgId names (IPv4 and port, 8 hex digits each, then the offset)."""
+    ip = ".".join(str(int(offset_msg_id[i:i + 2], 16)) for i in range(0, 8, 2))
+    return "%s:%d" % (ip, int(offset_msg_id[8:16], 16))
 
 
 def tx_args(topic, group, prefix, count, mode, timeout, checks=0):
@@ -103,10 +107,14 @@ def commit_and_rollback(ctx):
                     "txr", n)
     # END_TRANSACTION is oneway: wait until the commits are visible.
     wait_for(lambda: visible_count(c, topic) >= n, 20, "%d committed messages" % n)
-    # A second commit of the same half message (as a retried or late END_TRANSACTION) changes nothing.
+    # A second commit of the same half message (as a retried or late END_TRANSACTION, sent to the broker that
+    # stored it, as the client does) changes nothing.
     first = sent[0]
     offset = int(first["offset_msg_id"][16:], 16)
-    resp = remoting.request(c.broker_addr, END_TRANSACTION, {
+    half_at = stored_at(first["offset_msg_id"])
+    check(half_at in c.broker_addrs, "offsetMsgId %s names %s, not one of %s"
+          % (first["offset_msg_id"], half_at, c.broker_addrs))
+    resp = remoting.request(half_at, END_TRANSACTION, {
         "producerGroup": "txg-producer", "tranStateTableOffset": first["offset"], "commitLogOffset": offset,
         "commitOrRollback": COMMIT, "fromTransactionCheck": "false", "msgId": first["msg_id"]})
     check(resp.code == 0, "repeated END_TRANSACTION answered %d %r" % (resp.code, resp.remark))
@@ -194,9 +202,10 @@ def sigkill_between_prepare_and_commit(ctx):
     time.sleep(4)
     log = open(os.path.join(c.workdir, "broker.log"), errors="replace").read()
     last_start = log.rsplit("===== broker start", 1)[-1]
-    resolved = re.search(r"transactions: (\d+) resolved", last_start)
-    check(resolved and int(resolved.group(1)) >= n, "after the second restart the broker did not load the %d "
-          "resolutions from the op queue: %s" % (n, resolved.group(0) if resolved else "no transactions line"))
+    # One line per shard ("shard S: transactions: N resolved, ..."); each shard-broker has its own half queue.
+    resolved = re.findall(r"shard (\d+): transactions: (\d+) resolved", last_start)
+    check(sum(int(r) for _, r in resolved) >= n, "after the second restart the broker did not load the %d "
+          "resolutions from the op queues: %s" % (n, resolved or "no transactions line"))
     check(visible_count(c, topic) == n, "after a second SIGKILL: expected %d visible, found %d"
           % (n, visible_count(c, topic)))
     ctx.note("check-backs per message: %s" % checks)

@@ -166,10 +166,50 @@ def stop_everything():
         proc.stop(signal.SIGKILL, grace=5)
 
 
-class Cluster:
-    """A name server and one broker of the implementation under test, on free loopback ports."""
+# The broker's port distance between the shard-brokers of one process (broker/src/config/shard_brokers.rs).
+SHARD_PORT_STEP = 4
 
-    def __init__(self, workdir, flush_disk_type="ASYNC_FLUSH", shard_count=2, extra_config=None):
+
+def default_shard_routing():
+    """`shardRouting` of a cluster that does not choose: INTEROP_SHARD_ROUTING, else the broker's default."""
+    routing = os.environ.get("INTEROP_SHARD_ROUTING", "direct")
+    if routing not in ("direct", "forward"):
+        raise SystemExit("INTEROP_SHARD_ROUTING must be `direct` or `forward`, not %r" % routing)
+    return routing
+
+
+def shard_broker_ports(listen_port, shards, routing):
+    """The client ports of the brokers one broker process presents: one per shard in direct mode."""
+    count = shards if routing == "direct" and shards > 1 else 1
+    return [listen_port + SHARD_PORT_STEP * i for i in range(count)]
+
+
+def shard_broker_names(broker_name, shards, routing):
+    """Their broker names: `<brokerName>-<shard>` in direct mode, else the configured name."""
+    if routing == "direct" and shards > 1:
+        return ["%s-%d" % (broker_name, i) for i in range(shards)]
+    return [broker_name]
+
+
+def broker_port_block(shards, routing):
+    """(below, above) for free_port: a broker binds listenPort-2 (fast port) and listenPort+1 (HA), and in
+    direct mode shard i also listenPort+4i and listenPort+4i-2."""
+    ports = shard_broker_ports(0, shards, routing)
+    return 2, max(ports[-1], 1)
+
+
+class Cluster:
+    """A name server and one broker process of the implementation under test, on free loopback ports.
+
+    With `shardRouting = direct` (the broker's default) and more than one shard, the process is one broker per
+    shard to clients: `broker_names` / `broker_addrs` list them (shard-broker i is `<brokerName>-i` on
+    listenPort + 4i). Requests about queues, offsets, statistics or stored messages must go to each of them;
+    `broker_addr` (shard-broker 0) is for process-wide requests (topics, config). In `forward` mode, or with
+    one shard, both lists have the one broker.
+    """
+
+    def __init__(self, workdir, flush_disk_type="ASYNC_FLUSH", shard_count=2, extra_config=None,
+                 shard_routing=None):
         self.workdir = workdir
         self.flush_disk_type = flush_disk_type
         self.shard_count = shard_count
@@ -177,11 +217,18 @@ class Cluster:
         self.extra_config = dict(extra_config or {})
         self.namesrv_bin, self.broker_bin = binaries()
         self.impl = os.environ.get("INTEROP_IMPL", "ours")
+        # rocketmq-rust has no shardRouting: one broker per process.
+        self.shard_routing = (shard_routing or default_shard_routing()) if self.impl == "ours" else "forward"
         self.namesrv_port = free_port()
-        self.broker_port = free_port(below=2, above=1)
+        below, above = broker_port_block(shard_count, self.shard_routing)
+        self.broker_port = free_port(below=below, above=above)
         self.namesrv_addr = "127.0.0.1:%d" % self.namesrv_port
-        self.broker_addr = "127.0.0.1:%d" % self.broker_port
         self.broker_name = "broker-interop"
+        self.broker_ports = shard_broker_ports(self.broker_port, shard_count, self.shard_routing)
+        self.broker_names = shard_broker_names(self.broker_name, shard_count, self.shard_routing)
+        self.broker_addrs = ["127.0.0.1:%d" % p for p in self.broker_ports]
+        # Shard-broker 0: process-wide requests (topic creation, config, ACL) go here.
+        self.broker_addr = self.broker_addrs[0]
         self.store = os.path.join(workdir, "store")
         self.namesrv = None
         self.broker = None
@@ -224,6 +271,7 @@ class Cluster:
                 # Small segments keep a case's store small; the format is the same.
                 "mappedFileSizeCommitLog": str(64 * 1024 * 1024),
                 "shardCount": str(self.shard_count),
+                "shardRouting": '"%s"' % self.shard_routing,
             }
             for key, value in self.extra_config.items():
                 lines[key] = value if value in ("true", "false") or value.lstrip("-").isdigit() else '"%s"' % value
@@ -263,22 +311,29 @@ class Cluster:
         self.wait_registered(timeout)
 
     def wait_registered(self, timeout):
-        end = time.monotonic() + timeout
-        last = "no answer yet"
-        while time.monotonic() < end:
-            if not self.broker.alive():
-                raise CaseFailure("broker exited with code %s during start" % self.broker.popen.returncode)
-            try:
-                brokers = remoting.cluster_brokers(self.namesrv_addr)
-                addrs = brokers.get(self.broker_name, {})
-                if self.broker_addr in addrs.values() and wait_port(self.broker_port, 0.5):
-                    return
-                last = "cluster info: %s" % json.dumps(brokers)
-            except (OSError, remoting.RemotingError, ValueError) as err:
-                last = "%s: %s" % (type(err).__name__, err)
-            time.sleep(0.2)
-        raise CaseFailure("broker %s not registered with the name server within %ss (%s)"
-                          % (self.broker_addr, timeout, last))
+        """Wait until the name server lists every shard-broker of the process (as brokerId 0, at its
+        address) and each of them accepts connections."""
+        wait_brokers_registered(self.namesrv_addr, self.broker, dict(zip(self.broker_names, self.broker_addrs)),
+                                "0", timeout)
+
+    def shard_brokers(self):
+        """[(brokerName, addr)] of every broker this process presents (one per shard in direct mode)."""
+        return list(zip(self.broker_names, self.broker_addrs))
+
+    def ask_each(self, code, ext_fields=None):
+        """The same request to every shard-broker: [(brokerName, addr, Response)]."""
+        return [(name, addr, remoting.request(addr, code, ext_fields)) for name, addr in self.shard_brokers()]
+
+    def max_offsets(self, topic, queues):
+        """{(brokerName, queueId): GET_MAX_OFFSET} over every shard-broker's queues 0..queues-1."""
+        out = {}
+        for name, addr in self.shard_brokers():
+            for q in range(queues):
+                resp = remoting.request(addr, remoting.GET_MAX_OFFSET, {"topic": topic, "queueId": q})
+                check(resp.code == remoting.SUCCESS, "GET_MAX_OFFSET %s/%d on %s (%s) answered %d %r"
+                      % (topic, q, name, addr, resp.code, resp.remark))
+                out[(name, q)] = int(resp.ext_fields.get("offset", 0))
+        return out
 
     def create_topic(self, topic, queue_nums=4, timeout=40):
         """Create `topic` on the broker and wait until the name server routes it."""
@@ -318,6 +373,27 @@ class Cluster:
                 out.append("---- %s: WARN/ERROR lines (first %d)\n%s" % (name, len(problems), "\n".join(problems)))
             out.append("---- %s (last %d lines)\n%s" % (name, lines, tail(path, lines)))
         return "\n".join(out)
+
+
+def wait_brokers_registered(namesrv_addr, proc, want, broker_id, timeout):
+    """Wait until the name server lists each `want` {brokerName: addr} with `broker_id` at that address and
+    the address accepts connections; fail if `proc` exits first."""
+    end = time.monotonic() + timeout
+    last = "no answer yet"
+    while time.monotonic() < end:
+        if not proc.alive():
+            raise CaseFailure("%s exited with code %s during start" % (proc.name, proc.popen.returncode))
+        try:
+            brokers = remoting.cluster_brokers(namesrv_addr)
+            missing = [name for name, addr in want.items() if brokers.get(name, {}).get(broker_id) != addr]
+            if not missing and all(wait_port(int(addr.rsplit(":", 1)[1]), 0.5) for addr in want.values()):
+                return
+            last = "not listed yet: %s; cluster info: %s" % (missing, json.dumps(brokers))
+        except (OSError, remoting.RemotingError, ValueError) as err:
+            last = "%s: %s" % (type(err).__name__, err)
+        time.sleep(0.2)
+    raise CaseFailure("%s %s not registered with the name server within %ss (%s)"
+                      % (proc.name, want, timeout, last))
 
 
 def problem_lines(path, limit=15, width=600):

@@ -40,11 +40,22 @@ def build_message(topic, prefix, i):
     return msg
 
 
+def start_producer(producer):
+    """Start, then let the client's first scheduled round (route update and heartbeat to every known broker,
+    about 10 ms after start) pass before the first send. The C++ client's transport table lock gives up at
+    once when another thread holds it (its try_lock_for returns at once here), so a send that needs a
+    connection while that round is connecting to another broker fails every retry ("No route info of this
+    topic"); with a topic on several brokers (every shard-broker of ours) that round has several to connect
+    to. The next round comes 30 s later, when the sends have opened every connection."""
+    producer.start()
+    time.sleep(1.0)
+
+
 def produce(args):
     producer = Producer(args.group or "py-producer-%s" % args.prefix)
     producer.set_namesrv_addr(args.namesrv)
     producer.set_timeout(args.send_timeout_ms)
-    producer.start()
+    start_producer(producer)
     errors = 0
     i = args.start
     end = args.start + args.count
@@ -121,6 +132,7 @@ class Tracker:
             "props": {"seq": seq, "origin": origin},
             "queue_id": msg.queue_id,
             "queue_offset": msg.queue_offset,
+            "commit_log_offset": msg.commit_log_offset,
             "msg_id": msg.id,
             "reconsume_times": msg.reconsume_times,
             "thread": threading.get_ident(),
@@ -156,9 +168,21 @@ def push(args):
     os._exit(0 if ok else 2)
 
 
+def broker_aware(pull_consumer_class):
+    """The wrapper's PullConsumer keeps its offsets by `topic@queueId`, so queue 0 of one broker and queue 0
+    of another share an offset (with a topic on several brokers, as on every shard-broker of ours, it skips
+    and re-reads). Keyed here by broker name too, as a queue is."""
+
+    class BrokerAware(pull_consumer_class):
+        def _get_mq_key(self, mq):
+            return "%s@%s@%s" % (_text(mq.topic), _text(mq.brokerName), mq.queueId)
+
+    return BrokerAware
+
+
 def pull(args):
     tracker = Tracker(parse_expect(args.expect))
-    consumer = PullConsumer(args.group)
+    consumer = broker_aware(PullConsumer)(args.group)
     consumer.offset_table = {}  # the wrapper's table is class-level; keep it per consumer
     consumer.set_namesrv_addr(args.namesrv)
     consumer.start()

@@ -39,6 +39,8 @@ def produce(args):
     producer = Producer("py-delay-producer-%s" % args.prefix)
     producer.set_namesrv_addr(args.namesrv)
     producer.start()
+    # As py_client.start_producer: the client's first scheduled round passes before the first send.
+    time.sleep(1.0)
     for i in range(args.count):
         msg = Message(args.topic)
         msg.set_body("%s-%d" % (args.prefix, i))

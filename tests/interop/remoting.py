@@ -11,6 +11,7 @@ import struct
 
 # Request codes (Apache RocketMQ RequestCode).
 UPDATE_AND_CREATE_TOPIC = 17
+GET_MAX_OFFSET = 30
 GET_ROUTEINFO_BY_TOPIC = 105
 GET_BROKER_CLUSTER_INFO = 106
 

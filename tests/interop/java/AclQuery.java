@@ -1,13 +1,14 @@
 // Message queries through a broker with ACL on, with Apache RocketMQ's 4.9.8 Java client signing every request
 // (AclClientRPCHook), driven by tests/interop/cases_java.py. Prints one JSON object per line.
 //
-//   AclQuery NAMESRV BROKER TOPIC ACCESS_KEY SECRET_KEY WRONG_SECRET COUNT
+//   AclQuery NAMESRV TOPIC ACCESS_KEY SECRET_KEY WRONG_SECRET COUNT
 //
 // With the right keys: sends COUNT messages (key "aclq-key-I", body "aclq-I"), then for each one
 // queryMessage(topic, key) (QUERY_MESSAGE by key), viewMessage(topic, msgId) (QUERY_MESSAGE with
 // _UNIQUE_KEY_QUERY, which 4.9.4+ clients sign), viewMessage(offsetMsgId) (VIEW_MESSAGE_BY_ID), and the
-// unique-key QUERY_MESSAGE as MQClientAPIImpl builds it, sent with invokeSync so the broker's answer code
-// and remark are seen. Then the same for message 0 with WRONG_SECRET: each must be refused.
+// unique-key QUERY_MESSAGE as MQClientAPIImpl builds it, sent with invokeSync to the broker the message was
+// sent to (its address from the topic route) so the broker's answer code and remark are seen. Then the same
+// for message 0 with WRONG_SECRET: each must be refused.
 import com.alibaba.fastjson.JSON;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -20,6 +21,7 @@ import org.apache.rocketmq.acl.common.SessionCredentials;
 import org.apache.rocketmq.client.QueryResult;
 import org.apache.rocketmq.client.exception.MQBrokerException;
 import org.apache.rocketmq.client.exception.MQClientException;
+import org.apache.rocketmq.client.impl.factory.MQClientInstance;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.message.Message;
@@ -74,14 +76,13 @@ public class AclQuery {
 
     public static void main(String[] args) throws Exception {
         String namesrv = args[0];
-        String broker = args[1];
-        String topic = args[2];
-        String ak = args[3];
-        String sk = args[4];
-        String wrongSk = args[5];
-        int count = Integer.parseInt(args[6]);
+        String topic = args[1];
+        String ak = args[2];
+        String sk = args[3];
+        String wrongSk = args[4];
+        int count = Integer.parseInt(args[5]);
         try {
-            run(namesrv, broker, topic, ak, sk, wrongSk, count);
+            run(namesrv, topic, ak, sk, wrongSk, count);
         } catch (Exception e) {
             emit("kind", "error", "error", e.toString());
             System.exit(1);
@@ -89,7 +90,7 @@ public class AclQuery {
         System.exit(0);
     }
 
-    static void run(String namesrv, String broker, String topic, String ak, String sk, String wrongSk, int count)
+    static void run(String namesrv, String topic, String ak, String sk, String wrongSk, int count)
         throws Exception {
         DefaultMQProducer right = producer(namesrv, "aclq_right", ak, sk);
         List<SendResult> sent = new ArrayList<>();
@@ -99,19 +100,20 @@ public class AclQuery {
             SendResult r = right.send(msg);
             sent.add(r);
             emit("kind", "sent", "i", i, "status", r.getSendStatus().name(), "msg_id", r.getMsgId(),
-                "offset_msg_id", r.getOffsetMsgId(), "queue_id", r.getMessageQueue().getQueueId());
+                "offset_msg_id", r.getOffsetMsgId(), "queue_id", r.getMessageQueue().getQueueId(),
+                "broker", r.getMessageQueue().getBrokerName());
         }
         for (int i = 0; i < count; i++) {
-            queries(right, broker, topic, "right", i, sent.get(i), begin, true);
+            queries(right, topic, "right", i, sent.get(i), begin, true);
         }
         right.shutdown();
 
         DefaultMQProducer wrong = producer(namesrv, "aclq_wrong", ak, wrongSk);
-        queries(wrong, broker, topic, "wrong", 0, sent.get(0), begin, false);
+        queries(wrong, topic, "wrong", 0, sent.get(0), begin, false);
         wrong.shutdown();
     }
 
-    static void queries(DefaultMQProducer p, String broker, String topic, String keys, int i, SendResult sent,
+    static void queries(DefaultMQProducer p, String topic, String keys, int i, SendResult sent,
         long begin, boolean retry) throws Exception {
         // The key index may trail the send a little: the right keys try for up to 10 s.
         long until = System.currentTimeMillis() + (retry ? 10000 : 0);
@@ -154,15 +156,20 @@ public class AclQuery {
         header.setEndTimestamp(Long.MAX_VALUE);
         RemotingCommand request = RemotingCommand.createRequestCommand(RequestCode.QUERY_MESSAGE, header);
         request.addExtField("_UNIQUE_KEY_QUERY", "true");
-        RemotingCommand response = p.getDefaultMQProducerImpl().getmQClientFactory().getMQClientAPIImpl()
-            .getRemotingClient().invokeSync(broker, request, 10000);
+        MQClientInstance factory = p.getDefaultMQProducerImpl().getmQClientFactory();
+        String broker = factory.findBrokerAddressInPublish(sent.getMessageQueue().getBrokerName());
+        if (broker == null) {
+            factory.updateTopicRouteInfoFromNameServer(topic);
+            broker = factory.findBrokerAddressInPublish(sent.getMessageQueue().getBrokerName());
+        }
+        RemotingCommand response = factory.getMQClientAPIImpl().getRemotingClient().invokeSync(broker, request, 10000);
         List<String> bodies = new ArrayList<>();
         if (response.getCode() == 0 && response.getBody() != null) {
             for (MessageExt m : MessageDecoder.decodes(ByteBuffer.wrap(response.getBody()))) {
                 bodies.add(body(m));
             }
         }
-        emit("kind", "raw_unique_query", "keys", keys, "i", i, "code", response.getCode(),
+        emit("kind", "raw_unique_query", "keys", keys, "i", i, "broker_addr", broker, "code", response.getCode(),
             "remark", response.getRemark(), "bodies", bodies);
     }
 }

@@ -78,10 +78,12 @@ public class RequestReply {
                         ("reply:" + request).getBytes(StandardCharsets.UTF_8));
                     SendResult r = producer.send(reply);
                     emit("kind", "replied", "body", request, "queue_id", m.getQueueId(),
+                        "broker", context.getMessageQueue().getBrokerName(),
                         "cluster", m.getProperty("CLUSTER"), "reply_topic", reply.getTopic(),
                         "status", r.getSendStatus().name());
                 } catch (Exception e) {
                     emit("kind", "reply_error", "body", request, "queue_id", m.getQueueId(),
+                        "broker", context.getMessageQueue().getBrokerName(),
                         "cluster", m.getProperty("CLUSTER"), "error", e.toString());
                 }
                 answered.incrementAndGet();

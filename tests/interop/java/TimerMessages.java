@@ -64,6 +64,7 @@ public class TimerMessages {
                 }
                 Long start = sendStart.get(body);
                 emit("kind", "recv", "body", body, "topic", m.getTopic(), "queue_id", m.getQueueId(),
+                    "broker", context.getMessageQueue().getBrokerName(),
                     "seq", m.getUserProperty("seq"), "timer_delay_ms", m.getUserProperty("TIMER_DELAY_MS"),
                     "after_send_ms", start == null ? null : now - start);
                 got.incrementAndGet();
@@ -97,7 +98,8 @@ public class TimerMessages {
                     sendStart.put(body, System.currentTimeMillis());
                     SendResult r = producer.send(msg);
                     emit("kind", "sent", "body", body, "status", r.getSendStatus().name(),
-                        "queue_id", r.getMessageQueue().getQueueId());
+                        "queue_id", r.getMessageQueue().getQueueId(),
+                        "broker", r.getMessageQueue().getBrokerName());
                 }
             }
             while (got.get() < 2 * count && System.currentTimeMillis() < end) {
