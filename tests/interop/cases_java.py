@@ -76,7 +76,8 @@ def sql92_push_and_lite(ctx):
                                                  str(len(want)), "60"], 120)
     _require_java_ok(push, "Java push consumer")
     dups = _check_exactly(push, want, "push consumer %r" % sql)
-    # Skipped messages are consumed past: the committed offsets reach the end of every queue.
+    # Skipped messages are consumed past: the committed offsets reach the end of every queue (the consumer
+    # waits until its own offsets have, up to 30 s: after the last match of a queue that takes a long poll).
     stats = _consume_stats(c, "sql-push", topic)
     behind = {q: w for q, w in stats.items() if w["consumerOffset"] != w["brokerOffset"]}
     check(stats and not behind, "push consumer's committed offsets short of the queue ends: %s" % behind)
@@ -88,8 +89,9 @@ def sql92_push_and_lite(ctx):
                                                  str(len(want)), "60"], 120)
     _require_java_ok(lite, "Java lite pull consumer")
     lite_dups = _check_exactly(lite, want, "lite pull consumer %r" % sql)
-    ctx.note("push received %d (%d duplicates), lite received %d (%d duplicates)"
-             % (len(push.of_kind("recv")), dups, len(lite.of_kind("recv")), lite_dups))
+    ctx.note("push received %d (%d duplicates), lite received %d (%d duplicates); push offsets at the queue ends "
+             "after %s" % (len(push.of_kind("recv")), dups, len(lite.of_kind("recv")), lite_dups,
+                           push.of_kind("offsets")))
 
     # An expression Apache refuses to build: start() fails with the broker's SUBSCRIPTION_PARSE_FAILED.
     started = _start(ctx, topic, "sql-bad", "a > 'x'")

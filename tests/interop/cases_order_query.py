@@ -53,7 +53,9 @@ def ordered_restart_and_join(ctx):
     c = ctx.start_cluster()
     topic = "OrdJoin"
     group = "ord-join-group"
-    c.create_topic(topic)
+    # Four queues in all, over the shard-brokers (2 each with shardRouting = direct and 2 shards): the three
+    # sharding keys then fill queues of both halves a second consumer can be given.
+    c.create_topic(topic, queue_nums=4 // len(c.broker_names))
     require_sent(_produce(ctx, topic, "orda", 30, mode="orderly"), "orda", 30)
     # First consumer: all of orda, in order; linger 7 s so its offsets are committed.
     first = ctx.clients.run("py", "ord-first", _push_args(topic, group, {"orda": "30"}, 60, 7), 110)

@@ -13,10 +13,13 @@ import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.MessageSelector;
+import org.apache.rocketmq.client.consumer.store.OffsetStore;
+import org.apache.rocketmq.client.consumer.store.ReadOffsetType;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.exception.MQClientException;
@@ -25,6 +28,7 @@ import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
 
 public class Sql92Consumer {
     static synchronized void emit(Object... kv) {
@@ -117,6 +121,26 @@ public class Sql92Consumer {
         consumer.start();
         emit("kind", "started");
         waitFor(got, expect, seconds);
+        // A queue whose last messages the filter skips: the consumer's offset passes them once a pull
+        // after the last match comes back with nothing new (a long poll, up to 15 s). Wait for every
+        // queue's offset to reach its end (or 30 s), so the commit at shutdown shows where it got.
+        Set<MessageQueue> mqs = consumer.fetchSubscribeMessageQueues(topic);
+        OffsetStore store = consumer.getDefaultMQPushConsumerImpl().getOffsetStore();
+        long settleStart = System.currentTimeMillis();
+        boolean settled = false;
+        while (!settled && System.currentTimeMillis() < settleStart + 30000) {
+            settled = true;
+            for (MessageQueue mq : mqs) {
+                if (store.readOffset(mq, ReadOffsetType.READ_FROM_MEMORY) < consumer.maxOffset(mq)) {
+                    settled = false;
+                    break;
+                }
+            }
+            if (!settled) {
+                Thread.sleep(200);
+            }
+        }
+        emit("kind", "offsets", "at_queue_ends", settled, "ms", System.currentTimeMillis() - settleStart);
         // Shutdown commits the group's offsets to the broker.
         consumer.shutdown();
         emit("kind", "done", "received", got.get());
