@@ -3,9 +3,9 @@ groups of SYNC_MASTER + SLAVE): the Python (C++) client, given both name servers
 and a PushConsumer receives every message; both masters stored part of it and each slave holds what its
 master holds.
 
-local-cluster.sh leaves `shardRouting` at the broker's default, direct: each broker process is one broker per
-shard to clients (`broker-a-0`, `broker-a-1` on its listenPort and listenPort + 4; the slave's the same names
-as brokerId 1), whatever INTEROP_SHARD_ROUTING says."""
+local-cluster.sh gets the harness's shard routing (SHARD_ROUTING, from INTEROP_SHARD_ROUTING, default direct):
+in direct mode each broker process is one broker per shard to clients (`broker-a-0`, `broker-a-1` on its
+listenPort and listenPort + 4; the slave's the same names as brokerId 1)."""
 
 import os
 import random
@@ -24,12 +24,17 @@ N = 200
 SHARDS = 2
 
 
-def _free_block(base):
+def _broker_port(base, n):
+    """The listenPort local-cluster.sh gives the n-th broker process of the layout."""
+    return base + 300 + 40 * n
+
+
+def _free_block(base, routing):
     """Every port local-cluster.sh uses from `base` is free: per broker process its listenPort - 2 up to its
     last shard-broker's port (listenPort + 4 * (SHARDS - 1)) and HA port (listenPort + 1)."""
-    below, above = harness.broker_port_block(SHARDS, "direct")
+    below, above = harness.broker_port_block(SHARDS, routing)
     ports = [base, base + 1] + [p for n in range(4)
-                                for p in range(base + 100 + 10 * n - below, base + 100 + 10 * n + above + 1)]
+                                for p in range(_broker_port(base, n) - below, _broker_port(base, n) + above + 1)]
     ports += [base + 200 + n for n in range(4)]
     return all(harness._port_free(p) for p in ports)
 
@@ -40,9 +45,10 @@ class LocalCluster:
     def __init__(self, workdir, layout):
         self.workdir = workdir
         self.layout = layout
+        self.routing = harness.default_shard_routing()
         for _ in range(100):
             base = random.randrange(20000, 40000)
-            if _free_block(base):
+            if _free_block(base, self.routing):
                 break
         else:
             raise harness.CaseFailure("no free block of ports for the local cluster")
@@ -50,17 +56,17 @@ class LocalCluster:
         self.namesrv_addr = "127.0.0.1:%d;127.0.0.1:%d" % (base, base + 1)
         namesrv, _ = harness.binaries()
         self.env = dict(os.environ, CLUSTER_DIR=os.path.join(workdir, "local-cluster"), PORT_BASE=str(base),
-                        BIN_DIR=os.path.dirname(namesrv), SHARDS=str(SHARDS), SEGMENT_BYTES=str(16 * 1024 * 1024),
-                        START_TIMEOUT="90")
+                        BIN_DIR=os.path.dirname(namesrv), SHARDS=str(SHARDS), SHARD_ROUTING=self.routing,
+                        SEGMENT_BYTES=str(16 * 1024 * 1024), START_TIMEOUT="90")
 
     def broker_addr(self, n):
         """The address of the n-th broker process of the layout (its shard-broker 0)."""
-        return "127.0.0.1:%d" % (self.base + 100 + 10 * n)
+        return "127.0.0.1:%d" % _broker_port(self.base, n)
 
     def shard_brokers(self, n, group):
         """{brokerName: address} of the shard-brokers of the n-th broker process, of broker group `group`."""
-        names = harness.shard_broker_names(group, SHARDS, "direct")
-        ports = harness.shard_broker_ports(self.base + 100 + 10 * n, SHARDS, "direct")
+        names = harness.shard_broker_names(group, SHARDS, self.routing)
+        ports = harness.shard_broker_ports(_broker_port(self.base, n), SHARDS, self.routing)
         return {name: "127.0.0.1:%d" % port for name, port in zip(names, ports)}
 
     def _run(self, command, timeout):
