@@ -352,7 +352,11 @@ fn apache_mqadmin_topic_message_and_group_commands() {
             );
         }
 
-        // clusterRT: each shard-broker answers sends to the topic named after it.
+        // clusterRT: each shard-broker answers sends to the topic named after it, which routes to
+        // that shard-broker alone.
+        let out = admin.run(&["topicRoute", "-t", "broker-t-1"]);
+        assert!(out.contains("\"brokerName\":\"broker-t-1\""), "{out}");
+        assert!(!out.contains("broker-t-0"), "{out}");
         let out = admin.run_for(
             &["clusterRT", "-a", "3", "-i", "1", "-c", "TestCluster"],
             Duration::from_secs(12),
