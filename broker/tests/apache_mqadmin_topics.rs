@@ -2,8 +2,9 @@
 //! (`broker-t-0`, `broker-t-1`): the topic commands (updateTopic, topicList, topicRoute,
 //! topicStatus, deleteTopic), the message commands (sendMessage, printMsg, consumeMessage,
 //! queryMsgById, queryMsgByKey, queryMsgByUniqueKey), the group commands (consumerProgress,
-//! consumerConnection, resetOffsetByTime) and clusterRT, checking the figures they print. Skips
-//! (with a message) when the kit or its Java is unavailable.
+//! consumerConnection, resetOffsetByTime, consumerStatus through GET_CONSUMER_RUNNING_INFO relayed to
+//! the client) and clusterRT, checking the figures they print. Skips (with a message) when the kit
+//! or its Java is unavailable.
 
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -13,6 +14,8 @@ mod mqadmin_kit;
 
 use std::net::SocketAddr;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -36,13 +39,29 @@ const BODY: &str = "hello-from-mqadmin";
 const KEY: &str = "MqadminKey";
 const TAG: &str = "MqadminTag";
 
-/// The consumer's connection: takes the broker's pushes (offset resets) without answering.
-#[derive(Default)]
-struct Consumer;
+/// What the consumer answers GET_CONSUMER_RUNNING_INFO with (a Java client's ConsumerRunningInfo,
+/// trimmed): it holds broker-t-0's queue 0.
+const RUNNING_INFO: &str = r#"{"mqTable":{{"brokerName":"broker-t-0","queueId":0,"topic":"MqadminTopic"}:{"commitOffset":2}},"properties":{"PROP_CLIENT_VERSION":"V4_9_4","PROP_CONSUME_TYPE":"CONSUME_PASSIVELY","PROP_CONSUMEORDERLY":"false","PROP_THREADPOOL_CORE_SIZE":"20","PROP_CONSUMER_START_TIMESTAMP":"1700000000000"},"statusTable":{},"subscriptionSet":[{"classFilterMode":false,"codeSet":[],"expressionType":"TAG","subString":"*","subVersion":1700000000000,"tagsSet":[],"topic":"MqadminTopic"}]}"#;
+
+/// The consumer's connection: takes the broker's pushes (offset resets) and answers the broker's
+/// GET_CONSUMER_RUNNING_INFO calls, recording the client ids they named.
+struct Consumer {
+    asked: Arc<Mutex<Vec<String>>>,
+}
 
 impl ServerRequestHandler for Consumer {
-    fn handle(&self, _request: RemotingCommand) -> Option<RemotingCommand> {
-        None
+    fn handle(&self, request: RemotingCommand) -> Option<RemotingCommand> {
+        if request.code != request_code::GET_CONSUMER_RUNNING_INFO {
+            return None;
+        }
+        self.asked
+            .lock()
+            .unwrap()
+            .push(request.ext("clientId").unwrap_or_default().to_owned());
+        Some(
+            RemotingCommand::response(response_code::SUCCESS, None)
+                .with_body(bytes::Bytes::from_static(RUNNING_INFO.as_bytes())),
+        )
     }
 }
 
@@ -104,6 +123,53 @@ fn progress_rows(out: &str, broker_name: &str) -> Vec<(i32, i64, i64, i64)> {
         .collect();
     rows.sort_unstable();
     rows
+}
+
+/// GROUP's online client, in a thread of its own (the test's executor blocks while mqadmin runs,
+/// and the client must answer the broker meanwhile): connects to `addr`, heartbeats, then serves
+/// until `stop`.
+struct ConsumerThread {
+    stop: Arc<AtomicBool>,
+    asked: Arc<Mutex<Vec<String>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ConsumerThread {
+    fn start(addr: SocketAddr) -> ConsumerThread {
+        let stop = Arc::new(AtomicBool::new(false));
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let (online, is_online) = std::sync::mpsc::channel();
+        let (stop2, asked2) = (stop.clone(), asked.clone());
+        let thread = std::thread::spawn(move || {
+            run_local(async move {
+                let handler = Rc::new(Consumer { asked: asked2 });
+                let client = Client::connect_with_handler(addr, TIMEOUT, Some(handler))
+                    .await
+                    .unwrap();
+                let r = invoke(&client, heartbeat()).await;
+                online.send(r.code).unwrap();
+                while !stop2.load(Ordering::Relaxed) {
+                    glommio::timer::sleep(Duration::from_millis(20)).await;
+                }
+            })
+        });
+        let code = is_online.recv_timeout(TIMEOUT).expect("consumer heartbeat");
+        assert_eq!(code, response_code::SUCCESS);
+        ConsumerThread {
+            stop,
+            asked,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for ConsumerThread {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 #[test]
@@ -172,13 +238,8 @@ fn apache_mqadmin_topic_message_and_group_commands() {
                 }
             }
         }
-        let consumer = Client::connect_with_handler(addrs[0], TIMEOUT, Some(Rc::new(Consumer)))
-            .await
-            .unwrap();
-        assert_eq!(
-            invoke(&consumer, heartbeat()).await.code,
-            response_code::SUCCESS
-        );
+        // Through broker-t-1: the control shard relays to a connection of another shard.
+        let consumer = ConsumerThread::start(addrs[1]);
         // GROUP pulls broker-t-0's queue 0 (its consume rate), and commits on both.
         let r = invoke(&clients[0], pull_request(GROUP, TOPIC, 0, 0, 0, None)).await;
         assert_eq!(r.code, response_code::SUCCESS, "pull: {:?}", r.remark);
@@ -334,6 +395,39 @@ fn apache_mqadmin_topic_message_and_group_commands() {
             out.contains("CONSUME_PASSIVELY") || out.contains("PUSH"),
             "{out}"
         );
+
+        // consumerStatus: the broker asks the client and mqadmin prints what it answered.
+        let out = admin.run(&["consumerStatus", "-g", GROUP, "-i", CLIENT_ID]);
+        assert_eq!(
+            value_of(&out, "PROP_CLIENT_VERSION", ':'),
+            Some("V4_9_4"),
+            "{out}"
+        );
+        assert!(
+            line_with(&out, &["Topic: MqadminTopic", "SubExpression: *"]).is_some(),
+            "{out}"
+        );
+        assert_eq!(consumer.asked.lock().unwrap().as_slice(), [CLIENT_ID]);
+        // consumerProgress -s true: the queue the client holds shows its address.
+        let out = admin.run(&["consumerProgress", "-g", GROUP, "-s", "true"]);
+        let holders: Vec<(String, String)> = out
+            .lines()
+            .map(fields)
+            .filter(|f| f.first() == Some(&TOPIC))
+            .map(|f| (format!("{}/{}", f[1], f[2]), f[5].to_owned()))
+            .collect();
+        assert_eq!(holders.len(), 2 * QUEUES as usize, "{out}");
+        for (queue, ip) in holders {
+            let want = if queue == "broker-t-0/0" {
+                "127.0.0.1"
+            } else {
+                "N/A"
+            };
+            assert_eq!(ip, want, "{queue}: {out}");
+        }
+        assert_eq!(consumer.asked.lock().unwrap().len(), 2);
+        let out = admin.run(&["consumerStatus", "-g", GROUP, "-i", "127.0.0.1@nobody"]);
+        assert!(out.contains("not online"), "{out}");
 
         // resetOffsetByTime to the start: every queue of both shard-brokers goes back to 0.
         let out = admin.run(&["resetOffsetByTime", "-g", GROUP, "-t", TOPIC, "-s", "0"]);
