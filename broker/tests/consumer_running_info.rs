@@ -1,0 +1,129 @@
+//! GET_CONSUMER_RUNNING_INFO (307) against the real broker binary with two shard-brokers: the broker
+//! asks the named client of the group on the connection its heartbeat came in on (here a connection
+//! of the other shard) and answers what the client answered; unknown clients and blank headers get
+//! errors.
+
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::cell::RefCell;
+use std::net::SocketAddr;
+use std::rc::Rc;
+
+use bytes::Bytes;
+use common::*;
+use protocol::body::{ConsumerData, HeartbeatData};
+use protocol::{request_code, response_code, RemotingCommand};
+use remoting::{Client, ServerRequestHandler};
+
+const GROUP: &str = "running_info_group";
+const CLIENT_ID: &str = "127.0.0.1@running-info";
+
+/// Answers the broker's GET_CONSUMER_RUNNING_INFO calls with the client id they named, in the body
+/// (other pushes, e.g. NOTIFY_CONSUMER_IDS_CHANGED, are taken without an answer).
+#[derive(Default)]
+struct Answering {
+    calls: RefCell<Vec<RemotingCommand>>,
+}
+
+impl ServerRequestHandler for Answering {
+    fn handle(&self, request: RemotingCommand) -> Option<RemotingCommand> {
+        if request.code != request_code::GET_CONSUMER_RUNNING_INFO {
+            return None;
+        }
+        let body = format!(
+            "{{\"properties\":{{\"asked\":\"{}\"}}}}",
+            request.ext("clientId").unwrap_or_default()
+        );
+        self.calls.borrow_mut().push(request);
+        Some(RemotingCommand::response(response_code::SUCCESS, None).with_body(Bytes::from(body)))
+    }
+}
+
+fn running_info(group: &str, client_id: &str) -> RemotingCommand {
+    RemotingCommand::request(request_code::GET_CONSUMER_RUNNING_INFO)
+        .with_ext("consumerGroup", group)
+        .with_ext("clientId", client_id)
+        .with_ext("jstackEnable", "false")
+}
+
+#[test]
+fn the_broker_relays_running_info_requests_to_the_client() {
+    let broker = Broker::start("");
+    run_local(async {
+        let shard1 = SocketAddr::from(([127, 0, 0, 1], broker.addr().port() + 4));
+        let handler = Rc::new(Answering::default());
+        let consumer = Client::connect_with_handler(shard1, TIMEOUT, Some(handler.clone()))
+            .await
+            .unwrap();
+        let data = HeartbeatData {
+            client_id: CLIENT_ID.into(),
+            consumer_data_set: vec![ConsumerData {
+                group_name: GROUP.into(),
+                ..ConsumerData::default()
+            }],
+            ..HeartbeatData::default()
+        };
+        let hb = RemotingCommand::request(request_code::HEART_BEAT)
+            .with_body(protocol::body::to_json(&data));
+        let r = consumer.invoke(hb, TIMEOUT).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+
+        let admin = connect(broker.addr()).await;
+        let r = admin
+            .invoke(running_info(GROUP, CLIENT_ID), TIMEOUT)
+            .await
+            .unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        assert_eq!(
+            std::str::from_utf8(&r.body).unwrap(),
+            format!("{{\"properties\":{{\"asked\":\"{CLIENT_ID}\"}}}}")
+        );
+        {
+            let calls = handler.calls.borrow();
+            assert_eq!(calls.len(), 1);
+            assert_eq!(calls[0].ext("consumerGroup"), Some(GROUP));
+            assert_eq!(calls[0].ext("jstackEnable"), Some("false"));
+        }
+
+        // A client the group does not have, a group nobody is in, a blank header field.
+        for (group, client) in [(GROUP, "127.0.0.1@other"), ("no_such_group", CLIENT_ID)] {
+            let r = admin
+                .invoke(running_info(group, client), TIMEOUT)
+                .await
+                .unwrap();
+            assert_eq!(r.code, response_code::SYSTEM_ERROR);
+            let remark = r.remark.unwrap_or_default();
+            assert!(remark.contains("not online"), "{remark}");
+        }
+        let r = admin
+            .invoke(running_info(GROUP, " "), TIMEOUT)
+            .await
+            .unwrap();
+        assert_eq!(r.code, response_code::SYSTEM_ERROR);
+        assert!(r.remark.unwrap_or_default().contains("clientId"));
+        assert_eq!(handler.calls.borrow().len(), 1, "only the first reached it");
+
+        // Once the client's connection is gone it is not asked.
+        drop(consumer);
+        let mut last = None;
+        for _ in 0..100 {
+            let r = admin
+                .invoke(running_info(GROUP, CLIENT_ID), TIMEOUT)
+                .await
+                .unwrap();
+            if r.code != response_code::SUCCESS {
+                last = r.remark;
+                break;
+            }
+            glommio::timer::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let remark = last.expect("a closed client's call fails");
+        assert!(
+            remark.contains("not online") || remark.contains("gone"),
+            "{remark}"
+        );
+    });
+}
