@@ -1,9 +1,9 @@
 //! Apache RocketMQ 4.9.8's own `mqadmin` against our name server and a broker of two shard-brokers
 //! (`broker-t-0`, `broker-t-1`): the topic commands (updateTopic, topicList, topicRoute,
 //! topicStatus, deleteTopic), the message commands (sendMessage, printMsg, consumeMessage,
-//! queryMsgById, queryMsgByKey, queryMsgByUniqueKey), the group commands (consumerProgress,
-//! consumerConnection, resetOffsetByTime, consumerStatus through GET_CONSUMER_RUNNING_INFO relayed to
-//! the client) and clusterRT, checking the figures they print. Skips (with a message) when the kit
+//! queryMsgById [-g -d], queryMsgByKey, queryMsgByUniqueKey), the group commands (consumerProgress
+//! [-s true], consumerConnection, resetOffsetByTime, consumerStatus: GET_CONSUMER_RUNNING_INFO and
+//! CONSUME_MESSAGE_DIRECTLY relayed to the client) and clusterRT, checking the figures they print. Skips (with a message) when the kit
 //! or its Java is unavailable.
 
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
@@ -44,13 +44,31 @@ const TAG: &str = "MqadminTag";
 const RUNNING_INFO: &str = r#"{"mqTable":{{"brokerName":"broker-t-0","queueId":0,"topic":"MqadminTopic"}:{"commitOffset":2}},"properties":{"PROP_CLIENT_VERSION":"V4_9_4","PROP_CONSUME_TYPE":"CONSUME_PASSIVELY","PROP_CONSUMEORDERLY":"false","PROP_THREADPOOL_CORE_SIZE":"20","PROP_CONSUMER_START_TIMESTAMP":"1700000000000"},"statusTable":{},"subscriptionSet":[{"classFilterMode":false,"codeSet":[],"expressionType":"TAG","subString":"*","subVersion":1700000000000,"tagsSet":[],"topic":"MqadminTopic"}]}"#;
 
 /// The consumer's connection: takes the broker's pushes (offset resets) and answers the broker's
-/// GET_CONSUMER_RUNNING_INFO calls, recording the client ids they named.
+/// GET_CONSUMER_RUNNING_INFO calls (recording the client ids they named) and
+/// CONSUME_MESSAGE_DIRECTLY calls.
 struct Consumer {
     asked: Arc<Mutex<Vec<String>>>,
 }
 
 impl ServerRequestHandler for Consumer {
     fn handle(&self, request: RemotingCommand) -> Option<RemotingCommand> {
+        if request.code == request_code::CONSUME_MESSAGE_DIRECTLY {
+            // The result names the shard-broker and the body of the message the broker sent.
+            let bodies: Vec<String> = decode_records(&request.body)
+                .iter()
+                .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+                .collect();
+            let result = format!(
+                "{{\"autoCommit\":true,\"consumeResult\":\"CR_SUCCESS\",\"order\":false,\
+                 \"remark\":\"{}:{}\",\"spentTimeMills\":3}}",
+                request.ext("brokerName").unwrap_or_default(),
+                bodies.join("+")
+            );
+            return Some(
+                RemotingCommand::response(response_code::SUCCESS, None)
+                    .with_body(bytes::Bytes::from(result)),
+            );
+        }
         if request.code != request_code::GET_CONSUMER_RUNNING_INFO {
             return None;
         }
@@ -426,6 +444,20 @@ fn apache_mqadmin_topic_message_and_group_commands() {
             assert_eq!(ip, want, "{queue}: {out}");
         }
         assert_eq!(consumer.asked.lock().unwrap().len(), 2);
+        // queryMsgById -g -d: the client is handed the message (through broker-t-1, which stores it).
+        let out = admin.run(&[
+            "queryMsgById",
+            "-i",
+            &offset_id,
+            "-g",
+            GROUP,
+            "-d",
+            CLIENT_ID,
+        ]);
+        assert!(
+            out.contains(&format!("remark=broker-t-1:{BODY}")) && out.contains("CR_SUCCESS"),
+            "{out}"
+        );
         let out = admin.run(&["consumerStatus", "-g", GROUP, "-i", "127.0.0.1@nobody"]);
         assert!(out.contains("not online"), "{out}");
 

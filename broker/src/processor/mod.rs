@@ -12,8 +12,8 @@ pub(crate) mod broker_consume_stats;
 pub(crate) mod broker_stats_data;
 pub(crate) mod check_client_config;
 pub(crate) mod client_manage;
+pub(crate) mod consumer_calls;
 pub(crate) mod consumer_offset;
-pub(crate) mod consumer_running_info;
 pub(crate) mod end_transaction;
 pub(crate) mod group_settings;
 pub(crate) mod message_query;
@@ -151,7 +151,10 @@ pub async fn process(shard: &Rc<Shard>, req: RemotingCommand, conn: ConnRef) -> 
             admin_stats::reset_offset(shard, &req, conn.shard).await
         }
         code::GET_CONSUMER_CONNECTION_LIST => admin_stats::consumer_connection_list(shard, &req),
-        code::GET_CONSUMER_RUNNING_INFO => consumer_running_info::handle(shard, &req).await,
+        code::GET_CONSUMER_RUNNING_INFO => consumer_calls::running_info(shard, &req).await,
+        code::CONSUME_MESSAGE_DIRECTLY => {
+            consumer_calls::consume_directly(shard, &req, conn.shard).await
+        }
         code::GET_BROKER_CONFIG => broker_config::get(shard),
         code::UPDATE_BROKER_CONFIG => broker_config::update(shard, &req).await,
         code::DELETE_SUBSCRIPTIONGROUP => subscription_group_admin::delete(shard, &req).await,

@@ -1,6 +1,7 @@
-//! GET_CONSUMER_RUNNING_INFO (307) against the real broker binary with two shard-brokers: the broker
-//! asks the named client of the group on the connection its heartbeat came in on (here a connection
-//! of the other shard) and answers what the client answered; unknown clients and blank headers get
+//! GET_CONSUMER_RUNNING_INFO (307) and CONSUME_MESSAGE_DIRECTLY (309) against the real broker binary
+//! with two shard-brokers: the broker asks the named client of the group on the connection its
+//! heartbeat came in on (here a connection of the other shard) and answers what the client answered;
+//! 309 carries the stored message and the shard-broker's name; unknown clients and blank headers get
 //! errors.
 
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
@@ -21,8 +22,9 @@ use remoting::{Client, ServerRequestHandler};
 const GROUP: &str = "running_info_group";
 const CLIENT_ID: &str = "127.0.0.1@running-info";
 
-/// Answers the broker's GET_CONSUMER_RUNNING_INFO calls with the client id they named, in the body
-/// (other pushes, e.g. NOTIFY_CONSUMER_IDS_CHANGED, are taken without an answer).
+/// Answers the broker's GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY calls with the client
+/// id they named, in the body (other pushes, e.g. NOTIFY_CONSUMER_IDS_CHANGED, are taken without an
+/// answer).
 #[derive(Default)]
 struct Answering {
     calls: RefCell<Vec<RemotingCommand>>,
@@ -30,7 +32,9 @@ struct Answering {
 
 impl ServerRequestHandler for Answering {
     fn handle(&self, request: RemotingCommand) -> Option<RemotingCommand> {
-        if request.code != request_code::GET_CONSUMER_RUNNING_INFO {
+        if request.code != request_code::GET_CONSUMER_RUNNING_INFO
+            && request.code != request_code::CONSUME_MESSAGE_DIRECTLY
+        {
             return None;
         }
         let body = format!(
@@ -50,7 +54,7 @@ fn running_info(group: &str, client_id: &str) -> RemotingCommand {
 }
 
 #[test]
-fn the_broker_relays_running_info_requests_to_the_client() {
+fn the_broker_relays_running_info_and_direct_consume_requests_to_the_client() {
     let broker = Broker::start("");
     run_local(async {
         let shard1 = SocketAddr::from(([127, 0, 0, 1], broker.addr().port() + 4));
@@ -88,6 +92,39 @@ fn the_broker_relays_running_info_requests_to_the_client() {
             assert_eq!(calls[0].ext("jstackEnable"), Some("false"));
         }
 
+        // CONSUME_MESSAGE_DIRECTLY: a message stored through broker-t-1, asked through broker-t-1.
+        let on_shard1 = connect(shard1).await;
+        let sent = send(&on_shard1, "DirectTopic", 1, b"direct", "").await;
+        assert_eq!(sent.code, response_code::SUCCESS, "{:?}", sent.remark);
+        let msg_id = sent.ext("msgId").unwrap().to_owned();
+        let direct = RemotingCommand::request(request_code::CONSUME_MESSAGE_DIRECTLY)
+            .with_ext("consumerGroup", GROUP)
+            .with_ext("clientId", CLIENT_ID)
+            .with_ext("msgId", &msg_id);
+        let r = on_shard1.invoke(direct.clone(), TIMEOUT).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        {
+            let calls = handler.calls.borrow();
+            assert_eq!(calls.len(), 2);
+            assert_eq!(calls[1].code, request_code::CONSUME_MESSAGE_DIRECTLY);
+            assert_eq!(calls[1].ext("brokerName"), Some("broker-t-1"));
+            assert_eq!(calls[1].ext("msgId"), Some(msg_id.as_str()));
+            let records = decode_records(&calls[1].body);
+            assert_eq!(records.len(), 1);
+            assert_eq!(&records[0].body[..], b"direct");
+        }
+        // A msgId that is no offsetMsgId, and one past the stored data.
+        let bad = direct.clone().with_ext("msgId", "nonsense");
+        let r = on_shard1.invoke(bad, TIMEOUT).await.unwrap();
+        assert_eq!(r.code, response_code::SYSTEM_ERROR);
+        let past = protocol::message::msgid::offset_msg_id(shard1, 1 << 40);
+        let r = on_shard1
+            .invoke(direct.with_ext("msgId", &past), TIMEOUT)
+            .await
+            .unwrap();
+        assert_eq!(r.code, response_code::SYSTEM_ERROR);
+        assert_eq!(handler.calls.borrow().len(), 2);
+
         // A client the group does not have, a group nobody is in, a blank header field.
         for (group, client) in [(GROUP, "127.0.0.1@other"), ("no_such_group", CLIENT_ID)] {
             let r = admin
@@ -104,7 +141,11 @@ fn the_broker_relays_running_info_requests_to_the_client() {
             .unwrap();
         assert_eq!(r.code, response_code::SYSTEM_ERROR);
         assert!(r.remark.unwrap_or_default().contains("clientId"));
-        assert_eq!(handler.calls.borrow().len(), 1, "only the first reached it");
+        assert_eq!(
+            handler.calls.borrow().len(),
+            2,
+            "only the first two reached it"
+        );
 
         // Once the client's connection is gone it is not asked.
         drop(consumer);
