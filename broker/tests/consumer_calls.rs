@@ -1,8 +1,8 @@
 //! GET_CONSUMER_RUNNING_INFO (307) and CONSUME_MESSAGE_DIRECTLY (309) against the real broker binary
 //! with two shard-brokers: the broker asks the named client of the group on the connection its
 //! heartbeat came in on (here a connection of the other shard) and answers what the client answered;
-//! 309 carries the stored message and the shard-broker's name; unknown clients and blank headers get
-//! errors.
+//! 309 carries the stored message and the shard-broker's name; INVOKE_BROKER_TO_GET_CONSUMER_STATUS
+//! (223) gathers the clients' queue offsets; unknown clients and blank headers get errors.
 
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -15,7 +15,7 @@ use std::rc::Rc;
 
 use bytes::Bytes;
 use common::*;
-use protocol::body::{ConsumerData, HeartbeatData};
+use protocol::body::{ConsumerData, GetConsumerStatusBody, HeartbeatData};
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::{Client, ServerRequestHandler};
 
@@ -32,6 +32,18 @@ struct Answering {
 
 impl ServerRequestHandler for Answering {
     fn handle(&self, request: RemotingCommand) -> Option<RemotingCommand> {
+        if request.code == request_code::GET_CONSUMER_STATUS_FROM_CLIENT {
+            // One queue of the topic asked about, at offset 5 (fastjson's object keys).
+            let body = format!(
+                "{{\"messageQueueTable\":{{{{\"brokerName\":\"broker-t-0\",\"queueId\":0,\
+                 \"topic\":\"{}\"}}:5}}}}",
+                request.ext("topic").unwrap_or_default()
+            );
+            return Some(
+                RemotingCommand::response(response_code::SUCCESS, None)
+                    .with_body(Bytes::from(body)),
+            );
+        }
         if request.code != request_code::GET_CONSUMER_RUNNING_INFO
             && request.code != request_code::CONSUME_MESSAGE_DIRECTLY
         {
@@ -146,6 +158,44 @@ fn the_broker_relays_running_info_and_direct_consume_requests_to_the_client() {
             2,
             "only the first two reached it"
         );
+
+        // INVOKE_BROKER_TO_GET_CONSUMER_STATUS: every client's offsets (here one), or the named one's.
+        let status = |group: &str, client: &str| {
+            RemotingCommand::request(request_code::INVOKE_BROKER_TO_GET_CONSUMER_STATUS)
+                .with_ext("topic", "StatusTopic")
+                .with_ext("group", group)
+                .with_ext("clientAddr", client)
+        };
+        let r = admin.invoke(status(GROUP, ""), TIMEOUT).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let body = GetConsumerStatusBody::from_json(&r.body).unwrap();
+        let offsets: Vec<(String, i32, i64)> = body
+            .consumer_table
+            .iter()
+            .flat_map(|(id, t)| {
+                t.iter()
+                    .map(move |(mq, o)| (format!("{id}/{}", mq.topic), mq.queue_id, *o))
+            })
+            .collect();
+        assert_eq!(offsets, [(format!("{CLIENT_ID}/StatusTopic"), 0, 5)]);
+        let r = admin
+            .invoke(status(GROUP, "127.0.0.1@other"), TIMEOUT)
+            .await
+            .unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        assert!(GetConsumerStatusBody::from_json(&r.body)
+            .unwrap()
+            .consumer_table
+            .is_empty());
+        let r = admin
+            .invoke(status("no_such_group", ""), TIMEOUT)
+            .await
+            .unwrap();
+        assert_eq!(r.code, response_code::SYSTEM_ERROR);
+        assert!(r
+            .remark
+            .unwrap_or_default()
+            .contains("No Any Consumer online"));
 
         // Once the client's connection is gone it is not asked.
         drop(consumer);

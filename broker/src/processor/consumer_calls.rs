@@ -3,19 +3,24 @@
 //! within 10 s, and its answer is the response. GET_CONSUMER_RUNNING_INFO (307; `mqadmin
 //! consumerStatus`, `consumerProgress -s true`) is passed on as it came; CONSUME_MESSAGE_DIRECTLY
 //! (309; `mqadmin queryMsgById -g -d`) carries the stored message its offsetMsgId names and the name
-//! of the shard-broker asked.
+//! of the shard-broker asked. INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223; `mqadmin getConsumerStatus`)
+//! asks every client of the group (or the one named) for its queue offsets on a topic with
+//! GET_CONSUMER_STATUS_FROM_CLIENT (221, 5 s each) and answers them by client id.
 
 use std::time::Duration;
 
+use protocol::body::GetConsumerStatusBody;
 use protocol::message::msgid::parse_offset_msg_id;
 use protocol::response_code as rc;
 use protocol::{request_code, RemotingCommand};
 
-use super::error;
+use super::{error, ok};
 use crate::shard::Shard;
 
 /// How long the client has to answer (Apache's `Broker2Client.callClient`).
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long each client has to tell its queue offsets (Apache's `getConsumeStatus`).
+const STATUS_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A required header field, trimmed; `Err` with the error response when it is missing or blank.
 fn field<'a>(req: &'a RemotingCommand, name: &str) -> Result<&'a str, RemotingCommand> {
@@ -128,4 +133,65 @@ pub async fn consume_directly(
         .with_ext_fields(fields)
         .with_body(record);
     call_consumer(shard, group, client_id, call).await
+}
+
+/// INVOKE_BROKER_TO_GET_CONSUMER_STATUS: the queue offsets of `topic` each client of `group` (or the
+/// client `clientAddr` names, a client id) holds; clients that fail to answer are left out.
+pub async fn consumer_status(shard: &Shard, req: &RemotingCommand) -> RemotingCommand {
+    let (group, topic) = match (field(req, "group"), field(req, "topic")) {
+        (Ok(g), Ok(t)) => (g, t),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let only = req
+        .ext("clientAddr")
+        .map(str::trim)
+        .filter(|c| !c.is_empty());
+    let Some(ctl) = &shard.control else {
+        return error(
+            rc::SYSTEM_ERROR,
+            "request reached a shard without the control role",
+        );
+    };
+    let members = ctl
+        .clients
+        .borrow()
+        .consumer_group(group)
+        .map(|(_, members)| members)
+        .unwrap_or_default();
+    if members.is_empty() {
+        return error(
+            rc::SYSTEM_ERROR,
+            format!("No Any Consumer online in the consumer group: [{group}]"),
+        );
+    }
+    let mut body = GetConsumerStatusBody::default();
+    for client in members {
+        if only.is_some_and(|id| id != client.client_id) {
+            continue;
+        }
+        let call = RemotingCommand::request(request_code::GET_CONSUMER_STATUS_FROM_CLIENT)
+            .with_ext("topic", topic)
+            .with_ext("group", group);
+        let answer = shard
+            .on(client.conn.shard)
+            .call_client(client.conn.conn_id, call, STATUS_TIMEOUT)
+            .await;
+        match answer {
+            Ok(a) if a.code == rc::SUCCESS && !a.body.is_empty() => {
+                match GetConsumerStatusBody::from_json(&a.body) {
+                    Ok(status) => {
+                        body.consumer_table
+                            .insert(client.client_id, status.message_queue_table);
+                    }
+                    Err(e) => tracing::warn!(
+                        "consumer status of {} in {group}: bad body: {e}",
+                        client.client_id
+                    ),
+                }
+            }
+            Ok(_) => {}
+            Err(why) => tracing::warn!("consumer status of {} in {group}: {why}", client.client_id),
+        }
+    }
+    ok().with_body(body.to_json())
 }

@@ -152,6 +152,9 @@ pub async fn process(shard: &Rc<Shard>, req: RemotingCommand, conn: ConnRef) -> 
         }
         code::GET_CONSUMER_CONNECTION_LIST => admin_stats::consumer_connection_list(shard, &req),
         code::GET_CONSUMER_RUNNING_INFO => consumer_calls::running_info(shard, &req).await,
+        code::INVOKE_BROKER_TO_GET_CONSUMER_STATUS => {
+            consumer_calls::consumer_status(shard, &req).await
+        }
         code::CONSUME_MESSAGE_DIRECTLY => {
             consumer_calls::consume_directly(shard, &req, conn.shard).await
         }

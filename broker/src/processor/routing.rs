@@ -46,6 +46,7 @@ pub fn runs_on(request_code: i32) -> RunsOn {
         | code::GET_CONSUMER_CONNECTION_LIST
         | code::GET_CONSUMER_RUNNING_INFO
         | code::CONSUME_MESSAGE_DIRECTLY
+        | code::INVOKE_BROKER_TO_GET_CONSUMER_STATUS
         | code::GET_PRODUCER_CONNECTION_LIST
         | code::UPDATE_BROKER_CONFIG
         | code::DELETE_SUBSCRIPTIONGROUP
