@@ -149,6 +149,7 @@ async fn resets_pushed(rec: &Recorder, n: usize) -> Vec<RemotingCommand> {
 
 #[test]
 fn stats_and_reset_follow_sends_and_commits() {
+    let before_start = now_ms();
     let broker = Broker::start("");
     run_local(async {
         let client = connect(broker.addr()).await;
@@ -220,7 +221,49 @@ fn stats_and_reset_follow_sends_and_commits() {
             }
             // Queue 1 was never committed (counts from 0), queue 3 up to 4, queue 0 fully.
             assert_eq!(stats.total_diff(), max(1) + (max(3) - 4));
+            // The group pulled nothing.
+            assert_eq!(stats.consume_tps, 0.0, "{stats:?}");
         }
+
+        // Rates over the last minute (the broker's uptime here): 15 messages put, and `pull`'s
+        // group pulled every queue once above and queues 0 and 3 again, all through broker-t-0.
+        let put: i64 = (0..4).map(max).sum();
+        let pulled = put + max(0) + max(3);
+        let table = TopicStatsTable::from_json(&topic_stats(&client, TOPIC).await.body).unwrap();
+        let r = invoke(
+            &client,
+            RemotingCommand::request(request_code::GET_CONSUME_STATS)
+                .with_ext("consumerGroup", "test_consumer")
+                .with_ext("topic", TOPIC),
+        )
+        .await;
+        let pulls = ConsumeStats::from_json(&r.body).unwrap();
+        let uptime_s = (now_ms() - before_start) as f64 / 1000.0;
+        assert!(
+            table.topic_put_tps >= put as f64 / uptime_s,
+            "{} over {uptime_s} s",
+            table.topic_put_tps
+        );
+        // Both rates are over the same window, so their ratio is the counts' ratio.
+        let ratio = pulls.consume_tps / table.topic_put_tps;
+        let want = pulled as f64 / put as f64;
+        assert!(
+            (ratio - want).abs() < want * 0.05,
+            "consumeTps {} / topicPutTps {} = {ratio}, want {want}",
+            pulls.consume_tps,
+            table.topic_put_tps
+        );
+        // Rates are per shard-broker: a send through broker-t-1 counts there, not on broker-t-0.
+        let shard1 = connect(std::net::SocketAddr::from((
+            [127, 0, 0, 1],
+            broker.addr().port() + 4,
+        )))
+        .await;
+        let r = send(&shard1, "OtherShardTopic", 0, b"o", "").await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let rate = |r: RemotingCommand| TopicStatsTable::from_json(&r.body).unwrap().topic_put_tps;
+        assert!(rate(topic_stats(&shard1, "OtherShardTopic").await) > 0.0);
+        assert_eq!(rate(topic_stats(&client, "OtherShardTopic").await), 0.0);
 
         // An online consumer of the group (its connection records what the broker pushes).
         let seen = Rc::new(Recorder::default());

@@ -7,20 +7,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod mqadmin_kit;
 
-use std::io::Read;
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::*;
+use mqadmin_kit::{fields, line_with, ready_kit, value_of, Admin};
 use protocol::header::{CommandHeader, UpdateConsumerOffsetRequestHeader};
 use protocol::{request_code, response_code, RemotingCommand};
 
-/// Longest one mqadmin command may run (a JVM start plus a few requests).
-const COMMAND_LIMIT: Duration = Duration::from_secs(60);
 /// Longest the whole test may run.
 const TEST_LIMIT: Duration = Duration::from_secs(600);
 
@@ -34,89 +30,6 @@ const PER_QUEUE: i64 = 25;
 const CONSUMED: i64 = 10;
 /// Messages sent just before statsAll.
 const FRESH: i64 = 10;
-
-/// The kit: $RMQ_KIT, else shared/apache-rocketmq in or beside the checkout, else /work/shared's.
-fn find_kit() -> Option<PathBuf> {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let candidates = std::env::var_os("RMQ_KIT")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([
-            repo.join("shared/apache-rocketmq"),
-            repo.join("../shared/apache-rocketmq"),
-            PathBuf::from("/work/shared/apache-rocketmq"),
-        ]);
-    candidates
-        .into_iter()
-        .find(|kit| kit.join("mqadmin.sh").is_file() && kit.join("setup.sh").is_file())
-}
-
-/// Runs a command with a time limit; (exit success, stdout + stderr).
-fn run_limited(mut cmd: Command, limit: Duration) -> (bool, String) {
-    let mut child = match cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn() {
-        Ok(c) => c,
-        Err(e) => return (false, format!("cannot start: {e}")),
-    };
-    let mut out = child.stdout.take();
-    let mut err = child.stderr.take();
-    let reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        if let Some(o) = out.as_mut() {
-            let _ = o.read_to_string(&mut text);
-        }
-        if let Some(e) = err.as_mut() {
-            let _ = e.read_to_string(&mut text);
-        }
-        text
-    });
-    let status = wait_exit(&mut child, limit);
-    if status.is_none() {
-        let _ = child.kill();
-        let _ = child.wait();
-    }
-    let text = reader.join().unwrap_or_default();
-    (status.is_some_and(|s| s.success()), text)
-}
-
-struct Admin {
-    kit: PathBuf,
-    ns: SocketAddr,
-}
-
-impl Admin {
-    /// Runs `mqadmin.sh ARGS -n <name server>`; its output.
-    fn run(&self, args: &[&str]) -> String {
-        let mut cmd = Command::new(self.kit.join("mqadmin.sh"));
-        cmd.args(args).args(["-n", &self.ns.to_string()]);
-        let started = Instant::now();
-        let (_, text) = run_limited(cmd, COMMAND_LIMIT);
-        println!(
-            "---- mqadmin {} ({:.1} s)\n{text}",
-            args.join(" "),
-            started.elapsed().as_secs_f64()
-        );
-        text
-    }
-}
-
-/// The first number of a line that contains every one of `needles`.
-fn line_with<'a>(text: &'a str, needles: &[&str]) -> Option<&'a str> {
-    text.lines()
-        .find(|line| needles.iter().all(|n| line.contains(n)))
-}
-
-/// The whitespace-separated fields of a line.
-fn fields(line: &str) -> Vec<&str> {
-    line.split_whitespace().collect()
-}
-
-/// `key: value` lines of brokerStatus / `key = value` of getBrokerConfig, by key.
-fn value_of<'a>(text: &'a str, key: &str, sep: char) -> Option<&'a str> {
-    text.lines().find_map(|line| {
-        let (k, v) = line.split_once(sep)?;
-        (k.trim() == key).then(|| v.trim())
-    })
-}
 
 async fn invoke(client: &remoting::Client, req: RemotingCommand) -> RemotingCommand {
     client.invoke(req, TIMEOUT).await.expect("broker answers")
@@ -155,21 +68,9 @@ async fn groups_json(client: &remoting::Client) -> String {
 
 #[test]
 fn apache_mqadmin_reads_and_changes_our_cluster() {
-    let Some(kit) = find_kit() else {
-        println!(
-            "SKIPPED: the Apache RocketMQ kit (shared/apache-rocketmq) was not found; set RMQ_KIT"
-        );
+    let Some(kit) = ready_kit() else {
         return;
     };
-    // Idempotent: installs the JDK and Java libraries only when missing (apt), then checks them.
-    let (ready, setup_log) = run_limited(Command::new(kit.join("setup.sh")), COMMAND_LIMIT * 5);
-    if !ready {
-        println!(
-            "SKIPPED: the kit's Java is unavailable ({} setup.sh failed):\n{setup_log}",
-            kit.display()
-        );
-        return;
-    }
     let test_start = Instant::now();
     let ns = start_namesrv_in_process();
     let broker = Broker::start(&format!(

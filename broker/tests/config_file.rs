@@ -48,3 +48,45 @@ fn properties_file_with_unknown_keys_starts_and_reports_them() {
     });
     assert!(broker.stop().success());
 }
+
+/// Starts the binary on `config` (a properties text) and answers its exit status and stderr; a
+/// broker that is still running after 20 s is killed and fails the test.
+fn start_refused(config: &str) -> (std::process::ExitStatus, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("broker.properties");
+    std::fs::write(&file, config).unwrap();
+    let mut child = std::process::Command::new(broker_bin())
+        .arg("--config")
+        .arg(&file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let Some(status) = wait_exit(&mut child, std::time::Duration::from_secs(20)) else {
+        let _ = child.kill();
+        panic!("the broker started with {config}");
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    (status, err)
+}
+
+#[test]
+fn store_paths_apart_from_the_root_and_dledger_are_refused_at_start() {
+    let (status, err) = start_refused(
+        "brokerIP1=127.0.0.1\nlistenPort=1\nstorePathRootDir=/tmp/nowhere-store\n\
+         storePathCommitLog=/fast-disk/commitlog\n",
+    );
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("storePathCommitLog"), "{err}");
+    assert!(
+        err.contains("/tmp/nowhere-store/shard-<N>/commitlog"),
+        "{err}"
+    );
+    let (status, err) = start_refused(
+        "brokerIP1=127.0.0.1\nlistenPort=1\nstorePathRootDir=/tmp/nowhere-store\n\
+         enableDLegerCommitLog=true\n",
+    );
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("master/slave"), "{err}");
+}

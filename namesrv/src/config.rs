@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use clap::Parser;
 
-/// Apache RocketMQ's defaults: port 9876, brokers silent for 120 s dropped, scan every 10 s.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:9876";
+/// Apache RocketMQ's defaults: every address on port 9876, brokers silent for 120 s dropped, scan
+/// every 10 s.
+pub const DEFAULT_LISTEN: &str = "0.0.0.0:9876";
 pub const DEFAULT_BROKER_EXPIRE_MS: u64 = 120_000;
 pub const DEFAULT_SCAN_INTERVAL_MS: u64 = 10_000;
 
@@ -24,7 +25,7 @@ pub struct NamesrvConfig {
 impl Default for NamesrvConfig {
     fn default() -> Self {
         NamesrvConfig {
-            listen: SocketAddr::from(([127, 0, 0, 1], 9876)),
+            listen: SocketAddr::from(([0, 0, 0, 0], 9876)),
             broker_expire: Duration::from_millis(DEFAULT_BROKER_EXPIRE_MS),
             scan_interval: Duration::from_millis(DEFAULT_SCAN_INTERVAL_MS),
         }
@@ -53,5 +54,20 @@ impl From<Args> for NamesrvConfig {
             broker_expire: Duration::from_millis(args.broker_expire_ms),
             scan_interval: Duration::from_millis(args.scan_interval_ms),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listens_on_every_address_by_default_as_apaches() {
+        let args = Args::try_parse_from(["namesrv"]).unwrap();
+        assert_eq!(NamesrvConfig::from(args), NamesrvConfig::default());
+        assert_eq!(
+            NamesrvConfig::default().listen,
+            "0.0.0.0:9876".parse::<SocketAddr>().unwrap()
+        );
     }
 }

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 
 use super::error::LoadError;
+use super::not_used::{moot_reason, ACCEPTED_NOT_USED};
+use super::store_paths;
 
 /// `brokerRole`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +54,8 @@ pub enum ConfigIssue {
     Unknown(String),
     /// A RocketMQ key this broker accepts but does not act on.
     NotSupported(String),
+    /// A RocketMQ key whose mechanism this broker does not have, and why that is harmless.
+    Moot { key: String, reason: String },
 }
 
 impl std::fmt::Display for ConfigIssue {
@@ -64,6 +68,9 @@ impl std::fmt::Display for ConfigIssue {
                     "config key `{k}` is a RocketMQ key this broker does not use; ignored"
                 )
             }
+            ConfigIssue::Moot { key, reason } => {
+                write!(f, "config key `{key}` is accepted but not used: {reason}")
+            }
         }
     }
 }
@@ -74,7 +81,8 @@ pub struct BrokerConfig {
     pub broker_cluster_name: String,
     pub broker_name: String,
     pub broker_id: u64,
-    /// Address advertised to name servers and clients.
+    /// Address advertised to name servers and clients; by default the host's address as Apache
+    /// chooses it (`local_address`).
     pub broker_ip1: String,
     /// Address advertised for HA (defaults to `broker_ip1`).
     pub broker_ip2: Option<String>,
@@ -106,7 +114,6 @@ pub struct BrokerConfig {
     pub default_topic_queue_nums: u32,
     pub broker_permission: u32,
     pub message_delay_level: String,
-    pub wait_time_mills_in_send_queue: u64,
     pub long_polling_enable: bool,
     /// `litePullMessageEnable`: LITE_PULL_MESSAGE (Java's DefaultLitePullConsumer) is served.
     pub lite_pull_message_enable: bool,
@@ -168,7 +175,7 @@ impl Default for BrokerConfig {
             broker_cluster_name: "DefaultCluster".into(),
             broker_name: "broker-a".into(),
             broker_id: 0,
-            broker_ip1: "127.0.0.1".into(),
+            broker_ip1: super::local_address::default_broker_ip(),
             broker_ip2: None,
             namesrv_addr: std::env::var("NAMESRV_ADDR")
                 .map(|v| split_addrs(&v))
@@ -196,7 +203,6 @@ impl Default for BrokerConfig {
             broker_permission: 6,
             message_delay_level: "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
                 .into(),
-            wait_time_mills_in_send_queue: 200,
             long_polling_enable: true,
             lite_pull_message_enable: true,
             timer_wheel_enable: true,
@@ -261,64 +267,6 @@ fn boolean(key: &str, value: &str) -> Result<bool, LoadError> {
     }
 }
 
-/// RocketMQ keys that are valid in a broker.properties file but have no effect here
-/// (this broker's design makes them moot, or the feature is not built yet).
-const ACCEPTED_NOT_USED: &[&str] = &[
-    "storePathCommitLog",
-    "storePathConsumeQueue",
-    "storePathIndex",
-    "storeCheckpoint",
-    "abortFile",
-    "flushConsumeQueueLeastPages",
-    "flushCommitLogThoroughInterval",
-    "flushConsumeQueueThoroughInterval",
-    "flushIntervalConsumeQueue",
-    "destroyMapedFileIntervalForcibly",
-    "redeleteHangedFileInterval",
-    "checkTransactionMessageEnable",
-    "sendMessageThreadPoolNums",
-    "pullMessageThreadPoolNums",
-    "queryMessageThreadPoolNums",
-    "adminBrokerThreadPoolNums",
-    "clientManageThreadPoolNums",
-    "consumerManageThreadPoolNums",
-    "useReentrantLockWhenPutMessage",
-    "transientStorePoolEnable",
-    "transientStorePoolSize",
-    "warmMapedFileEnable",
-    "offsetCheckInSlave",
-    "fetchNamesrvAddrByAddressServer",
-    "rocketmqHome",
-    "serverWorkerThreads",
-    "serverSelectorThreads",
-    "serverCallbackExecutorThreads",
-    "serverSocketSndBufSize",
-    "serverSocketRcvBufSize",
-    "serverPooledByteBufAllocatorEnable",
-    "useEpollNativeSelector",
-    "brokerTopicEnable",
-    "clusterTopicEnable",
-    "traceTopicEnable",
-    "msgTraceTopicName",
-    "filterServerNums",
-    "osPageCacheBusyTimeOutMills",
-    "maxTransferBytesOnMessageInMemory",
-    "maxTransferCountOnMessageInMemory",
-    "maxTransferBytesOnMessageInDisk",
-    "maxTransferCountOnMessageInDisk",
-    "accessMessageInMemoryMaxRatio",
-    "messageIndexEnable",
-    "maxHashSlotNum",
-    "maxIndexNum",
-    "deleteCommitLogFilesInterval",
-    "deleteConsumeQueueFilesInterval",
-    "sendThreadPoolQueueCapacity",
-    "pullThreadPoolQueueCapacity",
-    "registerBrokerTimeoutMills",
-    "forceRegister",
-    "compressedRegister",
-];
-
 impl BrokerConfig {
     /// Builds a config from key/value pairs over the defaults. Bad values are errors;
     /// unknown and unsupported keys are returned so the caller can report them.
@@ -329,15 +277,35 @@ impl BrokerConfig {
         let mut issues = Vec::new();
         let mut ha_port_set = false;
         let mut fast_port_set = false;
+        let mut store_paths = Vec::new();
         for (key, value) in pairs {
             match key.as_str() {
                 "haListenPort" => ha_port_set = true,
                 "fastListenPort" => fast_port_set = true,
                 _ => {}
             }
+            // Checked once storePathRootDir is known, wherever it is in the file.
+            if let Some(part) = store_paths::part(&key) {
+                store_paths.push((key, value, part));
+                continue;
+            }
             if let Some(issue) = cfg.set(&key, &value)? {
                 issues.push(issue);
             }
+        }
+        for (key, value, part) in store_paths {
+            store_paths::check(&key, &value, &cfg.store_path_root_dir)?;
+            issues.push(ConfigIssue::Moot {
+                reason: format!(
+                    "it is Apache's default place under storePathRootDir; this broker keeps that \
+                     part of each shard's store in {}",
+                    cfg.store_path_root_dir
+                        .join("shard-<N>")
+                        .join(part)
+                        .display()
+                ),
+                key,
+            });
         }
         if !ha_port_set {
             cfg.ha_listen_port = cfg.listen_port.saturating_add(1);
@@ -356,6 +324,12 @@ impl BrokerConfig {
     /// Applies one key. `Ok(Some(issue))` for keys that were not applied.
     pub fn set(&mut self, key: &str, value: &str) -> Result<Option<ConfigIssue>, LoadError> {
         let v = value.trim();
+        if let Some(reason) = moot_reason(key) {
+            return Ok(Some(ConfigIssue::Moot {
+                key: key.to_owned(),
+                reason: reason.to_owned(),
+            }));
+        }
         match key {
             "brokerClusterName" => self.broker_cluster_name = v.to_owned(),
             "brokerName" => self.broker_name = v.to_owned(),
@@ -403,7 +377,27 @@ impl BrokerConfig {
             "defaultTopicQueueNums" => self.default_topic_queue_nums = num(key, v)?,
             "brokerPermission" => self.broker_permission = num(key, v)?,
             "messageDelayLevel" => self.message_delay_level = v.to_owned(),
-            "waitTimeMillsInSendQueue" => self.wait_time_mills_in_send_queue = num(key, v)?,
+            "enableDLegerCommitLog" => {
+                if boolean(key, v)? {
+                    return Err(bad(
+                        key,
+                        v,
+                        "the DLedger CommitLog is not built; run master/slave pairs instead \
+                         (brokerRole = SYNC_MASTER or ASYNC_MASTER with a SLAVE of the same \
+                         brokerName); automatic failover (controller mode) is not built yet either",
+                    ));
+                }
+            }
+            "enableControllerMode" => {
+                if boolean(key, v)? {
+                    return Err(bad(
+                        key,
+                        v,
+                        "controller mode (automatic failover) is not built yet; run master/slave \
+                         pairs (brokerRole = SYNC_MASTER or ASYNC_MASTER with a SLAVE)",
+                    ));
+                }
+            }
             "longPollingEnable" => self.long_polling_enable = boolean(key, v)?,
             "litePullMessageEnable" => self.lite_pull_message_enable = boolean(key, v)?,
             "timerWheelEnable" => self.timer_wheel_enable = boolean(key, v)?,
@@ -446,7 +440,7 @@ impl BrokerConfig {
             "spinBeforeParkMicros" => self.spin_before_park_micros = num(key, v)?,
             "metricsPort" => self.metrics_port = num(key, v)?,
             "logLevel" => self.log_level = v.to_owned(),
-            _ if ACCEPTED_NOT_USED.contains(&key) => {
+            _ if ACCEPTED_NOT_USED.contains(&key) || store_paths::part(key).is_some() => {
                 return Ok(Some(ConfigIssue::NotSupported(key.to_owned())))
             }
             _ => return Ok(Some(ConfigIssue::Unknown(key.to_owned()))),
@@ -532,7 +526,7 @@ mod tests {
     fn reference_broker_a_properties_apply() {
         let text = "brokerClusterName=rocketmq-cluster\nbrokerName=broker-a\nbrokerId=0\n\
             namesrvAddr=ns1:9876;ns2:9876\nlistenPort=10921\nmapedFileSizeCommitLog=1073741824\n\
-            storeCheckpoint=/x/checkpoint\nbrokerRole=SYNC_MASTER\nflushDiskType=SYNC_FLUSH\nbogusKey=1\n";
+            storePathRootDir=/x\nstoreCheckpoint=/x/checkpoint\nbrokerRole=SYNC_MASTER\nflushDiskType=SYNC_FLUSH\nbogusKey=1\n";
         let (cfg, issues) =
             BrokerConfig::from_pairs(crate::config::parse_properties(text)).unwrap();
         assert_eq!(cfg.broker_cluster_name, "rocketmq-cluster");
@@ -544,10 +538,70 @@ mod tests {
         assert_eq!(
             issues,
             vec![
-                ConfigIssue::NotSupported("storeCheckpoint".into()),
-                ConfigIssue::Unknown("bogusKey".into())
+                ConfigIssue::Unknown("bogusKey".into()),
+                ConfigIssue::Moot {
+                    key: "storeCheckpoint".into(),
+                    reason: "it is Apache's default place under storePathRootDir; this broker \
+                             keeps that part of each shard's store in /x/shard-<N>/checkpoint"
+                        .into()
+                },
             ]
         );
+    }
+
+    #[test]
+    fn store_paths_elsewhere_than_apaches_defaults_are_refused() {
+        // The key may come before storePathRootDir.
+        let ok = pairs(&[
+            ("storePathIndex", "/d/index"),
+            ("storePathRootDir", "/d"),
+            ("storePathConsumeQueue", "/d/consumequeue"),
+        ]);
+        let (_, issues) = BrokerConfig::from_pairs(ok).unwrap();
+        assert_eq!(issues.len(), 2, "{issues:?}");
+        let err = BrokerConfig::from_pairs(pairs(&[
+            ("storePathRootDir", "/d"),
+            ("storePathCommitLog", "/nvme/commitlog"),
+        ]))
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("storePathCommitLog"), "{err}");
+        assert!(err.contains("/d/shard-<N>/commitlog"), "{err}");
+        // Not a key UPDATE_BROKER_CONFIG may change.
+        let mut cfg = BrokerConfig::default();
+        assert_eq!(
+            cfg.set("storePathIndex", "/d/index").unwrap(),
+            Some(ConfigIssue::NotSupported("storePathIndex".into()))
+        );
+    }
+
+    #[test]
+    fn dledger_and_controller_mode_are_refused_with_the_way_out() {
+        let err = BrokerConfig::from_pairs(pairs(&[("enableDLegerCommitLog", "true")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("enableDLegerCommitLog"), "{err}");
+        assert!(err.contains("master/slave"), "{err}");
+        assert!(err.contains("controller mode"), "{err}");
+        assert!(BrokerConfig::from_pairs(pairs(&[("enableControllerMode", "true")])).is_err());
+        let (_, issues) = BrokerConfig::from_pairs(pairs(&[
+            ("enableDLegerCommitLog", "false"),
+            ("enableControllerMode", "false"),
+        ]))
+        .unwrap();
+        assert!(issues.is_empty(), "{issues:?}");
+    }
+
+    #[test]
+    fn wait_time_in_send_queue_is_reported_with_its_reason() {
+        let (_, issues) =
+            BrokerConfig::from_pairs(pairs(&[("waitTimeMillsInSendQueue", "500")])).unwrap();
+        let [ConfigIssue::Moot { key, reason }] = issues.as_slice() else {
+            panic!("{issues:?}");
+        };
+        assert_eq!(key, "waitTimeMillsInSendQueue");
+        assert!(reason.contains("SYSTEM_BUSY"), "{reason}");
+        assert!(issues[0].to_string().contains("accepted but not used"));
     }
 
     #[test]

@@ -5,9 +5,12 @@ mod error;
 mod file;
 mod keys;
 pub mod live;
+mod local_address;
+mod not_used;
 pub mod overlay;
 mod render;
 mod shard_brokers;
+mod store_paths;
 
 pub use error::LoadError;
 pub use file::{parse_properties, parse_toml};

@@ -84,10 +84,6 @@ impl BrokerConfig {
             ),
             ("brokerPermission", self.broker_permission.to_string()),
             ("messageDelayLevel", self.message_delay_level.clone()),
-            (
-                "waitTimeMillsInSendQueue",
-                self.wait_time_mills_in_send_queue.to_string(),
-            ),
             ("longPollingEnable", self.long_polling_enable.to_string()),
             (
                 "litePullMessageEnable",

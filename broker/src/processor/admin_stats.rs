@@ -22,6 +22,7 @@ use protocol::{request_code, RemotingCommand};
 
 use super::reply::{error, header_error, ok};
 use crate::config::BrokerRole;
+use crate::feature::broker_stats;
 use crate::shard::mesh::{join_all, MeshError};
 use crate::shard::Shard;
 
@@ -232,7 +233,8 @@ fn blank(field: &str) -> RemotingCommand {
     )
 }
 
-/// GET_TOPIC_STATS_INFO: min/max offset and last store time of every queue of a topic.
+/// GET_TOPIC_STATS_INFO: min/max offset and last store time of every queue of a topic, and its put
+/// rate over the last minute.
 pub async fn topic_stats(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {
     let header = match GetTopicStatsInfoRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
@@ -266,6 +268,7 @@ pub async fn topic_stats(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCo
             Err(e) => return error(rc::SYSTEM_ERROR, e),
         }
     }
+    table.topic_put_tps = broker_stats::topic_put_tps(shard, topic).await;
     ok().with_body(table.to_json())
 }
 
@@ -312,7 +315,8 @@ async fn consume_stats_topics(
     Ok(topics)
 }
 
-/// GET_CONSUME_STATS: per queue the broker's max offset and the group's committed offset.
+/// GET_CONSUME_STATS: per queue the broker's max offset and the group's committed offset, and the
+/// group's pull rate over the last minute.
 pub async fn consume_stats(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {
     let header = match GetConsumeStatsRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
@@ -326,8 +330,10 @@ pub async fn consume_stats(shard: &Rc<Shard>, req: &RemotingCommand) -> Remoting
         Ok(t) => t,
         Err(e) => return error(rc::SYSTEM_ERROR, e),
     };
-    // Consume TPS is not tracked per group: reported as 0.
-    let mut stats = ConsumeStats::default();
+    let mut stats = ConsumeStats {
+        consume_tps: broker_stats::group_consume_tps(shard, group, &topics).await,
+        ..ConsumeStats::default()
+    };
     for topic in &topics {
         let Some(tc) = topic_config(shard, topic) else {
             continue;

@@ -42,6 +42,9 @@ pub fn updated_config(
             Ok(Some(ConfigIssue::NotSupported(k))) => {
                 return Err(format!("`{k}` is a RocketMQ key this broker does not use"))
             }
+            Ok(Some(ConfigIssue::Moot { key, reason })) => {
+                return Err(format!("`{key}` is not used by this broker: {reason}"))
+            }
             Err(e) => return Err(e.to_string()),
         }
     }

@@ -13,7 +13,7 @@ use protocol::response_code as rc;
 use protocol::{request_code, RemotingCommand};
 
 use super::{header_error, ok};
-use crate::feature::broker_stats::{self, local::GROUP_GET_NUMS};
+use crate::feature::broker_stats;
 use crate::shard::Shard;
 
 /// One group's stats over every topic it has offsets for; `None` when it has none.
@@ -41,15 +41,7 @@ async fn group_stats(shard: &Rc<Shard>, group: &str, only_order: bool) -> Option
         .keys()
         .map(|mq| mq.topic.clone())
         .collect();
-    let mut tps = 0.0;
-    for topic in topics {
-        if let Some(w) =
-            broker_stats::item_windows(shard, GROUP_GET_NUMS, &format!("{topic}@{group}")).await
-        {
-            tps += w.minute.tps();
-        }
-    }
-    stats.consume_tps = tps;
+    stats.consume_tps = broker_stats::group_consume_tps(shard, group, &topics).await;
     Some(stats)
 }
 

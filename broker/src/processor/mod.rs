@@ -12,6 +12,7 @@ pub(crate) mod broker_consume_stats;
 pub(crate) mod broker_stats_data;
 pub(crate) mod check_client_config;
 pub(crate) mod client_manage;
+pub(crate) mod consumer_calls;
 pub(crate) mod consumer_offset;
 pub(crate) mod end_transaction;
 pub(crate) mod group_settings;
@@ -150,6 +151,13 @@ pub async fn process(shard: &Rc<Shard>, req: RemotingCommand, conn: ConnRef) -> 
             admin_stats::reset_offset(shard, &req, conn.shard).await
         }
         code::GET_CONSUMER_CONNECTION_LIST => admin_stats::consumer_connection_list(shard, &req),
+        code::GET_CONSUMER_RUNNING_INFO => consumer_calls::running_info(shard, &req).await,
+        code::INVOKE_BROKER_TO_GET_CONSUMER_STATUS => {
+            consumer_calls::consumer_status(shard, &req).await
+        }
+        code::CONSUME_MESSAGE_DIRECTLY => {
+            consumer_calls::consume_directly(shard, &req, conn.shard).await
+        }
         code::GET_BROKER_CONFIG => broker_config::get(shard),
         code::UPDATE_BROKER_CONFIG => broker_config::update(shard, &req).await,
         code::DELETE_SUBSCRIPTIONGROUP => subscription_group_admin::delete(shard, &req).await,

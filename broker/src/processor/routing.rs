@@ -44,6 +44,9 @@ pub fn runs_on(request_code: i32) -> RunsOn {
         | code::UNLOCK_BATCH_MQ
         | code::INVOKE_BROKER_TO_RESET_OFFSET
         | code::GET_CONSUMER_CONNECTION_LIST
+        | code::GET_CONSUMER_RUNNING_INFO
+        | code::CONSUME_MESSAGE_DIRECTLY
+        | code::INVOKE_BROKER_TO_GET_CONSUMER_STATUS
         | code::GET_PRODUCER_CONNECTION_LIST
         | code::UPDATE_BROKER_CONFIG
         | code::DELETE_SUBSCRIPTIONGROUP
@@ -71,6 +74,8 @@ mod tests {
         assert_eq!(runs_on(code::SEND_REPLY_MESSAGE_V2), RunsOn::Receiver);
         assert_eq!(runs_on(code::END_TRANSACTION), RunsOn::HalfQueueOwner);
         assert_eq!(runs_on(code::HEART_BEAT), RunsOn::Control);
+        // The client registry, which knows the consumer's connection, is the control shard's.
+        assert_eq!(runs_on(code::GET_CONSUMER_RUNNING_INFO), RunsOn::Control);
         assert_eq!(runs_on(code::CHECK_CLIENT_CONFIG), RunsOn::Receiver);
         // The check-back request is the broker's own, never taken from a client.
         assert_eq!(runs_on(code::CHECK_TRANSACTION_STATE), RunsOn::Receiver);

@@ -53,6 +53,19 @@ pub fn register_body(cfg: &BrokerConfig, mut wrapper: TopicConfigSerializeWrappe
     protocol::body::to_json(&RegisterBrokerBody::new(wrapper, Vec::new()))
 }
 
+/// The topics shard-broker `own` registers: all of them but those named after the other brokers of
+/// this process (each one's own-name topic routes to it alone).
+pub fn own_topics(
+    wrapper: &TopicConfigSerializeWrapper,
+    own: &str,
+    brokers: &[(usize, ShardBroker)],
+) -> TopicConfigSerializeWrapper {
+    let mut mine = wrapper.clone();
+    mine.topic_config_table
+        .retain(|topic, _| topic == own || !brokers.iter().any(|(_, b)| &b.broker_name == topic));
+    mine
+}
+
 impl Registrar {
     async fn client(&self, addr: &str) -> Result<Client, String> {
         let existing = self.clients.borrow().get(addr).cloned();
@@ -104,9 +117,11 @@ impl Registrar {
         if cfg.namesrv_addr.is_empty() {
             return 0;
         }
-        let body = bytes::Bytes::from(register_body(cfg, wrapper));
+        let brokers = Self::brokers(cfg, shards);
         let mut requests = Vec::new();
-        for (shard, broker) in Self::brokers(cfg, shards) {
+        for (shard, broker) in &brokers {
+            let (shard, own) = (*shard, &broker.broker_name);
+            let body = bytes::Bytes::from(register_body(cfg, own_topics(&wrapper, own, &brokers)));
             let header = RegisterBrokerRequestHeader {
                 broker_name: broker.broker_name.clone(),
                 broker_addr: broker.broker_addr.clone(),
@@ -120,7 +135,7 @@ impl Registrar {
             };
             let cmd = RemotingCommand::request(request_code::REGISTER_BROKER)
                 .with_ext_fields(header.to_ext_fields())
-                .with_body(body.clone());
+                .with_body(body);
             requests.push((shard, cmd));
         }
         let mut refused: Vec<&String> = Vec::new();
@@ -207,6 +222,24 @@ impl Registrar {
 mod tests {
     use super::*;
     use protocol::body::TopicConfig;
+
+    #[test]
+    fn a_shard_broker_registers_its_own_name_topic_only() {
+        let cfg = BrokerConfig {
+            shard_count: 3,
+            ..BrokerConfig::default()
+        };
+        let brokers = Registrar::brokers(&cfg, 3);
+        let mut wrapper = TopicConfigSerializeWrapper::default();
+        for t in ["T", "broker-a", "broker-a-0", "broker-a-1", "broker-a-2"] {
+            wrapper
+                .topic_config_table
+                .insert(t.into(), TopicConfig::new(t, 1));
+        }
+        let mine = own_topics(&wrapper, "broker-a-1", &brokers);
+        let names: Vec<&String> = mine.topic_config_table.keys().collect();
+        assert_eq!(names, ["T", "broker-a", "broker-a-1"]);
+    }
 
     #[test]
     fn body_masks_perm_with_broker_permission() {

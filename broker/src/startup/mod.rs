@@ -111,7 +111,7 @@ pub fn run(cfg: BrokerConfig) -> Result<(), BrokerError> {
 
     let topics_path = root.join("config").join("topics.json");
     let mut topics = TopicTable::load(&topics_path)?;
-    if topics.add_system_topics(&cfg) {
+    if topics.add_system_topics(&cfg, shards) {
         crate::state::persist::write_atomic(&topics_path, &topics.to_json())
             .map_err(|e| BrokerError::io(topics_path.display(), e))?;
     }

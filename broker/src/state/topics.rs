@@ -136,7 +136,7 @@ impl TopicTable {
 
     /// Adds the system topics RocketMQ's broker creates at start (keeping any stored config of them,
     /// except TBW102 whose presence follows `autoCreateTopicEnable`). True when the table changed.
-    pub fn add_system_topics(&mut self, cfg: &BrokerConfig) -> bool {
+    pub fn add_system_topics(&mut self, cfg: &BrokerConfig, shards: usize) -> bool {
         let before = self.topics.clone();
         let rw = perm::READ | perm::WRITE;
         let mut add = |name: &str, queues: i32, perm: i32| {
@@ -150,6 +150,15 @@ impl TopicTable {
         add(SELF_TEST_TOPIC, 1, rw);
         add(&cfg.broker_cluster_name, 16, perm::INHERIT | rw);
         add(&cfg.broker_name, 1, perm::INHERIT | rw);
+        // Each shard-broker has the topic of its own name, as every Apache broker does (clusterRT
+        // sends to it); registration gives it to that shard-broker alone.
+        if cfg.shards_are_brokers(shards) {
+            for shard in 0..shards {
+                if let Some(broker) = cfg.shard_broker(shard, shards) {
+                    add(&broker.broker_name, 1, perm::INHERIT | rw);
+                }
+            }
+        }
         add(OFFSET_MOVED_EVENT, 1, rw);
         add(SCHEDULE_TOPIC, SCHEDULE_TOPIC_QUEUE_NUM, rw);
         add(TRANS_HALF_TOPIC, 1, rw);
@@ -197,7 +206,7 @@ mod tests {
         let path = dir.path().join("topics.json");
         let cfg = BrokerConfig::default();
         let mut table = TopicTable::load(&path).unwrap();
-        assert!(table.add_system_topics(&cfg));
+        assert!(table.add_system_topics(&cfg, 1));
         let tbw = table.get(DEFAULT_TOPIC).unwrap();
         assert_eq!((tbw.perm, tbw.write_queue_nums), (7, 4));
         assert_eq!(table.get(SCHEDULE_TOPIC).unwrap().read_queue_nums, 18);
@@ -210,7 +219,7 @@ mod tests {
             (1, 1, 6)
         );
         assert!(
-            !table.add_system_topics(&cfg),
+            !table.add_system_topics(&cfg, 1),
             "adding again changes nothing"
         );
         table.upsert(TopicConfig::new("T1", 8));
@@ -220,8 +229,13 @@ mod tests {
         let mut no_auto = cfg.clone();
         no_auto.auto_create_topic_enable = false;
         let mut t2 = loaded.clone();
-        assert!(t2.add_system_topics(&no_auto));
+        assert!(t2.add_system_topics(&no_auto, 1));
         assert!(t2.get(DEFAULT_TOPIC).is_none());
+        assert!(t2.get("broker-a-1").is_none());
+        // Shard-brokers: a topic of each one's name.
+        assert!(t2.add_system_topics(&no_auto, 2));
+        assert_eq!(t2.get("broker-a-1").unwrap().write_queue_nums, 1);
+        assert!(t2.get("broker-a-0").is_some());
         assert!(t2.remove("T1") && !t2.remove("T1"));
     }
 }

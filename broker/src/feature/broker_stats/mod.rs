@@ -29,6 +29,32 @@ pub async fn item_windows(shard: &Rc<Shard>, name: &str, key: &str) -> Option<It
         .reduce(ItemWindows::merge)
 }
 
+/// Messages per second sent to `topic` over the last minute on this shard's broker
+/// (Apache's `tpsTopicPutNums`, GET_TOPIC_STATS_INFO's `topicPutTps`).
+pub async fn topic_put_tps(shard: &Rc<Shard>, topic: &str) -> f64 {
+    item_windows(shard, local::TOPIC_PUT_NUMS, topic)
+        .await
+        .map_or(0.0, |w| w.minute.tps())
+}
+
+/// Messages per second `group` pulled from `topics` over the last minute on this shard's broker,
+/// summed over the topics (Apache's `tpsGroupGetNums`, GET_CONSUME_STATS's `consumeTps`).
+pub async fn group_consume_tps<'a>(
+    shard: &Rc<Shard>,
+    group: &str,
+    topics: impl IntoIterator<Item = &'a String>,
+) -> f64 {
+    let mut tps = 0.0;
+    for topic in topics {
+        if let Some(w) =
+            item_windows(shard, local::GROUP_GET_NUMS, &format!("{topic}@{group}")).await
+        {
+            tps += w.minute.tps();
+        }
+    }
+    tps
+}
+
 /// The slowest send on any shard of the broker a client reached through shard `receiver`, in ms.
 pub async fn put_time_max_ms(shard: &Rc<Shard>, receiver: usize) -> u64 {
     join_all(
