@@ -31,6 +31,7 @@ WORK=$(mktemp -d /tmp/ab.XXXXXX)
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 trap 'stop_pair; rm -rf "$WORK"' EXIT
+require_disk_room "$WORK"
 
 # start BIN_DIR SIDE_CONFIG: a name server and a broker with a fresh store; sets NS (address).
 start() { start_pair "$1" "flushDiskType = \"$FLUSH\"

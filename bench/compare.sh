@@ -62,7 +62,7 @@ TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 BASE_PORT=${BASE_PORT:-$((20000 + RANDOM % 40000))}
 SIZE=1024
 # shellcheck source=bench/lib.sh
-. "$ROOT/bench/lib.sh"   # cpu_ticks, cpu_us_per_msg
+. "$ROOT/bench/lib.sh"   # cpu_ticks, cpu_us_per_msg, require_disk_room
 
 mkdir -p "$OUT"
 RESULTS="$OUT/results.tsv"   # peer  scenario  repeat  json-file  cpu-us-per-msg
@@ -110,6 +110,7 @@ if [ $((QUEUES % OUR_SHARDS)) != 0 ] && [[ " $PEERS " == *" ours "* ]]; then
     note "QUEUES=$QUEUES is not a multiple of OUR_SHARDS=$OUR_SHARDS: ours (direct) gets $(((QUEUES + OUR_SHARDS - 1) / OUR_SHARDS)) per shard-broker"
 fi
 # ---------------------------------------------------------------- raw disk limits (same filesystem as the stores)
+require_disk_room "$OUT"
 DISK_DIR="$OUT/disk"
 mkdir -p "$DISK_DIR"
 log "raw disk: O_DIRECT sequential write of ${DISK_MB} MiB, then 4 KiB write+fdatasync latency"

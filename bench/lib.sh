@@ -78,3 +78,15 @@ msgs = s.get("produce", {}).get("ok_incl_warmup") or s.get("consume", {}).get("m
 print("%.2f" % (ticks * 1e6 / hz / msgs) if msgs else "-")
 PY
 }
+
+# require_disk_room DIR MAX_PERCENT: refuses to go on when the file system of DIR is fuller than
+# MAX_PERCENT [75]. Our broker turns read-only above diskMaxUsedSpaceRatio (Apache's limit is 90%),
+# and a run that crosses it mid-way measures refusals, not throughput.
+require_disk_room() {
+    local used
+    used=$(df --output=pcent "$1" | tail -1 | tr -dc 0-9)
+    if [ "$used" -gt "${2:-75}" ]; then
+        echo "the file system of $1 is ${used}% full (limit ${2:-75}%): free space first" >&2
+        return 1
+    fi
+}
