@@ -275,7 +275,10 @@ fn each_shard_brokers_timer_progress_is_its_own_across_a_sigkill() {
         assert_eq!(deliveries(&c0).await.len(), 6, "shard-broker 0's timers");
         // Let shard 0's progress be persisted (every 500 ms).
         glommio::timer::sleep(Duration::from_millis(1500)).await;
-        assert!(deliveries(&c1).await.is_empty(), "shard-broker 1's still pending");
+        assert!(
+            deliveries(&c1).await.is_empty(),
+            "shard-broker 1's still pending"
+        );
     });
     broker.kill9();
     broker.restart();
@@ -288,7 +291,10 @@ fn each_shard_brokers_timer_progress_is_its_own_across_a_sigkill() {
         let d = deliveries(&c1).await;
         assert_eq!(d.len(), 6, "every timer of shard-broker 1 delivered: {d:?}");
         for (key, times) in &d {
-            assert!(times.iter().all(|t| *t >= due[key]), "{key} delivered early");
+            assert!(
+                times.iter().all(|t| *t >= due[key]),
+                "{key} delivered early"
+            );
         }
     });
 }

@@ -8,9 +8,8 @@ use std::future::Future;
 use std::rc::Rc;
 
 use protocol::body::{
-    offset_table_key, split_offset_table_key, Connection, ConsumeStats, ConsumerConnection,
-    MessageQueue, OffsetWrapper, ResetOffsetBody, ResetOffsetBodyForC, TopicConfig, TopicOffset,
-    TopicStatsTable,
+    offset_table_key, split_offset_table_key, ConsumeStats, ConsumerConnection, MessageQueue,
+    OffsetWrapper, ResetOffsetBody, ResetOffsetBodyForC, TopicConfig, TopicOffset, TopicStatsTable,
 };
 use protocol::header::{
     CommandHeader, GetConsumeStatsRequestHeader, GetConsumerConnectionListRequestHeader,
@@ -25,6 +24,7 @@ use crate::config::BrokerRole;
 use crate::feature::broker_stats;
 use crate::shard::mesh::{join_all, MeshError};
 use crate::shard::Shard;
+use crate::state::clients::ConsumerClient;
 
 /// Where a reset moves one queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -553,16 +553,7 @@ pub fn consumer_connection_list(shard: &Shard, req: &RemotingCommand) -> Remotin
     let body = ConsumerConnection {
         connection_set: members
             .into_iter()
-            .map(|c| Connection {
-                client_addr: c.conn.peer.to_string(),
-                client_id: c.client_id,
-                language: if c.language.is_empty() {
-                    LanguageCode::Java.name().to_owned()
-                } else {
-                    c.language
-                },
-                version: c.version,
-            })
+            .map(ConsumerClient::into_connection)
             .collect(),
         consume_from_where: info.consume_from_where.name().to_owned(),
         consume_type: info.consume_type.name().to_owned(),

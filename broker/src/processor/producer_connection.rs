@@ -1,14 +1,14 @@
 //! GET_PRODUCER_CONNECTION_LIST (204, on shard 0): the clients of a producer group as their
 //! heartbeats registered them (`mqadmin producerConnection`).
 
-use protocol::body::{Connection, ProducerConnection};
+use protocol::body::ProducerConnection;
 use protocol::header::{CommandHeader, GetProducerConnectionListRequestHeader};
-use protocol::language::LanguageCode;
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
 use super::{error, header_error, ok};
 use crate::shard::Shard;
+use crate::state::clients::ConsumerClient;
 
 pub fn handle(shard: &Shard, req: &RemotingCommand) -> RemotingCommand {
     let header = match GetProducerConnectionListRequestHeader::from_ext_fields(&req.ext_fields) {
@@ -34,16 +34,7 @@ pub fn handle(shard: &Shard, req: &RemotingCommand) -> RemotingCommand {
     let body = ProducerConnection {
         connection_set: clients
             .into_iter()
-            .map(|c| Connection {
-                client_addr: c.conn.peer.to_string(),
-                client_id: c.client_id,
-                language: if c.language.is_empty() {
-                    LanguageCode::Java.name().to_owned()
-                } else {
-                    c.language
-                },
-                version: c.version,
-            })
+            .map(ConsumerClient::into_connection)
             .collect(),
     };
     ok().with_body(protocol::body::to_json(&body))

@@ -44,6 +44,23 @@ pub struct ConsumerClient {
     pub version: i32,
 }
 
+impl ConsumerClient {
+    /// The client as GET_CONSUMER_CONNECTION_LIST and GET_PRODUCER_CONNECTION_LIST list it (a client
+    /// whose heartbeat did not say its language is listed as JAVA, as Apache does).
+    pub fn into_connection(self) -> protocol::body::Connection {
+        protocol::body::Connection {
+            client_addr: self.conn.peer.to_string(),
+            client_id: self.client_id,
+            language: if self.language.is_empty() {
+                protocol::language::LanguageCode::Java.name().to_owned()
+            } else {
+                self.language
+            },
+            version: self.version,
+        }
+    }
+}
+
 /// What a consumer registration changed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ConsumerChange {
