@@ -49,7 +49,8 @@ pub fn start_namesrv_in_process() -> SocketAddr {
                 let ns = Rc::new(namesrv::NameServer::new(namesrv::NamesrvConfig {
                     listen: addr,
                     ..namesrv::NamesrvConfig::default()
-                }));
+                })
+                .expect("name server"));
                 namesrv::serve(listener, ns, std::future::pending()).await;
             })
             .expect("namesrv executor")
