@@ -46,11 +46,13 @@ pub fn start_namesrv_in_process() -> SocketAddr {
         glommio::LocalExecutorBuilder::default()
             .spawn(move || async move {
                 let listener = namesrv::bind(addr).expect("namesrv binds");
-                let ns = Rc::new(namesrv::NameServer::new(namesrv::NamesrvConfig {
-                    listen: addr,
-                    ..namesrv::NamesrvConfig::default()
-                })
-                .expect("name server"));
+                let ns = Rc::new(
+                    namesrv::NameServer::new(namesrv::NamesrvConfig {
+                        listen: addr,
+                        ..namesrv::NamesrvConfig::default()
+                    })
+                    .expect("name server"),
+                );
                 namesrv::serve(listener, ns, std::future::pending()).await;
             })
             .expect("namesrv executor")
