@@ -135,8 +135,16 @@ fn apache_mqadmin_reads_and_changes_our_cluster() {
         let line = line_with(&out, &["TestCluster", &name]).expect(&out);
         let f = fields(line);
         assert_eq!(f.get(2), Some(&"0"), "InTotalYest: {line}");
-        assert_eq!(f.get(4), Some(&total.to_string().as_str()), "InTotalToday: {line}");
-        assert_eq!(f.get(5), Some(&pulled.to_string().as_str()), "OutTotalToday: {line}");
+        assert_eq!(
+            f.get(4),
+            Some(&total.to_string().as_str()),
+            "InTotalToday: {line}"
+        );
+        assert_eq!(
+            f.get(5),
+            Some(&pulled.to_string().as_str()),
+            "OutTotalToday: {line}"
+        );
 
         // brokerStatus: Apache's keys with our figures.
         let out = admin.run(&["brokerStatus", "-b", &addr]);
