@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs what the tests need from Debian's packages on the test machine: iproute2 (network
-# namespaces and veth links) and nftables (packet loss in those namespaces). Idempotent; without
+# namespaces and veth links), nftables (packet loss in those namespaces) and faketime (libfaketime,
+# which steps one process's wall clock). Idempotent; without
 # root or apt it says so and leaves the tests that need them to skip with the reason.
 set -euo pipefail
 
 missing=()
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v nft >/dev/null 2>&1 || missing+=(nftables)
+ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || missing+=(faketime)
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi

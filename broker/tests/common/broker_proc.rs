@@ -66,9 +66,16 @@ pub struct BrokerBuilder {
     store_root: Option<PathBuf>,
     config_file: Option<(String, ConfigText)>,
     netns: Option<(String, Ipv4Addr)>,
+    envs: Vec<(String, String)>,
 }
 
 impl BrokerBuilder {
+    /// An environment variable of the broker process (e.g. an `LD_PRELOAD` that fakes its clock).
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.envs.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
     /// Runs the broker in network namespace `name` (made by the test), where it has address `ip`
     /// (its `brokerIP1`; the test reaches it there).
     pub fn netns(mut self, name: &str, ip: Ipv4Addr) -> Self {
@@ -130,6 +137,7 @@ impl BrokerBuilder {
             port,
             ip,
             netns,
+            envs: self.envs,
             dir,
             config,
             bin: self.bin,
@@ -147,6 +155,7 @@ pub struct Broker {
     /// The address it is reached at: loopback, or its address in its network namespace.
     pub ip: Ipv4Addr,
     netns: Option<String>,
+    envs: Vec<(String, String)>,
     /// The temp dir: config, `broker.log`, and the store unless it was put elsewhere.
     pub dir: PathBuf,
     pub config: PathBuf,
@@ -163,6 +172,7 @@ impl Broker {
             store_root: None,
             config_file: None,
             netns: None,
+            envs: Vec::new(),
         }
     }
 
@@ -206,6 +216,7 @@ impl Broker {
             .arg("--config")
             .arg(&self.config)
             .env("RUST_LOG", "info")
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::from(log.try_clone().expect("log fd")))
             .stderr(Stdio::from(log))
             .spawn()
