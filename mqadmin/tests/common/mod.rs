@@ -91,6 +91,9 @@ pub fn layout_brokers(layout: &str) -> Vec<(&'static str, bool)> {
 /// A cluster brought up by deploy/local-cluster.sh; `down` on drop.
 pub struct LocalCluster {
     pub layout: String,
+    /// local-cluster.sh's SHARD_ROUTING: `forward` (each broker one name) or `direct` (each shard
+    /// a broker `<name>-<N>` on port + 4N).
+    pub routing: &'static str,
     pub port_base: u16,
     pub dir: tempfile::TempDir,
     bin_dir: PathBuf,
@@ -131,18 +134,23 @@ impl LocalCluster {
             .env("PORT_BASE", self.port_base.to_string())
             .env("BIN_DIR", &self.bin_dir)
             .env("SHARDS", "2")
-            // The checks name each group of the layout as one broker (`broker-a`); shard-brokers
-            // (the default mode) are covered by broker/tests/shard_brokers.rs and the interop suite.
-            .env("SHARD_ROUTING", "forward")
+            .env("SHARD_ROUTING", self.routing)
             .env("SEGMENT_BYTES", "16777216")
             .env("START_TIMEOUT", "120")
             .env("RUST_LOG", "info");
         run_with_timeout(cmd, limit)
     }
 
+    /// The layout with each broker as one name (`broker-a`), shards forwarding to each other.
     pub fn up(layout: &str) -> LocalCluster {
+        Self::up_with_routing(layout, "forward")
+    }
+
+    /// The layout with `SHARD_ROUTING=routing`.
+    pub fn up_with_routing(layout: &str, routing: &'static str) -> LocalCluster {
         let cluster = LocalCluster {
             layout: layout.to_owned(),
+            routing,
             port_base: Self::free_port_base(layout_brokers(layout).len()),
             dir: tempfile::tempdir().expect("temp dir"),
             bin_dir: bin_dir(),
