@@ -134,6 +134,16 @@ impl Admin {
         Ok(masters)
     }
 
+    /// Master addresses of one cluster (or of every cluster).
+    pub async fn master_addrs(&self, cluster: Option<&str>) -> Result<Vec<String>, ClientError> {
+        Ok(self
+            .masters(cluster)
+            .await?
+            .into_iter()
+            .map(|(_, a)| a)
+            .collect())
+    }
+
     /// Every address (masters and slaves) of one cluster, as (broker name, broker id, address).
     pub async fn cluster_brokers(
         &self,
@@ -180,12 +190,7 @@ impl Admin {
     ) -> Result<Vec<String>, ClientError> {
         match (broker, cluster) {
             (Some(b), _) => Ok(vec![b.to_owned()]),
-            (None, Some(c)) => Ok(self
-                .masters(Some(c))
-                .await?
-                .into_iter()
-                .map(|(_, a)| a)
-                .collect()),
+            (None, Some(c)) => self.master_addrs(Some(c)).await,
             (None, None) => Err(ClientError::Invalid(
                 "give -b brokerAddr or -c clusterName".into(),
             )),

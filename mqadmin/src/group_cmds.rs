@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 use crate::admin::{held_queues, Admin};
 use crate::shared_args::{Namesrv, Target};
 use crate::stats_cmds::{connections, topic_masters};
-use crate::table::{Report, Table};
+use crate::table::{cell, Report, Table};
 use crate::version::version_desc;
 
 /// Dead-letter topics are named after their group: `%DLQ%group`.
@@ -228,12 +228,7 @@ async fn producer_connection(
 async fn asked_brokers(admin: &Admin, broker: Option<&str>) -> Result<Vec<String>, ClientError> {
     match broker {
         Some(b) => Ok(vec![b.trim().to_owned()]),
-        None => Ok(admin
-            .masters(None)
-            .await?
-            .into_iter()
-            .map(|(_, a)| a)
-            .collect()),
+        None => admin.master_addrs(None).await,
     }
 }
 
@@ -287,11 +282,7 @@ async fn consumer_connection(
 
 /// ConsumerRunningInfo as RocketMQ's `formatString` prints it.
 fn format_running_info(info: &Value) -> Vec<String> {
-    let text = |v: Option<&Value>| match v {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
-    };
+    let text = cell;
     let number = |v: &Value, k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(0.0);
     let mut out = vec!["#Consumer Properties#".to_owned()];
     if let Some(props) = info.get("properties").and_then(Value::as_object) {

@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use crate::admin::Admin;
 use crate::shared_args::Namesrv;
 use crate::stats_cmds::format_utc_ms;
-use crate::table::{Report, Table};
+use crate::table::{cell, Report, Table};
 
 /// The consumer group RocketMQ's tools pull with (a system group every broker has).
 pub const TOOLS_CONSUMER: &str = "TOOLS_CONSUMER";
@@ -39,6 +39,20 @@ fn decode_all(mut body: &[u8]) -> Result<Vec<Value>, ClientError> {
         body = rest;
     }
     Ok(out)
+}
+
+/// A message's properties as Java prints a map: `{KEYS=k, TAGS=t}`.
+pub fn properties_text(m: &Value) -> String {
+    let pairs: Vec<String> = m
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| {
+            p.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    format!("{{{}}}", pairs.join(", "))
 }
 
 /// A stored message as the JSON every message command prints.
@@ -84,11 +98,7 @@ fn message_table(messages: &[Value]) -> Table {
         "Body",
     ]);
     for m in messages {
-        let s = |k: &str| match m.get(k) {
-            Some(Value::String(s)) => s.clone(),
-            Some(other) => other.to_string(),
-            None => String::new(),
-        };
+        let s = |k: &str| cell(m.get(k));
         let mut body = s("body");
         if body.chars().count() > 60 {
             body = body.chars().take(57).collect::<String>() + "...";
@@ -311,26 +321,13 @@ pub async fn query_by_unique_key(
 /// One message as RocketMQ's queryMsgById / queryMsgByUniqueKey print it (`Name:` padded to 20),
 /// with the body itself where RocketMQ prints the path of a file it wrote the body to.
 fn message_lines(m: &Value) -> Vec<String> {
-    let s = |k: &str| match m.get(k) {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
-    };
+    let s = |k: &str| cell(m.get(k));
     let time = |k: &str| {
         m.get(k)
             .and_then(Value::as_i64)
             .map(format_utc_ms)
             .unwrap_or_default()
     };
-    let props: Vec<String> = m
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|p| {
-            p.iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-                .collect()
-        })
-        .unwrap_or_default();
     [
         ("Topic:", s("topic")),
         ("Tags:", format!("[{}]", s("tags"))),
@@ -344,7 +341,7 @@ fn message_lines(m: &Value) -> Vec<String> {
         ("Born Host:", s("bornHost")),
         ("Store Host:", s("storeHost")),
         ("System Flag:", s("sysFlag")),
-        ("Properties:", format!("{{{}}}", props.join(", "))),
+        ("Properties:", properties_text(m)),
         ("Message Body:", s("body")),
     ]
     .into_iter()

@@ -110,12 +110,9 @@ pub async fn run(command: NamesrvCommand, timeout: Duration) -> Result<Report, C
                 value: args.value.trim().to_owned(),
             };
             let cmd = request(request_code::PUT_KV_CONFIG, header.to_ext_fields());
-            let admin = Admin::new(&args.ns.namesrv, timeout)?;
-            every_namesrv(&admin, &cmd).await?;
-            Ok(Report::lines(
-                vec!["create or update kv config to namespace success.".into()],
-                json!({"namespace": header.namespace, "key": header.key, "value": header.value}),
-            ))
+            every_namesrv(&Admin::new(&args.ns.namesrv, timeout)?, &cmd).await?;
+            let done = "create or update kv config to namespace success.";
+            Ok(Report::lines(vec![done.into()], header_json(&header)))
         }
         NamesrvCommand::DeleteKvConfig(args) => {
             let header = KvConfigKeyRequestHeader {
@@ -123,12 +120,9 @@ pub async fn run(command: NamesrvCommand, timeout: Duration) -> Result<Report, C
                 key: args.key.trim().to_owned(),
             };
             let cmd = request(request_code::DELETE_KV_CONFIG, header.to_ext_fields());
-            let admin = Admin::new(&args.ns.namesrv, timeout)?;
-            every_namesrv(&admin, &cmd).await?;
-            Ok(Report::lines(
-                vec!["delete kv config from namespace success.".into()],
-                json!({"namespace": header.namespace, "key": header.key}),
-            ))
+            every_namesrv(&Admin::new(&args.ns.namesrv, timeout)?, &cmd).await?;
+            let done = "delete kv config from namespace success.";
+            Ok(Report::lines(vec![done.into()], header_json(&header)))
         }
         NamesrvCommand::GetNamesrvConfig(args) => {
             let admin = Admin::new(&args.ns.namesrv, timeout)?;
@@ -170,6 +164,17 @@ pub async fn run(command: NamesrvCommand, timeout: Duration) -> Result<Report, C
             ))
         }
     }
+}
+
+/// A request header's fields, as `--json` prints what was set.
+fn header_json(header: &impl CommandHeader) -> Value {
+    let fields = header.to_ext_fields();
+    Value::Object(
+        fields
+            .iter()
+            .map(|(k, v)| (k.to_owned(), Value::String(v.to_owned())))
+            .collect(),
+    )
 }
 
 /// Sends `cmd` to every name server; the first failure is the command's error.

@@ -13,10 +13,10 @@ use client::{
 use serde_json::{json, Value};
 
 use crate::admin::Admin;
-use crate::shared_args::Namesrv;
 use crate::consumer_cmds::parse_timestamp;
-use crate::message_cmds::{message_json, TOOLS_CONSUMER};
-use crate::table::{Report, Table};
+use crate::message_cmds::{message_json, properties_text, TOOLS_CONSUMER};
+use crate::shared_args::Namesrv;
+use crate::table::{cell, Report, Table};
 
 #[derive(Debug, Subcommand)]
 pub enum SendConsumeCommand {
@@ -207,20 +207,7 @@ fn queue_text(q: &MessageQueue) -> String {
 
 /// One message as RocketMQ's printMsg / consumeMessage print it: `MSGID: id MessageExt [...] BODY: b`.
 fn message_line(m: &Value, broker_name: &str, print_body: bool) -> String {
-    let s = |k: &str| match m.get(k) {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
-    };
-    let props: Vec<String> = m
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|p| {
-            p.iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-                .collect()
-        })
-        .unwrap_or_default();
+    let s = |k: &str| cell(m.get(k));
     let body = if print_body {
         s("body")
     } else {
@@ -230,7 +217,7 @@ fn message_line(m: &Value, broker_name: &str, print_body: bool) -> String {
         "MSGID: {} MessageExt [brokerName={broker_name}, queueId={}, storeSize={}, queueOffset={}, \
          sysFlag={}, bornTimestamp={}, bornHost=/{}, storeTimestamp={}, storeHost=/{}, msgId={}, \
          commitLogOffset={}, bodyCRC={}, reconsumeTimes={}, preparedTransactionOffset={}, \
-         toString()=Message{{topic='{}', flag={}, properties={{{}}}, transactionId='null'}}] BODY: {body}",
+         toString()=Message{{topic='{}', flag={}, properties={}, transactionId='null'}}] BODY: {body}",
         s("msgId"),
         s("queueId"),
         s("storeSize"),
@@ -247,7 +234,7 @@ fn message_line(m: &Value, broker_name: &str, print_body: bool) -> String {
         s("preparedTransactionOffset"),
         s("topic"),
         s("flag"),
-        props.join(", "),
+        properties_text(m),
     )
 }
 

@@ -156,12 +156,7 @@ async fn queue_holders(
     admin: &Admin,
     group: &str,
 ) -> Result<BTreeMap<MessageQueue, String>, ClientError> {
-    let addrs: Vec<String> = admin
-        .masters(None)
-        .await?
-        .into_iter()
-        .map(|(_, a)| a)
-        .collect();
+    let addrs = admin.master_addrs(None).await?;
     let mut holders = BTreeMap::new();
     let Some((via, cc)) = connections(admin, &addrs, group).await? else {
         return Ok(holders);
@@ -302,12 +297,7 @@ pub async fn group_progress(admin: &Admin) -> Result<Report, ClientError> {
         .collect();
     groups.sort();
     groups.dedup();
-    let addrs: Vec<String> = admin
-        .masters(None)
-        .await?
-        .into_iter()
-        .map(|(_, a)| a)
-        .collect();
+    let addrs = admin.master_addrs(None).await?;
     let mut table = Table::new(&[
         "Group",
         "Count",

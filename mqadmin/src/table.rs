@@ -54,6 +54,15 @@ impl Table {
     }
 }
 
+/// A JSON value as a cell or a printed field: strings as they are, absent or null as nothing.
+pub fn cell(value: Option<&Value>) -> String {
+    match value {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
 /// A command's result: the table for people and the JSON value for scripts.
 #[derive(Debug, Clone)]
 pub struct Report {

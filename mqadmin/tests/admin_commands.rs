@@ -18,9 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use client::pull::{PullOptions, PullStatus};
-use client::{BrokerConnections, NameServer, PullConsumer};
-use common::LocalCluster;
+use common::{commit_offsets, pull_to_end, run_local, LocalCluster};
 use protocol::body::{ConsumerData, HeartbeatData, ProducerData, SubscriptionData};
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::{Client, ServerRequestHandler};
@@ -35,13 +33,6 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// What the online client answers GET_CONSUMER_RUNNING_INFO with (a Java client's
 /// ConsumerRunningInfo, trimmed): it holds broker-a-0's queue 0.
 const RUNNING_INFO: &str = r#"{"mqTable":{{"brokerName":"broker-a-0","queueId":0,"topic":"AdminTopic"}:{"commitOffset":2}},"properties":{"PROP_CLIENT_VERSION":"V4_9_4","PROP_CONSUME_TYPE":"CONSUME_PASSIVELY"},"statusTable":{"AdminTopic":{"pullRT":1.5,"pullTPS":2.0,"consumeRT":0.0,"consumeOKTPS":0.0,"consumeFailedTPS":0.0,"consumeFailedMsgs":0}},"subscriptionSet":[{"classFilterMode":false,"codeSet":[],"expressionType":"TAG","subString":"*","subVersion":1700000000000,"tagsSet":[],"topic":"AdminTopic"}]}"#;
-
-fn run_local<T>(fut: impl std::future::Future<Output = T>) -> T {
-    glommio::LocalExecutorBuilder::default()
-        .make()
-        .expect("executor")
-        .run(fut)
-}
 
 /// Answers the broker's GET_CONSUMER_RUNNING_INFO with RUNNING_INFO; takes other pushes silently.
 struct RunningInfoAnswer;
@@ -113,30 +104,15 @@ impl Drop for OnlineClient {
 }
 
 /// Pulls every queue of TOPIC to its end as GROUP (the broker counts the messages got) and commits
-/// `commit(broker name, queue id, end)` for each queue; returns the messages pulled.
-fn pull_and_commit(namesrv: &str, commit: impl Fn(&str, i32, i64) -> i64) -> i64 {
-    run_local(async {
-        let ns = NameServer::from_list(namesrv, TIMEOUT).unwrap();
-        let consumer = PullConsumer::new(GROUP, ns, BrokerConnections::new(1, TIMEOUT), TIMEOUT);
-        let mut pulled = 0;
-        for queue in consumer.queues(TOPIC).await.unwrap() {
-            let mut offset = 0;
-            loop {
-                let result = consumer
-                    .pull(&queue, offset, &PullOptions::default())
-                    .await
-                    .unwrap();
-                if result.status != PullStatus::Found {
-                    break;
-                }
-                pulled += result.records().count() as i64;
-                offset = result.next_begin_offset;
-            }
-            let to = commit(&queue.broker_name, queue.queue_id, offset);
-            consumer.commit_offset(&queue, to, false).await.unwrap();
-        }
-        pulled
-    })
+/// `commit(broker name, end)` for each queue; returns the messages pulled.
+fn pull_and_commit(namesrv: &str, commit: impl Fn(&str, i64) -> i64) -> usize {
+    let pulled = pull_to_end(namesrv, GROUP, TOPIC);
+    let offsets: Vec<(client::MessageQueue, i64)> = pulled
+        .iter()
+        .map(|(q, end, _)| (q.clone(), commit(&q.broker_name, *end)))
+        .collect();
+    commit_offsets(namesrv, GROUP, &offsets);
+    pulled.iter().map(|(_, _, bodies)| bodies.len()).sum()
 }
 
 /// GET_KV_CONFIG on one name server: the value, or None when the key is absent.
@@ -450,7 +426,7 @@ fn admin_commands_against_shard_brokers() {
     // GROUP pulls everything, commits all of broker-a-0 and nothing of broker-a-1 (backlog 1).
     let pulled = pull_and_commit(
         &ns,
-        |broker, _, end| {
+        |broker, end| {
             if broker == "broker-a-0" {
                 end
             } else {

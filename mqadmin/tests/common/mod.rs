@@ -1,5 +1,6 @@
 //! Test harness: a cluster started by `deploy/local-cluster.sh` in a temp dir on free loopback ports
-//! (stopped on drop), the `mqadmin` binary run with a hard timeout, and a plain HTTP GET.
+//! (stopped on drop), the `mqadmin` binary run with a hard timeout, a client pulling and committing
+//! a topic, and a plain HTTP GET.
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
@@ -246,4 +247,67 @@ pub fn metric_sum(text: &str, name: &str, labels: &[&str]) -> f64 {
         .filter(|l| labels.iter().all(|f| l.contains(f)))
         .filter_map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse::<f64>().ok()))
         .sum()
+}
+
+/// Runs `fut` on a glommio executor of its own on this thread.
+pub fn run_local<T>(fut: impl std::future::Future<Output = T>) -> T {
+    glommio::LocalExecutorBuilder::default()
+        .make()
+        .expect("executor")
+        .run(fut)
+}
+
+fn pull_consumer(namesrv: &str, group: &str) -> client::PullConsumer {
+    let timeout = Duration::from_secs(10);
+    let ns = client::NameServer::from_list(namesrv, timeout).expect("name server list");
+    client::PullConsumer::new(
+        group,
+        ns,
+        client::BrokerConnections::new(1, timeout),
+        timeout,
+    )
+}
+
+/// Pulls every queue of `topic` as `group` from offset 0 to its end: each queue with the offset
+/// after its last message and the bodies found.
+pub fn pull_to_end(
+    namesrv: &str,
+    group: &str,
+    topic: &str,
+) -> Vec<(client::MessageQueue, i64, Vec<String>)> {
+    run_local(async {
+        let consumer = pull_consumer(namesrv, group);
+        let mut out = Vec::new();
+        for queue in consumer.queues(topic).await.expect("topic route") {
+            let (mut offset, mut bodies) = (0, Vec::new());
+            loop {
+                let result = consumer
+                    .pull(&queue, offset, &client::pull::PullOptions::default())
+                    .await
+                    .expect("pull");
+                if result.status != client::PullStatus::Found {
+                    break;
+                }
+                for record in result.records() {
+                    bodies.push(String::from_utf8_lossy(record.expect("record").body).into_owned());
+                }
+                offset = result.next_begin_offset;
+            }
+            out.push((queue, offset, bodies));
+        }
+        out
+    })
+}
+
+/// Commits `group`'s offset of each queue.
+pub fn commit_offsets(namesrv: &str, group: &str, offsets: &[(client::MessageQueue, i64)]) {
+    run_local(async {
+        let consumer = pull_consumer(namesrv, group);
+        for (queue, offset) in offsets {
+            consumer
+                .commit_offset(queue, *offset, false)
+                .await
+                .expect("commit");
+        }
+    })
 }
