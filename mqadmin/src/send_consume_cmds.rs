@@ -178,7 +178,17 @@ async fn send_message(args: SendMessageArgs, timeout: Duration) -> Result<Report
             };
             producer.send_to_queue(&msg, &queue).await?
         }
-        _ => producer.send(&msg).await?,
+        _ => {
+            // Each run is a new producer: as the Java client's random first index, start anywhere
+            // so that repeated runs spread over the queues.
+            let route = producer.route(topic).await?;
+            let start = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos() as usize)
+                ^ std::process::id() as usize;
+            let queue = route.select_write_queue(start)?.clone();
+            producer.send_to_queue(&msg, &queue).await?
+        }
     };
     let mut table = Table::new(&["Broker Name", "QID", "Send Result", "MsgId"]);
     table.row(vec![
