@@ -270,9 +270,7 @@ async fn consumer_connection(
     )
     .with_footer(String::new())
     .with_footer("Below is subscription:".into());
-    for line in subs.render().lines() {
-        report = report.with_footer(line.to_owned());
-    }
+    report = report.with_footers(subs.render().lines().map(str::to_owned));
     Ok(report
         .with_footer(String::new())
         .with_footer(format!("ConsumeType: {}", cc.consume_type))
@@ -414,9 +412,7 @@ async fn consumer_status(admin: &Admin, args: &ConsumerStatusArgs) -> Result<Rep
         table,
         json!({"group": group, "clients": infos, "failed": failed}),
     );
-    for f in &failed {
-        report = report.with_footer(format!("no running info from {f}"));
-    }
+    report = report.with_footers(failed.iter().map(|f| format!("no running info from {f}")));
     if !infos.is_empty() {
         let mut subs = infos.values().map(subscriptions);
         let first = subs.next().unwrap_or_default();
@@ -445,9 +441,7 @@ async fn consumer_status(admin: &Admin, args: &ConsumerStatusArgs) -> Result<Rep
             report = report
                 .with_footer(String::new())
                 .with_footer(format!("============{client_id}============"));
-            for line in format_running_info(info) {
-                report = report.with_footer(line);
-            }
+            report = report.with_footers(format_running_info(info));
         }
     }
     Ok(report)

@@ -95,6 +95,11 @@ impl Report {
         self
     }
 
+    pub fn with_footers(mut self, lines: impl IntoIterator<Item = String>) -> Report {
+        self.footer.extend(lines);
+        self
+    }
+
     pub fn render(&self, json: bool) -> String {
         if json {
             let mut text =
