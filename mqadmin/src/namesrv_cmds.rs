@@ -109,20 +109,30 @@ pub async fn run(command: NamesrvCommand, timeout: Duration) -> Result<Report, C
                 key: args.key.trim().to_owned(),
                 value: args.value.trim().to_owned(),
             };
-            let cmd = request(request_code::PUT_KV_CONFIG, header.to_ext_fields());
-            every_namesrv(&Admin::new(&args.ns.namesrv, timeout)?, &cmd).await?;
             let done = "create or update kv config to namespace success.";
-            Ok(Report::lines(vec![done.into()], header_json(&header)))
+            kv_change(
+                &args.ns,
+                timeout,
+                request_code::PUT_KV_CONFIG,
+                &header,
+                done,
+            )
+            .await
         }
         NamesrvCommand::DeleteKvConfig(args) => {
             let header = KvConfigKeyRequestHeader {
                 namespace: args.namespace.trim().to_owned(),
                 key: args.key.trim().to_owned(),
             };
-            let cmd = request(request_code::DELETE_KV_CONFIG, header.to_ext_fields());
-            every_namesrv(&Admin::new(&args.ns.namesrv, timeout)?, &cmd).await?;
             let done = "delete kv config from namespace success.";
-            Ok(Report::lines(vec![done.into()], header_json(&header)))
+            kv_change(
+                &args.ns,
+                timeout,
+                request_code::DELETE_KV_CONFIG,
+                &header,
+                done,
+            )
+            .await
         }
         NamesrvCommand::GetNamesrvConfig(args) => {
             let admin = Admin::new(&args.ns.namesrv, timeout)?;
@@ -166,15 +176,24 @@ pub async fn run(command: NamesrvCommand, timeout: Duration) -> Result<Report, C
     }
 }
 
-/// A request header's fields, as `--json` prints what was set.
-fn header_json(header: &impl CommandHeader) -> Value {
+/// A KV config change (`code` with `header`) on every name server; `done` is the line printed,
+/// the header's fields the JSON.
+async fn kv_change(
+    ns: &Namesrv,
+    timeout: Duration,
+    code: i32,
+    header: &impl CommandHeader,
+    done: &str,
+) -> Result<Report, ClientError> {
     let fields = header.to_ext_fields();
-    Value::Object(
+    let json = Value::Object(
         fields
             .iter()
             .map(|(k, v)| (k.to_owned(), Value::String(v.to_owned())))
             .collect(),
-    )
+    );
+    every_namesrv(&Admin::new(&ns.namesrv, timeout)?, &request(code, fields)).await?;
+    Ok(Report::lines(vec![done.to_owned()], json))
 }
 
 /// Sends `cmd` to every name server; the first failure is the command's error.
