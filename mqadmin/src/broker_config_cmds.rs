@@ -66,17 +66,7 @@ pub async fn run(command: BrokerConfigCommand, timeout: Duration) -> Result<Repo
     }
 }
 
-/// Java properties text (`key=value` or `key: value` lines, `#`/`!` comments), in its order.
-pub fn parse_properties(text: &str) -> Vec<(String, String)> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('!'))
-        .filter_map(|l| {
-            let (k, v) = l.split_once(['=', ':'])?;
-            Some((k.trim().to_owned(), v.trim().to_owned()))
-        })
-        .collect()
-}
+pub use protocol::properties_text::parse as parse_properties;
 
 /// The lines RocketMQ's tools print for a config: a `============title============` line, then
 /// `key<padded to 50>=  value` lines sorted by key, then a blank line.

@@ -22,16 +22,9 @@ pub struct StoredSettings {
     pub order_message_enable: Option<bool>,
 }
 
-/// Parses Java properties text: `key=value` (or `key: value`) lines, `#`/`!` comments.
+/// The properties as a map (a later duplicate wins).
 fn parse_properties(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('!'))
-        .filter_map(|l| {
-            let (k, v) = l.split_once(['=', ':'])?;
-            Some((k.trim().to_owned(), v.trim().to_owned()))
-        })
-        .collect()
+    protocol::properties_text::parse(text).into_iter().collect()
 }
 
 fn parse_bool(key: &str, value: &str) -> Result<bool, String> {
