@@ -221,7 +221,7 @@ pub async fn consumer_progress(
 }
 
 /// GET_CONSUMER_CONNECTION_LIST of `group` from the first master that knows it online.
-async fn connections(
+pub async fn connections(
     admin: &Admin,
     addrs: &[String],
     group: &str,
