@@ -245,7 +245,7 @@ function drawChart(canvas, series, unit) {
   for (let i = 0; i <= 4; i++) {
     const y = (h - padB) * (1 - i / 4) + 0.5;
     ctx.beginPath(); ctx.moveTo(padL, y); ctx.lineTo(w, y); ctx.stroke();
-    ctx.fillText((max * i / 4).toFixed(max < 10 ? 2 : 0), 2, Math.max(10, y + 4));
+    ctx.fillText((max * i / 4).toFixed(max < 10 ? 2 : max < 100 ? 1 : 0), 2, Math.max(10, y + 4));
   }
   ctx.fillText(unit, padL + 4, h - 4);
   for (const s of series) {
@@ -271,7 +271,7 @@ function dashboardPage() {
   const charts = [
     { id: 'send-tps', title: 'Send TPS (messages put / s)', unit: 'msg/s', series: [{ name: 'put', color: '#2a9d8f' }] },
     { id: 'consume-tps', title: 'Consume TPS (messages pulled / s)', unit: 'msg/s', series: [{ name: 'pull', color: '#e76f51' }] },
-    { id: 'put-latency', title: 'Put latency (ms)', unit: 'ms', series: [{ name: 'avg', color: '#264653' }, { name: 'p99', color: '#f4a261' }] },
+    { id: 'put-latency', title: 'Put latency (ms; p99 as its histogram bucket bound)', unit: 'ms', series: [{ name: 'avg', color: '#264653' }, { name: 'p99 \u2264', color: '#f4a261' }] },
   ];
   main.innerHTML = `<h2>Live charts</h2><p class="muted">From the brokers' Prometheus endpoints, every 2 s
     (<span id="endpoints"></span>).</p><div class="charts">` + charts.map(c => `<div class="chart">
