@@ -120,6 +120,7 @@ pub async fn serve(cli: Cli) -> std::io::Result<()> {
             "disabled"
         }
     );
+    remoting::sd_notify::notify_ready("console serving");
     let console = Rc::new(Console::new(cli));
     http::serve(listener, move |req| handle(console.clone(), req)).await;
     Ok(())
