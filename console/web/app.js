@@ -240,7 +240,7 @@ function drawChart(canvas, series, unit) {
   const ctx = canvas.getContext('2d');
   const w = canvas.width, h = canvas.height, padL = 48, padB = 18;
   ctx.clearRect(0, 0, w, h);
-  const max = Math.max(1, ...series.flatMap(s => s.points));
+  const max = Math.max(1, ...series.flatMap(s => s.points)) * 1.1;
   ctx.strokeStyle = '#d8dee6'; ctx.fillStyle = '#6b7785'; ctx.font = '11px sans-serif';
   for (let i = 0; i <= 4; i++) {
     const y = (h - padB) * (1 - i / 4) + 0.5;
