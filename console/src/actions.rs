@@ -204,13 +204,15 @@ async fn write_perm(admin: &Admin, body: &Value, write: bool) -> Result<Value, C
         .into_iter()
         .filter(|r| r.process == process)
         .collect();
-    let master = rows
-        .iter()
-        .find(|r| r.broker_id == 0)
-        .ok_or_else(|| ClientError::Invalid(format!("no master of broker {process} is registered")))?;
+    let master = rows.iter().find(|r| r.broker_id == 0).ok_or_else(|| {
+        ClientError::Invalid(format!("no master of broker {process} is registered"))
+    })?;
     let perm = if write { "6" } else { "4" };
-    let cmd = request(request_code::UPDATE_BROKER_CONFIG, protocol::ExtFields::new())
-        .with_body(format!("brokerPermission={perm}\n").into_bytes());
+    let cmd = request(
+        request_code::UPDATE_BROKER_CONFIG,
+        protocol::ExtFields::new(),
+    )
+    .with_body(format!("brokerPermission={perm}\n").into_bytes());
     admin.call(&master.addr, cmd).await?;
     let mut names: Vec<&str> = rows.iter().map(|r| r.broker_name.as_str()).collect();
     names.sort_unstable();

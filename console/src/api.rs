@@ -148,7 +148,9 @@ pub async fn get(console: &Console, req: &Request) -> Result<Value, ClientError>
         "/api/groups" => Ok(stats_cmds::group_progress(&admin).await?.json),
         "/api/group" => {
             let group = req.param("group").ok_or_else(|| missing("group"))?;
-            let progress = stats_cmds::consumer_progress(&admin, group, None).await?.json;
+            let progress = stats_cmds::consumer_progress(&admin, group, None)
+                .await?
+                .json;
             let masters: Vec<String> = admin
                 .masters(None)
                 .await?
@@ -170,7 +172,9 @@ pub async fn get(console: &Console, req: &Request) -> Result<Value, ClientError>
         "/api/message/key" => {
             let topic = req.param("topic").ok_or_else(|| missing("topic"))?;
             let key = req.param("key").ok_or_else(|| missing("key"))?;
-            Ok(message_cmds::query_by_key(&admin, topic, key, 32).await?.json)
+            Ok(message_cmds::query_by_key(&admin, topic, key, 32)
+                .await?
+                .json)
         }
         "/api/metrics" => metrics_json(&admin).await,
         other => Err(ClientError::Invalid(format!("no such API: {other}"))),

@@ -27,7 +27,11 @@ pub struct Cli {
     pub secret_key: Option<String>,
     /// Offer admin actions (create topic, reset offsets, drain a broker) to operators who log in with
     /// an ACL account; without it the console is read-only
-    #[arg(long = "enableAdmin", env = "CONSOLE_ENABLE_ADMIN", default_value_t = false)]
+    #[arg(
+        long = "enableAdmin",
+        env = "CONSOLE_ENABLE_ADMIN",
+        default_value_t = false
+    )]
     pub enable_admin: bool,
     /// Timeout of each request to a name server or broker, in milliseconds
     #[arg(long = "timeout-ms", default_value_t = 5000)]

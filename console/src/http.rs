@@ -286,7 +286,9 @@ pub async fn get(addr: &str, path: &str, timeout: Duration) -> Result<String, St
     fetch
         .or(async {
             glommio::timer::sleep(timeout).await;
-            Err(format!("GET http://{addr}{path}: no answer within {timeout:?}"))
+            Err(format!(
+                "GET http://{addr}{path}: no answer within {timeout:?}"
+            ))
         })
         .await
 }

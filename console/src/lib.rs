@@ -69,7 +69,9 @@ impl Console {
 pub fn error_response(e: &ClientError) -> Response {
     let status = match e {
         ClientError::Invalid(_) => 400,
-        ClientError::Response { code, .. } if *code == protocol::response_code::NO_PERMISSION => 403,
+        ClientError::Response { code, .. } if *code == protocol::response_code::NO_PERMISSION => {
+            403
+        }
         _ => 502,
     };
     Response::json(status, &json!({ "error": e.to_string() }))

@@ -54,7 +54,14 @@ pub fn summary(text: &str) -> Value {
     let buckets: Vec<Value> = buckets(text, latency)
         .into_iter()
         .map(|(le, count)| {
-            json!([if le.is_finite() { json!(le) } else { json!("+Inf") }, count])
+            json!([
+                if le.is_finite() {
+                    json!(le)
+                } else {
+                    json!("+Inf")
+                },
+                count
+            ])
         })
         .collect();
     json!({

@@ -179,7 +179,10 @@ async fn wait_route(ns: &NameServer, topic: &str, brokers: usize) {
                 return;
             }
         }
-        assert!(start.elapsed() < Duration::from_secs(40), "no route for {topic}");
+        assert!(
+            start.elapsed() < Duration::from_secs(40),
+            "no route for {topic}"
+        );
         glommio::timer::sleep(Duration::from_millis(200)).await;
     }
 }
@@ -395,7 +398,10 @@ fn console_pages_in_chromium() {
                 {
                     return;
                 }
-                assert!(start.elapsed() < Duration::from_secs(40), "brokers did not register");
+                assert!(
+                    start.elapsed() < Duration::from_secs(40),
+                    "brokers did not register"
+                );
                 glommio::timer::sleep(Duration::from_millis(200)).await;
             }
         }
@@ -417,8 +423,18 @@ fn console_pages_in_chromium() {
     spawn(
         &mut procs,
         Command::new(env!("CARGO_BIN_EXE_console"))
-            .args(["-n", &namesrv, "--listen", &format!("127.0.0.1:{console_port}")])
-            .args(["--accessKey", &reader.access_key, "--secretKey", &reader.secret_key])
+            .args([
+                "-n",
+                &namesrv,
+                "--listen",
+                &format!("127.0.0.1:{console_port}"),
+            ])
+            .args([
+                "--accessKey",
+                &reader.access_key,
+                "--secretKey",
+                &reader.secret_key,
+            ])
             .arg("--enableAdmin"),
         &dir.join("console.log"),
     );
@@ -490,7 +506,10 @@ fn console_pages_in_chromium() {
             .with_credentials(Some(admin_creds()));
         let (_, addr) = admin.masters(None).await.unwrap().remove(0);
         let config = console::api::broker_config(&admin, &addr).await.unwrap();
-        assert_eq!(config.get("brokerPermission").map(String::as_str), Some("6"));
+        assert_eq!(
+            config.get("brokerPermission").map(String::as_str),
+            Some("6")
+        );
     });
     let shots: Vec<_> = std::fs::read_dir(&out)
         .unwrap()

@@ -31,7 +31,9 @@ fn verify(root: &Path, unit: &str) -> (bool, String) {
 #[test]
 fn console_unit_installs_and_verifies() {
     if !Path::new("/usr/bin/systemd-analyze").exists() {
-        eprintln!("SKIPPED: /usr/bin/systemd-analyze is not installed, the unit cannot be verified");
+        eprintln!(
+            "SKIPPED: /usr/bin/systemd-analyze is not installed, the unit cannot be verified"
+        );
         return;
     }
     let root = tempfile::tempdir().unwrap();
@@ -76,8 +78,12 @@ fn console_unit_installs_and_verifies() {
     let unit =
         std::fs::read_to_string(root.path().join("etc/systemd/system/console.service")).unwrap();
     std::fs::write(
-        root.path().join("etc/systemd/system/broken-console.service"),
-        unit.replace("/usr/local/bin/rocketmq-console", "/usr/local/bin/no-such-console"),
+        root.path()
+            .join("etc/systemd/system/broken-console.service"),
+        unit.replace(
+            "/usr/local/bin/rocketmq-console",
+            "/usr/local/bin/no-such-console",
+        ),
     )
     .unwrap();
     let (ok, text) = verify(root.path(), "broken-console.service");

@@ -127,9 +127,9 @@ async function topicsPage() {
     <h3>Create or update a topic</h3>${adminNote()}
     <form id="create-topic" class="inline"><input name="topic" placeholder="topic">
       <input name="clusterName" placeholder="cluster (all)">
-      <input name="writeQueueNums" value="8" size="3" title="write queues">
-      <input name="readQueueNums" value="8" size="3" title="read queues">
-      <input name="perm" value="6" size="2" title="perm">
+      <label>write queues <input name="writeQueueNums" value="8" size="3"></label>
+      <label>read queues <input name="readQueueNums" value="8" size="3"></label>
+      <label>perm <input name="perm" value="6" size="2" title="2 write, 4 read, 6 read+write"></label>
       <button>Create / update</button></form><div id="action-result"></div>`;
   document.getElementById('topic-filter').oninput = render;
   document.getElementById('show-system').onchange = render;

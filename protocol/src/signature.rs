@@ -4,10 +4,10 @@
 //! `_UNIQUE_KEY_QUERY` (QUERY_MESSAGE) after signing, so for them it is left out, as RocketMQ 5's
 //! broker does; later clients sign it.
 
-use base64::Engine;
-use hmac::{Hmac, KeyInit, Mac};
 use crate::command::mq_version;
 use crate::RemotingCommand;
+use base64::Engine;
+use hmac::{Hmac, KeyInit, Mac};
 use sha1::Sha1;
 
 /// The extField that carries the signature.

@@ -1,6 +1,6 @@
 //! Request signatures: RocketMQ's AclUtils rule lives in `protocol::signature`, shared with the
 //! clients that sign (the console, `client::acl`).
 
-pub use protocol::signature::{signed_content, verify, ACCESS_KEY, SIGNATURE};
 #[cfg(test)]
 pub use protocol::signature::sign;
+pub use protocol::signature::{signed_content, verify, ACCESS_KEY, SIGNATURE};
