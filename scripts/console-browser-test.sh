@@ -20,6 +20,10 @@ echo "== npm ci in console/tests/browser ($(node --version), $(/usr/bin/chromium
 (cd console/tests/browser && npm ci --no-audit --no-fund --loglevel=error)
 
 echo "== console browser test (real name server + broker, headless Chromium)"
-# The broker and name server binaries, with the workspace's features (no rebuild after test-all's cargo test).
-cargo build --workspace --bins
+# The broker and name server binaries the test starts: test-all's `cargo test --workspace` has just
+# built them; alone, build them when missing (after a change: `cargo build -p broker -p namesrv`).
+bin_dir=${CARGO_TARGET_DIR:-target}/debug
+if [ ! -x "$bin_dir/broker" ] || [ ! -x "$bin_dir/namesrv" ]; then
+  cargo build -p broker -p namesrv
+fi
 timeout 600 cargo test -p console --test browser -- --ignored --nocapture
