@@ -5,4 +5,5 @@
 
 pub mod acked;
 pub mod loopfs;
+pub mod netns;
 pub mod proxy;
