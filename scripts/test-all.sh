@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test of the project: unit and integration tests of the workspace, then the interop tests
+# Runs every test of the project: unit and integration tests of the workspace, the web console in
+# Debian's Chromium (scripts/console-browser-test.sh installs it), then the interop tests
 # with real RocketMQ clients written by other people (installed here, into tests/interop/; the Java
 # client's JDK comes from the shared kit's setup.sh, which tests/interop/setup.sh runs).
 set -euo pipefail
@@ -25,6 +26,8 @@ TEST_SHARD_ROUTING=forward cargo test -p broker --no-fail-fast --test send_pull 
     --test request_reply --test sql_filter --test delay_retry --test restart --test clients_admin
 
 scripts/fuzz-ci.sh
+
+scripts/console-browser-test.sh
 
 echo "== interop tests with real clients"
 tests/interop/setup.sh

@@ -2,8 +2,10 @@
 //! them) and brokers by address, with one-call helpers for the requests mqadmin sends.
 
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::time::Duration;
 
+use client::acl::{AclRpcHook, Credentials};
 use client::request::{expect_success, request};
 use client::{ClientError, NameServer};
 use protocol::body::{
@@ -19,6 +21,8 @@ pub struct Admin {
     pub namesrv_addrs: Vec<SocketAddr>,
     pub namesrv: NameServer,
     pub timeout: Duration,
+    /// Signs every request to brokers and name servers when set (brokers with plain ACL on).
+    pub credentials: Option<Credentials>,
 }
 
 impl Admin {
@@ -28,12 +32,30 @@ impl Admin {
             namesrv: NameServer::new(addrs.clone(), timeout),
             namesrv_addrs: addrs,
             timeout,
+            credentials: None,
         })
+    }
+
+    /// The same, signing its requests with `credentials`.
+    pub fn with_credentials(mut self, credentials: Option<Credentials>) -> Admin {
+        self.credentials = credentials;
+        self
+    }
+
+    /// A new connection (to a broker, `host:port`), signing when credentials are set.
+    async fn connect(&self, addr: SocketAddr) -> Result<Client, ClientError> {
+        let client = Client::connect(addr, self.timeout).await?;
+        if let Some(credentials) = &self.credentials {
+            client.set_rpc_hook(Some(Rc::new(AclRpcHook {
+                credentials: credentials.clone(),
+            })));
+        }
+        Ok(client)
     }
 
     /// A new connection to a broker (`host:port`).
     pub async fn broker(&self, addr: &str) -> Result<Client, ClientError> {
-        Ok(Client::connect(remoting::resolve(addr)?, self.timeout).await?)
+        self.connect(remoting::resolve(addr)?).await
     }
 
     /// Sends `cmd` to a broker and expects SUCCESS.
@@ -66,8 +88,14 @@ impl Admin {
         let mut results = Vec::new();
         for addr in &self.namesrv_addrs {
             let result = async {
+<<<<<<< HEAD
                 let client = Client::connect(*addr, self.timeout).await?;
                 expect_success(client.invoke(cmd.clone(), self.timeout).await?)
+=======
+                let client = self.connect(*addr).await?;
+                expect_success(client.invoke(cmd.clone(), self.timeout).await?)?;
+                Ok(())
+>>>>>>> console
             }
             .await;
             results.push((*addr, result));
