@@ -148,7 +148,7 @@ pub async fn get(console: &Console, req: &Request) -> Result<Value, ClientError>
         "/api/groups" => Ok(stats_cmds::group_progress(&admin).await?.json),
         "/api/group" => {
             let group = req.param("group").ok_or_else(|| missing("group"))?;
-            let progress = stats_cmds::consumer_progress(&admin, group, None)
+            let progress = stats_cmds::consumer_progress(&admin, group, None, false)
                 .await?
                 .json;
             let masters: Vec<String> = admin
@@ -157,7 +157,9 @@ pub async fn get(console: &Console, req: &Request) -> Result<Value, ClientError>
                 .into_iter()
                 .map(|(_, a)| a)
                 .collect();
-            let connection = stats_cmds::connections(&admin, &masters, group).await?;
+            let connection = stats_cmds::connections(&admin, &masters, group)
+                .await?
+                .map(|(_, c)| c);
             Ok(json!({
                 "group": group,
                 "progress": progress,

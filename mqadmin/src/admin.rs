@@ -88,14 +88,8 @@ impl Admin {
         let mut results = Vec::new();
         for addr in &self.namesrv_addrs {
             let result = async {
-<<<<<<< HEAD
-                let client = Client::connect(*addr, self.timeout).await?;
-                expect_success(client.invoke(cmd.clone(), self.timeout).await?)
-=======
                 let client = self.connect(*addr).await?;
-                expect_success(client.invoke(cmd.clone(), self.timeout).await?)?;
-                Ok(())
->>>>>>> console
+                expect_success(client.invoke(cmd.clone(), self.timeout).await?)
             }
             .await;
             results.push((*addr, result));

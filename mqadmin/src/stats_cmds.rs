@@ -259,12 +259,8 @@ pub async fn consumer_progress(
     .with_footer(format!("Consume Inflight Total: {inflight_total}")))
 }
 
-<<<<<<< HEAD
 /// GET_CONSUMER_CONNECTION_LIST of `group` from the first of `addrs` that knows it online, with
 /// that broker's address.
-=======
-/// GET_CONSUMER_CONNECTION_LIST of `group` from the first master that knows it online.
->>>>>>> console
 pub async fn connections(
     admin: &Admin,
     addrs: &[String],
