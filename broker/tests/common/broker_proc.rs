@@ -60,6 +60,7 @@ pub struct BrokerBuilder {
     extra: String,
     store_root: Option<PathBuf>,
     config_file: Option<(String, ConfigText)>,
+    env: Vec<(String, String)>,
 }
 
 impl BrokerBuilder {
@@ -72,6 +73,13 @@ impl BrokerBuilder {
     /// Appended to the [`test_config`].
     pub fn extra(mut self, extra: &str) -> Self {
         self.extra = extra.to_owned();
+        self
+    }
+
+    /// An environment variable of the broker process (e.g. `FAILPOINTS`), kept across restarts
+    /// until [`Broker::set_env`] changes it.
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_owned(), value.to_owned()));
         self
     }
 
@@ -114,6 +122,7 @@ impl BrokerBuilder {
             config,
             bin: self.bin,
             child: None,
+            env: self.env,
             _temp: temp,
         };
         b.restart();
@@ -129,6 +138,7 @@ pub struct Broker {
     pub config: PathBuf,
     bin: PathBuf,
     child: Option<Child>,
+    env: Vec<(String, String)>,
     _temp: tempfile::TempDir,
 }
 
@@ -139,6 +149,7 @@ impl Broker {
             extra: String::new(),
             store_root: None,
             config_file: None,
+            env: Vec::new(),
         }
     }
 
@@ -173,11 +184,20 @@ impl Broker {
             .arg("--config")
             .arg(&self.config)
             .env("RUST_LOG", "info")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::from(log.try_clone().expect("log fd")))
             .stderr(Stdio::from(log))
             .spawn()
             .expect("spawn broker");
         self.child = Some(child);
+    }
+
+    /// Sets (`Some`) or removes (`None`) an environment variable for the next starts.
+    pub fn set_env(&mut self, key: &str, value: Option<&str>) {
+        self.env.retain(|(k, _)| k != key);
+        if let Some(v) = value {
+            self.env.push((key.to_owned(), v.to_owned()));
+        }
     }
 
     /// Starts the process again on the same config and store, and waits until it serves.
