@@ -1,6 +1,7 @@
 //! Start-up: shard count and `shards.json`, metadata, signals, then one pinned glommio executor per
 //! shard, each opening its own store, joining the cross-shard mesh and binding its own listeners.
 
+pub(crate) mod executors;
 pub(crate) mod progress;
 pub(crate) mod shards_file;
 pub(crate) mod signals;
@@ -10,7 +11,6 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use glommio::channels::channel_mesh::{Full, MeshBuilder};
-use glommio::{CpuSet, LocalExecutorPoolBuilder, PoolPlacement};
 use storage::{MessageStore, StoreConfig};
 
 use crate::config::{BrokerConfig, FlushDiskType};
@@ -143,13 +143,6 @@ pub fn run(cfg: BrokerConfig) -> Result<(), BrokerError> {
         signals,
         progress: progress.clone(),
     };
-    let cpus = CpuSet::online().map_or(0, |set| set.len());
-    let placement = if shards <= cpus {
-        PoolPlacement::MaxPack(shards, None)
-    } else {
-        tracing::warn!("{shards} shards on {cpus} CPUs: executors are not pinned");
-        PoolPlacement::Unbound(shards)
-    };
     tracing::info!(
         "starting broker {} of cluster {}: {shards} shards (shardRouting = {}), store {}, listening on {:?}",
         cfg.broker_name,
@@ -158,28 +151,17 @@ pub fn run(cfg: BrokerConfig) -> Result<(), BrokerError> {
         root.display(),
         listening
     );
-    let mut pool = LocalExecutorPoolBuilder::new(placement).name("shard");
-    if cfg.spin_before_park_micros > 0 {
-        // glommio only spins on executors pinned to a CPU (shards <= CPUs).
-        pool = pool.spin_before_park(std::time::Duration::from_micros(
-            cfg.spin_before_park_micros,
-        ));
-    }
     progress.watch();
-    let handles = pool
-        .on_all_shards(move || async move {
-            if let Err(e) = shard_main(boot).await {
-                // A shard that cannot run leaves the broker unable to serve its queues: stop everything.
-                tracing::error!("{e}");
-                eprintln!("broker failed to start: {e}");
-                std::process::exit(1);
-            }
-        })
-        .map_err(|e| BrokerError::Executor(e.to_string()))?;
-    for result in handles.join_all() {
-        result.map_err(|e| BrokerError::Executor(e.to_string()))?;
-    }
-    Ok(())
+    let spin = (cfg.spin_before_park_micros > 0)
+        .then(|| std::time::Duration::from_micros(cfg.spin_before_park_micros));
+    crate::startup::executors::run_executors(shards, spin, move |_index| async move {
+        if let Err(e) = shard_main(boot).await {
+            // A shard that cannot run leaves the broker unable to serve its queues: stop everything.
+            tracing::error!("{e}");
+            eprintln!("broker failed to start: {e}");
+            std::process::exit(1);
+        }
+    })
 }
 
 async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
