@@ -9,7 +9,7 @@ use std::future::Future;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use glommio::{LocalExecutorBuilder, Placement};
+use glommio::{CpuSet, LocalExecutorBuilder, Placement, PoolPlacement};
 
 use crate::error::BrokerError;
 
@@ -53,6 +53,30 @@ fn allowed_cpus() -> Vec<usize> {
     }
 }
 
+/// One CPU per shard among those the process may use, packed as glommio's `MaxPack` packs them
+/// (hyper-thread siblings, then cores of one package and NUMA node); empty (executors unpinned)
+/// when there are fewer usable CPUs than shards.
+fn shard_cpus(shards: usize) -> Vec<usize> {
+    let allowed = allowed_cpus();
+    if shards > allowed.len() {
+        tracing::warn!(
+            "{shards} shards on {} usable CPUs ({allowed:?}): executors are not pinned",
+            allowed.len()
+        );
+        return Vec::new();
+    }
+    let packed = CpuSet::online()
+        .map(|online| online.filter(|l| allowed.contains(&l.cpu)))
+        .and_then(|usable| PoolPlacement::MaxPack(shards, Some(usable)).generate_cpu_set());
+    match packed {
+        Ok(mut gen) => (0..shards)
+            .filter_map(|_| gen.next().cpu_binding()?.into_iter().next())
+            .collect(),
+        // No topology (e.g. no /sys): the usable CPUs in order.
+        Err(_) => allowed.into_iter().take(shards).collect(),
+    }
+}
+
 /// Runs `shard_future(i)` on executor `i` for every `i < shards` and returns once all ended; an
 /// executor that fails to start or panics makes the process exit with status 1 after logging why.
 pub fn run_executors<G, F>(
@@ -64,14 +88,8 @@ where
     G: FnOnce(usize) -> F + Clone + Send + 'static,
     F: Future<Output = ()> + 'static,
 {
-    let cpus = allowed_cpus();
-    let pinned = shards <= cpus.len();
-    if !pinned {
-        tracing::warn!(
-            "{shards} shards on {} usable CPUs ({cpus:?}): executors are not pinned",
-            cpus.len()
-        );
-    }
+    let cpus = shard_cpus(shards);
+    let pinned = cpus.len() == shards;
     let (tx, rx) = mpsc::channel();
     for index in 0..shards {
         let placement = match cpus.get(index) {
@@ -134,6 +152,18 @@ mod tests {
         // SAFETY: sched_getcpu takes no arguments.
         let now = unsafe { libc::sched_getcpu() };
         assert!(cpus.contains(&(now as usize)), "{now} not in {cpus:?}");
+    }
+
+    #[test]
+    fn shards_get_distinct_usable_cpus_or_none() {
+        let allowed = allowed_cpus();
+        let cpus = shard_cpus(allowed.len());
+        assert_eq!(cpus.len(), allowed.len());
+        let mut sorted = cpus.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted, allowed);
+        assert!(shard_cpus(allowed.len() + 1).is_empty());
     }
 
     #[test]
