@@ -39,12 +39,7 @@ fn body(tag: &str, i: usize, len: usize) -> Vec<u8> {
 }
 
 /// Sends one message; records it in `ledger` when acknowledged. The answer code and how long it took.
-async fn send_one(
-    client: &Client,
-    ledger: &Ledger,
-    queue: i32,
-    body: Vec<u8>,
-) -> (i32, Duration) {
+async fn send_one(client: &Client, ledger: &Ledger, queue: i32, body: Vec<u8>) -> (i32, Duration) {
     let began = Instant::now();
     let r = client
         .invoke(
@@ -71,7 +66,9 @@ fn start(failpoints: &str) -> Broker {
         .env("FAILPOINTS", failpoints)
         .start();
     assert!(
-        broker.log().contains("fail points configured from FAILPOINTS"),
+        broker
+            .log()
+            .contains("fail points configured from FAILPOINTS"),
         "not a failpoints build?\n{}",
         broker.log()
     );
@@ -102,7 +99,11 @@ fn restart_and_verify(broker: &mut Broker, ledgers: &[Ledger; 2]) {
                     .assert_no_loss(&format!("shard {shard} after the restart"));
             }
             let (code, _) = send_one(&c, &Ledger::default(), 0, body("after", 0, 100)).await;
-            assert_eq!(code, response_code::SUCCESS, "shard {shard} takes sends again");
+            assert_eq!(
+                code,
+                response_code::SUCCESS,
+                "shard {shard} takes sends again"
+            );
             assert_eq!(read_only(addrs[shard]).await.0, "false");
         }
     });
@@ -140,12 +141,23 @@ fn failed_fdatasync_makes_the_shard_read_only_until_restart_and_loses_nothing_ac
         let mut refused = 0;
         while Instant::now() < until {
             let (code, took) = send_one(&c0, &ledgers[0], 0, body("late", refused, 300)).await;
-            assert_eq!(code, response_code::SERVICE_NOT_AVAILABLE, "read-only answer");
-            assert!(took < Duration::from_millis(500), "refused at once: {took:?}");
+            assert_eq!(
+                code,
+                response_code::SERVICE_NOT_AVAILABLE,
+                "read-only answer"
+            );
+            assert!(
+                took < Duration::from_millis(500),
+                "refused at once: {took:?}"
+            );
             refused += 1;
             glommio::timer::sleep(Duration::from_millis(100)).await;
         }
-        assert_eq!(ledgers[0].len(), acked, "nothing acknowledged after the failed sync");
+        assert_eq!(
+            ledgers[0].len(),
+            acked,
+            "nothing acknowledged after the failed sync"
+        );
         // The other shard, reads of the acknowledged data and admin requests keep working.
         for i in 0..40 {
             let (code, _) = send_one(&c1, &ledgers[1], (i % 4) as i32, body("s1", i, 300)).await;
@@ -257,8 +269,13 @@ fn stalled_sync_answers_flush_disk_timeout_while_everything_else_is_served() {
         let done = Rc::new(RefCell::new(false));
         let probes: Rc<RefCell<Vec<(Instant, Duration)>>> = Rc::default();
         let prober = {
-            let (done, probes, probe0, c1, l1) =
-                (done.clone(), probes.clone(), probe0.clone(), c1.clone(), ledgers[1].clone());
+            let (done, probes, probe0, c1, l1) = (
+                done.clone(),
+                probes.clone(),
+                probe0.clone(),
+                c1.clone(),
+                ledgers[1].clone(),
+            );
             glommio::spawn_local(async move {
                 let mut i = 0;
                 while !*done.borrow() {
@@ -400,7 +417,11 @@ fn eio_reading_an_old_segment_fails_only_the_pulls_that_need_it() {
             "only the old segment fails"
         );
         let (code, _) = send_one(&c0, &ledgers[0], 1, body("r0b", 0, 1000)).await;
-        assert_eq!(code, response_code::SUCCESS, "a failing read makes no read-only store");
+        assert_eq!(
+            code,
+            response_code::SUCCESS,
+            "a failing read makes no read-only store"
+        );
         assert_eq!(read_only(a0).await.0, "false");
     });
     broker.stop();

@@ -42,7 +42,9 @@ impl CpuHogs {
                 std::thread::spawn(move || {
                     let mut x = 0u64;
                     while !stop.load(Ordering::Relaxed) {
-                        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                        x = std::hint::black_box(
+                            x.wrapping_mul(6364136223846793005).wrapping_add(1),
+                        );
                     }
                 })
             })
@@ -105,7 +107,10 @@ impl Cgroup {
     fn create(controller: &str, name: &str) -> Result<Cgroup, String> {
         let root = Path::new("/sys/fs/cgroup").join(controller);
         if !root.join("cgroup.procs").exists() {
-            return Err(format!("no cgroup v1 {controller} controller at {}", root.display()));
+            return Err(format!(
+                "no cgroup v1 {controller} controller at {}",
+                root.display()
+            ));
         }
         let dir = root.join(format!("{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
@@ -166,7 +171,10 @@ fn start_in(cgroup: &Cgroup, what: &str) -> Start {
             break Some(Start::Served);
         }
         if let Ok(Some(status)) = child.try_wait() {
-            assert!(!status.success(), "{what}: exited 0 without serving:\n{text}");
+            assert!(
+                !status.success(),
+                "{what}: exited 0 without serving:\n{text}"
+            );
             let reason = text
                 .lines()
                 .rev()
@@ -210,7 +218,10 @@ fn a_broker_short_of_threads_serves_or_exits_with_the_reason_never_hangs() {
         match outcome {
             Start::Served => served += 1,
             Start::Refused(reason) => {
-                assert!(!reason.is_empty(), "pids.max = {max}: exited without a reason");
+                assert!(
+                    !reason.is_empty(),
+                    "pids.max = {max}: exited without a reason"
+                );
                 refused += 1;
             }
         }

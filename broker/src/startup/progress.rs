@@ -240,7 +240,10 @@ mod tests {
         p.set_shard(0);
         p.enter(Stage::OpeningStore);
         let slot = &progress.slots[0];
-        assert_eq!(slot.stage.load(Ordering::Acquire), Stage::OpeningStore as u8);
+        assert_eq!(
+            slot.stage.load(Ordering::Acquire),
+            Stage::OpeningStore as u8
+        );
         let state = thread_state(slot.tid.load(Ordering::Acquire));
         // This very thread is running while it reads its own state.
         assert!(state.starts_with("state R"), "{state}");
