@@ -59,9 +59,13 @@ async fn send_one(client: &Client, ledger: &Ledger, queue: i32, body: Vec<u8>) -
 }
 
 fn start(failpoints: &str) -> Broker {
+    start_with(failpoints, "")
+}
+
+fn start_with(failpoints: &str, extra: &str) -> Broker {
     let broker = Broker::builder()
         .extra(&format!(
-            "flushDiskType = \"SYNC_FLUSH\"\nsyncFlushTimeout = {SYNC_TIMEOUT_MS}"
+            "flushDiskType = \"SYNC_FLUSH\"\nsyncFlushTimeout = {SYNC_TIMEOUT_MS}\n{extra}"
         ))
         .env("FAILPOINTS", failpoints)
         .start();
@@ -81,6 +85,22 @@ async fn read_only(addr: SocketAddr) -> (String, String) {
         info.get("storeReadOnly").cloned().unwrap_or_default(),
         info.get("storeReadOnlyReason").cloned().unwrap_or_default(),
     )
+}
+
+/// The `rocketmq_store_read_only` sample of `shard` from the broker's /metrics.
+fn read_only_metric(metrics_port: u16, shard: usize) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(("127.0.0.1", metrics_port)).ok()?;
+    conn.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    conn.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .ok()?;
+    let mut text = String::new();
+    conn.read_to_string(&mut text).ok()?;
+    let label = format!("shard=\"{shard}\"");
+    text.lines()
+        .find(|l| l.starts_with("rocketmq_store_read_only{") && l.contains(&label))
+        .and_then(|l| l.rsplit(' ').next())
+        .map(str::to_owned)
 }
 
 /// Restarts the stopped broker without fail points and checks both shards' acknowledged messages
@@ -114,7 +134,12 @@ fn restart_and_verify(broker: &mut Broker, ledgers: &[Ledger; 2]) {
 /// graceful stop leaves the abort marker, and the restart recovers everything acknowledged.
 #[test]
 fn failed_fdatasync_makes_the_shard_read_only_until_restart_and_loses_nothing_acknowledged() {
-    let mut broker = start("commitlog_fdatasync@0=40*off->1*return->off");
+    let metrics_port = free_port();
+    let mut broker = start_with(
+        "commitlog_fdatasync@0=40*off->1*return->off",
+        &format!("metricsPort = {metrics_port}"),
+    );
+    assert_eq!(read_only_metric(metrics_port, 0).as_deref(), Some("0"));
     let (a0, a1) = (shard_addr(&broker, 0), shard_addr(&broker, 1));
     let ledgers = [Ledger::default(), Ledger::default()];
     run_local(async {
@@ -182,6 +207,8 @@ fn failed_fdatasync_makes_the_shard_read_only_until_restart_and_loses_nothing_ac
             "{reason}"
         );
         assert_eq!(read_only(a1).await.0, "false");
+        assert_eq!(read_only_metric(metrics_port, 0).as_deref(), Some("1"));
+        assert_eq!(read_only_metric(metrics_port, 1).as_deref(), Some("0"));
         println!("shard 0: {acked} acknowledged, then {refused} refused; reason: {reason}");
     });
     let log = broker.log();
