@@ -14,6 +14,9 @@ cargo clippy --workspace --all-targets -- -D warnings
 echo "== no import cycles between the files of broker/src and storage/src"
 scripts/import-cycles.py broker/src storage/src
 
+echo "== test host packages (network namespaces, nftables)"
+scripts/setup-test-host.sh
+
 echo "== cargo test --workspace (every test binary runs; any failure fails the run)"
 cargo test --workspace --no-fail-fast
 

@@ -23,6 +23,7 @@ mod read;
 mod read_cache;
 mod recovery;
 pub mod retention;
+mod retention_clock;
 mod segment;
 mod stats;
 mod store;

@@ -23,6 +23,7 @@ use crate::index::{flush_index, IndexService};
 use crate::index_file::IndexFile;
 use crate::layout::{abort_marker, consume_queue_root, file_name};
 use crate::offset::physical;
+use crate::retention_clock::RetentionClock;
 use crate::stats::{StatsSnapshot, StoreStats};
 use crate::types::PutOk;
 
@@ -80,6 +81,8 @@ pub(crate) struct Inner {
     pub maintenance: glommio::sync::Semaphore,
     pub flusher: RefCell<Option<Task<()>>>,
     pub background: RefCell<Vec<Task<()>>>,
+    /// Retention's clock: forward steps of the wall clock while the store runs are ignored.
+    pub retention_clock: RetentionClock,
 }
 
 /// One shard's message store. Create and use it inside one glommio executor; clones share it.
@@ -128,6 +131,7 @@ impl MessageStore {
             maintenance: glommio::sync::Semaphore::new(1),
             flusher: RefCell::new(None),
             background: RefCell::new(Vec::new()),
+            retention_clock: RetentionClock::new(now_ms()),
             cfg,
         });
         inner.waiters.flushed.set(inner.log.flushed.get());
@@ -186,7 +190,8 @@ impl MessageStore {
                     }
                     if last_retention.elapsed() >= RETENTION_INTERVAL {
                         last_retention = Instant::now();
-                        if let Err(e) = me.run_retention(now_ms(), false).await {
+                        let now = me.inner.retention_clock.now(now_ms());
+                        if let Err(e) = me.run_retention(now, false).await {
                             tracing::error!(
                                 "shard {}: retention failed: {e}",
                                 me.inner.cfg.shard_id

@@ -6,4 +6,5 @@
 pub mod acked;
 pub mod faultfs;
 pub mod loopfs;
+pub mod netns;
 pub mod proxy;
