@@ -25,6 +25,10 @@ echo "== broker suites that cross shards, again with one broker per process (sha
 TEST_SHARD_ROUTING=forward cargo test -p broker --no-fail-fast --test send_pull --test consumer_groups \
     --test request_reply --test sql_filter --test delay_retry --test restart --test clients_admin
 
+echo "== disk faults through the storage crate's fail points (a test-only build: --features failpoints)"
+cargo clippy -p broker -p storage --features broker/failpoints,storage/failpoints --all-targets -- -D warnings
+cargo test -p broker --features failpoints --no-fail-fast --test fault_disk_io
+
 scripts/fuzz-ci.sh
 
 scripts/console-browser-test.sh

@@ -9,6 +9,7 @@ pub mod config;
 mod consume_queue;
 pub mod dispatch;
 pub mod error;
+pub mod fault;
 mod flush;
 mod group_commit;
 mod ha;

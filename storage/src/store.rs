@@ -70,6 +70,8 @@ pub(crate) struct Inner {
     pub write_failure: RefCell<Option<String>>,
     /// Set while the disk is fuller than `disk_space_warning_level_ratio`.
     pub disk_full: RefCell<Option<String>>,
+    /// Set for good when a CommitLog fdatasync failed: no write is taken until a restart.
+    pub sync_failure: RefCell<Option<String>>,
     pub arrival: RefCell<Option<Rc<ArrivalFn>>>,
     pub shutting_down: Cell<bool>,
     /// The dispatch point last written to the checkpoint.
@@ -121,6 +123,7 @@ impl MessageStore {
             stats: StoreStats::default(),
             write_failure: RefCell::new(None),
             disk_full: RefCell::new(None),
+            sync_failure: RefCell::new(None),
             arrival: RefCell::new(None),
             shutting_down: Cell::new(false),
             dispatch_durable: Cell::new(rec.dispatch_from),
@@ -215,8 +218,9 @@ impl MessageStore {
 
     /// Why appends are refused, if they are.
     pub fn read_only_reason(&self) -> Option<String> {
-        let wf = self.inner.write_failure.borrow().clone();
-        wf.or_else(|| self.inner.disk_full.borrow().clone())
+        let sf = self.inner.sync_failure.borrow().clone();
+        sf.or_else(|| self.inner.write_failure.borrow().clone())
+            .or_else(|| self.inner.disk_full.borrow().clone())
     }
 
     /// Appends one message; `queue_offset`, `physical_offset` and `store_timestamp` are assigned here.
@@ -530,6 +534,14 @@ impl MessageStore {
         let permit = inner.maintenance.acquire_permit(1).await;
         drop(std::mem::take(&mut *inner.background.borrow_mut()));
         drop(permit);
+        if let Some(why) = inner.sync_failure.borrow().clone() {
+            // Keep the abort marker: the next start checks the log past the last good checkpoint.
+            tracing::error!(
+                "shard {}: not a clean shutdown ({why}); recovery will check the CommitLog at the next start",
+                inner.cfg.shard_id
+            );
+            return;
+        }
         let clean = inner.log.unflushed() == 0;
         match self.flush_maintenance().await {
             Ok(()) if clean => {

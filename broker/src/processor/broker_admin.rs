@@ -118,6 +118,19 @@ pub async fn runtime_info(shard: &Rc<Shard>, receiver: usize) -> RemotingCommand
         "storeFlushTimeouts",
         sum(|s| s.store.flush_timeouts).to_string(),
     );
+    // A store that takes no writes says so, with why (a failed disk write or sync, a full disk).
+    let read_only: Vec<String> = stats
+        .iter()
+        .filter_map(|s| {
+            s.read_only
+                .as_ref()
+                .map(|why| format!("shard {}: {why}", s.shard))
+        })
+        .collect();
+    put("storeReadOnly", (!read_only.is_empty()).to_string());
+    if !read_only.is_empty() {
+        put("storeReadOnlyReason", read_only.join("; "));
+    }
     put(
         "consumeQueueCount",
         stats.iter().map(|s| s.queues).sum::<usize>().to_string(),

@@ -70,7 +70,8 @@ pub struct BrokerBuilder {
 }
 
 impl BrokerBuilder {
-    /// An environment variable of the broker process (e.g. an `LD_PRELOAD` that fakes its clock).
+    /// An environment variable of the broker process (e.g. an `LD_PRELOAD` that fakes its clock, or
+    /// `FAILPOINTS`), kept across restarts until [`Broker::set_env`] changes it.
     pub fn env(mut self, key: &str, value: &str) -> Self {
         self.envs.push((key.to_owned(), value.to_owned()));
         self
@@ -222,6 +223,14 @@ impl Broker {
             .spawn()
             .expect("spawn broker");
         self.child = Some(child);
+    }
+
+    /// Sets (`Some`) or removes (`None`) an environment variable for the next starts.
+    pub fn set_env(&mut self, key: &str, value: Option<&str>) {
+        self.envs.retain(|(k, _)| k != key);
+        if let Some(v) = value {
+            self.envs.push((key.to_owned(), v.to_owned()));
+        }
     }
 
     /// Starts the process again on the same config and store, and waits until it serves.
