@@ -18,8 +18,14 @@ use protocol::header::extra_info::RetryMark;
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
 
-/// The brokerName of shard 0 (every shard is a broker of its own by default).
-const BROKER: &str = "broker-t-0";
+/// The brokerName of shard 0 (every shard is a broker of its own by default; one broker in `forward`).
+fn broker_name() -> &'static str {
+    if std::env::var("TEST_SHARD_ROUTING").is_ok_and(|m| m == "forward") {
+        "broker-t"
+    } else {
+        "broker-t-0"
+    }
+}
 
 fn options(invisible_ms: u64) -> PopOptions {
     PopOptions {
@@ -36,7 +42,7 @@ async fn send_bodies(client: &Client, topic: &str, queue: i32, bodies: &[String]
 }
 
 async fn pop_now(client: &Client, group: &str, topic: &str, o: &PopOptions) -> Vec<PoppedMessage> {
-    let r = pop::pop(client, BROKER, group, topic, o, TIMEOUT).await.unwrap();
+    let r = pop::pop(client, broker_name(), group, topic, o, TIMEOUT).await.unwrap();
     if r.code == response_code::SUCCESS {
         assert!(!r.messages.is_empty());
     } else {
@@ -83,7 +89,7 @@ fn popped_message_comes_back_after_its_invisible_time_unless_acked() {
         let got = pop_now(&client, "pg", "PopT", &options(1500)).await;
         assert_eq!(got.iter().map(body).collect::<Vec<_>>(), bodies(3, "m"));
         assert!(got.iter().all(|m| m.reconsume_times == 0 && m.topic == "PopT"));
-        assert!(got.iter().all(|m| m.handle.broker_name == BROKER && m.handle.retry == RetryMark::Normal));
+        assert!(got.iter().all(|m| m.handle.broker_name == broker_name() && m.handle.retry == RetryMark::Normal));
         // Invisible now: a second pop finds nothing.
         assert!(pop_now(&client, "pg", "PopT", &options(1500)).await.is_empty());
         pop::ack(&client, "pg", &got[0], TIMEOUT).await.unwrap();
@@ -128,7 +134,7 @@ fn change_invisible_time_and_batch_ack() {
         pop::change_invisible_time(&client, "cg", &mut got[0], Duration::from_secs(4), TIMEOUT)
             .await
             .unwrap();
-        pop::batch_ack(&client, BROKER, "cg", &[&got[1], &got[2]], TIMEOUT)
+        pop::batch_ack(&client, broker_name(), "cg", &[&got[1], &got[2]], TIMEOUT)
             .await
             .unwrap();
         let changed_at = Instant::now();
@@ -299,7 +305,7 @@ fn acks_survive_a_graceful_restart_and_a_sigkill() {
                 if i % 2 == 0 {
                     pop::ack(&client, "rg", m, TIMEOUT).await.unwrap();
                 } else {
-                    pop::batch_ack(&client, BROKER, "rg", &[m], TIMEOUT).await.unwrap();
+                    pop::batch_ack(&client, broker_name(), "rg", &[m], TIMEOUT).await.unwrap();
                 }
                 acked.insert(body(m));
             }

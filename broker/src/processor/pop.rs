@@ -31,8 +31,9 @@ use crate::shard::Shard;
 const MAX_POP_NUMS: i32 = 32;
 /// Longest a pop is held, whatever the client asks.
 const MAX_POLL: Duration = Duration::from_secs(300);
-/// A parked ordered pop looks again this often (a batch's invisible time ends without an arrival).
-const ORDER_RECHECK: Duration = Duration::from_millis(200);
+/// A parked pop looks again this often when an arrival may not wake it (an ordered batch's invisible
+/// time ends without one; a queue owned by another shard).
+const RECHECK: Duration = Duration::from_millis(200);
 /// Percent of pops that look at the retry topic first (RocketMQ's popFromRetryProbability).
 const POP_FROM_RETRY_PROBABILITY: u64 = 20;
 
@@ -152,7 +153,10 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         if found || remaining.is_zero() || shard.shutting_down.get() {
             return respond(&request, pops, rest);
         }
-        let slice = if order { remaining.min(ORDER_RECHECK) } else { remaining };
+        // Arrivals wake only pops parked on the queue's owner: with one broker over several shards
+        // (`forward`), queues of other shards are looked at again on a timer.
+        let recheck = order || (shard.shards > 1 && !shard.is_broker);
+        let slice = if recheck { remaining.min(RECHECK) } else { remaining };
         let _parked = crate::feature::metrics::Parked::new();
         crate::feature::long_poll::any(arrivals)
             .or(async {
