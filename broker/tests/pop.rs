@@ -42,7 +42,9 @@ async fn send_bodies(client: &Client, topic: &str, queue: i32, bodies: &[String]
 }
 
 async fn pop_now(client: &Client, group: &str, topic: &str, o: &PopOptions) -> Vec<PoppedMessage> {
-    let r = pop::pop(client, broker_name(), group, topic, o, TIMEOUT).await.unwrap();
+    let r = pop::pop(client, broker_name(), group, topic, o, TIMEOUT)
+        .await
+        .unwrap();
     if r.code == response_code::SUCCESS {
         assert!(!r.messages.is_empty());
     } else {
@@ -88,16 +90,30 @@ fn popped_message_comes_back_after_its_invisible_time_unless_acked() {
         send_bodies(&client, "PopT", 0, &bodies(3, "m")).await;
         let got = pop_now(&client, "pg", "PopT", &options(1500)).await;
         assert_eq!(got.iter().map(body).collect::<Vec<_>>(), bodies(3, "m"));
-        assert!(got.iter().all(|m| m.reconsume_times == 0 && m.topic == "PopT"));
-        assert!(got.iter().all(|m| m.handle.broker_name == broker_name() && m.handle.retry == RetryMark::Normal));
+        assert!(got
+            .iter()
+            .all(|m| m.reconsume_times == 0 && m.topic == "PopT"));
+        assert!(got
+            .iter()
+            .all(|m| m.handle.broker_name == broker_name() && m.handle.retry == RetryMark::Normal));
         // Invisible now: a second pop finds nothing.
-        assert!(pop_now(&client, "pg", "PopT", &options(1500)).await.is_empty());
+        assert!(pop_now(&client, "pg", "PopT", &options(1500))
+            .await
+            .is_empty());
         pop::ack(&client, "pg", &got[0], TIMEOUT).await.unwrap();
         pop::ack(&client, "pg", &got[2], TIMEOUT).await.unwrap();
         // Acking twice is harmless, as in RocketMQ.
         pop::ack(&client, "pg", &got[2], TIMEOUT).await.unwrap();
 
-        let again = pop_until(&client, "pg", "PopT", &options(1500), 1, Duration::from_secs(8)).await;
+        let again = pop_until(
+            &client,
+            "pg",
+            "PopT",
+            &options(1500),
+            1,
+            Duration::from_secs(8),
+        )
+        .await;
         assert_eq!(again.len(), 1, "only the unacked message comes back");
         let m = &again[0];
         assert_eq!(body(m), "m-001");
@@ -108,8 +124,20 @@ fn popped_message_comes_back_after_its_invisible_time_unless_acked() {
         assert!(m.property("1ST_POP_TIME").is_some());
         pop::ack(&client, "pg", m, TIMEOUT).await.unwrap();
         // Acked in the retry topic: it does not come back.
-        let late = pop_until(&client, "pg", "PopT", &options(1500), 1, Duration::from_secs(3)).await;
-        assert!(late.is_empty(), "{:?}", late.iter().map(body).collect::<Vec<_>>());
+        let late = pop_until(
+            &client,
+            "pg",
+            "PopT",
+            &options(1500),
+            1,
+            Duration::from_secs(3),
+        )
+        .await;
+        assert!(
+            late.is_empty(),
+            "{:?}",
+            late.iter().map(body).collect::<Vec<_>>()
+        );
         // A bad receipt handle is refused with a clear answer.
         let bad = RemotingCommand::request(request_code::ACK_MESSAGE)
             .with_ext("consumerGroup", "pg")
@@ -138,10 +166,34 @@ fn change_invisible_time_and_batch_ack() {
             .await
             .unwrap();
         let changed_at = Instant::now();
-        let early = pop_until(&client, "cg", "PopC", &options(1000), 1, Duration::from_secs(2)).await;
-        assert!(early.is_empty(), "{:?}", early.iter().map(body).collect::<Vec<_>>());
-        let back = pop_until(&client, "cg", "PopC", &options(5000), 1, Duration::from_secs(8)).await;
-        assert!(changed_at.elapsed() >= Duration::from_millis(3900), "{:?}", changed_at.elapsed());
+        let early = pop_until(
+            &client,
+            "cg",
+            "PopC",
+            &options(1000),
+            1,
+            Duration::from_secs(2),
+        )
+        .await;
+        assert!(
+            early.is_empty(),
+            "{:?}",
+            early.iter().map(body).collect::<Vec<_>>()
+        );
+        let back = pop_until(
+            &client,
+            "cg",
+            "PopC",
+            &options(5000),
+            1,
+            Duration::from_secs(8),
+        )
+        .await;
+        assert!(
+            changed_at.elapsed() >= Duration::from_millis(3900),
+            "{:?}",
+            changed_at.elapsed()
+        );
         assert_eq!(back.iter().map(body).collect::<Vec<_>>(), vec!["c-000"]);
         assert_eq!(back[0].reconsume_times, 1);
         // The new handle (after a change) acks too.
@@ -150,7 +202,15 @@ fn change_invisible_time_and_batch_ack() {
             .await
             .unwrap();
         pop::ack(&client, "cg", &m, TIMEOUT).await.unwrap();
-        let none = pop_until(&client, "cg", "PopC", &options(1000), 1, Duration::from_secs(2)).await;
+        let none = pop_until(
+            &client,
+            "cg",
+            "PopC",
+            &options(1000),
+            1,
+            Duration::from_secs(2),
+        )
+        .await;
         assert!(none.is_empty());
     });
 }
@@ -193,16 +253,34 @@ fn message_goes_to_the_dead_letter_queue_after_retry_max_times() {
         send_bodies(&client, "PopD", 0, &bodies(1, "d")).await;
         // Delivered 1 + retryMaxTimes times, never acked.
         for attempt in 0..3 {
-            let got = pop_until(&client, "dg", "PopD", &options(800), 1, Duration::from_secs(6)).await;
+            let got = pop_until(
+                &client,
+                "dg",
+                "PopD",
+                &options(800),
+                1,
+                Duration::from_secs(6),
+            )
+            .await;
             assert_eq!(got.len(), 1, "attempt {attempt}");
             assert_eq!(got[0].reconsume_times, attempt);
         }
         let start = Instant::now();
-        while max_offset(&client, "%DLQ%dg", 0).await < 1 && start.elapsed() < Duration::from_secs(6) {
+        while max_offset(&client, "%DLQ%dg", 0).await < 1
+            && start.elapsed() < Duration::from_secs(6)
+        {
             glommio::timer::sleep(Duration::from_millis(100)).await;
         }
         assert_eq!(max_offset(&client, "%DLQ%dg", 0).await, 1, "in the DLQ");
-        let more = pop_until(&client, "dg", "PopD", &options(800), 1, Duration::from_secs(2)).await;
+        let more = pop_until(
+            &client,
+            "dg",
+            "PopD",
+            &options(800),
+            1,
+            Duration::from_secs(2),
+        )
+        .await;
         assert!(more.is_empty(), "not delivered again after the DLQ");
     });
 }
@@ -244,9 +322,14 @@ fn long_polling_pop_answers_when_a_message_arrives() {
         let client = connect(broker.addr()).await;
         let producer = connect(broker.addr()).await;
         send_bodies(&producer, "PopL", 0, &bodies(1, "first")).await;
-        pop::ack(&client, "lg", &pop_now(&client, "lg", "PopL", &options(30_000)).await[0], TIMEOUT)
-            .await
-            .unwrap();
+        pop::ack(
+            &client,
+            "lg",
+            &pop_now(&client, "lg", "PopL", &options(30_000)).await[0],
+            TIMEOUT,
+        )
+        .await
+        .unwrap();
         let start = Instant::now();
         let o = PopOptions {
             poll_time: Duration::from_secs(10),
@@ -260,8 +343,14 @@ fn long_polling_pop_answers_when_a_message_arrives() {
         let waited = start.elapsed();
         sender.await;
         assert_eq!(got.iter().map(body).collect::<Vec<_>>(), vec!["late-000"]);
-        assert!(waited >= Duration::from_millis(600), "it waited: {waited:?}");
-        assert!(waited < Duration::from_secs(3), "answered on arrival: {waited:?}");
+        assert!(
+            waited >= Duration::from_millis(600),
+            "it waited: {waited:?}"
+        );
+        assert!(
+            waited < Duration::from_secs(3),
+            "answered on arrival: {waited:?}"
+        );
         // Nothing arrives: the pop ends after its poll time with POLLING_TIMEOUT.
         let start = Instant::now();
         let o = PopOptions {
@@ -274,7 +363,13 @@ fn long_polling_pop_answers_when_a_message_arrives() {
 }
 
 /// Pops everything that becomes visible within `limit`, acking nothing.
-async fn drain(client: &Client, group: &str, topic: &str, invisible_ms: u64, limit: Duration) -> Vec<PoppedMessage> {
+async fn drain(
+    client: &Client,
+    group: &str,
+    topic: &str,
+    invisible_ms: u64,
+    limit: Duration,
+) -> Vec<PoppedMessage> {
     let start = Instant::now();
     let mut out = Vec::new();
     let o = PopOptions {
@@ -295,17 +390,34 @@ fn acks_survive_a_graceful_restart_and_a_sigkill() {
         let acked: BTreeSet<String> = run_local(async {
             let client = connect(broker.addr()).await;
             for q in 0..2 {
-                send_bodies(&client, "PopR", q, &sent[q as usize * 10..q as usize * 10 + 10]).await;
+                send_bodies(
+                    &client,
+                    "PopR",
+                    q,
+                    &sent[q as usize * 10..q as usize * 10 + 10],
+                )
+                .await;
             }
-            let got = pop_until(&client, "rg", "PopR", &options(3000), 20, Duration::from_secs(5)).await;
+            let got = pop_until(
+                &client,
+                "rg",
+                "PopR",
+                &options(3000),
+                20,
+                Duration::from_secs(5),
+            )
+            .await;
             assert_eq!(got.len(), 20, "{round}");
             let mut acked = BTreeSet::new();
-            let even: Vec<&PoppedMessage> = got.iter().filter(|m| m.queue_offset % 2 == 0).collect();
+            let even: Vec<&PoppedMessage> =
+                got.iter().filter(|m| m.queue_offset % 2 == 0).collect();
             for (i, m) in even.iter().enumerate() {
                 if i % 2 == 0 {
                     pop::ack(&client, "rg", m, TIMEOUT).await.unwrap();
                 } else {
-                    pop::batch_ack(&client, broker_name(), "rg", &[m], TIMEOUT).await.unwrap();
+                    pop::batch_ack(&client, broker_name(), "rg", &[m], TIMEOUT)
+                        .await
+                        .unwrap();
                 }
                 acked.insert(body(m));
             }
@@ -321,8 +433,15 @@ fn acks_survive_a_graceful_restart_and_a_sigkill() {
             let client = connect(broker.addr()).await;
             let again = drain(&client, "rg", "PopR", 60_000, Duration::from_secs(6)).await;
             let got: BTreeSet<String> = again.iter().map(body).collect();
-            let unacked: BTreeSet<String> = sent.iter().filter(|b| !acked.contains(*b)).cloned().collect();
-            assert_eq!(got, unacked, "{round}: exactly the unacked messages come back");
+            let unacked: BTreeSet<String> = sent
+                .iter()
+                .filter(|b| !acked.contains(*b))
+                .cloned()
+                .collect();
+            assert_eq!(
+                got, unacked,
+                "{round}: exactly the unacked messages come back"
+            );
             assert_eq!(again.len(), unacked.len(), "{round}: each once");
             assert!(again.iter().all(|m| m.reconsume_times == 1), "{round}");
             for m in &again {

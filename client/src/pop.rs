@@ -144,8 +144,8 @@ pub async fn pop(
         return Ok(result);
     }
     let bad = |why: String| ClientError::Invalid(format!("pop response: {why}"));
-    let starts = parse_start_offset_info(rh.start_offset_info.as_deref().unwrap_or(""))
-        .map_err(bad)?;
+    let starts =
+        parse_start_offset_info(rh.start_offset_info.as_deref().unwrap_or("")).map_err(bad)?;
     let offsets =
         parse_msg_offset_info(rh.msg_offset_info.as_deref().unwrap_or("")).map_err(bad)?;
     let counts: HashMap<String, i32> =
@@ -186,7 +186,11 @@ pub async fn pop(
         let mut reconsume_times = record.reconsume_times;
         if options.order {
             let count = counts
-                .get(&info_offset_key(&record.topic, record.queue_id, record.queue_offset))
+                .get(&info_offset_key(
+                    &record.topic,
+                    record.queue_id,
+                    record.queue_offset,
+                ))
                 .or_else(|| counts.get(&info_key(&record.topic, record.queue_id)));
             if let Some(c) = count.filter(|c| **c > 0) {
                 reconsume_times = *c;
@@ -220,7 +224,10 @@ pub async fn ack(
         offset: msg.real_offset(),
     };
     let resp = client
-        .invoke(request(request_code::ACK_MESSAGE, header.to_ext_fields()), timeout)
+        .invoke(
+            request(request_code::ACK_MESSAGE, header.to_ext_fields()),
+            timeout,
+        )
         .await?;
     expect_success(resp).map(|_| ())
 }
@@ -265,7 +272,8 @@ pub async fn batch_ack(
         acks,
     };
     let json = serde_json::to_vec(&body).map_err(|e| ClientError::Invalid(e.to_string()))?;
-    let cmd = request(request_code::BATCH_ACK_MESSAGE, ExtFields::new()).with_body(Bytes::from(json));
+    let cmd =
+        request(request_code::BATCH_ACK_MESSAGE, ExtFields::new()).with_body(Bytes::from(json));
     expect_success(client.invoke(cmd, timeout).await?).map(|_| ())
 }
 

@@ -126,11 +126,7 @@ pub async fn ack_ordered(
     if position.is_some_and(|p| offset < p) {
         return Ok(ok());
     }
-    let commit = shard
-        .pop
-        .orders
-        .borrow_mut()
-        .commit(key, offset, pop_time);
+    let commit = shard.pop.orders.borrow_mut().commit(key, offset, pop_time);
     match commit {
         OrderCommit::Next(next) => {
             revive_log::append_order_commit(shard, key, next)
@@ -177,7 +173,10 @@ pub async fn batch_ack(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingComm
     let mut response = ok();
     for ack in body.acks {
         let Some(mark) = RetryMark::parse(&ack.retry) else {
-            return error(rc::INVALID_PARAMETER, format!("retry mark {:?} is not 0, 1 or 2", ack.retry));
+            return error(
+                rc::INVALID_PARAMETER,
+                format!("retry mark {:?} is not 0, 1 or 2", ack.retry),
+            );
         };
         let topic = mark.real_topic(&ack.topic, &ack.consumer_group);
         let owner = shard.owner_of(&topic, ack.queue_id);

@@ -31,7 +31,10 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         shard.store.max_offset(&h.topic, h.queue_id),
     );
     if h.offset < min || h.offset >= max {
-        return error(rc::NO_MESSAGE, format!("offset {} is not in {min}~{max}", h.offset));
+        return error(
+            rc::NO_MESSAGE,
+            format!("offset {} is not in {min}~{max}", h.offset),
+        );
     }
     if h.invisible_time < 0 {
         return error(rc::INVALID_PARAMETER, "invisibleTime must not be negative");

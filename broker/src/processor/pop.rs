@@ -144,7 +144,15 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         };
         // Registered before reading, so an arrival during the read is not missed.
         let arrivals = register(shard, &request, queue_id, admitted.read_queues);
-        let (pops, rest) = match pop_once(shard, &request, queue_id, admitted.read_queues, h.max_msg_nums.max(1)).await {
+        let (pops, rest) = match pop_once(
+            shard,
+            &request,
+            queue_id,
+            admitted.read_queues,
+            h.max_msg_nums.max(1),
+        )
+        .await
+        {
             Ok(found) => found,
             Err(why) => return error(rc::SYSTEM_ERROR, why),
         };
@@ -156,7 +164,11 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         // Arrivals wake only pops parked on the queue's owner: with one broker over several shards
         // (`forward`), queues of other shards are looked at again on a timer.
         let recheck = order || (shard.shards > 1 && !shard.is_broker);
-        let slice = if recheck { remaining.min(RECHECK) } else { remaining };
+        let slice = if recheck {
+            remaining.min(RECHECK)
+        } else {
+            remaining
+        };
         let _parked = crate::feature::metrics::Parked::new();
         crate::feature::long_poll::any(arrivals)
             .or(async {
@@ -184,7 +196,11 @@ fn register(
         out.push(shard.waiters.register(&req.topic, q));
     }
     if !req.order {
-        out.push(shard.waiters.register(&pop_retry_topic(&req.topic, &req.group), 0));
+        out.push(
+            shard
+                .waiters
+                .register(&pop_retry_topic(&req.topic, &req.group), 0),
+        );
     }
     out
 }

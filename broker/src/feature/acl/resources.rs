@@ -86,7 +86,10 @@ pub fn needed(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, String> 
         | code::POLLING_INFO => {
             let group_name = request.ext("consumerGroup").unwrap_or_default();
             vec![
-                (pop_topic(request.ext("topic").unwrap_or_default(), group_name), perm::SUB),
+                (
+                    pop_topic(request.ext("topic").unwrap_or_default(), group_name),
+                    perm::SUB,
+                ),
                 (Resource::Group(group_name.to_owned()), perm::SUB),
             ]
         }
@@ -178,7 +181,8 @@ mod tests {
             .with_ext("topic", "%RETRY%G_T")
             .with_ext("consumerGroup", "G");
         assert_eq!(needed(&retry_ack).unwrap(), needed(&pull).unwrap());
-        let body = br#"{"acks":[{"c":"G","t":"T","r":"1","so":0,"q":0,"rq":0,"pt":1,"it":1,"b":"AQ=="}]}"#;
+        let body =
+            br#"{"acks":[{"c":"G","t":"T","r":"1","so":0,"q":0,"rq":0,"pt":1,"it":1,"b":"AQ=="}]}"#;
         let batch = RemotingCommand::request(code::BATCH_ACK_MESSAGE).with_body(&body[..]);
         assert_eq!(needed(&batch).unwrap(), needed(&pull).unwrap());
         let bad = RemotingCommand::request(code::BATCH_ACK_MESSAGE).with_body(&b"{"[..]);

@@ -77,7 +77,9 @@ pub struct PendingAppend<'a> {
 
 impl Drop for PendingAppend<'_> {
     fn drop(&mut self) {
-        self.state.pending.set(self.state.pending.get().saturating_sub(1));
+        self.state
+            .pending
+            .set(self.state.pending.get().saturating_sub(1));
     }
 }
 
@@ -131,7 +133,13 @@ impl PopState {
         if self.appends_pending() {
             return None;
         }
-        Some(self.cks.borrow().min_revive_offset().unwrap_or(end).min(end))
+        Some(
+            self.cks
+                .borrow()
+                .min_revive_offset()
+                .unwrap_or(end)
+                .min(end),
+        )
     }
 
     /// Parked pops of a group on a queue (RocketMQ counts those of the queue and of "any queue").

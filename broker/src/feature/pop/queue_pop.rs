@@ -62,14 +62,20 @@ pub fn record_queue_offset(record: &[u8]) -> i64 {
 /// The group's pop position on a queue, initialised by `initMode` when it has none (RocketMQ's
 /// `getPopOffset`; retry topics always start at their first message).
 pub fn position(shard: &Shard, key: &QueueKey, init_mode: i32, init: bool) -> i64 {
-    if let Some(o) = shard.offsets.borrow().query(&key.group, &key.topic, key.queue_id) {
+    if let Some(o) = shard
+        .offsets
+        .borrow()
+        .query(&key.group, &key.topic, key.queue_id)
+    {
         if o >= 0 {
             return o;
         }
     }
     let min = shard.store.min_offset(&key.topic, key.queue_id);
     let offset = if init_mode == consume_init_mode::MIN
-        || key.topic.starts_with(protocol::header::extra_info::RETRY_GROUP_TOPIC_PREFIX)
+        || key
+            .topic
+            .starts_with(protocol::header::extra_info::RETRY_GROUP_TOPIC_PREFIX)
         || min <= 0
     {
         // A queue that still has its first message starts there in both modes (RocketMQ's

@@ -155,7 +155,11 @@ fn retry_record(
     if original.reconsume_times == 0
         || properties::get(&props, properties::FIRST_POP_TIME).is_none()
     {
-        props = properties::with(&props, properties::FIRST_POP_TIME, &ck.key.pop_time.to_string());
+        props = properties::with(
+            &props,
+            properties::FIRST_POP_TIME,
+            &ck.key.pop_time.to_string(),
+        );
     }
     if to_dlq && properties::get(&props, properties::RETRY_TOPIC).is_none() {
         let origin = ck

@@ -260,7 +260,10 @@ fn apply(shard: &Shard, record: &MessageRecord) {
 /// Moves a group's pop position forward (never back).
 fn advance_position(shard: &Shard, group: &str, topic: &str, queue_id: i32, offset: i64) {
     let mut offsets = shard.offsets.borrow_mut();
-    if offsets.query(group, topic, queue_id).is_none_or(|o| o < offset) {
+    if offsets
+        .query(group, topic, queue_id)
+        .is_none_or(|o| o < offset)
+    {
         offsets.commit(group, topic, queue_id, offset);
     }
 }
