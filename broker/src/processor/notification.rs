@@ -127,7 +127,7 @@ async fn has_message(
             {
                 return false;
             }
-            let at = position(&s, &key, protocol::header::consume_init_mode::MAX, false);
+            let at = position(&s, &key, protocol::header::consume_init_mode::MAX, false).await;
             s.store.max_offset(&key.topic, key.queue_id) > at
         })
         .await

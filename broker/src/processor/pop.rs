@@ -34,6 +34,8 @@ const MAX_POLL: Duration = Duration::from_secs(300);
 /// A parked pop looks again this often when an arrival may not wake it (an ordered batch's invisible
 /// time ends without one; a queue owned by another shard).
 const RECHECK: Duration = Duration::from_millis(200);
+/// Most bytes of messages one pop answers (one message always fits; frames stop at 16 MiB).
+const MAX_POP_BYTES: usize = 4 << 20;
 /// Percent of pops that look at the retry topic first (RocketMQ's popFromRetryProbability).
 const POP_FROM_RETRY_PROBABILITY: u64 = 20;
 
@@ -219,16 +221,31 @@ async fn pop_once(
     let mut pops = Vec::new();
     let mut got = 0;
     let mut rest = 0;
-    let visit = |pops: &mut Vec<QueuePop>, pop: QueuePop, got: &mut i32, rest: &mut i64| {
+    let mut bytes = 0;
+    let visit = |pops: &mut Vec<QueuePop>,
+                 pop: QueuePop,
+                 got: &mut i32,
+                 rest: &mut i64,
+                 bytes: &mut usize| {
         *got += pop.offsets.len() as i32;
         *rest += pop.rest;
+        *bytes += pop.records.iter().map(|r| r.len()).sum::<usize>();
         if !pop.records.is_empty() {
             pops.push(pop);
         }
     };
+    let full = |got: i32, bytes: usize| got >= max || bytes >= MAX_POP_BYTES;
     if retry_first {
-        let pop = pop_on_owner(shard, req, &retry_topic, 0, max - got).await?;
-        visit(&mut pops, pop, &mut got, &mut rest);
+        let pop = pop_on_owner(
+            shard,
+            req,
+            &retry_topic,
+            0,
+            max - got,
+            MAX_POP_BYTES - bytes,
+        )
+        .await?;
+        visit(&mut pops, pop, &mut got, &mut rest, &mut bytes);
     }
     let queues: Vec<i32> = if queue_id >= 0 {
         vec![queue_id]
@@ -237,15 +254,23 @@ async fn pop_once(
         (0..n).map(|i| ((random + i) % n) as i32).collect()
     };
     for q in queues {
-        if got >= max {
+        if full(got, bytes) {
             break;
         }
-        let pop = pop_on_owner(shard, req, &req.topic, q, max - got).await?;
-        visit(&mut pops, pop, &mut got, &mut rest);
+        let pop = pop_on_owner(shard, req, &req.topic, q, max - got, MAX_POP_BYTES - bytes).await?;
+        visit(&mut pops, pop, &mut got, &mut rest, &mut bytes);
     }
-    if !retry_first && !req.order && got < max {
-        let pop = pop_on_owner(shard, req, &retry_topic, 0, max - got).await?;
-        visit(&mut pops, pop, &mut got, &mut rest);
+    if !retry_first && !req.order && !full(got, bytes) {
+        let pop = pop_on_owner(
+            shard,
+            req,
+            &retry_topic,
+            0,
+            max - got,
+            MAX_POP_BYTES - bytes,
+        )
+        .await?;
+        visit(&mut pops, pop, &mut got, &mut rest, &mut bytes);
     }
     Ok((pops, rest))
 }
@@ -257,15 +282,18 @@ async fn pop_on_owner(
     topic: &str,
     queue_id: i32,
     want: i32,
+    max_bytes: usize,
 ) -> Result<QueuePop, String> {
     let owner = shard.owner_of(topic, queue_id);
     if owner == shard.id {
-        return queue_pop::pop_queue(shard, req, topic, queue_id, want).await;
+        return queue_pop::pop_queue(shard, req, topic, queue_id, want, max_bytes).await;
     }
     let (req, topic) = (req.clone(), topic.to_owned());
     shard
         .on(owner)
-        .run(move |s| async move { queue_pop::pop_queue(&s, &req, &topic, queue_id, want).await })
+        .run(move |s| async move {
+            queue_pop::pop_queue(&s, &req, &topic, queue_id, want, max_bytes).await
+        })
         .await
         .map_err(|e| e.to_string())?
 }
@@ -369,7 +397,8 @@ async fn peek_queue(
     want: i32,
 ) -> Result<Vec<bytes::Bytes>, String> {
     let key = QueueKey::new(group, topic, queue_id);
-    let offset = queue_pop::position(shard, &key, protocol::header::consume_init_mode::MIN, false);
+    let offset =
+        queue_pop::position(shard, &key, protocol::header::consume_init_mode::MIN, false).await;
     shard
         .store
         .get_messages(topic, queue_id, offset, want, 4 << 20, None)
