@@ -450,3 +450,98 @@ fn acks_survive_a_graceful_restart_and_a_sigkill() {
         });
     }
 }
+
+#[test]
+fn ordered_acks_survive_a_sigkill() {
+    let mut broker = Broker::start("flushDiskType = \"SYNC_FLUSH\"");
+    let o = PopOptions {
+        queue_id: 1,
+        max_msg_nums: 2,
+        order: true,
+        ..options(2000)
+    };
+    run_local(async {
+        let client = connect(broker.addr()).await;
+        send_bodies(&client, "PopOK", 1, &bodies(4, "k")).await;
+        let got = pop_now(&client, "okg", "PopOK", &o).await;
+        assert_eq!(
+            got.iter().map(body).collect::<Vec<_>>(),
+            vec!["k-000", "k-001"]
+        );
+        pop::ack(&client, "okg", &got[0], TIMEOUT).await.unwrap();
+        pop::ack(&client, "okg", &got[1], TIMEOUT).await.unwrap();
+    });
+    // Killed before the 5 s offsets file could catch up: the ordered commits are in the revive log.
+    broker.kill9();
+    broker.restart();
+    run_local(async {
+        let client = connect(broker.addr()).await;
+        let next = pop_until(&client, "okg", "PopOK", &o, 1, Duration::from_secs(5)).await;
+        assert_eq!(
+            next.iter().map(body).collect::<Vec<_>>(),
+            vec!["k-002", "k-003"],
+            "acked ordered messages are not delivered again"
+        );
+    });
+}
+
+fn named(code: i32, group: &str, topic: &str, queue: i32) -> RemotingCommand {
+    RemotingCommand::request(code)
+        .with_ext("consumerGroup", group)
+        .with_ext("topic", topic)
+        .with_ext("queueId", &queue.to_string())
+}
+
+#[test]
+fn peek_notification_and_polling_info() {
+    let broker = Broker::start("");
+    run_local(async {
+        let client = connect(broker.addr()).await;
+        let second = connect(broker.addr()).await;
+        send_bodies(&client, "PopN", 0, &bodies(2, "n")).await;
+        // PEEK shows the messages and changes nothing.
+        let peek = named(request_code::PEEK_MESSAGE, "ng", "PopN", 0).with_ext("maxMsgNums", "32");
+        let r = client.invoke(peek.clone(), TIMEOUT).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        assert_eq!(decode_records(&r.body).len(), 2);
+        let notify = |poll_ms: i64| {
+            named(request_code::NOTIFICATION, "ng", "PopN", -1)
+                .with_ext("pollTime", &poll_ms.to_string())
+                .with_ext("bornTime", &now_ms().to_string())
+        };
+        let r = client.invoke(notify(0), TIMEOUT).await.unwrap();
+        assert_eq!(
+            (r.code, r.ext("hasMsg")),
+            (response_code::SUCCESS, Some("true"))
+        );
+        let got = pop_now(&client, "ng", "PopN", &options(30_000)).await;
+        assert_eq!(got.len(), 2);
+        let r = client.invoke(notify(300), TIMEOUT).await.unwrap();
+        assert_eq!(r.ext("hasMsg"), Some("false"), "all popped");
+        let r = client.invoke(peek, TIMEOUT).await.unwrap();
+        assert_eq!(r.code, response_code::PULL_NOT_FOUND);
+        // A pop parked on the topic is counted by POLLING_INFO.
+        let parked = glommio::spawn_local(async move {
+            let o = PopOptions {
+                poll_time: Duration::from_secs(2),
+                ..options(30_000)
+            };
+            pop_now(&second, "ng", "PopN", &o).await.len()
+        });
+        glommio::timer::sleep(Duration::from_millis(500)).await;
+        let r = client
+            .invoke(named(request_code::POLLING_INFO, "ng", "PopN", 0), TIMEOUT)
+            .await
+            .unwrap();
+        assert_eq!(
+            (r.code, r.ext("pollingNum")),
+            (response_code::SUCCESS, Some("1"))
+        );
+        assert_eq!(parked.await, 0);
+        let r = client
+            .invoke(named(request_code::POLLING_INFO, "ng", "PopN", 0), TIMEOUT)
+            .await
+            .unwrap();
+        assert_eq!(r.ext("pollingNum"), Some("0"));
+    });
+}
