@@ -120,7 +120,8 @@ fn in_memory_window() -> i64 {
             libc::sysconf(libc::_SC_PAGESIZE),
         )
     };
-    (pages.max(0) as i64).saturating_mul(page.max(0) as i64) / 10 * 4
+    let bytes = (pages.max(0) as u64).saturating_mul(page.max(0) as u64) / 10 * 4;
+    i64::try_from(bytes).unwrap_or(i64::MAX)
 }
 
 fn filter_of(shard: &Shard, req: &PopRequest, topic: &str) -> Result<PullFilter, String> {
