@@ -543,5 +543,32 @@ fn peek_notification_and_polling_info() {
             .await
             .unwrap();
         assert_eq!(r.ext("pollingNum"), Some("0"));
+
+        // Bad input gets a clear answer and the broker keeps serving.
+        let too_many = PopOptions {
+            max_msg_nums: 33,
+            ..options(30_000)
+        };
+        let e = pop::pop(&client, broker_name(), "ng", "PopN", &too_many, TIMEOUT)
+            .await
+            .unwrap_err();
+        assert_eq!(e.response_code(), Some(response_code::INVALID_PARAMETER));
+        let garbage =
+            RemotingCommand::request(request_code::BATCH_ACK_MESSAGE).with_body(&b"{nope"[..]);
+        let r = client.invoke(garbage, TIMEOUT).await.unwrap();
+        assert_eq!(r.code, response_code::INVALID_PARAMETER, "{:?}", r.remark);
+        let change = named(request_code::CHANGE_MESSAGE_INVISIBLETIME, "ng", "PopN", 0)
+            .with_ext("offset", "0")
+            .with_ext("invisibleTime", &i64::MAX.to_string())
+            .with_ext("extraInfo", "0 9223372036854775807 1 999 0 b 0 0");
+        let r = client.invoke(change, TIMEOUT).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let missing = named(request_code::POP_MESSAGE, "ng", "PopN", -1);
+        let r = client.invoke(missing, TIMEOUT).await.unwrap();
+        assert_ne!(r.code, response_code::SUCCESS);
+        assert!(r.remark.unwrap_or_default().contains("maxMsgNums"));
+        send_bodies(&client, "PopN", 0, &bodies(1, "after")).await;
+        let got = pop_now(&client, "ng", "PopN", &options(30_000)).await;
+        assert_eq!(got.iter().map(body).collect::<Vec<_>>(), vec!["after-000"]);
     });
 }

@@ -190,7 +190,7 @@ pub async fn batch_ack(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingComm
                 let offsets: Vec<i64> = ack
                     .bit_set
                     .iter()
-                    .map(|i| ack.start_offset + i64::from(*i))
+                    .filter_map(|i| ack.start_offset.checked_add(i64::from(*i)))
                     .filter(|o| *o >= min && *o <= max)
                     .collect();
                 if ack.revive_queue_id == POP_ORDER_REVIVE_QUEUE {

@@ -45,7 +45,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     };
     // A new check point never shares the old one's key (start and pop time), even within a millisecond.
     let now = if info.ck_queue_offset == h.offset {
-        now_ms().max(info.pop_time + 1)
+        now_ms().max(info.pop_time.saturating_add(1))
     } else {
         now_ms()
     };
@@ -59,13 +59,13 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     };
     if info.is_order() {
         let key = QueueKey::new(&h.consumer_group, &h.topic, h.queue_id);
-        let until = now + h.invisible_time;
+        let until = now.saturating_add(h.invisible_time);
         shard
             .pop
             .orders
             .borrow_mut()
             .change_invisible(&key, h.offset, info.pop_time, until);
-        return answer(info.pop_time, until - info.pop_time);
+        return answer(info.pop_time, until.saturating_sub(info.pop_time));
     }
     let new_key = CkKey {
         group: h.consumer_group.clone(),

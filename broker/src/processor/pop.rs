@@ -100,7 +100,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         Err(e) => return header_error(&e),
     };
     let now = now_ms();
-    if h.born_time > 0 && now - h.born_time - h.poll_time > 500 {
+    if h.born_time > 0 && now.saturating_sub(h.born_time).saturating_sub(h.poll_time) > 500 {
         return error(
             rc::POLLING_TIMEOUT,
             format!(

@@ -53,7 +53,7 @@ impl OrderInfo {
             .zip(&self.committed)
             .find(|(_, c)| !**c)
             .map(|(o, _)| *o)
-            .or_else(|| self.offsets.last().map(|o| o + 1))
+            .or_else(|| self.offsets.last().map(|o| o.saturating_add(1)))
             .unwrap_or(0)
     }
 }
@@ -131,7 +131,7 @@ impl OrderTable {
     /// Marks an offset of the batch popped at `pop_time` acked.
     pub fn commit(&mut self, key: &QueueKey, offset: i64, pop_time: i64) -> OrderCommit {
         let Some(info) = self.queues.get_mut(key) else {
-            return OrderCommit::Next(offset + 1);
+            return OrderCommit::Next(offset.saturating_add(1));
         };
         if info.pop_time != pop_time {
             return OrderCommit::Stale;

@@ -21,6 +21,8 @@ const CK_TAG: &str = "ck";
 const ACK_TAG: &str = "ack";
 const BATCH_ACK_TAG: &str = "bAck";
 const ORDER_COMMIT_TAG: &str = "oc";
+/// Most messages a replayed check point may name.
+const MAX_CK_MESSAGES: i32 = 1024;
 
 /// A check point (`PopCheckPoint`): `so` start offset, `d` offsets as differences from it.
 #[derive(Debug, Serialize, Deserialize)]
@@ -206,15 +208,21 @@ fn apply(shard: &Shard, record: &MessageRecord) {
             let Ok(ck) = serde_json::from_slice::<CkBody>(&record.body) else {
                 return;
             };
+            // A check point holds one pop (at most 32 messages); anything larger is not ours.
+            if ck.n < 0 || ck.n > MAX_CK_MESSAGES || ck.d.len() > MAX_CK_MESSAGES as usize {
+                return;
+            }
             let offsets: Vec<i64> = if ck.d.is_empty() {
-                (0..i64::from(ck.n)).map(|i| ck.so + i).collect()
+                (0..i64::from(ck.n))
+                    .map(|i| ck.so.saturating_add(i))
+                    .collect()
             } else {
-                ck.d.iter().map(|d| ck.so + d).collect()
+                ck.d.iter().map(|d| ck.so.saturating_add(*d)).collect()
             };
             let Some(last) = offsets.last().copied() else {
                 return;
             };
-            advance_position(shard, &ck.c, &ck.t, ck.q, last + 1);
+            advance_position(shard, &ck.c, &ck.t, ck.q, last.saturating_add(1));
             let key = CkKey {
                 group: ck.c,
                 topic: ck.t,
