@@ -572,3 +572,42 @@ fn peek_notification_and_polling_info() {
         assert_eq!(got.iter().map(body).collect::<Vec<_>>(), vec!["after-000"]);
     });
 }
+
+#[test]
+fn a_revived_message_is_not_revived_again_after_a_sigkill() {
+    let mut broker = Broker::start("flushDiskType = \"SYNC_FLUSH\"");
+    run_local(async {
+        let client = connect(broker.addr()).await;
+        // A stays invisible for a minute: its open check point keeps the replay start back.
+        send_bodies(&client, "PopV", 0, &bodies(1, "a")).await;
+        assert_eq!(
+            pop_now(&client, "vg", "PopV", &options(60_000)).await.len(),
+            1
+        );
+        send_bodies(&client, "PopV", 0, &bodies(1, "b")).await;
+        let b = pop_now(&client, "vg", "PopV", &options(800)).await;
+        assert_eq!(b.iter().map(body).collect::<Vec<_>>(), vec!["b-000"]);
+        let again = pop_until(
+            &client,
+            "vg",
+            "PopV",
+            &options(60_000),
+            1,
+            Duration::from_secs(5),
+        )
+        .await;
+        assert_eq!(again.iter().map(body).collect::<Vec<_>>(), vec!["b-000"]);
+        pop::ack(&client, "vg", &again[0], TIMEOUT).await.unwrap();
+    });
+    broker.kill9();
+    broker.restart();
+    run_local(async {
+        let client = connect(broker.addr()).await;
+        let after = drain(&client, "vg", "PopV", 60_000, Duration::from_secs(3)).await;
+        assert!(
+            after.is_empty(),
+            "revived once only: {:?}",
+            after.iter().map(body).collect::<Vec<_>>()
+        );
+    });
+}

@@ -81,6 +81,7 @@ async fn revive(shard: &Rc<Shard>, ck: &Ck) -> Result<(), String> {
     let max_times = group_settings::find(shard, group)
         .await
         .map_or(16, |g| g.retry_max_times);
+    let mut revived = Vec::new();
     for offset in ck.unacked().collect::<Vec<_>>() {
         // Acked while an earlier message of the check point was being revived.
         let still_open = shard
@@ -119,6 +120,17 @@ async fn revive(shard: &Rc<Shard>, ck: &Ck) -> Result<(), String> {
         }
         // Settled in memory now, so a failure later in this check point does not revive it twice.
         shard.pop.cks.borrow_mut().ack(&ck.key, offset);
+        revived.push(offset);
+    }
+    if !revived.is_empty() {
+        // Settled in the log too: a replay (after a crash) does not revive them again, however far
+        // back an older open check point keeps the replay start.
+        if let Err(why) = super::revive_log::append_ack(shard, &ck.key, &revived).await {
+            tracing::warn!(
+                "shard {}: revived messages not marked in the revive log: {why}",
+                shard.id
+            );
+        }
     }
     Ok(())
 }

@@ -72,10 +72,15 @@ struct OrderCommitBody {
 /// Appends one record to this shard's revive queue; answers its offset there once stored (and
 /// flushed, under SYNC_FLUSH).
 async fn append(shard: &Shard, tag: &str, body: Vec<u8>) -> Result<i64, String> {
-    let _pending = shard.pop.pending_append();
+    let topic = revive_topic(&shard.cfg.broker_cluster_name);
+    // The record lands at or after the queue's end now; replay must not start past it until the
+    // caller has applied its effect (right after this returns, without an await in between).
+    let _pending = shard
+        .pop
+        .pending_append(shard.store.max_offset(&topic, REVIVE_QUEUE));
     let now = now_ms();
     let record = MessageRecord {
-        topic: revive_topic(&shard.cfg.broker_cluster_name),
+        topic,
         queue_id: REVIVE_QUEUE,
         body: Bytes::from(body),
         properties: properties::encode([(properties::TAGS, tag)]),
