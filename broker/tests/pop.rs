@@ -563,6 +563,18 @@ fn peek_notification_and_polling_info() {
             .with_ext("extraInfo", "0 9223372036854775807 1 999 0 b 0 0");
         let r = client.invoke(change, TIMEOUT).await.unwrap();
         assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        // A pop that waited too long on its way is answered at once, with a header clients can read.
+        let stale = named(request_code::POP_MESSAGE, "ng", "PopN", -1)
+            .with_ext("maxMsgNums", "1")
+            .with_ext("invisibleTime", "1000")
+            .with_ext("pollTime", "0")
+            .with_ext("initMode", "0")
+            .with_ext("bornTime", &(now_ms() - 10_000).to_string());
+        let r = client.invoke(stale, TIMEOUT).await.unwrap();
+        assert_eq!(
+            (r.code, r.ext("restNum")),
+            (response_code::POLLING_TIMEOUT, Some("0"))
+        );
         let missing = named(request_code::POP_MESSAGE, "ng", "PopN", -1);
         let r = client.invoke(missing, TIMEOUT).await.unwrap();
         assert_ne!(r.code, response_code::SUCCESS);

@@ -101,13 +101,15 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     };
     let now = now_ms();
     if h.born_time > 0 && now.saturating_sub(h.born_time).saturating_sub(h.poll_time) > 500 {
+        // Clients read the header of every POLLING_TIMEOUT; Apache's has zeros here.
         return error(
             rc::POLLING_TIMEOUT,
             format!(
                 "the broker[{}] pop message is timeout too much",
                 shard.cfg.broker_ip1
             ),
-        );
+        )
+        .with_ext_fields(PopMessageResponseHeader::default().to_ext_fields());
     }
     if h.max_msg_nums > MAX_POP_NUMS {
         return error(
