@@ -623,3 +623,27 @@ fn a_revived_message_is_not_revived_again_after_a_sigkill() {
         );
     });
 }
+
+#[test]
+fn a_slave_refuses_pops_and_acks() {
+    let broker = Broker::start("brokerRole = \"SLAVE\"\nbrokerId = 1");
+    run_local(async {
+        let client = connect(broker.addr()).await;
+        let e = pop::pop(
+            &client,
+            broker_name(),
+            "sg",
+            "TBW102",
+            &options(1000),
+            TIMEOUT,
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(e.response_code(), Some(response_code::NO_PERMISSION), "{e}");
+        let ack = named(request_code::ACK_MESSAGE, "sg", "TBW102", 0)
+            .with_ext("offset", "0")
+            .with_ext("extraInfo", "0 1 1000 0 0 b 0 0");
+        let r = client.invoke(ack, TIMEOUT).await.unwrap();
+        assert_eq!(r.code, response_code::NO_PERMISSION, "{:?}", r.remark);
+    });
+}

@@ -45,6 +45,9 @@ pub async fn ack(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {
         Ok(h) => h,
         Err(e) => return header_error(&e),
     };
+    if let Some(refused) = super::pop::refuse_on_slave(shard) {
+        return refused;
+    }
     if let Err(response) = check_queue(shard, &h.topic, h.queue_id) {
         return response;
     }
@@ -167,6 +170,9 @@ pub async fn batch_ack(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingComm
             )
         }
     };
+    if let Some(refused) = super::pop::refuse_on_slave(shard) {
+        return refused;
+    }
     if body.acks.is_empty() {
         return error(rc::NO_MESSAGE, "no acks");
     }

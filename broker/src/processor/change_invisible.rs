@@ -23,6 +23,9 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         Ok(h) => h,
         Err(e) => return header_error(&e),
     };
+    if let Some(refused) = super::pop::refuse_on_slave(shard) {
+        return refused;
+    }
     if let Err(response) = check_queue(shard, &h.topic, h.queue_id) {
         return response;
     }

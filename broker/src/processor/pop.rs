@@ -39,6 +39,19 @@ const MAX_POP_BYTES: usize = 4 << 20;
 /// Percent of pops that look at the retry topic first (RocketMQ's popFromRetryProbability).
 const POP_FROM_RETRY_PROBABILITY: u64 = 20;
 
+/// POP writes check points and acks: a slave, whose store is the master's copy, refuses it.
+pub fn refuse_on_slave(shard: &Shard) -> Option<RemotingCommand> {
+    (shard.cfg.broker_role == crate::config::BrokerRole::Slave).then(|| {
+        error(
+            rc::NO_PERMISSION,
+            format!(
+                "the broker[{}] is a slave, and does not serve POP",
+                shard.cfg.broker_ip1
+            ),
+        )
+    })
+}
+
 /// What a pop answers about its topic, checked before reading.
 struct Admitted {
     read_queues: i32,
@@ -99,6 +112,9 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         Ok(h) => h,
         Err(e) => return header_error(&e),
     };
+    if let Some(refused) = refuse_on_slave(shard) {
+        return refused;
+    }
     let now = now_ms();
     if h.born_time > 0 && now.saturating_sub(h.born_time).saturating_sub(h.poll_time) > 500 {
         // Clients read the header of every POLLING_TIMEOUT; Apache's has zeros here.
