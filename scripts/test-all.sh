@@ -23,7 +23,7 @@ cargo test --workspace --no-fail-fast
 
 echo "== broker suites that cross shards, again with one broker per process (shardRouting = forward)"
 TEST_SHARD_ROUTING=forward cargo test -p broker --no-fail-fast --test send_pull --test consumer_groups \
-    --test request_reply --test sql_filter --test delay_retry --test restart --test clients_admin
+    --test request_reply --test sql_filter --test delay_retry --test restart --test clients_admin --test pop
 
 echo "== disk faults through the storage crate's fail points (a test-only build: --features failpoints)"
 cargo clippy -p broker -p storage --features broker/failpoints,storage/failpoints --all-targets -- -D warnings

@@ -215,6 +215,10 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
         }));
     progress.enter(Stage::Transactions);
     crate::feature::transaction::start(&shard).await?;
+    progress.enter(Stage::PopRevive);
+    crate::feature::pop::revive::start(&shard)
+        .await
+        .map_err(|reason| BrokerError::Store { shard: id, reason })?;
     progress.enter(Stage::Listening);
     // No await between binding and starting the mesh: no request can arrive before calls are served.
     crate::net::server::start_listeners(&shard, &listen)?;

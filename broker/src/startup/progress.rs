@@ -23,6 +23,7 @@ pub enum Stage {
     OpeningStore,
     LoadingState,
     Transactions,
+    PopRevive,
     Listening,
     /// Shard 0: waiting for every shard to answer over the mesh.
     WaitingForShards,
@@ -39,6 +40,7 @@ impl Stage {
             Stage::OpeningStore => "opening the store (recovery)",
             Stage::LoadingState => "loading consumer offsets",
             Stage::Transactions => "reading the transaction op queue",
+            Stage::PopRevive => "replaying the POP revive log",
             Stage::Listening => "binding listeners and starting tasks",
             Stage::WaitingForShards => "waiting for every shard to answer",
             Stage::Registering => "registering with the name servers",
@@ -53,6 +55,7 @@ impl Stage {
             Stage::OpeningStore,
             Stage::LoadingState,
             Stage::Transactions,
+            Stage::PopRevive,
             Stage::Listening,
             Stage::WaitingForShards,
             Stage::Registering,

@@ -44,6 +44,10 @@ pub const MESSAGE_TYPE: &str = "MSG_TYPE";
 pub const PUSH_REPLY_TIME: &str = "PUSH_REPLY_TIME";
 pub const INSTANCE_ID: &str = "INSTANCE_ID";
 pub const SHARDING_KEY: &str = "__SHARDINGKEY";
+/// POP: the receipt handle (`extraInfo`) of a popped message.
+pub const POP_CK: &str = "POP_CK";
+/// POP: when the message was first popped (ms), kept across retries.
+pub const FIRST_POP_TIME: &str = "1ST_POP_TIME";
 
 /// Separates several keys inside the KEYS property.
 pub const KEY_SEPARATOR: char = ' ';
