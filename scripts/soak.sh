@@ -94,7 +94,9 @@ def free(p):
 picked = []
 def pick(span):
     while True:
-        p = random.randint(20000, 60000)
+        # Below the kernel's ephemeral range (32768 and up by default): a restarted broker must not
+        # find its port taken by some client's outgoing connection.
+        p = random.randint(20000, 32000)
         if all(free(q) and q not in picked for q in range(p - 2, p + span)):
             picked.extend(range(p - 2, p + span))
             return p
