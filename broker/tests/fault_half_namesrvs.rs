@@ -11,11 +11,12 @@ mod common;
 mod fault_support;
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use fault_support::acked::Ledger;
 use fault_support::proxy::{FaultProxy, Mode};
+use fault_support::routes::{route_code, wait_route};
 use protocol::{request_code, response_code, RemotingCommand};
 
 /// Registration period of the test broker (RocketMQ's 30 s would make the test slow).
@@ -28,31 +29,6 @@ const LEARN_LIMIT: Duration = Duration::from_secs(20);
 #[ignore = "not a test: the name-server process the fault tests start and SIGKILL"]
 fn namesrv_helper_process() {
     namesrv_helper_main();
-}
-
-/// The code GET_ROUTEINFO_BY_TOPIC answers now (connection errors and timeouts count as -1).
-async fn route_code(ns: SocketAddr, topic: &str) -> i32 {
-    let Ok(client) = remoting::Client::connect(ns, Duration::from_secs(1)).await else {
-        return -1;
-    };
-    let req =
-        RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC).with_ext("topic", topic);
-    match client.invoke(req, Duration::from_secs(1)).await {
-        Ok(r) => r.code,
-        Err(_) => -1,
-    }
-}
-
-/// Waits until the name server serves `topic`'s route; returns how long that took.
-async fn wait_route(ns: SocketAddr, topic: &str) -> Duration {
-    let start = Instant::now();
-    while start.elapsed() < LEARN_LIMIT {
-        if route_code(ns, topic).await == response_code::SUCCESS {
-            return start.elapsed();
-        }
-        glommio::timer::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("name server {ns} did not learn topic {topic} within {LEARN_LIMIT:?}");
 }
 
 async fn create_topic(client: &remoting::Client, topic: &str) {
@@ -124,8 +100,8 @@ fn broker_keeps_registering_with_the_reachable_half_and_routes_stay_served() {
         let admin = connect(broker.addr()).await;
         let ledgers = [Ledger::default(), Ledger::default()];
         create_topic(&admin, "HalfBefore").await;
-        wait_route(ns_a.addr, "HalfBefore").await;
-        wait_route(ns_b.addr, "HalfBefore").await;
+        wait_route(ns_a.addr, "HalfBefore", LEARN_LIMIT).await;
+        wait_route(ns_b.addr, "HalfBefore", LEARN_LIMIT).await;
         send_all(
             &producer(both.clone(), 1),
             &ledgers,
@@ -138,7 +114,7 @@ fn broker_keeps_registering_with_the_reachable_half_and_routes_stay_served() {
         // 1. B is SIGKILLed: A keeps learning new topics, a client given both finds them.
         ns_b.kill9();
         create_topic(&admin, "BornWithBDead").await;
-        let took = wait_route(ns_a.addr, "BornWithBDead").await;
+        let took = wait_route(ns_a.addr, "BornWithBDead", LEARN_LIMIT).await;
         println!("A learnt a topic {took:?} after it was created, B dead");
         send_all(
             &producer(both.clone(), 2),
@@ -158,13 +134,13 @@ fn broker_keeps_registering_with_the_reachable_half_and_routes_stay_served() {
             response_code::TOPIC_NOT_EXIST,
             "B came back with an empty table"
         );
-        let took = wait_route(ns_b.addr, "HalfBefore").await;
+        let took = wait_route(ns_b.addr, "HalfBefore", LEARN_LIMIT).await;
         println!(
             "the empty B got the broker's routes back {took:?} after it started, A partitioned"
         );
-        wait_route(ns_b.addr, "BornWithBDead").await;
+        wait_route(ns_b.addr, "BornWithBDead", LEARN_LIMIT).await;
         create_topic(&admin, "BornInPartition").await;
-        wait_route(ns_b.addr, "BornInPartition").await;
+        wait_route(ns_b.addr, "BornInPartition", LEARN_LIMIT).await;
         // A client that knows only the routes B serves (A's link hangs) sends to the new topic.
         send_all(
             &producer(vec![ns_b.addr], 3),
@@ -183,7 +159,7 @@ fn broker_keeps_registering_with_the_reachable_half_and_routes_stay_served() {
         // 3. The partition heals (held connections are reset, as real ones are): A catches up.
         proxy_a.cut_all();
         proxy_a.set_mode(Mode::Pass);
-        let took = wait_route(ns_a.addr, "BornInPartition").await;
+        let took = wait_route(ns_a.addr, "BornInPartition", LEARN_LIMIT).await;
         println!("A learnt the partition's topic {took:?} after the partition healed");
         send_all(
             &producer(both.clone(), 4),

@@ -8,3 +8,4 @@ pub mod faultfs;
 pub mod loopfs;
 pub mod netns;
 pub mod proxy;
+pub mod routes;
