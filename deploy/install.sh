@@ -2,13 +2,16 @@
 # Installs rocketmq-rs on a systemd host: binaries, the `rocketmq` user, config and store folders,
 # systemd units; optionally enables and starts them.
 #
-#   sudo deploy/install.sh [--bin-dir DIR] [--namesrv] [--broker CONF.toml]... [--enable]
+#   sudo deploy/install.sh [--bin-dir DIR] [--namesrv] [--broker CONF.toml]... [--proxy] [--enable]
 #
 #   --bin-dir DIR    where namesrv, broker and mqadmin were built (default target/release;
 #                    build them with `cargo build --release -p namesrv -p broker -p mqadmin`)
 #   --namesrv        install /etc/rocketmq/namesrv.env (kept if present); enable namesrv.service
 #   --broker FILE    install FILE as /etc/rocketmq/<name>.toml (kept if present) and make its store
 #                    folder; <name> is the file name without .toml, the unit is broker@<name>
+#   --proxy          install the gRPC proxy for RocketMQ 5 SDKs (its binary from --bin-dir, built with
+#                    `cargo build --release -p proxy`) and /etc/rocketmq/proxy.toml (kept if present);
+#                    enable proxy.service
 #   --enable         systemctl enable --now the selected units
 #   --destdir DIR    stage everything under DIR instead of / (no user creation, no systemctl);
 #                    used by the tests, which then run `systemd-analyze verify --root=DIR`
@@ -20,6 +23,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 bin_dir=$repo/target/release
 destdir=""
 namesrv=0
+proxy=0
 enable=0
 brokers=()
 while [ $# -gt 0 ]; do
@@ -28,6 +32,7 @@ while [ $# -gt 0 ]; do
     --destdir) destdir=$2; shift 2 ;;
     --namesrv) namesrv=1; shift ;;
     --broker) brokers+=("$2"); shift 2 ;;
+    --proxy) proxy=1; shift ;;
     --enable) enable=1; shift ;;
     -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument $1 (try --help)" >&2; exit 2 ;;
@@ -40,6 +45,10 @@ for bin in namesrv broker mqadmin; do
     exit 1
   fi
 done
+if [ "$proxy" = 1 ] && [ ! -x "$bin_dir/proxy" ]; then
+  echo "$bin_dir/proxy is missing: cargo build --release -p proxy" >&2
+  exit 1
+fi
 if [ -z "$destdir" ] && [ "$(id -u)" -ne 0 ]; then
   echo "run as root (or stage with --destdir)" >&2
   exit 1
@@ -63,6 +72,14 @@ install -d -m 0750 "$root/var/lib/rocketmq"
 own "$root/var/lib/rocketmq"
 
 units=()
+if [ "$proxy" = 1 ]; then
+  install -m 0755 "$bin_dir/proxy" "$root/usr/local/bin/rocketmq-proxy"
+  install -m 0644 "$repo/deploy/systemd/proxy.service" "$root/etc/systemd/system/"
+  if [ ! -e "$root/etc/rocketmq/proxy.toml" ]; then
+    install -m 0644 "$repo/deploy/conf/proxy.toml" "$root/etc/rocketmq/proxy.toml"
+  fi
+  units+=(proxy.service)
+fi
 if [ "$namesrv" = 1 ]; then
   if [ ! -e "$root/etc/rocketmq/namesrv.env" ]; then
     install -m 0644 "$repo/deploy/conf/namesrv.env" "$root/etc/rocketmq/namesrv.env"

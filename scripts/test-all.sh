@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the project: unit and integration tests of the workspace, then the interop tests
 # with real RocketMQ clients written by other people (installed here, into tests/interop/; the Java
-# client's JDK comes from the shared kit's setup.sh, which tests/interop/setup.sh runs).
+# client's JDK comes from the shared kit's setup.sh, which tests/interop/setup.sh runs), then the RocketMQ 5
+# SDK tests through the proxy (tests/sdk5/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,3 +27,7 @@ scripts/fuzz-ci.sh
 echo "== interop tests with real clients"
 tests/interop/setup.sh
 tests/interop/.venv/bin/python tests/interop/run.py "$@"
+
+echo "== RocketMQ 5 SDK tests through the gRPC proxy (tests/sdk5, a few minutes)"
+tests/sdk5/setup.sh
+timeout 900 tests/sdk5/.venv/bin/python tests/sdk5/run.py
