@@ -279,6 +279,23 @@ def produce(endpoint, topic, fifo_topic, tx_topic):
     print(json.dumps({"sent": 10 + 32 + 2}))
 
 
+def orphan(endpoint, topic):
+    """A half message left open: the broker checks back through the proxy; the checker commits it."""
+    checker = Checker()
+    p = Producer(config(endpoint), (topic,), checker)
+    p.startup()
+    t = p.begin_transaction()
+    p.send(message(topic, "left-open"), t)
+    end = time.time() + 45
+    while time.time() < end and not checker.checked:
+        time.sleep(0.2)
+    check(checker.checked == ["left-open"], "the checker was asked about %s" % checker.checked)
+    # The SDK ends the transaction right after its checker answers.
+    time.sleep(2)
+    p.shutdown()
+    print(json.dumps({"checked": checker.checked}))
+
+
 def delay_refused(endpoint, topic):
     """With the broker's timer off, a delayed send is refused (never delivered early)."""
     from rocketmq.v5.exception import UnsupportedException
@@ -294,7 +311,7 @@ def delay_refused(endpoint, topic):
 
 
 SCENARIOS = {f.__name__: f for f in (normal, fifo, transaction, redelivery, delay, delay_refused, bad_handle,
-                                     acl, produce)}
+                                     acl, produce, orphan)}
 
 if __name__ == "__main__":
     name, args = sys.argv[1], sys.argv[2:]

@@ -120,6 +120,16 @@ def case_send_stored(s):
     check('rocketmq_proxy_rpc_calls_total{method="SendMessage"} 44' in m, "metrics lack 44 sends:\n" + m)
 
 
+def case_orphan(s):
+    s.cluster.create_topic("SdkOrphan")
+    print("   ", s.sdk("orphan", "SdkOrphan"))
+    end = time.time() + 10
+    while time.time() < end and sum(s.cluster.max_offsets("SdkOrphan", 4).values()) < 1:
+        time.sleep(0.2)
+    stored = s.cluster.max_offsets("SdkOrphan", 4)
+    check(sum(stored.values()) == 1, "SdkOrphan holds %s after the check-back commit" % stored)
+
+
 def case_normal(s):
     s.cluster.create_topic("SdkNormal")
     print("   ", s.sdk("normal", "SdkNormal", "GID_normal"))
@@ -184,6 +194,7 @@ def acl_setup(workdir):
 # name -> (function, broker config, proxy config)
 CASES = {
     "py_send_stored": (case_send_stored, None, None),
+    "py_tx_check_back": (case_orphan, {"transactionTimeOut": "2000", "transactionCheckInterval": "1000"}, None),
     "py_normal": (case_normal, {"transactionTimeOut": "2000"}, None),
     "py_fifo": (case_fifo, None, None),
     "py_transaction": (case_transaction, {"transactionTimeOut": "2000", "transactionCheckInterval": "1000"}, None),
