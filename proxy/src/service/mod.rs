@@ -68,10 +68,9 @@ macro_rules! unary {
         proxy.metrics.record($name, result.is_ok(), started.elapsed());
         let resp = result.unwrap_or_else(|e| {
             tracing::debug!(concat!($name, " failed: {}"), e);
-            $resp {
-                status: Some(e.status()),
-                ..Default::default()
-            }
+            let mut resp = $resp::default();
+            resp.status = Some(e.status());
+            resp
         });
         Ok(Response::new(resp))
     }};
