@@ -235,27 +235,24 @@ def bad_handle(endpoint, topic, group):
     print(json.dumps({"ok": True}))
 
 
-def acl(endpoint, topic, group, ak, sk):
-    """Right credentials send and receive; a wrong secret is refused as unauthorized."""
+def acl(endpoint, topic, ak, sk):
+    """Right credentials send (run.py checks the broker stored it); a wrong secret is refused."""
     from rocketmq.v5.exception import UnauthorizedException
     p = Producer(config(endpoint, ak, sk), (topic,))
     p.startup()
     p.send(message(topic, "signed"))
     p.shutdown()
-    c = consumer(endpoint, group, topic, ak, sk)
-    seen = receive_until(c, 1, 30)
-    c.shutdown()
-    check(sorted(seen) == ["signed"], "received %s" % sorted(seen))
     bad = Producer(config(endpoint, ak, sk + "x"), (topic,))
     try:
         bad.startup()
         bad.send(message(topic, "forged"))
         fail("a wrong secret key could send")
-    except UnauthorizedException:
-        pass
-    except Exception as e:  # startup itself may fail on the refused route query
-        check("nauthorized" in str(e) or "UNAUTHORIZED" in str(e), "unexpected error: %r" % e)
-    print(json.dumps({"ok": True}))
+    except UnauthorizedException as e:
+        refused = str(e)
+    except Exception as e:
+        # Startup fails on the refused route query with a generic error; run.py checks the proxy's reason.
+        refused = str(e)
+    print(json.dumps({"refused": refused[:200]}))
 
 
 def produce(endpoint, topic, fifo_topic, tx_topic):

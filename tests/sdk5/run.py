@@ -170,15 +170,32 @@ def case_bad_handle(s):
 
 def case_acl(s):
     # Topic creation is signed too (the admin account), as RocketMQ's AclClientRPCHook signs.
-    fields = {"topic": "SdkAcl", "defaultTopic": "TBW102", "readQueueNums": "4", "writeQueueNums": "4",
-              "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false",
-              "AccessKey": "sdk5admin"}
-    content = "".join(fields[k] for k in sorted(fields)).encode()
-    fields["Signature"] = base64.b64encode(hmac.new(b"sdk5secret", content, hashlib.sha1).digest()).decode()
+    fields = signed({"topic": "SdkAcl", "defaultTopic": "TBW102", "readQueueNums": 4, "writeQueueNums": 4,
+                     "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": "false"})
     resp = remoting.request(s.cluster.broker_addr, 17, fields)
     check(resp.code == 0, "signed topic creation answered %d %r" % (resp.code, resp.remark))
     s.cluster.wait_route("SdkAcl")
-    print("   ", s.sdk("acl", "SdkAcl", "GID_acl", "sdk5user", "sdk5usersecret"))
+    print("   ", s.sdk("acl", "SdkAcl", "sdk5user", "sdk5usersecret"))
+    stored = sum(signed_max_offset(addr, "SdkAcl", q) for _, addr in s.cluster.shard_brokers() for q in range(4))
+    check(stored == 1, "SdkAcl holds %d messages, want the one signed send" % stored)
+    with open(os.path.join(s.workdir, "proxy.log")) as f:
+        log = f.read()
+    check("signature of accessKey sdk5user does not match" in log, "the proxy did not log why it refused")
+
+
+def signed(fields, ak="sdk5admin", sk="sdk5secret"):
+    """`fields` signed as RocketMQ's AclClientRPCHook signs (sorted values), computed here independently."""
+    fields = dict((k, str(v)) for k, v in fields.items())
+    fields["AccessKey"] = ak
+    content = "".join(fields[k] for k in sorted(fields)).encode()
+    fields["Signature"] = base64.b64encode(hmac.new(sk.encode(), content, hashlib.sha1).digest()).decode()
+    return fields
+
+
+def signed_max_offset(addr, topic, queue):
+    resp = remoting.request(addr, remoting.GET_MAX_OFFSET, signed({"topic": topic, "queueId": queue}))
+    check(resp.code == 0, "GET_MAX_OFFSET answered %d %r" % (resp.code, resp.remark))
+    return int(resp.ext_fields.get("offset", 0))
 
 
 def acl_setup(workdir):
