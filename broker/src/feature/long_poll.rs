@@ -39,6 +39,18 @@ impl Future for Arrival {
     }
 }
 
+/// Resolves when any of `arrivals` does (a pop waits on several queues); never when there are none.
+pub fn any(mut arrivals: Vec<Arrival>) -> impl Future<Output = ()> {
+    std::future::poll_fn(move |cx| {
+        for a in arrivals.iter_mut() {
+            if Pin::new(a).poll(cx).is_ready() {
+                return Poll::Ready(());
+            }
+        }
+        Poll::Pending
+    })
+}
+
 type QueueWaiters = HashMap<i32, Vec<Weak<Slot>>>;
 
 /// Parked pulls of one shard, by topic and queue.

@@ -9,6 +9,7 @@ pub(crate) mod acl;
 pub(crate) mod broker_stats;
 pub(crate) mod long_poll;
 pub(crate) mod metrics;
+pub(crate) mod pop;
 pub(crate) mod pull_filter;
 pub(crate) mod schedule;
 pub(crate) mod sql_filter;

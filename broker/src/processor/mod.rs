@@ -5,11 +5,13 @@
 // Early returns carry the error response itself; it is built once per request, so its size is moot.
 #![allow(clippy::result_large_err)]
 
+pub(crate) mod ack;
 pub(crate) mod admin_stats;
 pub(crate) mod broker_admin;
 pub(crate) mod broker_config;
 pub(crate) mod broker_consume_stats;
 pub(crate) mod broker_stats_data;
+pub(crate) mod change_invisible;
 pub(crate) mod check_client_config;
 pub(crate) mod client_manage;
 pub(crate) mod consumer_calls;
@@ -17,6 +19,8 @@ pub(crate) mod consumer_offset;
 pub(crate) mod end_transaction;
 pub(crate) mod group_settings;
 pub(crate) mod message_query;
+pub(crate) mod notification;
+pub(crate) mod pop;
 pub(crate) mod producer_connection;
 pub(crate) mod pull;
 pub(crate) mod queue_offset;
@@ -122,6 +126,13 @@ pub async fn process(shard: &Rc<Shard>, req: RemotingCommand, conn: ConnRef) -> 
         code::SEND_REPLY_MESSAGE | code::SEND_REPLY_MESSAGE_V2 => {
             send_reply::handle(shard, &req, conn.peer).await
         }
+        code::POP_MESSAGE => pop::handle(shard, &req).await,
+        code::PEEK_MESSAGE => pop::peek(shard, &req).await,
+        code::ACK_MESSAGE => ack::ack(shard, &req).await,
+        code::BATCH_ACK_MESSAGE => ack::batch_ack(shard, &req).await,
+        code::CHANGE_MESSAGE_INVISIBLETIME => change_invisible::handle(shard, &req).await,
+        code::NOTIFICATION => notification::notification(shard, &req).await,
+        code::POLLING_INFO => notification::polling_info(shard, &req).await,
         code::QUERY_CONSUMER_OFFSET => consumer_offset::query(shard, &req),
         code::UPDATE_CONSUMER_OFFSET => consumer_offset::update(shard, &req),
         code::GET_MAX_OFFSET => queue_offset::max_offset(shard, &req),

@@ -29,7 +29,14 @@ pub fn runs_on(request_code: i32) -> RunsOn {
         | code::GET_MAX_OFFSET
         | code::GET_MIN_OFFSET
         | code::GET_EARLIEST_MSG_STORETIME
-        | code::SEARCH_OFFSET_BY_TIMESTAMP => RunsOn::QueueOwner,
+        | code::SEARCH_OFFSET_BY_TIMESTAMP
+        // POP: queueId -1 ("any queue") runs where it lands and visits each queue on its owner.
+        | code::POP_MESSAGE
+        | code::PEEK_MESSAGE
+        | code::ACK_MESSAGE
+        | code::CHANGE_MESSAGE_INVISIBLETIME
+        | code::NOTIFICATION
+        | code::POLLING_INFO => RunsOn::QueueOwner,
         code::END_TRANSACTION => RunsOn::HalfQueueOwner,
         code::HEART_BEAT
         | code::UNREGISTER_CLIENT
@@ -53,6 +60,7 @@ pub fn runs_on(request_code: i32) -> RunsOn {
         | code::QUERY_TOPIC_CONSUME_BY_WHO => RunsOn::Control,
         // Needs only the config: every shard has it.
         code::CHECK_CLIENT_CONFIG | code::GET_BROKER_CONFIG => RunsOn::Receiver,
+        // BATCH_ACK_MESSAGE (its acks name their queues in the body),
         // SEND_MESSAGE(_V2), SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE(_V2) (the requester's connection
         // may be on any shard; the control shard says which), CONSUMER_SEND_MSG_BACK, VIEW_MESSAGE_BY_ID,
         // QUERY_MESSAGE, GET_TOPIC_STATS_INFO, GET_CONSUME_STATS, GET_ALL_TOPIC_CONFIG,
@@ -71,6 +79,9 @@ mod tests {
         assert_eq!(runs_on(code::SEND_MESSAGE_V2), RunsOn::Receiver);
         assert_eq!(runs_on(code::PULL_MESSAGE), RunsOn::QueueOwner);
         assert_eq!(runs_on(code::LITE_PULL_MESSAGE), RunsOn::QueueOwner);
+        assert_eq!(runs_on(code::POP_MESSAGE), RunsOn::QueueOwner);
+        assert_eq!(runs_on(code::ACK_MESSAGE), RunsOn::QueueOwner);
+        assert_eq!(runs_on(code::BATCH_ACK_MESSAGE), RunsOn::Receiver);
         assert_eq!(runs_on(code::SEND_REPLY_MESSAGE_V2), RunsOn::Receiver);
         assert_eq!(runs_on(code::END_TRANSACTION), RunsOn::HalfQueueOwner);
         assert_eq!(runs_on(code::HEART_BEAT), RunsOn::Control);

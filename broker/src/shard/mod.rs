@@ -24,6 +24,7 @@ use storage::MessageStore;
 
 use crate::config::{BrokerConfig, ShardBroker};
 use crate::feature::long_poll::PullWaiters;
+use crate::feature::pop::PopState;
 use crate::feature::pull_filter::{Registered, SqlCache};
 use crate::net::client_calls::ClientCalls;
 use crate::shard::latch::Latch;
@@ -61,6 +62,8 @@ pub struct Shard {
     pub broadcasting: RefCell<HashSet<String>>,
     pub offsets: RefCell<ConsumerOffsets>,
     pub waiters: PullWaiters,
+    /// POP check points, ordered batches and pop locks of the queues this shard owns.
+    pub pop: PopState,
     /// Connections on this shard whose clients registered (heartbeat), for server-initiated commands.
     pub connections: RefCell<HashMap<u64, ResponseSink>>,
     /// Requests sent to those clients that wait for the client's answer.
@@ -118,6 +121,7 @@ impl Shard {
             sql_filters: RefCell::new(SqlCache::default()),
             offsets: RefCell::new(p.offsets),
             waiters: PullWaiters::default(),
+            pop: PopState::default(),
             connections: RefCell::new(HashMap::new()),
             client_calls: ClientCalls::default(),
             control: p.control,
@@ -255,12 +259,29 @@ impl Shard {
         }
     }
 
+    /// Records where the POP revive log's replay starts (the revive group's offset), so it is
+    /// persisted with the pop positions it matches.
+    fn note_revive_offset(&self) {
+        use crate::feature::pop::{revive_topic, REVIVE_GROUP, REVIVE_QUEUE};
+        let topic = revive_topic(&self.cfg.broker_cluster_name);
+        let end = self.store.max_offset(&topic, REVIVE_QUEUE);
+        if let Some(offset) = self.pop.settled_offset(end) {
+            let mut offsets = self.offsets.borrow_mut();
+            let known = offsets.query(REVIVE_GROUP, &topic, REVIVE_QUEUE);
+            // A broker that never served a pop keeps no revive offset.
+            if known != Some(offset) && (known.is_some() || offset > 0) {
+                offsets.commit(REVIVE_GROUP, &topic, REVIVE_QUEUE, offset);
+            }
+        }
+    }
+
     /// Persists this shard's consumer offsets if they changed.
     pub async fn persist_offsets(&self) {
         // One write at a time: two writers would share the temp file.
         let Ok(_permit) = self.offsets_persist.acquire_permit(1).await else {
             return;
         };
+        self.note_revive_offset();
         let json = self.offsets.borrow_mut().take_dirty_json();
         if let Some(json) = json {
             let path = crate::state::consumer_offsets::offsets_path(

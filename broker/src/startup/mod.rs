@@ -221,6 +221,9 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
             }
         }));
     crate::feature::transaction::start(&shard).await?;
+    crate::feature::pop::revive::start(&shard)
+        .await
+        .map_err(|reason| BrokerError::Store { shard: id, reason })?;
     // No await between binding and starting the mesh: no request can arrive before calls are served.
     crate::net::server::start_listeners(&shard, &listen)?;
     mesh.start(receivers, &shard);

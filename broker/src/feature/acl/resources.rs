@@ -34,6 +34,15 @@ fn topic_resource(name: &str) -> Resource {
     }
 }
 
+/// The topic a POP request names: a group's pop retry topic `%RETRY%group_topic` stands for `topic`.
+fn pop_topic(name: &str, group: &str) -> Resource {
+    let own_retry = format!("{RETRY_GROUP_TOPIC_PREFIX}{group}_");
+    match name.strip_prefix(&own_retry) {
+        Some(topic) => Resource::Topic(topic.to_owned()),
+        None => topic_resource(name),
+    }
+}
+
 /// Codes only an `admin: true` account may send (RocketMQ's `Permission.ADMIN_CODE`).
 pub fn needs_admin(request_code: i32) -> bool {
     matches!(
@@ -67,6 +76,31 @@ pub fn needed(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, String> 
             (topic("topic"), perm::SUB),
             (group("consumerGroup"), perm::SUB),
         ],
+        // POP reads as a pull does; an ack names the pop retry topic `%RETRY%group_topic` of a retried
+        // message, which is the group's own topic.
+        code::POP_MESSAGE
+        | code::PEEK_MESSAGE
+        | code::ACK_MESSAGE
+        | code::CHANGE_MESSAGE_INVISIBLETIME
+        | code::NOTIFICATION
+        | code::POLLING_INFO => {
+            let group_name = request.ext("consumerGroup").unwrap_or_default();
+            vec![
+                (pop_topic(request.ext("topic").unwrap_or_default(), group_name), perm::SUB),
+                (Resource::Group(group_name.to_owned()), perm::SUB),
+            ]
+        }
+        code::BATCH_ACK_MESSAGE => {
+            let body: protocol::body::BatchAckMessageRequestBody =
+                serde_json::from_slice(&request.body)
+                    .map_err(|e| format!("batch ack body cannot be read: {e}"))?;
+            let mut out = Vec::new();
+            for ack in body.acks {
+                out.push((pop_topic(&ack.topic, &ack.consumer_group), perm::SUB));
+                out.push((Resource::Group(ack.consumer_group), perm::SUB));
+            }
+            out
+        }
         code::QUERY_MESSAGE => vec![(topic("topic"), perm::SUB)],
         code::HEART_BEAT => {
             let data: HeartbeatData = protocol::body::from_json(&request.body)

@@ -1,0 +1,156 @@
+//! POP consumption (RocketMQ 5's broker-side load balancing) on the shard that owns each queue:
+//! the group's pop position is its consumer offset; every non-ordered pop leaves a check point
+//! (`checkpoint`) that, unless acked within its invisible time, puts the unacked messages into the
+//! pop retry topic `%RETRY%group_topic` (or `%DLQ%group` after `retryMaxTimes`) (`revive`); ordered
+//! pops block their queue until acked (`order`). Check points, acks and ordered commits are records
+//! of the revive topic in this shard's own CommitLog (`revive_log`), replayed at start.
+
+pub(crate) mod checkpoint;
+pub(crate) mod order;
+pub(crate) mod queue_pop;
+pub(crate) mod revive;
+pub(crate) mod revive_log;
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet};
+
+use checkpoint::CkTable;
+use order::OrderTable;
+
+/// The revive group: its consumer offset on the revive topic is where replay starts.
+pub const REVIVE_GROUP: &str = "CID_RMQ_SYS_REVIVE_GROUP";
+/// The revive topic's queue in each shard's store (every shard has its own CommitLog).
+pub const REVIVE_QUEUE: i32 = 0;
+
+/// RocketMQ's revive topic name: `rmq_sys_REVIVE_LOG_<brokerClusterName>`.
+pub fn revive_topic(cluster: &str) -> String {
+    format!("rmq_sys_REVIVE_LOG_{cluster}")
+}
+
+/// A group's view of one queue.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct QueueKey {
+    pub group: String,
+    pub topic: String,
+    pub queue_id: i32,
+}
+
+impl QueueKey {
+    pub fn new(group: &str, topic: &str, queue_id: i32) -> QueueKey {
+        QueueKey {
+            group: group.to_owned(),
+            topic: topic.to_owned(),
+            queue_id,
+        }
+    }
+}
+
+/// The POP state of one shard (single-threaded; borrows are never held across an await).
+#[derive(Default)]
+pub struct PopState {
+    pub cks: RefCell<CkTable>,
+    pub orders: RefCell<OrderTable>,
+    /// Revive-log appends in flight: the replay start does not move while any is pending.
+    pending: Cell<usize>,
+    /// Queues a pop is reading now (RocketMQ's `QueueLockManager`): a second pop skips them.
+    locks: RefCell<HashSet<QueueKey>>,
+    /// Pops parked per (group, topic, queue id or -1), for POLLING_INFO.
+    polling: RefCell<HashMap<QueueKey, i32>>,
+}
+
+/// Holds a queue's pop lock until dropped.
+pub struct QueueLock<'a> {
+    state: &'a PopState,
+    key: QueueKey,
+}
+
+impl Drop for QueueLock<'_> {
+    fn drop(&mut self) {
+        self.state.locks.borrow_mut().remove(&self.key);
+    }
+}
+
+/// Counts a revive-log append in flight until dropped.
+pub struct PendingAppend<'a> {
+    state: &'a PopState,
+}
+
+impl Drop for PendingAppend<'_> {
+    fn drop(&mut self) {
+        self.state.pending.set(self.state.pending.get().saturating_sub(1));
+    }
+}
+
+/// Counts a parked pop until dropped.
+pub struct Polling<'a> {
+    state: &'a PopState,
+    key: QueueKey,
+}
+
+impl Drop for Polling<'_> {
+    fn drop(&mut self) {
+        let mut polling = self.state.polling.borrow_mut();
+        if let Some(n) = polling.get_mut(&self.key) {
+            *n -= 1;
+            if *n <= 0 {
+                polling.remove(&self.key);
+            }
+        }
+    }
+}
+
+impl PopState {
+    /// The queue's pop lock, unless another pop holds it.
+    pub fn try_lock(&self, key: &QueueKey) -> Option<QueueLock<'_>> {
+        if !self.locks.borrow_mut().insert(key.clone()) {
+            return None;
+        }
+        Some(QueueLock {
+            state: self,
+            key: key.clone(),
+        })
+    }
+
+    pub fn pending_append(&self) -> PendingAppend<'_> {
+        self.pending.set(self.pending.get() + 1);
+        PendingAppend { state: self }
+    }
+
+    pub fn appends_pending(&self) -> bool {
+        self.pending.get() > 0
+    }
+
+    pub fn polling(&self, key: QueueKey) -> Polling<'_> {
+        *self.polling.borrow_mut().entry(key.clone()).or_insert(0) += 1;
+        Polling { state: self, key }
+    }
+
+    /// Where replay may start next time, given the revive queue's end: the oldest open check point,
+    /// else the end (None while an append is in flight, whose effect is not applied yet).
+    pub fn settled_offset(&self, end: i64) -> Option<i64> {
+        if self.appends_pending() {
+            return None;
+        }
+        Some(self.cks.borrow().min_revive_offset().unwrap_or(end).min(end))
+    }
+
+    /// Parked pops of a group on a queue (RocketMQ counts those of the queue and of "any queue").
+    pub fn polling_num(&self, key: &QueueKey) -> i32 {
+        let polling = self.polling.borrow();
+        let any = QueueKey {
+            queue_id: -1,
+            ..key.clone()
+        };
+        polling.get(key).copied().unwrap_or(0)
+            + if key.queue_id >= 0 {
+                polling.get(&any).copied().unwrap_or(0)
+            } else {
+                0
+            }
+    }
+}
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> i64 {
+    crate::state::topics::now_ms()
+}
