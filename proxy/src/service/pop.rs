@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use protocol::header::extra_info::{
-    info_key, parse_msg_offset_info, parse_start_offset_info, ExtraInfo, RetryMark,
+    info_key, parse_start_offset_info, ExtraInfo, RetryMark,
 };
 use protocol::header::{
     consume_init_mode, AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader,
@@ -98,12 +98,15 @@ pub async fn receive_message(
     let header = PopMessageRequestHeader {
         consumer_group: group.clone(),
         topic: topic.clone(),
-        queue_id: if mq.id >= 0 { mq.id } else { -1 },
+        // Any queue of the broker, whatever queue the SDK named (the Python SDK names route queues,
+        // the Java SDK the assignment's -1): one pop then serves every queue with messages.
+        queue_id: -1,
         max_msg_nums: batch,
         invisible_time: invisible_ms,
         poll_time: poll_ms,
         born_time: now_ms(),
-        init_mode: consume_init_mode::MAX,
+        // A new group starts at the queues' first messages, as Apache's broker does while they are in memory.
+        init_mode: consume_init_mode::MIN,
         exp_type: Some(exp_type.to_string()),
         exp: Some(exp),
         order: Some(fifo),
@@ -141,9 +144,6 @@ pub async fn receive_message(
         .map_err(|e| ProxyError::Internal(format!("bad POP response header: {e}")))?;
     let start_info = parse_start_offset_info(head.start_offset_info.as_deref().unwrap_or(""))
         .map_err(|e| ProxyError::Internal(format!("bad startOffsetInfo: {e}")))?;
-    let offset_info = parse_msg_offset_info(head.msg_offset_info.as_deref().unwrap_or(""))
-        .map_err(|e| ProxyError::Internal(format!("bad msgOffsetInfo: {e}")))?;
-    let _ = offset_info;
 
     let mut out = vec![ReceiveMessageResponse {
         content: Some(receive_message_response::Content::Status(ok())),
@@ -177,11 +177,21 @@ pub async fn receive_message(
             extra_info,
             commit_log_offset: view.physical_offset,
         };
-        let msg = to_sdk_message(&view, Some(handle.encode()), Some(invisible_ms), &caller.namespace)?;
+        let mut msg =
+            to_sdk_message(&view, Some(handle.encode()), Some(invisible_ms), &caller.namespace)?;
+        // A retried message is stored in the pop retry topic; the consumer asked for the topic itself.
+        if let Some(t) = msg.topic.as_mut() {
+            t.name = topic.clone();
+        }
         out.push(ReceiveMessageResponse {
             content: Some(receive_message_response::Content::Message(msg)),
         });
     }
+    tracing::debug!(
+        "POP {group}/{topic} at {broker_name}: {} messages, startOffsetInfo {:?}",
+        out.len() - 1,
+        head.start_offset_info
+    );
     if out.len() == 1 {
         return Ok(not_found());
     }
