@@ -4,6 +4,7 @@ exits non-zero with the reason on stderr when something is wrong; on success it 
 
 import json
 import sys
+import threading
 import time
 
 from rocketmq import (ClientConfiguration, Credentials, FilterExpression, Message, Producer,
@@ -293,6 +294,91 @@ def orphan(endpoint, topic):
     print(json.dumps({"checked": checker.checked}))
 
 
+def push(endpoint, topic, group):
+    """A PushConsumer (QueryAssignment, ReceiveMessage with auto-renew, AckMessage) gets every message."""
+    from rocketmq import ConsumeResult, MessageListener, PushConsumer
+    n = 12
+    got = []
+    lock = threading.Lock()
+
+    class Listener(MessageListener):
+        def consume(self, m):
+            with lock:
+                got.append(m.body.decode())
+            return ConsumeResult.SUCCESS
+
+    p = Producer(config(endpoint), (topic,))
+    p.startup()
+    for i in range(n):
+        p.send(message(topic, "push-%d" % i))
+    p.shutdown()
+    c = PushConsumer(config(endpoint), group, Listener(), {topic: FilterExpression()})
+    c.startup()
+    end = time.time() + 45
+    while time.time() < end:
+        with lock:
+            if len(set(got)) == n:
+                break
+        time.sleep(0.2)
+    time.sleep(2)
+    c.shutdown()
+    check(sorted(set(got)) == sorted("push-%d" % i for i in range(n)), "consumed %s" % sorted(set(got)))
+    check(len(got) == n, "consumed %d times for %d messages (acks lost?)" % (len(got), n))
+    print(json.dumps({"consumed": len(got)}))
+
+
+def dlq(endpoint, topic, group, attempts):
+    """Never acked: after `attempts` deliveries (the group's retryMaxTimes + 1) it goes to %DLQ%group."""
+    attempts = int(attempts)
+    p = Producer(config(endpoint), (topic,))
+    p.startup()
+    p.send(message(topic, "poison"))
+    p.shutdown()
+    c = consumer(endpoint, group, topic)
+    seen = []
+    end = time.time() + 60
+    while time.time() < end and len(seen) < attempts:
+        for m in c.receive(32, 1) or []:
+            seen.append(m.delivery_attempt)
+    check(seen == list(range(1, attempts + 1)), "delivery attempts %s, want 1..%d" % (seen, attempts))
+    more = receive_until(c, 1, 6, invisible_s=1, ack=False)
+    check(not more, "delivered again after the last attempt: %s" % sorted(more))
+    c.shutdown()
+    print(json.dumps({"attempts": seen}))
+
+
+def produce_acked(endpoint, topic, count, out_path):
+    """Sends `count` messages one by one, writing the body of each acknowledged send to out_path (flushed
+    per line) and ignoring failures: the broker is killed meanwhile."""
+    count = int(count)
+    p = Producer(config(endpoint), (topic,))
+    p.startup()
+    ok = 0
+    with open(out_path, "w") as out:
+        for i in range(count):
+            try:
+                p.send(message(topic, "acked-%d" % i))
+                out.write("acked-%d\n" % i)
+                out.flush()
+                ok += 1
+            except Exception:
+                time.sleep(0.05)
+    p.shutdown()
+    print(json.dumps({"acked": ok, "tried": count}))
+
+
+def consume_all(endpoint, topic, group, acked_path):
+    """Every body in acked_path is received (and acked)."""
+    with open(acked_path) as f:
+        want = set(l.strip() for l in f if l.strip())
+    c = consumer(endpoint, group, topic)
+    seen = receive_until(c, len(want), 90)
+    c.shutdown()
+    missing = want - set(seen)
+    check(not missing, "%d acknowledged messages lost: %s" % (len(missing), sorted(missing)[:20]))
+    print(json.dumps({"acked": len(want), "received": len(seen)}))
+
+
 def delay_refused(endpoint, topic):
     """With the broker's timer off, a delayed send is refused (never delivered early)."""
     from rocketmq.v5.exception import UnsupportedException
@@ -308,7 +394,8 @@ def delay_refused(endpoint, topic):
 
 
 SCENARIOS = {f.__name__: f for f in (normal, fifo, transaction, redelivery, delay, delay_refused, bad_handle,
-                                     acl, produce, orphan)}
+                                     acl, produce, orphan, push, dlq, produce_acked,
+                                     consume_all)}
 
 if __name__ == "__main__":
     name, args = sys.argv[1], sys.argv[2:]

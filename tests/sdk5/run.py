@@ -10,6 +10,7 @@ import argparse
 import base64
 import hashlib
 import hmac
+import json
 import os
 import shutil
 import signal
@@ -130,6 +131,61 @@ def case_orphan(s):
     check(sum(stored.values()) == 1, "SdkOrphan holds %s after the check-back commit" % stored)
 
 
+def case_push(s):
+    s.cluster.create_topic("SdkPush")
+    print("   ", s.sdk("push", "SdkPush", "GID_push"))
+
+
+def case_dlq(s):
+    # The group retries once (retryMaxTimes = 1): two deliveries, then the dead-letter queue.
+    body = json.dumps({"groupName": "GID_dlq", "consumeEnable": True, "consumeFromMinEnable": True,
+                       "consumeBroadcastEnable": True, "retryQueueNums": 1, "retryMaxTimes": 1,
+                       "brokerId": 0, "whichBrokerWhenConsumeSlowly": 1}).encode()
+    for _, addr in s.cluster.shard_brokers():
+        resp = remoting.request(addr, 200, {}, body)
+        check(resp.code == 0, "creating the group answered %d %r" % (resp.code, resp.remark))
+    s.cluster.create_topic("SdkDlq")
+    print("   ", s.sdk("dlq", "SdkDlq", "GID_dlq", "2"))
+    end = time.time() + 10
+    while True:
+        dead = 0
+        for _, addr in s.cluster.shard_brokers():
+            r = remoting.request(addr, remoting.GET_MAX_OFFSET, {"topic": "%DLQ%GID_dlq", "queueId": 0})
+            if r.code == 0:
+                dead += int(r.ext_fields.get("offset", 0))
+        if dead == 1 or time.time() > end:
+            break
+        time.sleep(0.2)
+    check(dead == 1, "%%DLQ%%GID_dlq holds %d messages, want the poison one" % dead)
+
+
+def case_kill9(s):
+    """SYNC_FLUSH broker SIGKILLed while an SDK sends through the proxy, restarted: every acknowledged send
+    is received through the same proxy (which reconnects by itself)."""
+    s.cluster.create_topic("SdkKill")
+    acked = os.path.join(s.workdir, "acked.txt")
+    prod = subprocess.Popen([PY, SDK, "produce_acked", s.endpoint, "SdkKill", "400", acked],
+                            stdout=open(os.path.join(s.workdir, "produce.out"), "wb"),
+                            stderr=open(os.path.join(s.workdir, "produce.err"), "wb"),
+                            env=dict(os.environ, HOME=s.workdir), start_new_session=True)
+    try:
+        end = time.time() + 60
+        while time.time() < end and (not os.path.exists(acked) or sum(1 for _ in open(acked)) < 50):
+            time.sleep(0.1)
+        s.cluster.kill_broker()
+        time.sleep(1)
+        s.cluster.start_broker()
+        code = prod.wait(180)
+    finally:
+        if prod.poll() is None:
+            os.killpg(prod.pid, signal.SIGKILL)
+            prod.wait()
+    check(code == 0, "producer failed: %s" % harness.tail(os.path.join(s.workdir, "produce.err")))
+    with open(os.path.join(s.workdir, "produce.out")) as f:
+        print("   ", f.read().strip())
+    print("   ", s.sdk("consume_all", "SdkKill", "GID_kill", acked, timeout=150))
+
+
 def case_normal(s):
     s.cluster.create_topic("SdkNormal")
     print("   ", s.sdk("normal", "SdkNormal", "GID_normal"))
@@ -211,6 +267,9 @@ def acl_setup(workdir):
 # name -> (function, broker config, proxy config)
 CASES = {
     "py_send_stored": (case_send_stored, None, None),
+    "py_push": (case_push, None, None),
+    "py_dlq": (case_dlq, None, None),
+    "py_kill9_sync_flush": (case_kill9, {"flushDiskType": "SYNC_FLUSH"}, None),
     "py_tx_check_back": (case_orphan, {"transactionTimeOut": "2000", "transactionCheckInterval": "1000"}, None),
     "py_normal": (case_normal, {"transactionTimeOut": "2000"}, None),
     "py_fifo": (case_fifo, None, None),

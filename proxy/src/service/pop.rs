@@ -145,9 +145,18 @@ pub async fn receive_message(
     let start_info = parse_start_offset_info(head.start_offset_info.as_deref().unwrap_or(""))
         .map_err(|e| ProxyError::Internal(format!("bad startOffsetInfo: {e}")))?;
 
-    let mut out = vec![ReceiveMessageResponse {
-        content: Some(receive_message_response::Content::Status(ok())),
-    }];
+    // The status, then when the messages left the proxy (SDKs measure delivery latency from it),
+    // then the messages.
+    let mut out = vec![
+        ReceiveMessageResponse {
+            content: Some(receive_message_response::Content::Status(ok())),
+        },
+        ReceiveMessageResponse {
+            content: Some(receive_message_response::Content::DeliveryTimestamp(
+                crate::convert::ms_timestamp(now_ms()),
+            )),
+        },
+    ];
     let mut body: &[u8] = &resp.body;
     while !body.is_empty() {
         let view = decode_view(body, false)
@@ -189,16 +198,16 @@ pub async fn receive_message(
     }
     tracing::debug!(
         "POP {group}/{topic} at {broker_name}: {} messages, startOffsetInfo {:?}",
-        out.len() - 1,
+        out.len() - 2,
         head.start_offset_info
     );
-    if out.len() == 1 {
+    if out.len() == 2 {
         return Ok(not_found());
     }
     proxy
         .metrics
         .messages_received
-        .fetch_add((out.len() - 1) as u64, Ordering::Relaxed);
+        .fetch_add((out.len() - 2) as u64, Ordering::Relaxed);
     Ok(out)
 }
 
