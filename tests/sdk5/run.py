@@ -29,6 +29,7 @@ from harness import CaseFailure, Cluster, Proc, check, free_port, wait_port  # n
 
 PY = os.path.join(HERE, ".venv", "bin", "python")
 SDK = os.path.join(HERE, "py_sdk.py")
+NODE_SDK = os.path.join(HERE, "node", "node_sdk.js")
 
 ACL_YML = """globalWhiteRemoteAddresses: []
 accounts:
@@ -89,6 +90,25 @@ class Setup:
                 proc.wait()
                 raise CaseFailure("SDK scenario %s ran past %ss; stderr: %s" % (scenario, timeout, harness.tail(err)))
         check(code == 0, "SDK scenario %s failed (exit %s): %s" % (scenario, code, harness.tail(err, 15)))
+        check(self.proxy.alive(), "the proxy died during %s" % scenario)
+        with open(out) as f:
+            return f.read().strip()
+
+    def node(self, scenario, *args, timeout=120):
+        """A Node.js SDK scenario (node/node_sdk.js)."""
+        out = os.path.join(self.workdir, "node-%s.out" % scenario)
+        err = os.path.join(self.workdir, "node-%s.err" % scenario)
+        env = dict(os.environ, HOME=self.workdir)
+        with open(out, "wb") as o, open(err, "wb") as e:
+            proc = subprocess.Popen(["node", NODE_SDK, scenario, self.endpoint] + list(args), stdout=o,
+                                    stderr=e, env=env, cwd=os.path.dirname(NODE_SDK), start_new_session=True)
+            try:
+                code = proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise CaseFailure("Node.js scenario %s ran past %ss; stderr: %s" % (scenario, timeout, harness.tail(err)))
+        check(code == 0, "Node.js scenario %s failed (exit %s): %s" % (scenario, code, harness.tail(err, 15)))
         check(self.proxy.alive(), "the proxy died during %s" % scenario)
         with open(out) as f:
             return f.read().strip()
@@ -186,6 +206,21 @@ def case_kill9(s):
     print("   ", s.sdk("consume_all", "SdkKill", "GID_kill", acked, timeout=150))
 
 
+def case_node_normal(s):
+    s.cluster.create_topic("NodeNormal")
+    print("   ", s.node("normal", "NodeNormal", "GID_node_normal"))
+
+
+def case_node_fifo(s):
+    s.cluster.create_topic("NodeFifo")
+    print("   ", s.node("fifo", "NodeFifo", "GID_node_fifo"))
+
+
+def case_node_transaction(s):
+    s.cluster.create_topic("NodeTx")
+    print("   ", s.node("transaction", "NodeTx", "GID_node_tx"))
+
+
 def case_normal(s):
     s.cluster.create_topic("SdkNormal")
     print("   ", s.sdk("normal", "SdkNormal", "GID_normal"))
@@ -279,6 +314,10 @@ CASES = {
     "py_delay_refused": (case_delay_refused, {"timerWheelEnable": "false"}, None),
     "py_bad_handle": (case_bad_handle, None, None),
     "py_acl": (case_acl, "acl", None),
+    "node_normal": (case_node_normal, None, None),
+    "node_fifo": (case_node_fifo, None, None),
+    "node_transaction": (case_node_transaction,
+                         {"transactionTimeOut": "2000", "transactionCheckInterval": "1000"}, None),
 }
 
 

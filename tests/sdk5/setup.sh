@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs apache/rocketmq-clients' Python SDK (PyPI `rocketmq-python-client==5.1.2`, gRPC) in
-# tests/sdk5/.venv (its own venv: it imports as `rocketmq`, like the C++ bindings of tests/interop), and
-# builds the name server, broker and proxy under test (debug builds, where run.py looks for them).
+# tests/sdk5/.venv (its own venv: it imports as `rocketmq`, like the C++ bindings of tests/interop), its
+# Node.js SDK (npm `rocketmq-client-nodejs@1.0.8`, pinned by node/package-lock.json) in
+# tests/sdk5/node/node_modules (Node.js and npm from apt when missing), and builds the name server,
+# broker and proxy under test (debug builds, where run.py looks for them).
 # Safe to run again.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -15,6 +17,18 @@ if ! "$here/.venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(
   "$here/.venv/bin/pip" install --quiet "rocketmq-python-client==5.1.2"
 fi
 "$here/.venv/bin/python" -c "from rocketmq import Producer, SimpleConsumer"
+
+echo "sdk5 setup: Node.js SDK"
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  sudo_cmd=""
+  if [ "$(id -u)" -ne 0 ]; then sudo_cmd="sudo"; fi
+  $sudo_cmd apt-get update -qq
+  $sudo_cmd env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
+fi
+if [ ! -d "$here/node/node_modules/rocketmq-client-nodejs" ]; then
+  (cd "$here/node" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+(cd "$here/node" && node -e "require('rocketmq-client-nodejs')")
 
 echo "sdk5 setup: name server, broker and proxy under test"
 (cd "$repo" && cargo build --quiet -p broker -p namesrv -p proxy)
