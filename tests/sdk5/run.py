@@ -221,6 +221,31 @@ def case_node_transaction(s):
     print("   ", s.node("transaction", "NodeTx", "GID_node_tx"))
 
 
+def grpc_load(s, *args, timeout=180):
+    """proxy/examples/grpc_load (the proxy's own generated gRPC client): its JSON line."""
+    exe = os.path.join(os.path.dirname(proxy_bin()), "examples", "grpc_load")
+    r = subprocess.run([exe] + list(args) + ["--endpoint", s.endpoint], capture_output=True, timeout=timeout)
+    check(r.returncode == 0, "grpc_load %s failed: %s" % (" ".join(args), r.stderr.decode()[-2000:]))
+    return json.loads(r.stdout.decode().strip().splitlines()[-1])
+
+
+def case_batch_ack(s):
+    """AckMessage with many entries (the SDKs send one; PushConsumers of other SDKs batch) goes out as
+    BATCH_ACK_MESSAGE: 300 messages received in batches of 32 and acked per batch; none comes back."""
+    s.cluster.create_topic("GrpcBatch")
+    sent = grpc_load(s, "send", "--topic", "GrpcBatch", "--count", "300", "--concurrency", "8")
+    check(sent["ok"] == 300 and sent["errors"] == 0, "sends: %s" % sent)
+    acked = 0
+    for name in s.cluster.broker_names:
+        r = grpc_load(s, "receive-ack", "--topic", "GrpcBatch", "--group", "GID_batch", "--broker", name,
+                      "--invisible-ms", "2000")
+        print("   ", name, r)
+        acked += r["acked"]
+    check(acked == 300, "acked %d of 300" % acked)
+    m = s.metrics()
+    check("rocketmq_proxy_messages_acked_total 300" in m, "metrics lack 300 acks:\n" + m)
+
+
 def case_normal(s):
     s.cluster.create_topic("SdkNormal")
     print("   ", s.sdk("normal", "SdkNormal", "GID_normal"))
@@ -302,6 +327,7 @@ def acl_setup(workdir):
 # name -> (function, broker config, proxy config)
 CASES = {
     "py_send_stored": (case_send_stored, None, None),
+    "grpc_batch_ack": (case_batch_ack, None, None),
     "py_push": (case_push, None, None),
     "py_dlq": (case_dlq, None, None),
     "py_kill9_sync_flush": (case_kill9, {"flushDiskType": "SYNC_FLUSH"}, None),

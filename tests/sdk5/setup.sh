@@ -32,3 +32,5 @@ fi
 
 echo "sdk5 setup: name server, broker and proxy under test"
 (cd "$repo" && cargo build --quiet -p broker -p namesrv -p proxy)
+# The proxy's own gRPC load generator drives the batch-ack case.
+(cd "$repo" && cargo build --quiet -p proxy --example grpc_load)

@@ -3,6 +3,7 @@
 //! receipt handle rebuilt from the response header as RocketMQ's client does; acks and invisible-time
 //! changes go to the broker the handle names, on the real topic (the pop retry topic for retries).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use protocol::header::{
     ChangeInvisibleTimeResponseHeader, CommandHeader, PopMessageRequestHeader,
     PopMessageResponseHeader,
 };
+use protocol::body::{to_json, BatchAck, BatchAckMessageRequestBody};
 use protocol::message::properties::{self, POP_CK};
 use protocol::message::record::decode_view;
 use protocol::{request_code, response_code, RemotingCommand};
@@ -251,19 +253,28 @@ pub async fn ack_message(
 ) -> Result<AckMessageResponse, ProxyError> {
     let group = group_name(&req.group)?;
     let topic = topic_name(&req.topic)?;
-    // A batch holds at most 32 entries; they are acked one after the other, in order.
-    let mut entries = Vec::with_capacity(req.entries.len());
-    for e in &req.entries {
-        let status = match ack_one(proxy, caller, &group, &topic, &e.receipt_handle).await {
-            Ok(()) => ok(),
-            Err(err) => err.status(),
-        };
-        entries.push(AckMessageResultEntry {
+    let statuses = if req.entries.len() == 1 {
+        let mut one = Vec::new();
+        for e in &req.entries {
+            one.push(match ack_one(proxy, caller, &group, &topic, &e.receipt_handle).await {
+                Ok(()) => ok(),
+                Err(err) => err.status(),
+            });
+        }
+        one
+    } else {
+        batch_ack(proxy, caller, &group, &topic, &req.entries).await
+    };
+    let entries: Vec<AckMessageResultEntry> = req
+        .entries
+        .iter()
+        .zip(statuses)
+        .map(|(e, status)| AckMessageResultEntry {
             message_id: e.message_id.clone(),
             receipt_handle: e.receipt_handle.clone(),
             status: Some(status),
-        });
-    }
+        })
+        .collect();
     let all_ok = entries
         .iter()
         .all(|e| e.status.as_ref().is_some_and(|s| s.code == Code::Ok as i32));
@@ -281,6 +292,114 @@ pub async fn ack_message(
         status: Some(overall),
         entries,
     })
+}
+
+/// Several acks in one BATCH_ACK_MESSAGE per broker (RocketMQ's BatchAck: per check point, the acked
+/// offsets as a bit set over its start offset). The statuses are in the entries' order.
+async fn batch_ack(
+    proxy: &Proxy,
+    caller: &Caller,
+    group: &str,
+    topic: &str,
+    entries: &[AckMessageEntry],
+) -> Vec<Status> {
+    let mut statuses: Vec<Option<Status>> = vec![None; entries.len()];
+    // broker -> check point -> (entry indexes, bits)
+    let mut by_broker: BTreeMap<String, BTreeMap<CheckPoint, (Vec<usize>, Vec<u32>)>> = BTreeMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        let h = match ReceiptHandle::decode(&e.receipt_handle) {
+            Ok(h) => h,
+            Err(err) => {
+                if let Some(s) = statuses.get_mut(i) {
+                    *s = Some(err.status());
+                }
+                continue;
+            }
+        };
+        let x = &h.extra_info;
+        let bit = u32::try_from(h.queue_offset().saturating_sub(x.ck_queue_offset));
+        let Ok(bit) = bit.map_err(|_| ()).and_then(|b| if b < 65_536 { Ok(b) } else { Err(()) }) else {
+            if let Some(s) = statuses.get_mut(i) {
+                *s = Some(status(Code::InvalidReceiptHandle, "queue offset outside its check point"));
+            }
+            continue;
+        };
+        let ck = CheckPoint {
+            retry: x.retry.as_str(),
+            queue_id: x.queue_id,
+            start_offset: x.ck_queue_offset,
+            revive_qid: x.revive_qid,
+            pop_time: x.pop_time,
+            invisible_time: x.invisible_time,
+        };
+        let slot = by_broker
+            .entry(x.broker_name.clone())
+            .or_default()
+            .entry(ck)
+            .or_default();
+        slot.0.push(i);
+        slot.1.push(bit);
+    }
+    for (broker_name, cks) in by_broker {
+        let indexes: Vec<usize> = cks.values().flat_map(|(ix, _)| ix.iter().copied()).collect();
+        let body = BatchAckMessageRequestBody {
+            broker_name: Some(broker_name.clone()),
+            acks: cks
+                .into_iter()
+                .map(|(ck, (_, bits))| BatchAck {
+                    consumer_group: group.to_string(),
+                    topic: topic.to_string(),
+                    retry: ck.retry.to_string(),
+                    start_offset: ck.start_offset,
+                    queue_id: ck.queue_id,
+                    revive_queue_id: ck.revive_qid,
+                    pop_time: ck.pop_time,
+                    invisible_time: ck.invisible_time,
+                    bit_set: bits,
+                })
+                .collect(),
+        };
+        let result = async {
+            let addr = proxy.routes.master_of(&proxy.pool, topic, &broker_name).await?;
+            let cmd = RemotingCommand::request(request_code::BATCH_ACK_MESSAGE).with_body(to_json(&body));
+            let resp = proxy.pool.invoke(&addr, cmd, caller.creds.as_ref(), None).await?;
+            if resp.code != response_code::SUCCESS {
+                return Err(ProxyError::from_remoting(&resp, "batch ack"));
+            }
+            Ok(())
+        }
+        .await;
+        let st = match result {
+            Ok(()) => {
+                proxy
+                    .metrics
+                    .messages_acked
+                    .fetch_add(indexes.len() as u64, Ordering::Relaxed);
+                ok()
+            }
+            Err(e) => e.status(),
+        };
+        for i in indexes {
+            if let Some(s) = statuses.get_mut(i) {
+                *s = Some(st.clone());
+            }
+        }
+    }
+    statuses
+        .into_iter()
+        .map(|s| s.unwrap_or_else(|| status(Code::InternalServerError, "entry not acked")))
+        .collect()
+}
+
+/// The fields of a receipt handle that name its check point at the broker.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct CheckPoint {
+    retry: &'static str,
+    queue_id: i32,
+    start_offset: i64,
+    revive_qid: i32,
+    pop_time: i64,
+    invisible_time: i64,
 }
 
 pub async fn change_invisible_duration(
