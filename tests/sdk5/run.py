@@ -246,6 +246,41 @@ def case_batch_ack(s):
     check("rocketmq_proxy_messages_acked_total 300" in m, "metrics lack 300 acks:\n" + m)
 
 
+RUST_SDK = os.path.join(HERE, "rust-client", "target", "debug", "sdk5-rust-client")
+
+
+def rust_sdk(s, scenario, topic, group, timeout=120):
+    out = os.path.join(s.workdir, "rust-%s.out" % scenario)
+    err = os.path.join(s.workdir, "rust-%s.err" % scenario)
+    with open(out, "wb") as o, open(err, "wb") as e:
+        proc = subprocess.Popen([RUST_SDK, scenario, s.endpoint, topic, group], stdout=o, stderr=e,
+                                env=dict(os.environ, HOME=s.workdir), start_new_session=True)
+        try:
+            code = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise CaseFailure("Rust SDK scenario %s ran past %ss: %s" % (scenario, timeout, harness.tail(err)))
+    check(code == 0, "Rust SDK scenario %s failed (exit %s): %s" % (scenario, code, harness.tail(err, 15)))
+    with open(out) as f:
+        return f.read().strip().splitlines()[-1]
+
+
+def case_rust_normal(s):
+    s.cluster.create_topic("RustNormal")
+    print("   ", rust_sdk(s, "normal", "RustNormal", "GID_rust_normal"))
+
+
+def case_rust_fifo(s):
+    s.cluster.create_topic("RustFifo")
+    print("   ", rust_sdk(s, "fifo", "RustFifo", "GID_rust_fifo"))
+
+
+def case_rust_transaction(s):
+    s.cluster.create_topic("RustTx")
+    print("   ", rust_sdk(s, "transaction", "RustTx", "GID_rust_tx"))
+
+
 def case_normal(s):
     s.cluster.create_topic("SdkNormal")
     print("   ", s.sdk("normal", "SdkNormal", "GID_normal"))
@@ -340,6 +375,10 @@ CASES = {
     "py_delay_refused": (case_delay_refused, {"timerWheelEnable": "false"}, None),
     "py_bad_handle": (case_bad_handle, None, None),
     "py_acl": (case_acl, "acl", None),
+    "rust_normal": (case_rust_normal, None, None),
+    "rust_fifo": (case_rust_fifo, None, None),
+    "rust_transaction": (case_rust_transaction,
+                         {"transactionTimeOut": "2000", "transactionCheckInterval": "1000"}, None),
     "node_normal": (case_node_normal, None, None),
     "node_fifo": (case_node_fifo, None, None),
     "node_transaction": (case_node_transaction,

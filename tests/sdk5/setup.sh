@@ -2,7 +2,8 @@
 # Installs apache/rocketmq-clients' Python SDK (PyPI `rocketmq-python-client==5.1.2`, gRPC) in
 # tests/sdk5/.venv (its own venv: it imports as `rocketmq`, like the C++ bindings of tests/interop), its
 # Node.js SDK (npm `rocketmq-client-nodejs@1.0.8`, pinned by node/package-lock.json) in
-# tests/sdk5/node/node_modules (Node.js and npm from apt when missing), and builds the name server,
+# tests/sdk5/node/node_modules (Node.js and npm from apt when missing), builds the small program on its
+# Rust SDK (crates.io `rocketmq` 5.0.0) in rust-client/ (own workspace), and builds the name server,
 # broker and proxy under test (debug builds, where run.py looks for them).
 # Safe to run again.
 set -euo pipefail
@@ -29,6 +30,10 @@ if [ ! -d "$here/node/node_modules/rocketmq-client-nodejs" ]; then
   (cd "$here/node" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 (cd "$here/node" && node -e "require('rocketmq-client-nodejs')")
+
+echo "sdk5 setup: Rust SDK program (crates.io rocketmq 5.0.0; its own workspace, a few minutes the first time)"
+# Always its own target dir (where run.py looks), whatever CARGO_TARGET_DIR says for the main workspace.
+(cd "$here/rust-client" && CARGO_TARGET_DIR="$here/rust-client/target" cargo build --quiet)
 
 echo "sdk5 setup: name server, broker and proxy under test"
 (cd "$repo" && cargo build --quiet -p broker -p namesrv -p proxy)

@@ -47,7 +47,10 @@ async fn consume(
     let mut opt = SimpleConsumerOption::default();
     opt.set_topics(vec![topic]);
     opt.set_consumer_group(group);
-    let mut c = SimpleConsumer::new(opt, client_option(endpoint)).unwrap_or_else(|e| fail(format!("{e:?}")));
+    let mut copt = client_option(endpoint);
+    // The default 40 s would hold each receive that long on a broker with nothing left to give.
+    copt.set_long_polling_timeout(Duration::from_secs(3));
+    let mut c = SimpleConsumer::new(opt, copt).unwrap_or_else(|e| fail(format!("{e:?}")));
     c.start().await.unwrap_or_else(|e| fail(format!("consumer start: {e:?}")));
     let mut seen = BTreeMap::new();
     let end = Instant::now() + deadline;
