@@ -34,6 +34,9 @@ struct Args {
     seconds: u64,
     #[arg(long, default_value_t = 64)]
     concurrency: usize,
+    /// send: HTTP/2 connections the callers are spread over (an SDK uses one per endpoint).
+    #[arg(long, default_value_t = 1)]
+    connections: usize,
     #[arg(long, default_value_t = 128)]
     size: usize,
     /// send: stop after this many messages (0: run for --seconds); receive-ack: how many distinct
@@ -67,14 +70,24 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
 }
 
 async fn send(client: MessagingServiceClient<Channel>, a: &Args) -> Result<(), String> {
+    let mut clients = vec![client];
+    for _ in 1..a.connections.max(1) {
+        clients.push(
+            MessagingServiceClient::connect(format!("http://{}", a.endpoint))
+                .await
+                .map_err(|e| e.to_string())?,
+        );
+    }
     let started = Instant::now();
     let end = started + Duration::from_secs(a.seconds);
     let body = vec![b'x'; a.size];
     let mut tasks = Vec::new();
     let seq = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let limit = a.count as u64;
-    for _ in 0..a.concurrency {
-        let mut c = client.clone();
+    for i in 0..a.concurrency {
+        let Some(mut c) = clients.get(i % clients.len()).cloned() else {
+            return Err("no connection".into());
+        };
         let topic = a.topic.clone();
         let body = body.clone();
         let seq = seq.clone();
