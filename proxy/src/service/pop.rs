@@ -304,8 +304,7 @@ async fn batch_ack(
     entries: &[AckMessageEntry],
 ) -> Vec<Status> {
     let mut statuses: Vec<Option<Status>> = vec![None; entries.len()];
-    // broker -> check point -> (entry indexes, bits)
-    let mut by_broker: BTreeMap<String, BTreeMap<CheckPoint, (Vec<usize>, Vec<u32>)>> = BTreeMap::new();
+    let mut by_broker: BTreeMap<String, BTreeMap<CheckPoint, Acked>> = BTreeMap::new();
     for (i, e) in entries.iter().enumerate() {
         let h = match ReceiptHandle::decode(&e.receipt_handle) {
             Ok(h) => h,
@@ -390,6 +389,9 @@ async fn batch_ack(
         .map(|s| s.unwrap_or_else(|| status(Code::InternalServerError, "entry not acked")))
         .collect()
 }
+
+/// Of one check point: the indexes of the entries acked and their offsets' bits.
+type Acked = (Vec<usize>, Vec<u32>);
 
 /// The fields of a receipt handle that name its check point at the broker.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
