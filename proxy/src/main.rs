@@ -82,7 +82,11 @@ async fn serve(cfg: ProxyConfig, acl: Option<Acl>) -> Result<(), String> {
         let listener = tokio::net::TcpListener::bind((bind.as_str(), metrics_port))
             .await
             .map_err(|e| format!("cannot listen for metrics on {bind}:{metrics_port}: {e}"))?;
-        tokio::spawn(proxy::metrics::serve(listener, proxy.clone()));
+        let p = proxy.clone();
+        tokio::spawn(proxy::metrics::serve(
+            listener,
+            Arc::new(move || p.metrics.render(p.sessions.len())),
+        ));
     }
     let listener = tokio::net::TcpListener::bind(grpc_addr)
         .await

@@ -72,18 +72,18 @@ impl Metrics {
     }
 }
 
-/// Serves `GET /metrics` (any path answers the same text) until the process ends.
-pub async fn serve(listener: TcpListener, proxy: Arc<crate::state::Proxy>) {
+/// Serves `GET /metrics` (any path answers the same text, made by `render`) until the process ends.
+pub async fn serve(listener: TcpListener, render: Arc<dyn Fn() -> String + Send + Sync>) {
     loop {
         let Ok((mut sock, _)) = listener.accept().await else {
             continue;
         };
-        let proxy = proxy.clone();
+        let render = render.clone();
         tokio::spawn(async move {
             let mut buf = [0u8; 1024];
             // One read is enough for a scraper's GET; the request itself is not needed.
             let _ = tokio::time::timeout(Duration::from_secs(5), sock.read(&mut buf)).await;
-            let body = proxy.metrics.render(proxy.sessions.len());
+            let body = render();
             let head = format!(
                 "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                 body.len()
