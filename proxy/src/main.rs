@@ -95,7 +95,16 @@ async fn serve(cfg: ProxyConfig, acl: Option<Acl>) -> Result<(), String> {
         "proxy serving apache.rocketmq.v2.MessagingService on {grpc_addr}, name servers {:?}",
         proxy.cfg.namesrv_addr
     );
-    let incoming = tokio_stream::wrappers::TcpListenerStream::new(listener);
+    // Small gRPC replies must not wait for Nagle's algorithm (a 40 ms delayed-ACK stall each).
+    let incoming = tokio_stream::StreamExt::map(
+        tokio_stream::wrappers::TcpListenerStream::new(listener),
+        |conn| {
+            if let Ok(c) = &conn {
+                let _ = c.set_nodelay(true);
+            }
+            conn
+        },
+    );
     let service = MessagingServiceServer::new(Service { proxy })
         .max_decoding_message_size(64 * 1024 * 1024);
     let shutdown = async {
