@@ -20,7 +20,7 @@ cargo test --workspace --no-fail-fast
 
 echo "== broker suites that cross shards, again with one broker per process (shardRouting = forward)"
 TEST_SHARD_ROUTING=forward cargo test -p broker --no-fail-fast --test send_pull --test consumer_groups \
-    --test request_reply --test sql_filter --test delay_retry --test restart --test clients_admin
+    --test request_reply --test sql_filter --test delay_retry --test restart --test clients_admin --test pop
 
 scripts/fuzz-ci.sh
 

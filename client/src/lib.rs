@@ -10,6 +10,7 @@ pub mod connections;
 mod error;
 pub mod message;
 pub mod namesrv;
+pub mod pop;
 pub mod producer;
 pub mod pull;
 pub mod request;

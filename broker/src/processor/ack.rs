@@ -45,6 +45,9 @@ pub async fn ack(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {
         Ok(h) => h,
         Err(e) => return header_error(&e),
     };
+    if let Some(refused) = super::pop::refuse_on_slave(shard) {
+        return refused;
+    }
     if let Err(response) = check_queue(shard, &h.topic, h.queue_id) {
         return response;
     }
@@ -126,11 +129,7 @@ pub async fn ack_ordered(
     if position.is_some_and(|p| offset < p) {
         return Ok(ok());
     }
-    let commit = shard
-        .pop
-        .orders
-        .borrow_mut()
-        .commit(key, offset, pop_time);
+    let commit = shard.pop.orders.borrow_mut().commit(key, offset, pop_time);
     match commit {
         OrderCommit::Next(next) => {
             revive_log::append_order_commit(shard, key, next)
@@ -171,13 +170,19 @@ pub async fn batch_ack(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingComm
             )
         }
     };
+    if let Some(refused) = super::pop::refuse_on_slave(shard) {
+        return refused;
+    }
     if body.acks.is_empty() {
         return error(rc::NO_MESSAGE, "no acks");
     }
     let mut response = ok();
     for ack in body.acks {
         let Some(mark) = RetryMark::parse(&ack.retry) else {
-            return error(rc::INVALID_PARAMETER, format!("retry mark {:?} is not 0, 1 or 2", ack.retry));
+            return error(
+                rc::INVALID_PARAMETER,
+                format!("retry mark {:?} is not 0, 1 or 2", ack.retry),
+            );
         };
         let topic = mark.real_topic(&ack.topic, &ack.consumer_group);
         let owner = shard.owner_of(&topic, ack.queue_id);
@@ -191,7 +196,7 @@ pub async fn batch_ack(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingComm
                 let offsets: Vec<i64> = ack
                     .bit_set
                     .iter()
-                    .map(|i| ack.start_offset + i64::from(*i))
+                    .filter_map(|i| ack.start_offset.checked_add(i64::from(*i)))
                     .filter(|o| *o >= min && *o <= max)
                     .collect();
                 if ack.revive_queue_id == POP_ORDER_REVIVE_QUEUE {

@@ -23,6 +23,9 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         Ok(h) => h,
         Err(e) => return header_error(&e),
     };
+    if let Some(refused) = super::pop::refuse_on_slave(shard) {
+        return refused;
+    }
     if let Err(response) = check_queue(shard, &h.topic, h.queue_id) {
         return response;
     }
@@ -31,7 +34,10 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         shard.store.max_offset(&h.topic, h.queue_id),
     );
     if h.offset < min || h.offset >= max {
-        return error(rc::NO_MESSAGE, format!("offset {} is not in {min}~{max}", h.offset));
+        return error(
+            rc::NO_MESSAGE,
+            format!("offset {} is not in {min}~{max}", h.offset),
+        );
     }
     if h.invisible_time < 0 {
         return error(rc::INVALID_PARAMETER, "invisibleTime must not be negative");
@@ -42,7 +48,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     };
     // A new check point never shares the old one's key (start and pop time), even within a millisecond.
     let now = if info.ck_queue_offset == h.offset {
-        now_ms().max(info.pop_time + 1)
+        now_ms().max(info.pop_time.saturating_add(1))
     } else {
         now_ms()
     };
@@ -56,13 +62,13 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     };
     if info.is_order() {
         let key = QueueKey::new(&h.consumer_group, &h.topic, h.queue_id);
-        let until = now + h.invisible_time;
+        let until = now.saturating_add(h.invisible_time);
         shard
             .pop
             .orders
             .borrow_mut()
             .change_invisible(&key, h.offset, info.pop_time, until);
-        return answer(info.pop_time, until - info.pop_time);
+        return answer(info.pop_time, until.saturating_sub(info.pop_time));
     }
     let new_key = CkKey {
         group: h.consumer_group.clone(),

@@ -45,15 +45,24 @@ pub async fn notification(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingC
         Err(response) => return response,
     };
     if h.queue_id >= n {
-        return error(rc::INVALID_PARAMETER, format!("queueId[{}] is illegal", h.queue_id));
+        return error(
+            rc::INVALID_PARAMETER,
+            format!("queueId[{}] is illegal", h.queue_id),
+        );
     }
     let order = h.order.unwrap_or(false);
     let deadline = Instant::now() + Duration::from_millis(h.poll_time.max(0) as u64).min(MAX_POLL);
-    let queues: Vec<i32> = if h.queue_id >= 0 { vec![h.queue_id] } else { (0..n).collect() };
+    let queues: Vec<i32> = if h.queue_id >= 0 {
+        vec![h.queue_id]
+    } else {
+        (0..n).collect()
+    };
     let retry = pop_retry_topic(&h.topic, &h.consumer_group);
-    let _polling = shard
-        .pop
-        .polling(QueueKey::new(&h.consumer_group, &h.topic, h.queue_id.max(-1)));
+    let _polling = shard.pop.polling(QueueKey::new(
+        &h.consumer_group,
+        &h.topic,
+        h.queue_id.max(-1),
+    ));
     loop {
         let mut arrivals: Vec<_> = queues
             .iter()
@@ -62,7 +71,16 @@ pub async fn notification(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingC
         arrivals.push(shard.waiters.register(&retry, 0));
         let mut has_msg = false;
         for q in queues.iter().copied() {
-            if has_message(shard, &h.consumer_group, &h.topic, q, order, h.attempt_id.clone()).await {
+            if has_message(
+                shard,
+                &h.consumer_group,
+                &h.topic,
+                q,
+                order,
+                h.attempt_id.clone(),
+            )
+            .await
+            {
                 has_msg = true;
                 break;
             }
@@ -109,7 +127,7 @@ async fn has_message(
             {
                 return false;
             }
-            let at = position(&s, &key, protocol::header::consume_init_mode::MAX, false);
+            let at = position(&s, &key, protocol::header::consume_init_mode::MAX, false).await;
             s.store.max_offset(&key.topic, key.queue_id) > at
         })
         .await

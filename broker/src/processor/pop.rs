@@ -31,10 +31,26 @@ use crate::shard::Shard;
 const MAX_POP_NUMS: i32 = 32;
 /// Longest a pop is held, whatever the client asks.
 const MAX_POLL: Duration = Duration::from_secs(300);
-/// A parked ordered pop looks again this often (a batch's invisible time ends without an arrival).
-const ORDER_RECHECK: Duration = Duration::from_millis(200);
+/// A parked pop looks again this often when an arrival may not wake it (an ordered batch's invisible
+/// time ends without one; a queue owned by another shard).
+const RECHECK: Duration = Duration::from_millis(200);
+/// Most bytes of messages one pop answers (one message always fits; frames stop at 16 MiB).
+const MAX_POP_BYTES: usize = 4 << 20;
 /// Percent of pops that look at the retry topic first (RocketMQ's popFromRetryProbability).
 const POP_FROM_RETRY_PROBABILITY: u64 = 20;
+
+/// POP writes check points and acks: a slave, whose store is the master's copy, refuses it.
+pub fn refuse_on_slave(shard: &Shard) -> Option<RemotingCommand> {
+    (shard.cfg.broker_role == crate::config::BrokerRole::Slave).then(|| {
+        error(
+            rc::NO_PERMISSION,
+            format!(
+                "the broker[{}] is a slave, and does not serve POP",
+                shard.cfg.broker_ip1
+            ),
+        )
+    })
+}
 
 /// What a pop answers about its topic, checked before reading.
 struct Admitted {
@@ -96,15 +112,20 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         Ok(h) => h,
         Err(e) => return header_error(&e),
     };
+    if let Some(refused) = refuse_on_slave(shard) {
+        return refused;
+    }
     let now = now_ms();
-    if h.born_time > 0 && now - h.born_time - h.poll_time > 500 {
+    if h.born_time > 0 && now.saturating_sub(h.born_time).saturating_sub(h.poll_time) > 500 {
+        // Clients read the header of every POLLING_TIMEOUT; Apache's has zeros here.
         return error(
             rc::POLLING_TIMEOUT,
             format!(
                 "the broker[{}] pop message is timeout too much",
                 shard.cfg.broker_ip1
             ),
-        );
+        )
+        .with_ext_fields(PopMessageResponseHeader::default().to_ext_fields());
     }
     if h.max_msg_nums > MAX_POP_NUMS {
         return error(
@@ -143,7 +164,15 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         };
         // Registered before reading, so an arrival during the read is not missed.
         let arrivals = register(shard, &request, queue_id, admitted.read_queues);
-        let (pops, rest) = match pop_once(shard, &request, queue_id, admitted.read_queues, h.max_msg_nums.max(1)).await {
+        let (pops, rest) = match pop_once(
+            shard,
+            &request,
+            queue_id,
+            admitted.read_queues,
+            h.max_msg_nums.max(1),
+        )
+        .await
+        {
             Ok(found) => found,
             Err(why) => return error(rc::SYSTEM_ERROR, why),
         };
@@ -152,7 +181,14 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         if found || remaining.is_zero() || shard.shutting_down.get() {
             return respond(&request, pops, rest);
         }
-        let slice = if order { remaining.min(ORDER_RECHECK) } else { remaining };
+        // Arrivals wake only pops parked on the queue's owner: with one broker over several shards
+        // (`forward`), queues of other shards are looked at again on a timer.
+        let recheck = order || (shard.shards > 1 && !shard.is_broker);
+        let slice = if recheck {
+            remaining.min(RECHECK)
+        } else {
+            remaining
+        };
         let _parked = crate::feature::metrics::Parked::new();
         crate::feature::long_poll::any(arrivals)
             .or(async {
@@ -180,7 +216,11 @@ fn register(
         out.push(shard.waiters.register(&req.topic, q));
     }
     if !req.order {
-        out.push(shard.waiters.register(&pop_retry_topic(&req.topic, &req.group), 0));
+        out.push(
+            shard
+                .waiters
+                .register(&pop_retry_topic(&req.topic, &req.group), 0),
+        );
     }
     out
 }
@@ -199,16 +239,31 @@ async fn pop_once(
     let mut pops = Vec::new();
     let mut got = 0;
     let mut rest = 0;
-    let visit = |pops: &mut Vec<QueuePop>, pop: QueuePop, got: &mut i32, rest: &mut i64| {
+    let mut bytes = 0;
+    let visit = |pops: &mut Vec<QueuePop>,
+                 pop: QueuePop,
+                 got: &mut i32,
+                 rest: &mut i64,
+                 bytes: &mut usize| {
         *got += pop.offsets.len() as i32;
         *rest += pop.rest;
+        *bytes += pop.records.iter().map(|r| r.len()).sum::<usize>();
         if !pop.records.is_empty() {
             pops.push(pop);
         }
     };
+    let full = |got: i32, bytes: usize| got >= max || bytes >= MAX_POP_BYTES;
     if retry_first {
-        let pop = pop_on_owner(shard, req, &retry_topic, 0, max - got).await?;
-        visit(&mut pops, pop, &mut got, &mut rest);
+        let pop = pop_on_owner(
+            shard,
+            req,
+            &retry_topic,
+            0,
+            max - got,
+            MAX_POP_BYTES - bytes,
+        )
+        .await?;
+        visit(&mut pops, pop, &mut got, &mut rest, &mut bytes);
     }
     let queues: Vec<i32> = if queue_id >= 0 {
         vec![queue_id]
@@ -217,15 +272,23 @@ async fn pop_once(
         (0..n).map(|i| ((random + i) % n) as i32).collect()
     };
     for q in queues {
-        if got >= max {
+        if full(got, bytes) {
             break;
         }
-        let pop = pop_on_owner(shard, req, &req.topic, q, max - got).await?;
-        visit(&mut pops, pop, &mut got, &mut rest);
+        let pop = pop_on_owner(shard, req, &req.topic, q, max - got, MAX_POP_BYTES - bytes).await?;
+        visit(&mut pops, pop, &mut got, &mut rest, &mut bytes);
     }
-    if !retry_first && !req.order && got < max {
-        let pop = pop_on_owner(shard, req, &retry_topic, 0, max - got).await?;
-        visit(&mut pops, pop, &mut got, &mut rest);
+    if !retry_first && !req.order && !full(got, bytes) {
+        let pop = pop_on_owner(
+            shard,
+            req,
+            &retry_topic,
+            0,
+            max - got,
+            MAX_POP_BYTES - bytes,
+        )
+        .await?;
+        visit(&mut pops, pop, &mut got, &mut rest, &mut bytes);
     }
     Ok((pops, rest))
 }
@@ -237,15 +300,18 @@ async fn pop_on_owner(
     topic: &str,
     queue_id: i32,
     want: i32,
+    max_bytes: usize,
 ) -> Result<QueuePop, String> {
     let owner = shard.owner_of(topic, queue_id);
     if owner == shard.id {
-        return queue_pop::pop_queue(shard, req, topic, queue_id, want).await;
+        return queue_pop::pop_queue(shard, req, topic, queue_id, want, max_bytes).await;
     }
     let (req, topic) = (req.clone(), topic.to_owned());
     shard
         .on(owner)
-        .run(move |s| async move { queue_pop::pop_queue(&s, &req, &topic, queue_id, want).await })
+        .run(move |s| async move {
+            queue_pop::pop_queue(&s, &req, &topic, queue_id, want, max_bytes).await
+        })
         .await
         .map_err(|e| e.to_string())?
 }
@@ -349,7 +415,8 @@ async fn peek_queue(
     want: i32,
 ) -> Result<Vec<bytes::Bytes>, String> {
     let key = QueueKey::new(group, topic, queue_id);
-    let offset = queue_pop::position(shard, &key, protocol::header::consume_init_mode::MIN, false);
+    let offset =
+        queue_pop::position(shard, &key, protocol::header::consume_init_mode::MIN, false).await;
     shard
         .store
         .get_messages(topic, queue_id, offset, want, 4 << 20, None)

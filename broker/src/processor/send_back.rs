@@ -177,7 +177,11 @@ async fn read(shard: &Shard, offset: i64) -> Result<MessageRecord, String> {
 
 /// Creates a retry topic (one queue, read/write) or dead-letter topic (one queue, write only) if it is
 /// missing.
-pub(crate) async fn ensure_topic(shard: &Rc<Shard>, topic: &str, dlq: bool) -> Result<(), RemotingCommand> {
+pub(crate) async fn ensure_topic(
+    shard: &Rc<Shard>,
+    topic: &str,
+    dlq: bool,
+) -> Result<(), RemotingCommand> {
     if shard.topics.borrow().get(topic).is_some() {
         return Ok(());
     }

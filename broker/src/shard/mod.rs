@@ -265,13 +265,12 @@ impl Shard {
         use crate::feature::pop::{revive_topic, REVIVE_GROUP, REVIVE_QUEUE};
         let topic = revive_topic(&self.cfg.broker_cluster_name);
         let end = self.store.max_offset(&topic, REVIVE_QUEUE);
-        if let Some(offset) = self.pop.settled_offset(end) {
-            let mut offsets = self.offsets.borrow_mut();
-            let known = offsets.query(REVIVE_GROUP, &topic, REVIVE_QUEUE);
-            // A broker that never served a pop keeps no revive offset.
-            if known != Some(offset) && (known.is_some() || offset > 0) {
-                offsets.commit(REVIVE_GROUP, &topic, REVIVE_QUEUE, offset);
-            }
+        let offset = self.pop.settled_offset(end);
+        let mut offsets = self.offsets.borrow_mut();
+        let known = offsets.query(REVIVE_GROUP, &topic, REVIVE_QUEUE);
+        // A broker that never served a pop keeps no revive offset.
+        if known != Some(offset) && (known.is_some() || offset > 0) {
+            offsets.commit(REVIVE_GROUP, &topic, REVIVE_QUEUE, offset);
         }
     }
 

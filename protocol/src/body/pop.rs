@@ -106,6 +106,8 @@ mod tests {
         let back: BatchAckMessageRequestBody =
             serde_json::from_str(&serde_json::to_string(&body).unwrap()).unwrap();
         assert_eq!(back, body);
-        assert!(serde_json::from_str::<BatchAckMessageRequestBody>(r#"{"acks":[{"b":"!!"}]}"#).is_err());
+        assert!(
+            serde_json::from_str::<BatchAckMessageRequestBody>(r#"{"acks":[{"b":"!!"}]}"#).is_err()
+        );
     }
 }

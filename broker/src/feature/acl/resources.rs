@@ -86,7 +86,10 @@ pub fn needed(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, String> 
         | code::POLLING_INFO => {
             let group_name = request.ext("consumerGroup").unwrap_or_default();
             vec![
-                (pop_topic(request.ext("topic").unwrap_or_default(), group_name), perm::SUB),
+                (
+                    pop_topic(request.ext("topic").unwrap_or_default(), group_name),
+                    perm::SUB,
+                ),
                 (Resource::Group(group_name.to_owned()), perm::SUB),
             ]
         }
@@ -154,6 +157,36 @@ mod tests {
             .with_ext("topic", "T")
             .with_ext("consumerGroup", "G");
         assert_eq!(needed(&req).unwrap(), needed(&pull).unwrap());
+    }
+
+    #[test]
+    fn pop_codes_need_what_a_pull_needs_and_a_retry_ack_names_its_topic() {
+        let pull = RemotingCommand::request(code::PULL_MESSAGE)
+            .with_ext("topic", "T")
+            .with_ext("consumerGroup", "G");
+        for c in [
+            code::POP_MESSAGE,
+            code::PEEK_MESSAGE,
+            code::ACK_MESSAGE,
+            code::CHANGE_MESSAGE_INVISIBLETIME,
+            code::NOTIFICATION,
+            code::POLLING_INFO,
+        ] {
+            let req = RemotingCommand::request(c)
+                .with_ext("topic", "T")
+                .with_ext("consumerGroup", "G");
+            assert_eq!(needed(&req).unwrap(), needed(&pull).unwrap(), "code {c}");
+        }
+        let retry_ack = RemotingCommand::request(code::ACK_MESSAGE)
+            .with_ext("topic", "%RETRY%G_T")
+            .with_ext("consumerGroup", "G");
+        assert_eq!(needed(&retry_ack).unwrap(), needed(&pull).unwrap());
+        let body =
+            br#"{"acks":[{"c":"G","t":"T","r":"1","so":0,"q":0,"rq":0,"pt":1,"it":1,"b":"AQ=="}]}"#;
+        let batch = RemotingCommand::request(code::BATCH_ACK_MESSAGE).with_body(&body[..]);
+        assert_eq!(needed(&batch).unwrap(), needed(&pull).unwrap());
+        let bad = RemotingCommand::request(code::BATCH_ACK_MESSAGE).with_body(&b"{"[..]);
+        assert!(needed(&bad).is_err());
     }
 
     #[test]

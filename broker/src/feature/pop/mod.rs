@@ -11,8 +11,8 @@ pub(crate) mod queue_pop;
 pub(crate) mod revive;
 pub(crate) mod revive_log;
 
-use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use checkpoint::CkTable;
 use order::OrderTable;
@@ -50,8 +50,9 @@ impl QueueKey {
 pub struct PopState {
     pub cks: RefCell<CkTable>,
     pub orders: RefCell<OrderTable>,
-    /// Revive-log appends in flight: the replay start does not move while any is pending.
-    pending: Cell<usize>,
+    /// Revive-log appends in flight, by the revive queue's end when each began (its record lands at or
+    /// after it): the replay start does not pass them.
+    pending: RefCell<BTreeMap<i64, usize>>,
     /// Queues a pop is reading now (RocketMQ's `QueueLockManager`): a second pop skips them.
     locks: RefCell<HashSet<QueueKey>>,
     /// Pops parked per (group, topic, queue id or -1), for POLLING_INFO.
@@ -73,11 +74,18 @@ impl Drop for QueueLock<'_> {
 /// Counts a revive-log append in flight until dropped.
 pub struct PendingAppend<'a> {
     state: &'a PopState,
+    floor: i64,
 }
 
 impl Drop for PendingAppend<'_> {
     fn drop(&mut self) {
-        self.state.pending.set(self.state.pending.get().saturating_sub(1));
+        let mut pending = self.state.pending.borrow_mut();
+        if let Some(n) = pending.get_mut(&self.floor) {
+            *n -= 1;
+            if *n == 0 {
+                pending.remove(&self.floor);
+            }
+        }
     }
 }
 
@@ -111,13 +119,10 @@ impl PopState {
         })
     }
 
-    pub fn pending_append(&self) -> PendingAppend<'_> {
-        self.pending.set(self.pending.get() + 1);
-        PendingAppend { state: self }
-    }
-
-    pub fn appends_pending(&self) -> bool {
-        self.pending.get() > 0
+    /// Marks an append in flight that began when the revive queue ended at `floor`.
+    pub fn pending_append(&self, floor: i64) -> PendingAppend<'_> {
+        *self.pending.borrow_mut().entry(floor).or_insert(0) += 1;
+        PendingAppend { state: self, floor }
     }
 
     pub fn polling(&self, key: QueueKey) -> Polling<'_> {
@@ -125,13 +130,12 @@ impl PopState {
         Polling { state: self, key }
     }
 
-    /// Where replay may start next time, given the revive queue's end: the oldest open check point,
-    /// else the end (None while an append is in flight, whose effect is not applied yet).
-    pub fn settled_offset(&self, end: i64) -> Option<i64> {
-        if self.appends_pending() {
-            return None;
-        }
-        Some(self.cks.borrow().min_revive_offset().unwrap_or(end).min(end))
+    /// Where replay may start next time, given the revive queue's end: the oldest open check point
+    /// or append in flight (whose effect is not applied yet), else the end.
+    pub fn settled_offset(&self, end: i64) -> i64 {
+        let open = self.cks.borrow().min_revive_offset().unwrap_or(end);
+        let pending = self.pending.borrow().keys().next().copied().unwrap_or(end);
+        open.min(pending).min(end)
     }
 
     /// Parked pops of a group on a queue (RocketMQ counts those of the queue and of "any queue").
@@ -153,4 +157,36 @@ impl PopState {
 /// Milliseconds since the epoch.
 pub fn now_ms() -> i64 {
     crate::state::topics::now_ms()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::checkpoint::{Ck, CkKey};
+    use super::*;
+
+    #[test]
+    fn replay_start_waits_for_open_check_points_and_appends_in_flight() {
+        let state = PopState::default();
+        assert_eq!(state.settled_offset(7), 7);
+        let first = state.pending_append(3);
+        let second = state.pending_append(5);
+        assert_eq!(state.settled_offset(7), 3);
+        drop(first);
+        assert_eq!(state.settled_offset(7), 5);
+        drop(second);
+        let key = CkKey {
+            group: "g".into(),
+            topic: "T".into(),
+            queue_id: 0,
+            start_offset: 0,
+            pop_time: 1,
+        };
+        state.cks.borrow_mut().insert(Ck::new(key, vec![0], 10, 4));
+        assert_eq!(state.settled_offset(9), 4);
+        let lock = state.try_lock(&QueueKey::new("g", "T", 0));
+        assert!(lock.is_some());
+        assert!(state.try_lock(&QueueKey::new("g", "T", 0)).is_none());
+        drop(lock);
+        assert!(state.try_lock(&QueueKey::new("g", "T", 0)).is_some());
+    }
 }

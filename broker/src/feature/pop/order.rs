@@ -53,7 +53,7 @@ impl OrderInfo {
             .zip(&self.committed)
             .find(|(_, c)| !**c)
             .map(|(o, _)| *o)
-            .or_else(|| self.offsets.last().map(|o| o + 1))
+            .or_else(|| self.offsets.last().map(|o| o.saturating_add(1)))
             .unwrap_or(0)
     }
 }
@@ -131,7 +131,7 @@ impl OrderTable {
     /// Marks an offset of the batch popped at `pop_time` acked.
     pub fn commit(&mut self, key: &QueueKey, offset: i64, pop_time: i64) -> OrderCommit {
         let Some(info) = self.queues.get_mut(key) else {
-            return OrderCommit::Next(offset + 1);
+            return OrderCommit::Next(offset.saturating_add(1));
         };
         if info.pop_time != pop_time {
             return OrderCommit::Stale;
@@ -150,7 +150,13 @@ impl OrderTable {
     }
 
     /// Moves one message's visibility (CHANGE_MESSAGE_INVISIBLETIME on an ordered message).
-    pub fn change_invisible(&mut self, key: &QueueKey, offset: i64, pop_time: i64, until: i64) -> bool {
+    pub fn change_invisible(
+        &mut self,
+        key: &QueueKey,
+        offset: i64,
+        pop_time: i64,
+        until: i64,
+    ) -> bool {
         match self.queues.get_mut(key) {
             Some(info) if info.pop_time == pop_time && info.offsets.contains(&offset) => {
                 info.next_visible.insert(offset, until);
@@ -170,11 +176,17 @@ mod tests {
         let key = QueueKey::new("g", "T", 0);
         let mut t = OrderTable::default();
         assert!(!t.blocked(&key, None, 0));
-        assert_eq!(t.update(&key, None, 1000, 100, &[5, 6]), vec![(5, 0), (6, 0)]);
+        assert_eq!(
+            t.update(&key, None, 1000, 100, &[5, 6]),
+            vec![(5, 0), (6, 0)]
+        );
         assert!(t.blocked(&key, None, 1050));
         assert!(!t.blocked(&key, None, 1100), "invisible time passed");
         // Redelivered after the invisible time: counted once more.
-        assert_eq!(t.update(&key, None, 1100, 100, &[5, 6, 7]), vec![(5, 1), (6, 1), (7, 0)]);
+        assert_eq!(
+            t.update(&key, None, 1100, 100, &[5, 6, 7]),
+            vec![(5, 1), (6, 1), (7, 0)]
+        );
         assert_eq!(t.commit(&key, 5, 1000), OrderCommit::Stale);
         assert_eq!(t.commit(&key, 9, 1100), OrderCommit::Illegal);
         assert_eq!(t.commit(&key, 6, 1100), OrderCommit::Next(5));

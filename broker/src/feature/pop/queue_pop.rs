@@ -8,7 +8,7 @@ use bytes::Bytes;
 use protocol::header::extra_info::{ExtraInfo, RetryMark};
 use protocol::header::{consume_init_mode, POP_ORDER_REVIVE_QUEUE};
 use protocol::message::properties;
-use protocol::message::record::{MessageRecord, QUEUE_OFFSET_POS};
+use protocol::message::record::{MessageRecord, PHYSICAL_OFFSET_POS, QUEUE_OFFSET_POS};
 use storage::{GetMessageStatus, ReadFilter};
 
 use super::checkpoint::{Ck, CkKey};
@@ -16,9 +16,6 @@ use super::{now_ms, revive_log, QueueKey};
 use crate::feature::pull_filter::{is_tag_type, PullFilter, SQL92};
 use crate::feature::tag_filter::TagFilter;
 use crate::shard::Shard;
-
-/// Most bytes one queue gives to one pop.
-const MAX_POP_BYTES: usize = 4 << 20;
 
 /// What a pop asks of every queue it visits (sent to other shards, so owned and `Send`).
 #[derive(Debug, Clone)]
@@ -61,21 +58,26 @@ pub fn record_queue_offset(record: &[u8]) -> i64 {
 
 /// The group's pop position on a queue, initialised by `initMode` when it has none (RocketMQ's
 /// `getPopOffset`; retry topics always start at their first message).
-pub fn position(shard: &Shard, key: &QueueKey, init_mode: i32, init: bool) -> i64 {
-    if let Some(o) = shard.offsets.borrow().query(&key.group, &key.topic, key.queue_id) {
+pub async fn position(shard: &Shard, key: &QueueKey, init_mode: i32, init: bool) -> i64 {
+    if let Some(o) = shard
+        .offsets
+        .borrow()
+        .query(&key.group, &key.topic, key.queue_id)
+    {
         if o >= 0 {
             return o;
         }
     }
     let min = shard.store.min_offset(&key.topic, key.queue_id);
-    let offset = if init_mode == consume_init_mode::MIN
-        || key.topic.starts_with(protocol::header::extra_info::RETRY_GROUP_TOPIC_PREFIX)
-        || min <= 0
-    {
-        // A queue that still has its first message starts there in both modes (RocketMQ's
-        // initPopOffsetByCheckMsgInMem).
+    let from_first = init_mode == consume_init_mode::MIN
+        || key
+            .topic
+            .starts_with(protocol::header::extra_info::RETRY_GROUP_TOPIC_PREFIX)
+        || (min <= 0 && first_is_recent(shard, key).await);
+    let offset = if from_first {
         min
     } else {
+        // MAX: the newest message is still delivered.
         (shard.store.max_offset(&key.topic, key.queue_id) - 1).max(0)
     };
     if init {
@@ -85,6 +87,41 @@ pub fn position(shard: &Shard, key: &QueueKey, init_mode: i32, init: bool) -> i6
             .commit(&key.group, &key.topic, key.queue_id, offset);
     }
     offset
+}
+
+/// Whether a queue's first message is recent enough that Apache would find it in memory
+/// (`initPopOffsetByCheckMsgInMem`: within 40% of physical memory of the CommitLog's end); such a
+/// young queue is consumed from its start also in MAX mode.
+async fn first_is_recent(shard: &Shard, key: &QueueKey) -> bool {
+    let Ok(first) = shard
+        .store
+        .get_messages(&key.topic, key.queue_id, 0, 1, 1, None)
+        .await
+    else {
+        return false;
+    };
+    let Some(record) = first.records.first() else {
+        // An empty queue: its first message is the next one.
+        return true;
+    };
+    let physical = record
+        .get(PHYSICAL_OFFSET_POS..PHYSICAL_OFFSET_POS + 8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, i64::from_be_bytes);
+    shard.store.max_physical_offset() - physical <= in_memory_window()
+}
+
+/// 40% of the machine's memory (Apache's `accessMessageInMemoryMaxRatio`).
+fn in_memory_window() -> i64 {
+    // SAFETY: sysconf only reads system constants.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let bytes = (pages.max(0) as u64).saturating_mul(page.max(0) as u64) / 10 * 4;
+    i64::try_from(bytes).unwrap_or(i64::MAX)
 }
 
 fn filter_of(shard: &Shard, req: &PopRequest, topic: &str) -> Result<PullFilter, String> {
@@ -122,6 +159,7 @@ pub async fn pop_queue(
     topic: &str,
     queue_id: i32,
     want: i32,
+    max_bytes: usize,
 ) -> Result<QueuePop, String> {
     let key = QueueKey::new(&req.group, topic, queue_id);
     let mut out = QueuePop {
@@ -131,7 +169,7 @@ pub async fn pop_queue(
     };
     let max = shard.store.max_offset(topic, queue_id);
     let Some(_lock) = shard.pop.try_lock(&key) else {
-        out.rest = max - position(shard, &key, req.init_mode, false);
+        out.rest = max - position(shard, &key, req.init_mode, false).await;
         return Ok(out);
     };
     if req.order
@@ -154,8 +192,8 @@ pub async fn pop_queue(
             .checks_records()
             .then_some(&by_record as &dyn Fn(&[u8]) -> bool),
     };
-    let mut offset = position(shard, &key, req.init_mode, true);
-    let mut result = read(shard, topic, queue_id, offset, want, read_filter).await?;
+    let mut offset = position(shard, &key, req.init_mode, true).await;
+    let mut result = read(shard, topic, queue_id, offset, want, max_bytes, read_filter).await?;
     if matches!(
         result.status,
         GetMessageStatus::OffsetTooSmall
@@ -166,7 +204,7 @@ pub async fn pop_queue(
         // The position is outside the queue (retention, a reset): start where the queue is.
         offset = result.next_begin_offset;
         commit(shard, &key, offset);
-        result = read(shard, topic, queue_id, offset, want, read_filter).await?;
+        result = read(shard, topic, queue_id, offset, want, max_bytes, read_filter).await?;
     }
     out.rest = (result.max_offset - result.next_begin_offset).max(0);
     if result.records.is_empty() {
@@ -237,11 +275,12 @@ async fn read(
     queue_id: i32,
     offset: i64,
     want: i32,
+    max_bytes: usize,
     filter: ReadFilter<'_>,
 ) -> Result<storage::GetResult, String> {
     shard
         .store
-        .get_messages_matching(topic, queue_id, offset, want, MAX_POP_BYTES, filter)
+        .get_messages_matching(topic, queue_id, offset, want, max_bytes, filter)
         .await
         .map_err(|e| format!("reading the queue failed: {e}"))
 }

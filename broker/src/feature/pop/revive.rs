@@ -27,6 +27,10 @@ const RETRY_LATER_MS: i64 = 5_000;
 /// At start, before the shard serves: rebuilds check points, ordered commits and pop positions from
 /// the revive log, then starts reviving.
 pub async fn start(shard: &Rc<Shard>) -> Result<(), String> {
+    if shard.cfg.broker_role == crate::config::BrokerRole::Slave {
+        // A slave's store is the master's copy: only the master pops and revives (as in Apache).
+        return Ok(());
+    }
     super::revive_log::replay(shard).await?;
     let shard = shard.clone();
     glommio::spawn_local(async move {
@@ -81,6 +85,7 @@ async fn revive(shard: &Rc<Shard>, ck: &Ck) -> Result<(), String> {
     let max_times = group_settings::find(shard, group)
         .await
         .map_or(16, |g| g.retry_max_times);
+    let mut revived = Vec::new();
     for offset in ck.unacked().collect::<Vec<_>>() {
         // Acked while an earlier message of the check point was being revived.
         let still_open = shard
@@ -119,6 +124,17 @@ async fn revive(shard: &Rc<Shard>, ck: &Ck) -> Result<(), String> {
         }
         // Settled in memory now, so a failure later in this check point does not revive it twice.
         shard.pop.cks.borrow_mut().ack(&ck.key, offset);
+        revived.push(offset);
+    }
+    if !revived.is_empty() {
+        // Settled in the log too: a replay (after a crash) does not revive them again, however far
+        // back an older open check point keeps the replay start.
+        if let Err(why) = super::revive_log::append_ack(shard, &ck.key, &revived).await {
+            tracing::warn!(
+                "shard {}: revived messages not marked in the revive log: {why}",
+                shard.id
+            );
+        }
     }
     Ok(())
 }
@@ -155,7 +171,11 @@ fn retry_record(
     if original.reconsume_times == 0
         || properties::get(&props, properties::FIRST_POP_TIME).is_none()
     {
-        props = properties::with(&props, properties::FIRST_POP_TIME, &ck.key.pop_time.to_string());
+        props = properties::with(
+            &props,
+            properties::FIRST_POP_TIME,
+            &ck.key.pop_time.to_string(),
+        );
     }
     if to_dlq && properties::get(&props, properties::RETRY_TOPIC).is_none() {
         let origin = ck

@@ -21,6 +21,8 @@ const CK_TAG: &str = "ck";
 const ACK_TAG: &str = "ack";
 const BATCH_ACK_TAG: &str = "bAck";
 const ORDER_COMMIT_TAG: &str = "oc";
+/// Most messages a replayed check point may name.
+const MAX_CK_MESSAGES: i32 = 1024;
 
 /// A check point (`PopCheckPoint`): `so` start offset, `d` offsets as differences from it.
 #[derive(Debug, Serialize, Deserialize)]
@@ -70,10 +72,15 @@ struct OrderCommitBody {
 /// Appends one record to this shard's revive queue; answers its offset there once stored (and
 /// flushed, under SYNC_FLUSH).
 async fn append(shard: &Shard, tag: &str, body: Vec<u8>) -> Result<i64, String> {
-    let _pending = shard.pop.pending_append();
+    let topic = revive_topic(&shard.cfg.broker_cluster_name);
+    // The record lands at or after the queue's end now; replay must not start past it until the
+    // caller has applied its effect (right after this returns, without an await in between).
+    let _pending = shard
+        .pop
+        .pending_append(shard.store.max_offset(&topic, REVIVE_QUEUE));
     let now = now_ms();
     let record = MessageRecord {
-        topic: revive_topic(&shard.cfg.broker_cluster_name),
+        topic,
         queue_id: REVIVE_QUEUE,
         body: Bytes::from(body),
         properties: properties::encode([(properties::TAGS, tag)]),
@@ -206,15 +213,21 @@ fn apply(shard: &Shard, record: &MessageRecord) {
             let Ok(ck) = serde_json::from_slice::<CkBody>(&record.body) else {
                 return;
             };
+            // A check point holds one pop (at most 32 messages); anything larger is not ours.
+            if ck.n < 0 || ck.n > MAX_CK_MESSAGES || ck.d.len() > MAX_CK_MESSAGES as usize {
+                return;
+            }
             let offsets: Vec<i64> = if ck.d.is_empty() {
-                (0..i64::from(ck.n)).map(|i| ck.so + i).collect()
+                (0..i64::from(ck.n))
+                    .map(|i| ck.so.saturating_add(i))
+                    .collect()
             } else {
-                ck.d.iter().map(|d| ck.so + d).collect()
+                ck.d.iter().map(|d| ck.so.saturating_add(*d)).collect()
             };
             let Some(last) = offsets.last().copied() else {
                 return;
             };
-            advance_position(shard, &ck.c, &ck.t, ck.q, last + 1);
+            advance_position(shard, &ck.c, &ck.t, ck.q, last.saturating_add(1));
             let key = CkKey {
                 group: ck.c,
                 topic: ck.t,
@@ -260,7 +273,10 @@ fn apply(shard: &Shard, record: &MessageRecord) {
 /// Moves a group's pop position forward (never back).
 fn advance_position(shard: &Shard, group: &str, topic: &str, queue_id: i32, offset: i64) {
     let mut offsets = shard.offsets.borrow_mut();
-    if offsets.query(group, topic, queue_id).is_none_or(|o| o < offset) {
+    if offsets
+        .query(group, topic, queue_id)
+        .is_none_or(|o| o < offset)
+    {
         offsets.commit(group, topic, queue_id, offset);
     }
 }
