@@ -2,13 +2,15 @@
 # Installs rocketmq-rs on a systemd host: binaries, the `rocketmq` user, config and store folders,
 # systemd units; optionally enables and starts them.
 #
-#   sudo deploy/install.sh [--bin-dir DIR] [--namesrv] [--broker CONF.toml]... [--proxy] [--enable]
+#   sudo deploy/install.sh [--bin-dir DIR] [--namesrv] [--broker CONF.toml]... [--console] [--proxy] [--enable]
 #
 #   --bin-dir DIR    where namesrv, broker and mqadmin were built (default target/release;
 #                    build them with `cargo build --release -p namesrv -p broker -p mqadmin`)
 #   --namesrv        install /etc/rocketmq/namesrv.env (kept if present); enable namesrv.service
 #   --broker FILE    install FILE as /etc/rocketmq/<name>.toml (kept if present) and make its store
 #                    folder; <name> is the file name without .toml, the unit is broker@<name>
+#   --console        install the web console (rocketmq-console, built with `-p console`) and
+#                    /etc/rocketmq/console.env (kept if present); enable console.service
 #   --proxy          install the gRPC proxy for RocketMQ 5 SDKs (its binary from --bin-dir, built with
 #                    `cargo build --release -p proxy`) and /etc/rocketmq/proxy.toml (kept if present);
 #                    enable proxy.service
@@ -23,6 +25,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 bin_dir=$repo/target/release
 destdir=""
 namesrv=0
+console=0
 proxy=0
 enable=0
 brokers=()
@@ -31,17 +34,20 @@ while [ $# -gt 0 ]; do
     --bin-dir) bin_dir=$2; shift 2 ;;
     --destdir) destdir=$2; shift 2 ;;
     --namesrv) namesrv=1; shift ;;
+    --console) console=1; shift ;;
     --broker) brokers+=("$2"); shift 2 ;;
     --proxy) proxy=1; shift ;;
     --enable) enable=1; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
 done
 
-for bin in namesrv broker mqadmin; do
+bins="namesrv broker mqadmin"
+if [ "$console" = 1 ]; then bins="$bins console"; fi
+for bin in $bins; do
   if [ ! -x "$bin_dir/$bin" ]; then
-    echo "$bin_dir/$bin is missing: cargo build --release -p namesrv -p broker -p mqadmin" >&2
+    echo "$bin_dir/$bin is missing: cargo build --release -p namesrv -p broker -p mqadmin -p console" >&2
     exit 1
   fi
 done
@@ -85,6 +91,16 @@ if [ "$namesrv" = 1 ]; then
     install -m 0644 "$repo/deploy/conf/namesrv.env" "$root/etc/rocketmq/namesrv.env"
   fi
   units+=(namesrv.service)
+fi
+if [ "$console" = 1 ]; then
+  install -m 0755 "$bin_dir/console" "$root/usr/local/bin/rocketmq-console"
+  install -m 0644 "$repo/deploy/systemd/console.service" "$root/etc/systemd/system/"
+  if [ ! -e "$root/etc/rocketmq/console.env" ]; then
+    # It may hold the console's ACL secret: readable by root and the service user only.
+    install -m 0640 "$repo/deploy/conf/console.env" "$root/etc/rocketmq/console.env"
+    if [ -z "$destdir" ]; then chgrp rocketmq "$root/etc/rocketmq/console.env"; fi
+  fi
+  units+=(console.service)
 fi
 for conf in "${brokers[@]}"; do
   name=$(basename "$conf" .toml)

@@ -107,7 +107,12 @@ up() {
     name=${entry%%:*}; port=${entry##*:}
     if pid_alive "$dir/run/$name.pid"; then echo "$name already running"; continue; fi
     : > "$dir/logs/$name.log"
-    setsid "$bin/namesrv" --listen "127.0.0.1:$port" >> "$dir/logs/$name.log" 2>&1 < /dev/null &
+    # Its KV config and runtime settings stay in the cluster's directory, not in ~/namesrv.
+    mkdir -p "$dir/store/$name"
+    setsid "$bin/namesrv" --listen "127.0.0.1:$port" \
+      --kvConfigPath "$dir/store/$name/kvConfig.json" \
+      --configStorePath "$dir/store/$name/namesrv.properties" \
+      >> "$dir/logs/$name.log" 2>&1 < /dev/null &
     echo $! > "$dir/run/$name.pid"
   done
   for entry in $namesrvs; do

@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
-# Bounded soak test (not run in CI): loadgen e2e at a fixed rate against a name server and a broker
-# that is restarted at random (SIGKILL or SIGTERM), then `loadgen verify` reads the topic back and
-# checks that every acknowledged message is stored intact. Samples the broker's RSS and open fds
-# over time and says whether they stay flat after warm-up (the last part of the run has no restarts,
-# so one broker process lives long enough to show a trend).
+# Bounded soak test (not run in CI): a mixed load against a name server, a master and optional
+# slaves, with random SIGKILLs and SIGTERMs of every server process, then `loadgen verify` reads each
+# topic back and checks that every acknowledged message is stored intact. The load, all at fixed
+# rates (open loop) for the whole run:
+#   - SoakTopic: `loadgen e2e`, synchronous sends consumed end to end;
+#   - SoakBatch: `loadgen produce --mode async --batch 8`, asynchronous batches;
+#   - SoakTimer: `loadgen produce --timer-delay-ms`, timer messages delivered later (verified on their
+#     real topic after delivery).
+# Samples RSS and open fds of every process and the store's disk use over time, says whether RSS and
+# fds stay flat after warm-up (the last part of the run has no restarts, so one process of each
+# lives long enough to show a trend), and draws them as chart.svg with the kills marked.
 #
 # Settings (environment):
 #   SOAK_SECONDS=600        length of the load (default 10 minutes)
-#   SOAK_RATE=2000          messages/s sent (open loop)
+#   SOAK_RATE=2000          messages/s sent synchronously (SoakTopic)
+#   SOAK_BATCH_RATE=        messages/s sent in async batches of 8 (default SOAK_RATE/4; 0 = none)
+#   SOAK_TIMER_RATE=        timer messages/s (default SOAK_RATE/20; 0 = none)
+#   SOAK_TIMER_DELAY_MS=3000  how long after its send a timer message is due
 #   SOAK_SIZE=1024          body bytes
 #   SOAK_FLUSH=SYNC_FLUSH   flushDiskType (ASYNC_FLUSH loses acknowledged messages on SIGKILL by design)
 #   SOAK_SHARDS=2           broker shardCount
@@ -17,14 +26,15 @@
 #                           broker's 64 MiB default takes minutes to fill at soak rates and looks like growth)
 #   SOAK_DISK_RATIO=100     diskMaxUsedSpaceRatio: above it retention deletes the oldest segments even
 #                           unexpired (RocketMQ's rule; default 75), which would count as loss here
-#   SOAK_RESTART_MIN=20 SOAK_RESTART_MAX=60   seconds between broker restarts
+#   SOAK_RESTART_MIN=20 SOAK_RESTART_MAX=60   seconds between kills
+#   SOAK_KILL_NAMESRV=1     the name server is among the processes killed (restarted empty)
 #   SOAK_STEADY_PERCENT=30  last part of the run without restarts (leak check on one process)
-#   SOAK_WARMUP=60          seconds after each broker start not used for the flatness check
-#   SOAK_SAMPLE=5           seconds between RSS / fd samples
-#   SOAK_SLAVES=0           slave brokers to start and kill at random too (needs HA: brokerRole=SLAVE)
+#   SOAK_WARMUP=60          seconds after each start not used for the flatness check
+#   SOAK_SAMPLE=5           seconds between samples
+#   SOAK_SLAVES=0           slave brokers (the master is then a SYNC_MASTER), killed at random too
 #   SOAK_BUILD=release      release | debug (debug skips the long release build)
 #   SOAK_BIN=DIR            use the namesrv, broker and loadgen binaries in DIR, build nothing
-#   SOAK_OUT=target/soak-<time>   where logs, samples.csv and summary.txt go
+#   SOAK_OUT=target/soak-<time>   where logs, samples.csv, disk.csv, chart.svg and summary.txt go
 #   SOAK_KEEP_STORE=0       1 keeps the store directory
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +42,10 @@ root=$(pwd)
 
 SOAK_SECONDS=${SOAK_SECONDS:-600}
 SOAK_RATE=${SOAK_RATE:-2000}
+SOAK_BATCH_RATE=${SOAK_BATCH_RATE:-$((SOAK_RATE / 4))}
+SOAK_TIMER_RATE=${SOAK_TIMER_RATE:-$((SOAK_RATE / 20))}
+SOAK_TIMER_DELAY_MS=${SOAK_TIMER_DELAY_MS:-3000}
+SOAK_KILL_NAMESRV=${SOAK_KILL_NAMESRV:-1}
 SOAK_SIZE=${SOAK_SIZE:-1024}
 SOAK_FLUSH=${SOAK_FLUSH:-SYNC_FLUSH}
 SOAK_SHARDS=${SOAK_SHARDS:-2}
@@ -80,7 +94,9 @@ def free(p):
 picked = []
 def pick(span):
     while True:
-        p = random.randint(20000, 60000)
+        # Below the kernel's ephemeral range (32768 and up by default): a restarted broker must not
+        # find its port taken by some client's outgoing connection.
+        p = random.randint(20000, 32000)
         if all(free(q) and q not in picked for q in range(p - 2, p + span)):
             picked.extend(range(p - 2, p + span))
             return p
@@ -95,7 +111,7 @@ EOF
 pids_to_stop=()
 cleanup() {
     local pid
-    for pid in "${pids_to_stop[@]}" ${sampler_pid:-} ${loadgen_pid:-}; do
+    for pid in "${pids_to_stop[@]}" ${sampler_pid:-} ${loadgen_pid:-} ${extra_pids[@]:-}; do
         kill -KILL "$pid" 2>/dev/null || true
     done
     for f in "$work"/*.pid; do
@@ -105,9 +121,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$bin/namesrv" --listen "127.0.0.1:$ns_port" >"$out/namesrv.log" 2>&1 &
-pids_to_stop+=($!)
-disown $!
+# start_namesrv: starts the name server (an empty route table each time) and waits until it listens.
+start_namesrv() {
+    "$bin/namesrv" --listen "127.0.0.1:$ns_port" --kvConfigPath "$work/namesrv/kvConfig.json" \
+        --configStorePath "$work/namesrv/namesrv.properties" >>"$out/namesrv.log" 2>&1 &
+    echo $! >"$work/namesrv.pid"
+    disown $!
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$ns_port") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "soak: name server not listening in 10 s" >&2
+    return 1
+}
+start_namesrv
 
 # broker_config NAME PORT ID ROLE
 broker_config() {
@@ -126,6 +153,7 @@ flushDiskType = "$SOAK_FLUSH"
 mappedFileSizeCommitLog = $SOAK_SEGMENT
 readCacheBytes = $SOAK_READ_CACHE
 diskMaxUsedSpaceRatio = $SOAK_DISK_RATIO
+registerNameServerPeriod = 5000
 EOF
 }
 
@@ -150,8 +178,8 @@ start_broker() {
     return 1
 }
 
-# stop_broker NAME SIGNAL: signals it and waits for the exit (SIGKILL after 40 s).
-stop_broker() {
+# stop_process NAME SIGNAL: signals it and waits for the exit (SIGKILL after 40 s).
+stop_process() {
     local name=$1 sig=$2 pid
     pid=$(cat "$work/$name.pid")
     kill "-$sig" "$pid" 2>/dev/null || true
@@ -159,7 +187,7 @@ stop_broker() {
         kill -0 "$pid" 2>/dev/null || return 0
         sleep 0.1
     done
-    echo "soak: $name ignored SIG$sig for 40 s; SIGKILL" | tee -a "$out/events.log"
+    echo "soak: $name ignored SIG$sig for 40 s; SIGKILL" | tee -a "$out/events.csv"
     kill -KILL "$pid" 2>/dev/null || true
     while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
 }
@@ -178,9 +206,10 @@ if [[ $slave_ports != "-" ]]; then
     done
 fi
 
-# Samples RSS (kB) and open fds of every broker process.
+# Samples RSS (kB) and open fds of every process (servers and load generators), and the stores' size.
 (
-    echo "t_s,broker,pid,rss_kb,fds" >"$out/samples.csv"
+    echo "t_s,process,pid,rss_kb,fds" >"$out/samples.csv"
+    echo "t_s,store_kb" >"$out/disk.csv"
     t0=$(date +%s)
     while true; do
         for f in "$work"/*.pid; do
@@ -191,6 +220,7 @@ fi
             fds=$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)
             [[ -n $rss ]] && echo "$(( $(date +%s) - t0 )),$name,$pid,$rss,$fds" >>"$out/samples.csv"
         done
+        echo "$(( $(date +%s) - t0 )),$(du -sk "$work" 2>/dev/null | cut -f1)" >>"$out/disk.csv"
         sleep "$SOAK_SAMPLE"
     done
 ) &
@@ -200,6 +230,23 @@ sampler_pid=$!
     --rate "$SOAK_RATE" --size "$SOAK_SIZE" --inflight 256 --timeout 3s --duration "${SOAK_SECONDS}s" \
     --interval 10s --drain 10s --acked-log "$out/acked.log" --json "$out/loadgen.json" >"$out/loadgen.log" 2>&1 &
 loadgen_pid=$!
+echo "$loadgen_pid" >"$work/loadgen-e2e.pid"
+extra_pids=()
+extra_topics=()
+# start_producer NAME TOPIC RATE ARGS...: a further producer for the whole run, with its acked log.
+start_producer() {
+    local name=$1 topic=$2 rate=$3
+    shift 3
+    (( rate > 0 )) || return 0
+    "$bin/loadgen" produce --namesrv "127.0.0.1:$ns_port" --topic "$topic" --create-queues 8 \
+        --rate "$rate" --size "$SOAK_SIZE" --timeout 3s --duration "${SOAK_SECONDS}s" --interval 10s \
+        --acked-log "$out/acked-$name.log" --json "$out/loadgen-$name.json" "$@" >"$out/loadgen-$name.log" 2>&1 &
+    extra_pids+=($!)
+    echo $! >"$work/loadgen-$name.pid"
+    extra_topics+=("$name:$topic")
+}
+start_producer batch SoakBatch "$SOAK_BATCH_RATE" --mode async --batch 8 --inflight 32
+start_producer timer SoakTimer "$SOAK_TIMER_RATE" --timer-delay-ms "$SOAK_TIMER_DELAY_MS" --inflight 16
 
 start=$(date +%s)
 restart_until=$(( start + SOAK_SECONDS * (100 - SOAK_STEADY_PERCENT) / 100 ))
@@ -210,13 +257,14 @@ while kill -0 "$loadgen_pid" 2>/dev/null; do
     now=$(date +%s)
     if (( now >= next && now < restart_until )); then
         victims=(master "${slaves[@]}")
+        (( SOAK_KILL_NAMESRV == 1 )) && victims+=(namesrv)
         victim=${victims[RANDOM % ${#victims[@]}]}
         sig=$( ((RANDOM % 2)) && echo KILL || echo TERM )
         echo "$((now - start)),SIG$sig $victim" >>"$out/events.csv"
         echo "soak: t=$((now - start))s SIG$sig $victim"
-        stop_broker "$victim" "$sig"
+        stop_process "$victim" "$sig"
         down_at=$(date +%s)
-        start_broker "$victim"
+        if [[ $victim == namesrv ]]; then start_namesrv; else start_broker "$victim"; fi
         echo "$(( $(date +%s) - start )),restarted $victim (down $(( $(date +%s) - down_at ))s)" >>"$out/events.csv"
         restarts=$((restarts + 1))
         next=$(( $(date +%s) + SOAK_RESTART_MIN + RANDOM % (SOAK_RESTART_MAX - SOAK_RESTART_MIN + 1) ))
@@ -226,6 +274,12 @@ done
 loadgen_rc=0
 wait "$loadgen_pid" || loadgen_rc=$?
 loadgen_pid=
+extra_rc=0
+for pid in "${extra_pids[@]}"; do wait "$pid" || extra_rc=$?; done
+extra_pids=()
+rm -f "$work"/loadgen-*.pid
+# Timer messages sent last are due SOAK_TIMER_DELAY_MS later; let them be delivered.
+sleep $(( SOAK_TIMER_DELAY_MS / 1000 + 3 ))
 kill "$sampler_pid" 2>/dev/null || true
 wait "$sampler_pid" 2>/dev/null || true
 sampler_pid=
@@ -233,14 +287,20 @@ sampler_pid=
 verify_rc=0
 "$bin/loadgen" verify --namesrv "127.0.0.1:$ns_port" --topic SoakTopic --acked-log "$out/acked.log" \
     --json "$out/verify.json" | tee "$out/verify.log" || verify_rc=$?
+for entry in "${extra_topics[@]}"; do
+    name=${entry%%:*} topic=${entry#*:}
+    "$bin/loadgen" verify --namesrv "127.0.0.1:$ns_port" --topic "$topic" --acked-log "$out/acked-$name.log" \
+        --json "$out/verify-$name.json" | tee "$out/verify-$name.log" || verify_rc=$?
+done
+python3 "$root/scripts/soak_chart.py" "$out" || echo "soak: chart failed" >&2
 
-python3 - "$out" "$SOAK_WARMUP" "$restarts" "$loadgen_rc" "$verify_rc" <<'EOF' | tee "$out/summary.txt"
-import csv, json, sys
-out, warmup, restarts, loadgen_rc, verify_rc = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+python3 - "$out" "$SOAK_WARMUP" "$restarts" "$loadgen_rc" "$verify_rc" "$extra_rc" <<'EOF' | tee "$out/summary.txt"
+import csv, glob, json, sys
+out, warmup, restarts, loadgen_rc, verify_rc, extra_rc = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
 rows = list(csv.DictReader(open(f"{out}/samples.csv")))
 lg = json.load(open(f"{out}/loadgen.json")) if loadgen_rc == 0 else {}
 ver = json.load(open(f"{out}/verify.json"))
-print(f"broker restarts: {restarts}")
+print(f"kills and restarts: {restarts}")
 send, cons = lg.get("produce", {}), lg.get("consume", {})
 if send:
     print(f"loadgen: sent ok {send['messages']} msgs ({send['tps']:.0f}/s), send failed {send['send_failed']}, "
@@ -252,10 +312,23 @@ else:
 print(f"verify: acknowledged {ver['acked']} msgs / {ver['acked_bytes']} B, read back {ver['found']} / {ver['found_bytes']} B, "
       f"missing {ver['missing']}, mismatched {ver['mismatched']}, duplicates {ver['duplicates']}, stored without ack {ver['unacknowledged_stored']}")
 ok = verify_rc == 0 and ver["missing"] == 0 and ver["mismatched"] == 0 and ver["acked"] > 0
+for path in sorted(glob.glob(f"{out}/verify-*.json")):
+    v = json.load(open(path))
+    name = path.rsplit("verify-", 1)[1][:-5]
+    lgx = {}
+    try:
+        lgx = json.load(open(f"{out}/loadgen-{name}.json")).get("produce", {})
+    except (OSError, ValueError):
+        pass
+    print(f"{name}: sent ok {lgx.get('messages')} ({lgx.get('tps', 0):.0f}/s), failed {lgx.get('send_failed')}; "
+          f"verify: acknowledged {v['acked']}, read back {v['found']}, missing {v['missing']}, mismatched {v['mismatched']}, "
+          f"duplicates {v['duplicates']}")
+    ok = ok and v["missing"] == 0 and v["mismatched"] == 0 and v["acked"] > 0
+print(f"further producers' exit code: {extra_rc}")
 flat_all = True
 by_proc = {}
 for r in rows:
-    by_proc.setdefault((r["broker"], r["pid"]), []).append((int(r["t_s"]), int(r["rss_kb"]), int(r["fds"])))
+    by_proc.setdefault((r["process"], r["pid"]), []).append((int(r["t_s"]), int(r["rss_kb"]), int(r["fds"])))
 for (name, pid), s in by_proc.items():
     life = s[-1][0] - s[0][0]
     after = [x for x in s if x[0] - s[0][0] >= warmup]
@@ -267,7 +340,9 @@ for (name, pid), s in by_proc.items():
         fd_head, fd_tail = max(x[2] for x in head), max(x[2] for x in tail)
         # Flat: the last third's peak within 10% (+8 MiB) of the first third's, fds within +4.
         flat = rss_tail <= rss_head * 1.10 + 8192 and fd_tail <= fd_head + 4
-        flat_all &= flat
+        # The servers decide the verdict; the load generators are shown for information.
+        if not name.startswith("loadgen"):
+            flat_all &= flat
         line += (f"; after warm-up RSS peak first third {rss_head//1024} MiB, last third {rss_tail//1024} MiB; "
                  f"fds {fd_head} -> {fd_tail}: {'flat' if flat else 'GROWING'}")
     print(line)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test of the project: unit and integration tests of the workspace, then the interop tests
+# Runs every test of the project: unit and integration tests of the workspace, the web console in
+# Debian's Chromium (scripts/console-browser-test.sh installs it), then the interop tests
 # with real RocketMQ clients written by other people (installed here, into tests/interop/; the Java
 # client's JDK comes from the shared kit's setup.sh, which tests/interop/setup.sh runs), then the RocketMQ 5
 # SDK tests through the proxy (tests/sdk5/).
@@ -15,6 +16,9 @@ cargo clippy --workspace --all-targets -- -D warnings
 echo "== no import cycles between the files of broker/src and storage/src"
 scripts/import-cycles.py broker/src storage/src
 
+echo "== test host packages (network namespaces, nftables)"
+scripts/setup-test-host.sh
+
 echo "== cargo test --workspace (every test binary runs; any failure fails the run)"
 cargo test --workspace --no-fail-fast
 
@@ -22,7 +26,13 @@ echo "== broker suites that cross shards, again with one broker per process (sha
 TEST_SHARD_ROUTING=forward cargo test -p broker --no-fail-fast --test send_pull --test consumer_groups \
     --test request_reply --test sql_filter --test delay_retry --test restart --test clients_admin --test pop
 
+echo "== disk faults through the storage crate's fail points (a test-only build: --features failpoints)"
+cargo clippy -p broker -p storage --features broker/failpoints,storage/failpoints --all-targets -- -D warnings
+cargo test -p broker --features failpoints --no-fail-fast --test fault_disk_io
+
 scripts/fuzz-ci.sh
+
+scripts/console-browser-test.sh
 
 echo "== interop tests with real clients"
 tests/interop/setup.sh

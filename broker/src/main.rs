@@ -42,6 +42,14 @@ fn main() {
         }
     };
     init_logging(&cfg.log_level);
+    match storage::fault::setup_from_env() {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!("{n} storage fail points configured from FAILPOINTS (test build)"),
+        Err(e) => {
+            eprintln!("broker: {e}");
+            std::process::exit(2);
+        }
+    }
     for issue in issues {
         tracing::warn!("{issue}");
     }

@@ -9,13 +9,13 @@
 mod common;
 mod fault_support;
 
-use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use common::*;
 use fault_support::acked::Ledger;
 use fault_support::proxy::{FaultProxy, Mode};
+use fault_support::routes::{route_code, wait_route};
 use protocol::{request_code, response_code, RemotingCommand};
 
 /// Registration period of the test brokers (RocketMQ's 30 s would make the tests slow).
@@ -29,31 +29,6 @@ fn namesrv_helper_process() {
 
 fn start_namesrv(dir: &std::path::Path) -> NamesrvProcess {
     NamesrvProcess::start("namesrv_helper_process", dir.join("namesrv.log"))
-}
-
-/// The code GET_ROUTEINFO_BY_TOPIC answers now (connection errors count as -1).
-async fn route_code(ns: SocketAddr, topic: &str) -> i32 {
-    let Ok(client) = remoting::Client::connect(ns, Duration::from_secs(2)).await else {
-        return -1;
-    };
-    let req =
-        RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC).with_ext("topic", topic);
-    match client.invoke(req, Duration::from_secs(2)).await {
-        Ok(r) => r.code,
-        Err(_) => -1,
-    }
-}
-
-/// Waits until the name server knows `topic`; returns how long that took.
-async fn wait_route(ns: SocketAddr, topic: &str, limit: Duration) -> Duration {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        if route_code(ns, topic).await == response_code::SUCCESS {
-            return start.elapsed();
-        }
-        glommio::timer::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("name server {ns} did not learn topic {topic} within {limit:?}");
 }
 
 /// Sends `n` messages of `topic` round robin over 4 queues; each must succeed within `limit`.

@@ -3,9 +3,10 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::time::Duration;
 
-use remoting::Client;
+use remoting::{Client, RpcHook};
 
 use crate::ClientError;
 
@@ -15,6 +16,7 @@ pub struct BrokerConnections {
     timeout: Duration,
     pools: RefCell<HashMap<String, Vec<Option<Client>>>>,
     next: Cell<usize>,
+    rpc_hook: RefCell<Option<Rc<dyn RpcHook>>>,
 }
 
 impl BrokerConnections {
@@ -24,7 +26,13 @@ impl BrokerConnections {
             timeout: connect_timeout,
             pools: RefCell::new(HashMap::new()),
             next: Cell::new(0),
+            rpc_hook: RefCell::new(None),
         }
+    }
+
+    /// Runs `hook` on every request of connections made from now on (e.g. `acl::AclRpcHook`).
+    pub fn set_rpc_hook(&self, hook: Option<Rc<dyn RpcHook>>) {
+        *self.rpc_hook.borrow_mut() = hook;
     }
 
     pub fn size(&self) -> usize {
@@ -51,6 +59,7 @@ impl BrokerConnections {
         }
         let socket_addr = remoting::resolve(addr)?;
         let client = Client::connect(socket_addr, self.timeout).await?;
+        client.set_rpc_hook(self.rpc_hook.borrow().clone());
         let mut pools = self.pools.borrow_mut();
         let pool = pools
             .entry(addr.to_owned())

@@ -5,6 +5,7 @@
 // Bytes from the network are parsed here: no indexing or slicing that could panic on them.
 #![warn(clippy::indexing_slicing)]
 
+pub mod acl;
 pub mod broker_api;
 pub mod connections;
 mod error;

@@ -2,19 +2,27 @@
 //! them) and brokers by address, with one-call helpers for the requests mqadmin sends.
 
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::time::Duration;
 
+use client::acl::{AclRpcHook, Credentials};
 use client::request::{expect_success, request};
 use client::{ClientError, NameServer};
-use protocol::body::{from_json, ClusterInfo, KVTable, TopicRouteData};
+use protocol::body::{
+    from_fastjson, from_json, ClusterInfo, KVTable, MessageQueue, TopicRouteData,
+};
+use protocol::header::{CommandHeader, SearchOffsetRequestHeader, SearchOffsetResponseHeader};
 use protocol::{ExtFields, RemotingCommand};
 use remoting::Client;
+use serde_json::Value;
 
 /// Name servers and a timeout, shared by every step of a command.
 pub struct Admin {
     pub namesrv_addrs: Vec<SocketAddr>,
     pub namesrv: NameServer,
     pub timeout: Duration,
+    /// Signs every request to brokers and name servers when set (brokers with plain ACL on).
+    pub credentials: Option<Credentials>,
 }
 
 impl Admin {
@@ -24,12 +32,30 @@ impl Admin {
             namesrv: NameServer::new(addrs.clone(), timeout),
             namesrv_addrs: addrs,
             timeout,
+            credentials: None,
         })
+    }
+
+    /// The same, signing its requests with `credentials`.
+    pub fn with_credentials(mut self, credentials: Option<Credentials>) -> Admin {
+        self.credentials = credentials;
+        self
+    }
+
+    /// A new connection (to a broker, `host:port`), signing when credentials are set.
+    async fn connect(&self, addr: SocketAddr) -> Result<Client, ClientError> {
+        let client = Client::connect(addr, self.timeout).await?;
+        if let Some(credentials) = &self.credentials {
+            client.set_rpc_hook(Some(Rc::new(AclRpcHook {
+                credentials: credentials.clone(),
+            })));
+        }
+        Ok(client)
     }
 
     /// A new connection to a broker (`host:port`).
     pub async fn broker(&self, addr: &str) -> Result<Client, ClientError> {
-        Ok(Client::connect(remoting::resolve(addr)?, self.timeout).await?)
+        self.connect(remoting::resolve(addr)?).await
     }
 
     /// Sends `cmd` to a broker and expects SUCCESS.
@@ -47,17 +73,55 @@ impl Admin {
         &self,
         cmd: &RemotingCommand,
     ) -> Vec<(SocketAddr, Result<(), ClientError>)> {
+        self.invoke_every_namesrv(cmd)
+            .await
+            .into_iter()
+            .map(|(addr, r)| (addr, r.map(|_| ())))
+            .collect()
+    }
+
+    /// Sends `cmd` to every name server (one after the other); each one's SUCCESS response or error.
+    pub async fn invoke_every_namesrv(
+        &self,
+        cmd: &RemotingCommand,
+    ) -> Vec<(SocketAddr, Result<RemotingCommand, ClientError>)> {
         let mut results = Vec::new();
         for addr in &self.namesrv_addrs {
             let result = async {
-                let client = Client::connect(*addr, self.timeout).await?;
-                expect_success(client.invoke(cmd.clone(), self.timeout).await?)?;
-                Ok(())
+                let client = self.connect(*addr).await?;
+                expect_success(client.invoke(cmd.clone(), self.timeout).await?)
             }
             .await;
             results.push((*addr, result));
         }
         results
+    }
+
+    /// The offset of the first message of a queue stored at or after `timestamp`
+    /// (SEARCH_OFFSET_BY_TIMESTAMP).
+    pub async fn search_offset(
+        &self,
+        addr: &str,
+        topic: &str,
+        queue_id: i32,
+        timestamp: i64,
+    ) -> Result<i64, ClientError> {
+        let header = SearchOffsetRequestHeader {
+            topic: topic.to_owned(),
+            queue_id,
+            timestamp,
+            boundary_type: None,
+        };
+        let resp = self
+            .call(
+                addr,
+                request(
+                    protocol::request_code::SEARCH_OFFSET_BY_TIMESTAMP,
+                    header.to_ext_fields(),
+                ),
+            )
+            .await?;
+        Ok(SearchOffsetResponseHeader::from_ext_fields(&resp.ext_fields)?.offset)
     }
 
     pub async fn cluster_info(&self) -> Result<ClusterInfo, ClientError> {
@@ -90,6 +154,16 @@ impl Admin {
             }));
         }
         Ok(masters)
+    }
+
+    /// Master addresses of one cluster (or of every cluster).
+    pub async fn master_addrs(&self, cluster: Option<&str>) -> Result<Vec<String>, ClientError> {
+        Ok(self
+            .masters(cluster)
+            .await?
+            .into_iter()
+            .map(|(_, a)| a)
+            .collect())
     }
 
     /// Every address (masters and slaves) of one cluster, as (broker name, broker id, address).
@@ -138,15 +212,47 @@ impl Admin {
     ) -> Result<Vec<String>, ClientError> {
         match (broker, cluster) {
             (Some(b), _) => Ok(vec![b.to_owned()]),
-            (None, Some(c)) => Ok(self
-                .masters(Some(c))
-                .await?
-                .into_iter()
-                .map(|(_, a)| a)
-                .collect()),
+            (None, Some(c)) => self.master_addrs(Some(c)).await,
             (None, None) => Err(ClientError::Invalid(
                 "give -b brokerAddr or -c clusterName".into(),
             )),
         }
     }
+
+    /// A client's answer to GET_CONSUMER_RUNNING_INFO (ConsumerRunningInfo), as JSON with its queue
+    /// table keyed by MessageQueue JSON text.
+    pub async fn running_info(
+        &self,
+        addr: &str,
+        group: &str,
+        client_id: &str,
+        jstack: bool,
+    ) -> Result<Value, ClientError> {
+        let mut fields = ExtFields::new();
+        fields.insert("consumerGroup", group);
+        fields.insert("clientId", client_id);
+        fields.insert("jstackEnable", if jstack { "true" } else { "false" });
+        let resp = self
+            .call(
+                addr,
+                request(protocol::request_code::GET_CONSUMER_RUNNING_INFO, fields),
+            )
+            .await?;
+        Ok(from_fastjson(&resp.body)?)
+    }
+}
+
+/// The queues a running info's `mqTable` holds, with each one's ProcessQueueInfo.
+pub fn held_queues(info: &Value) -> Vec<(MessageQueue, Value)> {
+    let mut out: Vec<(MessageQueue, Value)> = info
+        .get("mqTable")
+        .and_then(Value::as_object)
+        .map(|t| {
+            t.iter()
+                .filter_map(|(k, v)| Some((serde_json::from_str(k).ok()?, v.clone())))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
 }

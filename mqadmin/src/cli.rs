@@ -1,7 +1,9 @@
 //! The command line: RocketMQ's mqadmin subcommand names and short flags (`-n` name server, `-c`
 //! cluster, `-b` broker address, `-t` topic, `-g` group), plus `--json` for scripts.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
+
+use crate::shared_args::{Namesrv, Target};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -18,26 +20,6 @@ pub struct Cli {
     pub timeout_ms: u64,
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// The name-server list every command takes; `NAMESRV_ADDR` when `-n` is absent.
-#[derive(Debug, Clone, Args)]
-pub struct Namesrv {
-    /// Name server address list, e.g. 127.0.0.1:9876;127.0.0.2:9876
-    #[arg(short = 'n', long = "namesrvAddr", env = "NAMESRV_ADDR")]
-    pub namesrv: String,
-}
-
-/// Where a change goes: one broker (`-b`) or every master of a cluster (`-c`).
-#[derive(Debug, Clone, Args)]
-#[group(required = true, multiple = false)]
-pub struct Target {
-    /// Broker address (host:port)
-    #[arg(short = 'b', long = "brokerAddr")]
-    pub broker: Option<String>,
-    /// Cluster name
-    #[arg(short = 'c', long = "clusterName")]
-    pub cluster: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -124,6 +106,9 @@ pub enum Command {
         /// Only this topic
         #[arg(short = 't', long = "topicName")]
         topic: Option<String>,
+        /// Show the IP of the client holding each queue (asked of the clients)
+        #[arg(short = 's', long = "showClientIP", default_value_t = false, action = clap::ArgAction::Set)]
+        show_client_ip: bool,
     },
     /// A message by its id: an offsetMsgId, or a client msgId (UNIQ_KEY) with -t.
     #[command(name = "queryMsgById")]
@@ -183,6 +168,15 @@ pub enum Command {
         /// The group's clients are C++ clients (the brokers push them the list form of the offsets)
         #[arg(short = 'c', long = "cplus", default_value_t = false)]
         cplus: bool,
+        /// Only one queue: the broker address (with -q)
+        #[arg(short = 'b', long = "broker", requires = "queue")]
+        broker: Option<String>,
+        /// Only one queue: its queue id (with -b)
+        #[arg(short = 'q', long = "queue", requires = "broker")]
+        queue: Option<i32>,
+        /// Reset that queue to this offset instead of the time's (with -b and -q)
+        #[arg(short = 'o', long = "offset", requires = "queue")]
+        offset: Option<i64>,
     },
     /// Create or update a consumer group's settings.
     #[command(name = "updateSubGroup")]
@@ -214,4 +208,17 @@ pub enum Command {
         #[arg(short = 'a', long = "notifyConsumerIdsChanged", default_value_t = true, action = clap::ArgAction::Set)]
         notify_consumer_ids_changed: bool,
     },
+    #[command(name = "queryMsgByUniqueKey")]
+    /// Messages of a topic by their client msgId (UNIQ_KEY), found in the index.
+    QueryMsgByUniqueKey(crate::message_cmds::QueryMsgByUniqueKeyArgs),
+    #[command(flatten)]
+    BrokerConfig(crate::broker_config_cmds::BrokerConfigCommand),
+    #[command(flatten)]
+    Namesrv(crate::namesrv_cmds::NamesrvCommand),
+    #[command(flatten)]
+    Group(crate::group_cmds::GroupCommand),
+    #[command(flatten)]
+    BrokerStats(crate::broker_stats_cmds::BrokerStatsCommand),
+    #[command(flatten)]
+    SendConsume(crate::send_consume_cmds::SendConsumeCommand),
 }

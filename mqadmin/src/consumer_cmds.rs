@@ -9,7 +9,6 @@ use client::ClientError;
 use protocol::body::{
     from_json, split_offset_table_key, ConsumerOffsetSerializeWrapper, TopicRouteData,
 };
-use protocol::header::{CommandHeader, SearchOffsetRequestHeader, SearchOffsetResponseHeader};
 use protocol::{request_code, ExtFields};
 use serde_json::json;
 
@@ -202,24 +201,9 @@ pub async fn reset_offset_by_time(
     for (name, addr, queues) in route_masters(&route) {
         let client = admin.broker(&addr).await?;
         for queue_id in 0..queues {
-            let header = SearchOffsetRequestHeader {
-                topic: topic.to_owned(),
-                queue_id,
-                timestamp,
-                boundary_type: None,
-            };
-            let resp = client::request::expect_success(
-                client
-                    .invoke(
-                        request(
-                            request_code::SEARCH_OFFSET_BY_TIMESTAMP,
-                            header.to_ext_fields(),
-                        ),
-                        admin.timeout,
-                    )
-                    .await?,
-            )?;
-            let new_offset = SearchOffsetResponseHeader::from_ext_fields(&resp.ext_fields)?.offset;
+            let new_offset = admin
+                .search_offset(&addr, topic, queue_id, timestamp)
+                .await?;
             let old =
                 broker_api::query_consumer_offset(&client, group, topic, queue_id, admin.timeout)
                     .await?;

@@ -1,14 +1,23 @@
-//! `mqadmin`: RocketMQ's admin commands (topics, clusters, consumer progress, message lookups) for
-//! RocketMQ-compatible clusters, built on the `client` crate. Tables by default, JSON with `--json`.
+//! `mqadmin`: RocketMQ's admin commands (topics, clusters, consumer groups and clients, broker and
+//! name-server config, statistics, sending and reading messages) for RocketMQ-compatible clusters,
+//! built on the `client` crate. Tables (or RocketMQ's lines) by default, JSON with `--json`.
+//! Newer commands live in family modules (`*_cmds`), each with its own subcommand enum and `run`.
 
 pub mod admin;
+pub mod broker_config_cmds;
+pub mod broker_stats_cmds;
 pub mod cli;
 pub mod cluster_cmds;
 pub mod consumer_cmds;
+pub mod group_cmds;
 pub mod message_cmds;
+pub mod namesrv_cmds;
+pub mod send_consume_cmds;
+pub mod shared_args;
 pub mod stats_cmds;
 pub mod table;
 pub mod topic_cmds;
+pub mod version;
 
 use std::time::Duration;
 
@@ -82,11 +91,17 @@ pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientEr
             };
             cluster_cmds::broker_status(&admin, addrs).await
         }
-        Command::ConsumerProgress { ns, group, topic } => {
+        Command::ConsumerProgress {
+            ns,
+            group,
+            topic,
+            show_client_ip,
+        } => {
             let admin = Admin::new(&ns.namesrv, timeout)?;
             match group {
                 Some(group) => {
-                    stats_cmds::consumer_progress(&admin, &group, topic.as_deref()).await
+                    stats_cmds::consumer_progress(&admin, &group, topic.as_deref(), show_client_ip)
+                        .await
                 }
                 None => stats_cmds::group_progress(&admin).await,
             }
@@ -130,6 +145,9 @@ pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientEr
             timestamp,
             force,
             cplus,
+            broker,
+            queue,
+            offset,
         } => {
             let ts = consumer_cmds::parse_timestamp(&timestamp, now_ms())?;
             let spec = stats_cmds::ResetSpec {
@@ -139,7 +157,14 @@ pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientEr
                 force,
                 cplus,
             };
-            stats_cmds::reset_offset_by_time(&Admin::new(&ns.namesrv, timeout)?, spec).await
+            let admin = Admin::new(&ns.namesrv, timeout)?;
+            match (broker, queue) {
+                (Some(addr), Some(queue_id)) => {
+                    stats_cmds::reset_queue_offset(&admin, &spec, addr.trim(), queue_id, offset)
+                        .await
+                }
+                _ => stats_cmds::reset_offset_by_time(&admin, spec).await,
+            }
         }
         Command::UpdateSubGroup {
             ns,
@@ -171,5 +196,13 @@ pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientEr
             };
             consumer_cmds::update_sub_group(&admin, addrs, settings).await
         }
+        Command::QueryMsgByUniqueKey(args) => {
+            message_cmds::query_by_unique_key(args, timeout).await
+        }
+        Command::BrokerConfig(cmd) => broker_config_cmds::run(cmd, timeout).await,
+        Command::Namesrv(cmd) => namesrv_cmds::run(cmd, timeout).await,
+        Command::Group(cmd) => group_cmds::run(cmd, timeout).await,
+        Command::BrokerStats(cmd) => broker_stats_cmds::run(cmd, timeout).await,
+        Command::SendConsume(cmd) => send_consume_cmds::run(cmd, timeout).await,
     }
 }

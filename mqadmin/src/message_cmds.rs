@@ -1,6 +1,11 @@
 //! Message lookups: queryMsgById (offsetMsgId via VIEW_MESSAGE_BY_ID, client msgId via the index),
-//! queryMsgByKey (QUERY_MESSAGE on every master of the topic) and queryMsgByOffset (a one-message pull).
+//! queryMsgByKey (QUERY_MESSAGE on every master of the topic), queryMsgByOffset (a one-message pull)
+//! and queryMsgByUniqueKey (a client msgId in the index; with -g -d, the message is pushed to one
+//! consumer client by CONSUME_MESSAGE_DIRECTLY and its result printed).
 
+use std::time::Duration;
+
+use clap::Args;
 use client::pull::{pull_command, PullOptions, PullResult, PullStatus};
 use client::request::{expect_code, request};
 use client::{ClientError, MessageQueue};
@@ -8,14 +13,16 @@ use protocol::header::{CommandHeader, QueryMessageRequestHeader, ViewMessageRequ
 use protocol::message::msgid::{offset_msg_id, parse_offset_msg_id};
 use protocol::message::properties;
 use protocol::message::record::{decode_view, RecordView};
-use protocol::{request_code, response_code};
+use protocol::{request_code, response_code, ExtFields};
 use serde_json::{json, Value};
 
 use crate::admin::Admin;
-use crate::table::{Report, Table};
+use crate::shared_args::Namesrv;
+use crate::stats_cmds::format_utc_ms;
+use crate::table::{cell, Report, Table};
 
 /// The consumer group RocketMQ's tools pull with (a system group every broker has).
-const TOOLS_CONSUMER: &str = "TOOLS_CONSUMER";
+pub const TOOLS_CONSUMER: &str = "TOOLS_CONSUMER";
 
 /// Decodes the concatenated records of a response body; a bad record ends the list with an error.
 fn decode_all(mut body: &[u8]) -> Result<Vec<Value>, ClientError> {
@@ -34,7 +41,22 @@ fn decode_all(mut body: &[u8]) -> Result<Vec<Value>, ClientError> {
     Ok(out)
 }
 
-fn message_json(v: &RecordView<'_>) -> Value {
+/// A message's properties as Java prints a map: `{KEYS=k, TAGS=t}`.
+pub fn properties_text(m: &Value) -> String {
+    let pairs: Vec<String> = m
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| {
+            p.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default();
+    format!("{{{}}}", pairs.join(", "))
+}
+
+/// A stored message as the JSON every message command prints.
+pub fn message_json(v: &RecordView<'_>) -> Value {
     let props: serde_json::Map<String, Value> = properties::iter(v.properties)
         .map(|(k, val)| (k.to_owned(), Value::String(val.to_owned())))
         .collect();
@@ -53,6 +75,9 @@ fn message_json(v: &RecordView<'_>) -> Value {
         "storeTimestamp": v.store_timestamp,
         "storeHost": v.store_host.to_string(),
         "sysFlag": v.sys_flag,
+        "storeSize": v.total_size,
+        "bodyCRC": v.body_crc,
+        "preparedTransactionOffset": v.prepared_transaction_offset,
         "flag": v.flag,
         "properties": props,
         "bodyLength": v.body.len(),
@@ -73,11 +98,7 @@ fn message_table(messages: &[Value]) -> Table {
         "Body",
     ]);
     for m in messages {
-        let s = |k: &str| match m.get(k) {
-            Some(Value::String(s)) => s.clone(),
-            Some(other) => other.to_string(),
-            None => String::new(),
-        };
+        let s = |k: &str| cell(m.get(k));
         let mut body = s("body");
         if body.chars().count() > 60 {
             body = body.chars().take(57).collect::<String>() + "...";
@@ -242,4 +263,135 @@ pub async fn query_by_offset(
         message_table(&messages),
         Value::Array(messages),
     ))
+}
+
+#[derive(Debug, Args)]
+pub struct QueryMsgByUniqueKeyArgs {
+    #[command(flatten)]
+    pub ns: Namesrv,
+    /// The client msgId (UNIQ_KEY)
+    #[arg(short = 'i', long = "msgId")]
+    pub msg_id: String,
+    /// With -d: push the message to this group's client
+    #[arg(short = 'g', long = "consumerGroup", requires = "client_id")]
+    pub group: Option<String>,
+    /// With -g: the client to push the message to (its client id)
+    #[arg(short = 'd', long = "clientId", requires = "group")]
+    pub client_id: Option<String>,
+    #[arg(short = 't', long = "topic")]
+    pub topic: String,
+    /// Print every message with the id (up to 32), not only the first stored
+    #[arg(short = 'a', long = "showAll", default_value_t = false)]
+    pub show_all: bool,
+}
+
+pub async fn query_by_unique_key(
+    args: QueryMsgByUniqueKeyArgs,
+    timeout: Duration,
+) -> Result<Report, ClientError> {
+    let admin = Admin::new(&args.ns.namesrv, timeout)?;
+    let (topic, id) = (args.topic.trim(), args.msg_id.trim());
+    let mut found: Vec<Value> = query_key(&admin, topic, id, 32)
+        .await?
+        .into_iter()
+        .filter(|m| m.get("msgId").and_then(Value::as_str) == Some(id))
+        .collect();
+    if found.is_empty() {
+        return Err(ClientError::Invalid(format!(
+            "no message of topic {topic} has msgId {id}"
+        )));
+    }
+    found.sort_by_key(|m| m.get("storeTimestamp").and_then(Value::as_i64));
+    if let (Some(group), Some(client_id)) = (&args.group, &args.client_id) {
+        return consume_directly(&admin, &found[..1], group.trim(), client_id.trim()).await;
+    }
+    if !args.show_all {
+        found.truncate(1);
+    }
+    let mut lines = Vec::new();
+    for (i, m) in found.iter().enumerate() {
+        if i > 0 {
+            lines.push(String::new());
+        }
+        lines.extend(message_lines(m));
+    }
+    Ok(Report::lines(lines, Value::Array(found)))
+}
+
+/// One message as RocketMQ's queryMsgById / queryMsgByUniqueKey print it (`Name:` padded to 20),
+/// with the body itself where RocketMQ prints the path of a file it wrote the body to.
+fn message_lines(m: &Value) -> Vec<String> {
+    let s = |k: &str| cell(m.get(k));
+    let time = |k: &str| {
+        m.get(k)
+            .and_then(Value::as_i64)
+            .map(format_utc_ms)
+            .unwrap_or_default()
+    };
+    [
+        ("Topic:", s("topic")),
+        ("Tags:", format!("[{}]", s("tags"))),
+        ("Keys:", format!("[{}]", s("keys"))),
+        ("Queue ID:", s("queueId")),
+        ("Queue Offset:", s("queueOffset")),
+        ("CommitLog Offset:", s("commitLogOffset")),
+        ("Reconsume Times:", s("reconsumeTimes")),
+        ("Born Timestamp:", time("bornTimestamp")),
+        ("Store Timestamp:", time("storeTimestamp")),
+        ("Born Host:", s("bornHost")),
+        ("Store Host:", s("storeHost")),
+        ("System Flag:", s("sysFlag")),
+        ("Properties:", properties_text(m)),
+        ("Message Body:", s("body")),
+    ]
+    .into_iter()
+    .map(|(name, value)| format!("{name:<20} {value}"))
+    .collect()
+}
+
+/// CONSUME_MESSAGE_DIRECTLY: the broker storing the message pushes it to the client, which consumes
+/// it and answers a ConsumeMessageDirectlyResult.
+async fn consume_directly(
+    admin: &Admin,
+    found: &[Value],
+    group: &str,
+    client_id: &str,
+) -> Result<Report, ClientError> {
+    let Some(offset_id) = found
+        .first()
+        .and_then(|m| m.get("offsetMsgId"))
+        .and_then(Value::as_str)
+    else {
+        return Err(ClientError::Invalid(
+            "the message has no offsetMsgId".into(),
+        ));
+    };
+    let (addr, _) = parse_offset_msg_id(offset_id)
+        .map_err(|e| ClientError::Invalid(format!("msgId {offset_id}: {e}")))?;
+    let mut fields = ExtFields::new();
+    fields.insert("consumerGroup", group);
+    fields.insert("clientId", client_id);
+    fields.insert("msgId", offset_id);
+    let resp = admin
+        .call(
+            &addr.to_string(),
+            request(request_code::CONSUME_MESSAGE_DIRECTLY, fields),
+        )
+        .await?;
+    let result: Value = protocol::body::from_json(&resp.body)?;
+    let field = |k: &str| {
+        result.get(k).map(|v| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+    };
+    let line = format!(
+        "ConsumeMessageDirectlyResult [order={}, autoCommit={}, consumeResult={}, remark={}, spentTimeMills={}]",
+        field("order").unwrap_or_else(|| "false".into()),
+        field("autoCommit").unwrap_or_else(|| "true".into()),
+        field("consumeResult").unwrap_or_else(|| "null".into()),
+        field("remark").unwrap_or_else(|| "null".into()),
+        field("spentTimeMills").unwrap_or_else(|| "0".into()),
+    );
+    Ok(Report::lines(vec![line], result))
 }

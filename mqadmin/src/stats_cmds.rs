@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use client::broker_api;
 use client::request::request;
 use client::ClientError;
 use protocol::body::{
@@ -17,14 +18,17 @@ use protocol::header::{
 use protocol::{request_code, response_code, LanguageCode, RemotingCommand};
 use serde_json::json;
 
-use crate::admin::Admin;
+use crate::admin::{held_queues, Admin};
 use crate::table::{Report, Table};
 
 /// Retry topics are named after their group: `%RETRY%group`.
-const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
+pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
 
 /// (broker name, master address) of every broker group serving `topic`, by name.
-async fn topic_masters(admin: &Admin, topic: &str) -> Result<Vec<(String, String)>, ClientError> {
+pub async fn topic_masters(
+    admin: &Admin,
+    topic: &str,
+) -> Result<Vec<(String, String)>, ClientError> {
     let route = admin.route(topic).await?;
     let mut out: Vec<(String, String)> = route
         .broker_datas
@@ -126,7 +130,7 @@ pub async fn topic_status(admin: &Admin, topic: &str) -> Result<Report, ClientEr
 }
 
 /// GET_CONSUME_STATS of `group` (on `topic`, or every topic it has offsets for) from one broker.
-async fn consume_stats(
+pub async fn consume_stats(
     admin: &Admin,
     addr: &str,
     group: &str,
@@ -146,10 +150,35 @@ async fn consume_stats(
     Ok(ConsumeStats::from_json(&resp.body)?)
 }
 
+/// Which client holds each queue of `group`, by the client's IP (the client id before `@`), from
+/// each online client's running info (consumerProgress -s).
+async fn queue_holders(
+    admin: &Admin,
+    group: &str,
+) -> Result<BTreeMap<MessageQueue, String>, ClientError> {
+    let addrs = admin.master_addrs(None).await?;
+    let mut holders = BTreeMap::new();
+    let Some((via, cc)) = connections(admin, &addrs, group).await? else {
+        return Ok(holders);
+    };
+    for c in &cc.connection_set {
+        // A client that does not answer holds nothing we can show.
+        let Ok(info) = admin.running_info(&via, group, &c.client_id, false).await else {
+            continue;
+        };
+        let ip = c.client_id.split('@').next().unwrap_or_default().to_owned();
+        for (mq, _) in held_queues(&info) {
+            holders.insert(mq, ip.clone());
+        }
+    }
+    Ok(holders)
+}
+
 pub async fn consumer_progress(
     admin: &Admin,
     group: &str,
     topic: Option<&str>,
+    show_client_ip: bool,
 ) -> Result<Report, ClientError> {
     let brokers = match topic {
         Some(t) => topic_masters(admin, t).await?,
@@ -168,16 +197,23 @@ pub async fn consumer_progress(
             Err(e) => return Err(e),
         }
     }
-    let mut table = Table::new(&[
+    let holders = if show_client_ip {
+        Some(queue_holders(admin, group).await?)
+    } else {
+        None
+    };
+    let mut headers = vec![
         "Topic",
         "Broker Name",
         "QID",
         "Broker Offset",
         "Consumer Offset",
-        "Diff",
-        "Inflight",
-        "LastTime",
-    ]);
+    ];
+    if holders.is_some() {
+        headers.push("Client IP");
+    }
+    headers.extend(["Diff", "Inflight", "LastTime"]);
+    let mut table = Table::new(&headers);
     let mut rows = Vec::new();
     let (mut diff_total, mut inflight_total) = (0i64, 0i64);
     for (mq, w) in &all.offset_table {
@@ -190,21 +226,24 @@ pub async fn consumer_progress(
         } else {
             "N/A".to_owned()
         };
-        table.row(vec![
+        let mut cells = vec![
             mq.topic.clone(),
             mq.broker_name.clone(),
             mq.queue_id.to_string(),
             w.broker_offset.to_string(),
             w.consumer_offset.to_string(),
-            diff.to_string(),
-            inflight.to_string(),
-            last,
-        ]);
+        ];
+        let client_ip = holders
+            .as_ref()
+            .map(|h| h.get(mq).cloned().unwrap_or_else(|| "N/A".to_owned()));
+        cells.extend(client_ip.clone());
+        cells.extend([diff.to_string(), inflight.to_string(), last]);
+        table.row(cells);
         rows.push(json!({
             "topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id,
             "brokerOffset": w.broker_offset, "consumerOffset": w.consumer_offset,
             "pullOffset": w.pull_offset, "diff": diff, "inflight": inflight,
-            "lastTimestamp": w.last_timestamp,
+            "lastTimestamp": w.last_timestamp, "clientIp": client_ip,
         }));
     }
     Ok(Report::new(
@@ -220,12 +259,13 @@ pub async fn consumer_progress(
     .with_footer(format!("Consume Inflight Total: {inflight_total}")))
 }
 
-/// GET_CONSUMER_CONNECTION_LIST of `group` from the first master that knows it online.
-async fn connections(
+/// GET_CONSUMER_CONNECTION_LIST of `group` from the first of `addrs` that knows it online, with
+/// that broker's address.
+pub async fn connections(
     admin: &Admin,
     addrs: &[String],
     group: &str,
-) -> Result<Option<ConsumerConnection>, ClientError> {
+) -> Result<Option<(String, ConsumerConnection)>, ClientError> {
     let header = GetConsumerConnectionListRequestHeader {
         consumer_group: group.to_owned(),
     };
@@ -235,7 +275,7 @@ async fn connections(
             header.to_ext_fields(),
         );
         match admin.call(addr, cmd).await {
-            Ok(resp) => return Ok(Some(from_json(&resp.body)?)),
+            Ok(resp) => return Ok(Some((addr.clone(), from_json(&resp.body)?))),
             // Not online there (or an older broker): try the next one.
             Err(ClientError::Response { .. }) => continue,
             Err(e) => return Err(e),
@@ -257,12 +297,7 @@ pub async fn group_progress(admin: &Admin) -> Result<Report, ClientError> {
         .collect();
     groups.sort();
     groups.dedup();
-    let addrs: Vec<String> = admin
-        .masters(None)
-        .await?
-        .into_iter()
-        .map(|(_, a)| a)
-        .collect();
+    let addrs = admin.master_addrs(None).await?;
     let mut table = Table::new(&[
         "Group",
         "Count",
@@ -283,7 +318,7 @@ pub async fn group_progress(admin: &Admin) -> Result<Report, ClientError> {
                 tps += stats.consume_tps;
             }
         }
-        let cc = connections(admin, &addrs, group).await?;
+        let cc = connections(admin, &addrs, group).await?.map(|(_, c)| c);
         let count = cc.as_ref().map_or(0, |c| c.connection_set.len());
         let version = cc
             .as_ref()
@@ -399,6 +434,74 @@ pub async fn reset_offset_by_time(
         json!({
             "group": spec.group, "topic": spec.topic, "timestamp": spec.timestamp,
             "force": spec.force, "queues": rows,
+        }),
+    ))
+}
+
+/// resetOffsetByTime with `-b brokerAddr -q queueId`: one queue of one broker, to `-o offset` or to
+/// the first message stored at or after the time. The committed offset is written
+/// (UPDATE_CONSUMER_OFFSET), then the broker tells the group's online clients
+/// (INVOKE_BROKER_TO_RESET_OFFSET for that queue; no client online is not a failure).
+pub async fn reset_queue_offset(
+    admin: &Admin,
+    spec: &ResetSpec<'_>,
+    addr: &str,
+    queue_id: i32,
+    offset: Option<i64>,
+) -> Result<Report, ClientError> {
+    let target = match offset {
+        Some(o) if o >= 0 => o,
+        Some(o) => return Err(ClientError::Invalid(format!("offset {o} is negative"))),
+        None => {
+            admin
+                .search_offset(addr, spec.topic, queue_id, spec.timestamp)
+                .await?
+        }
+    };
+    let client = admin.broker(addr).await?;
+    let old =
+        broker_api::query_consumer_offset(&client, spec.group, spec.topic, queue_id, admin.timeout)
+            .await?;
+    broker_api::update_consumer_offset(
+        &client,
+        spec.group,
+        spec.topic,
+        queue_id,
+        target,
+        false,
+        admin.timeout,
+    )
+    .await?;
+    let header = ResetOffsetRequestHeader {
+        group: spec.group.to_owned(),
+        topic: spec.topic.to_owned(),
+        queue_id: Some(queue_id),
+        offset: Some(target),
+        timestamp: 0,
+        is_force: Some(true),
+    };
+    let notify = request(
+        request_code::INVOKE_BROKER_TO_RESET_OFFSET,
+        header.to_ext_fields(),
+    );
+    match admin.call(addr, notify).await {
+        Ok(_) => {}
+        Err(ClientError::Response { code, .. }) if code == response_code::CONSUMER_NOT_ONLINE => {}
+        Err(e) if not_served(&e) => {}
+        Err(e) => return Err(e),
+    }
+    let lines = vec![
+        format!(
+            "start reset consumer offset by specified, group[{}], topic[{}], queueId[{queue_id}], broker[{addr}], timestamp(long)[{}]",
+            spec.group, spec.topic, spec.timestamp
+        ),
+        format!("reset consumer offset to {target}"),
+    ];
+    Ok(Report::lines(
+        lines,
+        json!({
+            "group": spec.group, "topic": spec.topic, "brokerAddr": addr, "queueId": queue_id,
+            "timestamp": spec.timestamp, "oldOffset": old, "newOffset": target,
         }),
     ))
 }

@@ -23,6 +23,9 @@ impl Table {
     }
 
     pub fn render(&self) -> String {
+        if self.headers.is_empty() && self.rows.is_empty() {
+            return String::new();
+        }
         let columns = self
             .headers
             .len()
@@ -51,6 +54,15 @@ impl Table {
     }
 }
 
+/// A JSON value as a cell or a printed field: strings as they are, absent or null as nothing.
+pub fn cell(value: Option<&Value>) -> String {
+    match value {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
 /// A command's result: the table for people and the JSON value for scripts.
 #[derive(Debug, Clone)]
 pub struct Report {
@@ -69,8 +81,22 @@ impl Report {
         }
     }
 
+    /// A result printed as plain lines (RocketMQ's "... success" messages, `key=value` lists).
+    pub fn lines(lines: Vec<String>, json: Value) -> Report {
+        Report {
+            table: Table::default(),
+            footer: lines,
+            json,
+        }
+    }
+
     pub fn with_footer(mut self, line: String) -> Report {
         self.footer.push(line);
+        self
+    }
+
+    pub fn with_footers(mut self, lines: impl IntoIterator<Item = String>) -> Report {
+        self.footer.extend(lines);
         self
     }
 
@@ -103,5 +129,7 @@ mod tests {
         let r = Report::new(t, serde_json::json!({"a": 1})).with_footer("Diff Total: 3".into());
         assert!(r.render(false).ends_with("Diff Total: 3\n"));
         assert_eq!(r.render(true), "{\n  \"a\": 1\n}\n");
+        let lines = Report::lines(vec!["done".into()], serde_json::json!(null));
+        assert_eq!(lines.render(false), "done\n");
     }
 }

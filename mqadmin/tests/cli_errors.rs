@@ -67,4 +67,41 @@ fn failures_are_reported_not_panicked() {
     assert_eq!(code, Some(2), "{err}");
     let (code, _) = mqadmin(&["topicRoute"]);
     assert_eq!(code, Some(2));
+    // Apache's required flags and pairings on the newer commands.
+    for args in [
+        vec!["wipeWritePerm", "-n", &ns],
+        vec![
+            "updateBrokerConfig",
+            "-n",
+            &ns,
+            "-b",
+            &ns,
+            "-k",
+            "brokerPermission",
+        ],
+        vec!["getBrokerConfig", "-n", &ns],
+        vec!["sendMessage", "-n", &ns, "-t", "T", "-p", "x", "-i", "0"],
+        vec!["consumeMessage", "-n", &ns, "-t", "T", "-i", "0"],
+        vec![
+            "resetOffsetByTime",
+            "-n",
+            &ns,
+            "-g",
+            "G",
+            "-t",
+            "T",
+            "-s",
+            "now",
+            "-q",
+            "0",
+        ],
+        vec!["cloneGroupOffset", "-n", &ns, "-s", "A", "-d", "B"],
+        vec!["updateKvConfig", "-n", &ns, "-s", "NS", "-k", "k"],
+    ] {
+        let (code, err) = mqadmin(&args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+    }
+    let (code, err) = mqadmin(&["wipeWritePerm", "-n", &ns, "-b", "broker-a"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.starts_with("mqadmin: "), "{err}");
 }

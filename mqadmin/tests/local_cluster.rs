@@ -13,11 +13,12 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use client::pull::{PullOptions, PullStatus};
 use client::{
     BrokerConnections, Message, NameServer, Producer, ProducerConfig, PullConsumer, SendResult,
 };
-use common::{http_get, layout_brokers, metric_sum, LocalCluster};
+use common::{
+    commit_offsets, http_get, layout_brokers, metric_sum, pull_to_end, run_local, LocalCluster,
+};
 use serde_json::Value;
 
 const TOPIC: &str = "OpsTopic";
@@ -26,13 +27,6 @@ const MESSAGES: usize = 64;
 
 fn layout() -> String {
     std::env::var("LOCAL_CLUSTER_LAYOUT").unwrap_or_else(|_| "2m-2s-sync".into())
-}
-
-fn run_local<T>(fut: impl std::future::Future<Output = T>) -> T {
-    glommio::LocalExecutorBuilder::default()
-        .make()
-        .expect("executor")
-        .run(fut)
 }
 
 fn produce(namesrv: &str) -> Vec<(String, SendResult)> {
@@ -63,58 +57,28 @@ fn produce(namesrv: &str) -> Vec<(String, SendResult)> {
 
 /// Pulls every queue from 0 to its end; returns bodies and each queue's next offset.
 fn consume_all(namesrv: &str) -> (Vec<String>, BTreeMap<(String, i32), i64>) {
-    run_local(async {
-        let ns = NameServer::from_list(namesrv, Duration::from_secs(10)).unwrap();
-        let consumer = PullConsumer::new(
-            GROUP,
-            ns,
-            BrokerConnections::new(1, Duration::from_secs(10)),
-            Duration::from_secs(10),
-        );
-        let mut bodies = Vec::new();
-        let mut ends = BTreeMap::new();
-        for queue in consumer.queues(TOPIC).await.unwrap() {
-            let mut offset = 0;
-            loop {
-                let result = consumer
-                    .pull(&queue, offset, &PullOptions::default())
-                    .await
-                    .unwrap();
-                if result.status != PullStatus::Found {
-                    break;
-                }
-                for record in result.records() {
-                    bodies.push(String::from_utf8_lossy(record.unwrap().body).into_owned());
-                }
-                offset = result.next_begin_offset;
-            }
-            ends.insert((queue.broker_name.clone(), queue.queue_id), offset);
-        }
-        (bodies, ends)
-    })
+    let mut bodies = Vec::new();
+    let mut ends = BTreeMap::new();
+    for (queue, end, found) in pull_to_end(namesrv, GROUP, TOPIC) {
+        bodies.extend(found);
+        ends.insert((queue.broker_name, queue.queue_id), end);
+    }
+    (bodies, ends)
 }
 
 fn commit(namesrv: &str, offsets: &BTreeMap<(String, i32), i64>) {
-    run_local(async {
-        let ns = NameServer::from_list(namesrv, Duration::from_secs(10)).unwrap();
-        let consumer = PullConsumer::new(
-            GROUP,
-            ns,
-            BrokerConnections::new(1, Duration::from_secs(10)),
-            Duration::from_secs(10),
-        );
-        for ((broker, queue_id), offset) in offsets {
+    let offsets: Vec<(client::MessageQueue, i64)> = offsets
+        .iter()
+        .map(|((broker, queue_id), offset)| {
             let queue = client::MessageQueue {
                 topic: TOPIC.into(),
                 broker_name: broker.clone(),
                 queue_id: *queue_id,
             };
-            consumer
-                .commit_offset(&queue, *offset, false)
-                .await
-                .unwrap();
-        }
-    })
+            (queue, *offset)
+        })
+        .collect();
+    commit_offsets(namesrv, GROUP, &offsets);
 }
 
 fn rows(v: &Value, key: &str) -> Vec<Value> {

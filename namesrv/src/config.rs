@@ -1,6 +1,7 @@
 //! Name-server settings and the command line that sets them.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
@@ -20,6 +21,20 @@ pub struct NamesrvConfig {
     pub broker_expire: Duration,
     /// How often silent brokers are looked for.
     pub scan_interval: Duration,
+    /// The KV config file (Apache's `kvConfigPath`, default `~/namesrv/kvConfig.json`).
+    pub kv_config_path: PathBuf,
+    /// Where UPDATE_NAMESRV_CONFIG writes the settings it changed, read again at start (Apache's
+    /// `configStorePath`, default `~/namesrv/namesrv.properties`).
+    pub config_store_path: PathBuf,
+    /// Routes of topics with an ORDER_TOPIC_CONFIG KV entry carry it as `orderTopicConf` (Apache's
+    /// `orderMessageEnable`, default false). Changeable at runtime.
+    pub order_message_enable: bool,
+}
+
+/// `~/namesrv/<file>`, as Apache's name server places its files under `user.home`.
+pub fn home_file(file: &str) -> PathBuf {
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+    home.join("namesrv").join(file)
 }
 
 impl Default for NamesrvConfig {
@@ -28,6 +43,9 @@ impl Default for NamesrvConfig {
             listen: SocketAddr::from(([0, 0, 0, 0], 9876)),
             broker_expire: Duration::from_millis(DEFAULT_BROKER_EXPIRE_MS),
             scan_interval: Duration::from_millis(DEFAULT_SCAN_INTERVAL_MS),
+            kv_config_path: home_file("kvConfig.json"),
+            config_store_path: home_file("namesrv.properties"),
+            order_message_enable: false,
         }
     }
 }
@@ -45,6 +63,15 @@ pub struct Args {
     /// Look for silent brokers every this many milliseconds.
     #[arg(long, default_value_t = DEFAULT_SCAN_INTERVAL_MS, value_parser = clap::value_parser!(u64).range(1..))]
     pub scan_interval_ms: u64,
+    /// KV config file (default ~/namesrv/kvConfig.json).
+    #[arg(long = "kvConfigPath")]
+    pub kv_config_path: Option<PathBuf>,
+    /// Settings changed at runtime are kept here (default ~/namesrv/namesrv.properties).
+    #[arg(long = "configStorePath")]
+    pub config_store_path: Option<PathBuf>,
+    /// Give ordered topics' routes their ORDER_TOPIC_CONFIG KV entry.
+    #[arg(long = "orderMessageEnable", default_value_t = false, action = clap::ArgAction::Set)]
+    pub order_message_enable: bool,
 }
 
 impl From<Args> for NamesrvConfig {
@@ -53,6 +80,13 @@ impl From<Args> for NamesrvConfig {
             listen: args.listen,
             broker_expire: Duration::from_millis(args.broker_expire_ms),
             scan_interval: Duration::from_millis(args.scan_interval_ms),
+            kv_config_path: args
+                .kv_config_path
+                .unwrap_or_else(|| home_file("kvConfig.json")),
+            config_store_path: args
+                .config_store_path
+                .unwrap_or_else(|| home_file("namesrv.properties")),
+            order_message_enable: args.order_message_enable,
         }
     }
 }

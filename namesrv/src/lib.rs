@@ -7,6 +7,7 @@
 #![warn(clippy::indexing_slicing)]
 
 pub mod config;
+pub mod kv_config;
 mod name_server;
 mod processor;
 mod response;

@@ -1,12 +1,13 @@
 //! The shared state of one name server: its route table, clock and settings.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::time::Instant;
 
 use remoting::ResponseSink;
 
 use crate::config::NamesrvConfig;
+use crate::kv_config::KvConfig;
 use crate::route_table::RouteTable;
 
 /// One name server's state, shared (by `Rc`) by every connection of its executor.
@@ -16,17 +17,30 @@ pub struct NameServer {
     pub(crate) config: NamesrvConfig,
     /// Open connections by id, so an expired broker's channel can be closed.
     pub(crate) channels: RefCell<HashMap<u64, ResponseSink>>,
+    /// The KV config (PUT/GET/DELETE_KV_CONFIG), kept in `config.kv_config_path`.
+    pub(crate) kv: RefCell<KvConfig>,
+    /// `orderMessageEnable`, changeable by UPDATE_NAMESRV_CONFIG.
+    pub(crate) order_message_enable: Cell<bool>,
     started: Instant,
 }
 
 impl NameServer {
-    pub fn new(config: NamesrvConfig) -> Self {
-        NameServer {
+    /// Loads the KV config and the settings an earlier UPDATE_NAMESRV_CONFIG stored; an unreadable
+    /// file is an error (starting without it would drop the operator's settings at the next write).
+    pub fn new(config: NamesrvConfig) -> Result<Self, String> {
+        let kv = KvConfig::load(&config.kv_config_path)?;
+        let stored = crate::processor::namesrv_config::load_stored(&config.config_store_path)?;
+        let order_message_enable = stored
+            .order_message_enable
+            .unwrap_or(config.order_message_enable);
+        Ok(NameServer {
             table: RefCell::new(RouteTable::new()),
             config,
             channels: RefCell::new(HashMap::new()),
+            kv: RefCell::new(kv),
+            order_message_enable: Cell::new(order_message_enable),
             started: Instant::now(),
-        }
+        })
     }
 
     /// Milliseconds since start (monotonic: liveness must not jump with the wall clock).

@@ -28,6 +28,8 @@ pub enum NamesrvError {
     },
     #[error("cannot install signal handlers: {0}")]
     Signals(std::io::Error),
+    #[error("{0}")]
+    Config(String),
     #[error("executor failed: {0}")]
     Executor(String),
 }
@@ -116,13 +118,9 @@ pub fn run(
                 config.broker_expire.as_millis(),
                 config.scan_interval.as_millis()
             );
+            let ns = NameServer::new(config).map_err(NamesrvError::Config)?;
             on_bound(local);
-            serve(
-                listener,
-                Rc::new(NameServer::new(config)),
-                shutdown::signalled(),
-            )
-            .await;
+            serve(listener, Rc::new(ns), shutdown::signalled()).await;
             Ok(())
         })
         .map_err(|e| NamesrvError::Executor(e.to_string()))?;

@@ -23,7 +23,7 @@ fn serve_answers_in_process_and_stops_when_asked() {
         let server_stop = stop.clone();
         let server = glommio::spawn_local(namesrv::serve(
             listener,
-            Rc::new(NameServer::new(NamesrvConfig::default())),
+            Rc::new(NameServer::new(NamesrvConfig::default()).expect("name server")),
             async move {
                 while !server_stop.get() {
                     glommio::timer::sleep(Duration::from_millis(10)).await;
@@ -89,7 +89,7 @@ fn serve_keeps_accepting_while_its_stop_future_wakes_often() {
         let (server_stop, server_wakes) = (stop.clone(), wakes.clone());
         let server = glommio::spawn_local(namesrv::serve(
             listener,
-            Rc::new(NameServer::new(NamesrvConfig::default())),
+            Rc::new(NameServer::new(NamesrvConfig::default()).expect("name server")),
             async move {
                 while !server_stop.get() {
                     glommio::timer::sleep(Duration::from_micros(10)).await;

@@ -12,6 +12,8 @@ pub mod ext_fields;
 pub mod frame;
 pub mod header;
 pub mod language;
+pub mod properties_text;
+pub mod signature;
 
 pub use code::{request_code, response_code};
 pub use command::{RemotingCommand, SerializeType};

@@ -20,8 +20,15 @@ pub trait ServerRequestHandler: 'static {
     fn handle(&self, request: RemotingCommand) -> Option<RemotingCommand>;
 }
 
+/// Changes every request just before it is sent, as RocketMQ's `RPCHook.doBeforeRequest` does (an ACL
+/// client adds its `AccessKey` and `Signature` there).
+pub trait RpcHook: 'static {
+    fn before_request(&self, request: &mut RemotingCommand);
+}
+
 struct Shared {
     addr: SocketAddr,
+    rpc_hook: RefCell<Option<Rc<dyn RpcHook>>>,
     fd: RawFd,
     to_writer: LocalSender<RemotingCommand>,
     pending: RefCell<HashMap<i32, LocalSender<RemotingCommand>>>,
@@ -93,6 +100,7 @@ impl Client {
         let (to_writer, from_client) = local_channel::new_bounded::<RemotingCommand>(1024);
         let shared = Rc::new(Shared {
             addr,
+            rpc_hook: RefCell::new(None),
             fd,
             to_writer,
             pending: RefCell::new(HashMap::new()),
@@ -164,6 +172,18 @@ impl Client {
         self.shared.addr
     }
 
+    /// Runs `hook` on every request sent from now on, by every clone of this connection.
+    pub fn set_rpc_hook(&self, hook: Option<Rc<dyn RpcHook>>) {
+        *self.shared.rpc_hook.borrow_mut() = hook;
+    }
+
+    fn run_rpc_hook(&self, request: &mut RemotingCommand) {
+        let hook = self.shared.rpc_hook.borrow().clone();
+        if let Some(hook) = hook {
+            hook.before_request(request);
+        }
+    }
+
     pub fn is_closed(&self) -> bool {
         self.shared.closed.get()
     }
@@ -188,6 +208,7 @@ impl Client {
         if self.is_closed() {
             return Err(RemotingError::Closed);
         }
+        self.run_rpc_hook(&mut request);
         let opaque = self.take_opaque();
         request.opaque = opaque;
         let (tx, rx) = local_channel::new_bounded(1);
@@ -213,6 +234,7 @@ impl Client {
         if self.is_closed() {
             return Err(RemotingError::Closed);
         }
+        self.run_rpc_hook(&mut request);
         request.opaque = self.take_opaque();
         request.mark_oneway();
         self.shared

@@ -12,7 +12,7 @@ pub mod sd_notify;
 mod server;
 
 pub use accept::accept_connections;
-pub use client::{resolve, Client, ServerRequestHandler};
+pub use client::{resolve, Client, RpcHook, ServerRequestHandler};
 pub use error::RemotingError;
 pub use framed::{FrameReader, FrameWriter};
 pub use limits::{Admitted, ConnectionGate, ConnectionLimits};

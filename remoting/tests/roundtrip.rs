@@ -282,3 +282,61 @@ fn a_clients_answer_to_a_server_request_reaches_the_handler() {
         assert_eq!(got[0].remark.as_deref(), Some("answer to 326"));
     });
 }
+
+/// Answers the request's `hooked` extField as the remark.
+struct ExtEcho;
+
+impl Handler for ExtEcho {
+    fn handle(
+        self: Rc<Self>,
+        request: RemotingCommand,
+        _ctx: ConnectionContext,
+    ) -> Pin<Box<dyn Future<Output = Option<RemotingCommand>>>> {
+        Box::pin(async move {
+            let remark = request.ext("hooked").map(str::to_owned);
+            Some(request.response_to(0, remark))
+        })
+    }
+}
+
+struct MarkRequests;
+
+impl remoting::RpcHook for MarkRequests {
+    fn before_request(&self, request: &mut RemotingCommand) {
+        request.set_ext("hooked", &format!("code {}", request.code));
+    }
+}
+
+#[test]
+fn an_rpc_hook_changes_every_request_of_every_clone() {
+    run(|| async {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        glommio::spawn_local(async move {
+            while let Ok(stream) = listener.accept().await {
+                glommio::spawn_local(serve_connection(stream, Rc::new(ExtEcho), 16)).detach();
+            }
+        })
+        .detach();
+        let client = Client::connect(addr, Duration::from_secs(2)).await.unwrap();
+        let limit = Duration::from_secs(2);
+        let plain = client
+            .invoke(RemotingCommand::request(7), limit)
+            .await
+            .unwrap();
+        assert_eq!(plain.remark, None);
+        client.set_rpc_hook(Some(Rc::new(MarkRequests)));
+        let clone = client.clone();
+        let hooked = clone
+            .invoke(RemotingCommand::request(8), limit)
+            .await
+            .unwrap();
+        assert_eq!(hooked.remark.as_deref(), Some("code 8"));
+        client.set_rpc_hook(None);
+        let plain = client
+            .invoke(RemotingCommand::request(9), limit)
+            .await
+            .unwrap();
+        assert_eq!(plain.remark, None);
+    });
+}

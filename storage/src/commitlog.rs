@@ -65,6 +65,33 @@ pub(crate) struct FlushOutcome {
     pub records: u64,
 }
 
+/// Where a flush failed: the store's answer differs (see `group_commit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FlushStage {
+    /// Creating a segment or writing the data: nothing claims the bytes are on disk, and every
+    /// later flush writes them again from memory before it syncs.
+    Write,
+    /// The fdatasync after successful writes: the kernel reported that data it had accepted may
+    /// not be on disk, and a later successful sync does not prove otherwise.
+    Sync,
+}
+
+/// A failed flush.
+#[derive(Debug, Clone)]
+pub(crate) struct FlushError {
+    pub stage: FlushStage,
+    pub error: StoreError,
+}
+
+impl FlushError {
+    fn write(error: StoreError) -> FlushError {
+        FlushError {
+            stage: FlushStage::Write,
+            error,
+        }
+    }
+}
+
 pub(crate) struct CommitLog {
     pub dir: PathBuf,
     pub segment_size: u64,
@@ -355,7 +382,8 @@ impl CommitLog {
     }
 
     /// Writes everything appended so far (from the block holding the flush point) and fdatasyncs it.
-    pub async fn flush(self: &Rc<Self>) -> Result<FlushOutcome, StoreError> {
+    /// `shard` names the shard's fail points (test builds).
+    pub async fn flush(self: &Rc<Self>, shard: u16) -> Result<FlushOutcome, FlushError> {
         let flushed = self.flushed.get();
         let write_pos = self.write_pos();
         let target = write_pos.min(align_down(flushed) + MAX_FLUSH_ROUND);
@@ -383,7 +411,11 @@ impl CommitLog {
         let mut segs: Vec<Rc<Segment>> = Vec::new();
         for &(seg_start, _, _) in &pieces {
             if segs.last().map(|s| s.start) != Some(seg_start) {
-                segs.push(self.segment_for_write(seg_start).await?);
+                segs.push(
+                    self.segment_for_write(seg_start)
+                        .await
+                        .map_err(FlushError::write)?,
+                );
             }
         }
         // A fill only zeroes beyond the append position, so this waits only when appends caught up
@@ -395,10 +427,10 @@ impl CommitLog {
             let buf = self.buf.borrow();
             for &(seg_start, from, to) in &pieces {
                 let Some(seg) = segs.iter().find(|s| s.start == seg_start) else {
-                    return Err(StoreError::io(
+                    return Err(FlushError::write(StoreError::io(
                         self.dir.display(),
                         "segment vanished during flush",
-                    ));
+                    )));
                 };
                 let len = (to - from) as usize;
                 let pooled = if len as u64 == MAX_WRITE {
@@ -411,10 +443,10 @@ impl CommitLog {
                 let data_len = (target.min(to) - from) as usize;
                 let (data, pad) = bytes.split_at_mut(data_len);
                 if !buf.copy_to(from, data) {
-                    return Err(StoreError::io(
+                    return Err(FlushError::write(StoreError::io(
                         self.dir.display(),
                         "flush range no longer in memory",
-                    ));
+                    )));
                 }
                 pad.fill(0);
                 writes.push((seg.clone(), Rc::new(dma), from - seg_start, len));
@@ -425,7 +457,10 @@ impl CommitLog {
             .map(|(seg, dma, pos, len)| {
                 let log = self.clone();
                 glommio::spawn_local(async move {
-                    let res = seg.file.write_rc_at(dma.clone(), pos).await;
+                    let res = match crate::fault::injected_error("commitlog_write", shard) {
+                        Some(e) => Err(glommio::GlommioError::IoError(e)),
+                        None => seg.file.write_rc_at(dma.clone(), pos).await,
+                    };
                     if let Ok(buf) = Rc::try_unwrap(dma) {
                         let mut pool = log.write_buffers.borrow_mut();
                         if buf.len() as u64 == MAX_WRITE && pool.len() < POOLED_WRITE_BUFFERS {
@@ -450,13 +485,18 @@ impl CommitLog {
             }
         }
         if let Some(e) = first_error {
-            return Err(e);
+            return Err(FlushError::write(e));
         }
+        crate::fault::injected_stall(shard).await;
         for seg in &segs {
-            seg.file
-                .fdatasync()
-                .await
-                .map_err(|e| StoreError::io(seg.path.display(), e))?;
+            let synced = match crate::fault::injected_error("commitlog_fdatasync", shard) {
+                Some(e) => Err(glommio::GlommioError::IoError(e)),
+                None => seg.file.fdatasync().await,
+            };
+            synced.map_err(|e| FlushError {
+                stage: FlushStage::Sync,
+                error: StoreError::io(seg.path.display(), e),
+            })?;
         }
         self.flushed.set(target);
         let records = records_target - self.flushed_records.get();
@@ -694,7 +734,7 @@ mod tests {
             ));
             // A full segment, flushed; the large read cache keeps its bytes in memory.
             log.append_raw(&vec![1u8; SEGMENT as usize], 0);
-            log.flush().await.expect("flush");
+            log.flush(0).await.expect("flush");
             assert_eq!(log.buf.borrow().mem_start(), 0);
             log.close();
             assert!(log.remove_segment(0).is_some());

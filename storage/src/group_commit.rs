@@ -3,11 +3,16 @@
 //! the flusher flushes as soon as anything is pending, so records appended during one flush share the
 //! next. With ASYNC_FLUSH a put returns at once and the flusher runs when `flushCommitLogLeastPages`
 //! pages are pending, every `flushIntervalCommitLog` ms otherwise, and at shutdown. A failed flush
-//! fails the waiting puts and leaves the store read-only until a flush succeeds.
+//! fails the waiting puts. A failed write (disk full, EIO) leaves the store read-only until a later
+//! flush, which writes every unsynced byte again from memory, succeeds. A failed fdatasync leaves it
+//! read-only until the process restarts: after a failed sync the kernel may already have dropped or
+//! forgotten what it could not write, so a later sync that succeeds proves nothing about the data
+//! before it ("fsyncgate"); recovery at the next start checks the log instead.
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use crate::commitlog::{FlushError, FlushStage};
 use crate::config::FlushDiskType;
 use crate::error::PutError;
 use crate::stats::StoreStats;
@@ -77,7 +82,7 @@ async fn flusher_loop(inner: Rc<Inner>) {
             continue;
         }
         let started = Instant::now();
-        match inner.log.flush().await {
+        match inner.log.flush(cfg.shard_id).await {
             Ok(out) => {
                 inner.stats.record_flush(
                     started.elapsed().as_nanos() as u64,
@@ -93,7 +98,25 @@ async fn flusher_loop(inner: Rc<Inner>) {
                 }
                 last_flush = Instant::now();
             }
-            Err(e) => {
+            Err(FlushError {
+                stage: FlushStage::Sync,
+                error,
+            }) => {
+                let why = format!(
+                    "CommitLog fdatasync failed: {error}; data written since the last good sync \
+                     may not be on disk, so the store takes no writes until the broker restarts \
+                     (a later sync would not prove it is)"
+                );
+                tracing::error!("shard {}: {why}", cfg.shard_id);
+                *inner.sync_failure.borrow_mut() = Some(why.clone());
+                inner.waiters.fail(why);
+                // No more flushes: their syncs could not be believed either.
+                break;
+            }
+            Err(FlushError {
+                stage: FlushStage::Write,
+                error: e,
+            }) => {
                 let why = format!("CommitLog write failed: {e}");
                 tracing::error!(
                     "shard {}: {why}; store is read-only until a flush succeeds",

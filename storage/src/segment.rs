@@ -84,6 +84,9 @@ pub(crate) async fn open_all(dir: &Path, size: u64) -> Result<SegmentMap, StoreE
 impl Segment {
     /// Reads `len` bytes at `pos` inside the segment (short at end of file).
     pub async fn read(&self, pos: u64, len: usize) -> Result<Bytes, StoreError> {
+        if let Some(e) = crate::fault::injected_read_error(&self.path) {
+            return Err(StoreError::io(self.path.display(), e));
+        }
         let res = self
             .file
             .read_at(pos, len)

@@ -23,6 +23,7 @@ use crate::index::{flush_index, IndexService};
 use crate::index_file::IndexFile;
 use crate::layout::{abort_marker, consume_queue_root, file_name};
 use crate::offset::physical;
+use crate::retention_clock::RetentionClock;
 use crate::stats::{StatsSnapshot, StoreStats};
 use crate::types::PutOk;
 
@@ -69,6 +70,8 @@ pub(crate) struct Inner {
     pub write_failure: RefCell<Option<String>>,
     /// Set while the disk is fuller than `disk_space_warning_level_ratio`.
     pub disk_full: RefCell<Option<String>>,
+    /// Set for good when a CommitLog fdatasync failed: no write is taken until a restart.
+    pub sync_failure: RefCell<Option<String>>,
     pub arrival: RefCell<Option<Rc<ArrivalFn>>>,
     pub shutting_down: Cell<bool>,
     /// The dispatch point last written to the checkpoint.
@@ -78,6 +81,8 @@ pub(crate) struct Inner {
     pub maintenance: glommio::sync::Semaphore,
     pub flusher: RefCell<Option<Task<()>>>,
     pub background: RefCell<Vec<Task<()>>>,
+    /// Retention's clock: forward steps of the wall clock while the store runs are ignored.
+    pub retention_clock: RetentionClock,
 }
 
 /// One shard's message store. Create and use it inside one glommio executor; clones share it.
@@ -118,6 +123,7 @@ impl MessageStore {
             stats: StoreStats::default(),
             write_failure: RefCell::new(None),
             disk_full: RefCell::new(None),
+            sync_failure: RefCell::new(None),
             arrival: RefCell::new(None),
             shutting_down: Cell::new(false),
             dispatch_durable: Cell::new(rec.dispatch_from),
@@ -125,6 +131,7 @@ impl MessageStore {
             maintenance: glommio::sync::Semaphore::new(1),
             flusher: RefCell::new(None),
             background: RefCell::new(Vec::new()),
+            retention_clock: RetentionClock::new(now_ms()),
             cfg,
         });
         inner.waiters.flushed.set(inner.log.flushed.get());
@@ -183,7 +190,8 @@ impl MessageStore {
                     }
                     if last_retention.elapsed() >= RETENTION_INTERVAL {
                         last_retention = Instant::now();
-                        if let Err(e) = me.run_retention(now_ms(), false).await {
+                        let now = me.inner.retention_clock.now(now_ms());
+                        if let Err(e) = me.run_retention(now, false).await {
                             tracing::error!(
                                 "shard {}: retention failed: {e}",
                                 me.inner.cfg.shard_id
@@ -210,8 +218,9 @@ impl MessageStore {
 
     /// Why appends are refused, if they are.
     pub fn read_only_reason(&self) -> Option<String> {
-        let wf = self.inner.write_failure.borrow().clone();
-        wf.or_else(|| self.inner.disk_full.borrow().clone())
+        let sf = self.inner.sync_failure.borrow().clone();
+        sf.or_else(|| self.inner.write_failure.borrow().clone())
+            .or_else(|| self.inner.disk_full.borrow().clone())
     }
 
     /// Appends one message; `queue_offset`, `physical_offset` and `store_timestamp` are assigned here.
@@ -525,6 +534,14 @@ impl MessageStore {
         let permit = inner.maintenance.acquire_permit(1).await;
         drop(std::mem::take(&mut *inner.background.borrow_mut()));
         drop(permit);
+        if let Some(why) = inner.sync_failure.borrow().clone() {
+            // Keep the abort marker: the next start checks the log past the last good checkpoint.
+            tracing::error!(
+                "shard {}: not a clean shutdown ({why}); recovery will check the CommitLog at the next start",
+                inner.cfg.shard_id
+            );
+            return;
+        }
         let clean = inner.log.unflushed() == 0;
         match self.flush_maintenance().await {
             Ok(()) if clean => {

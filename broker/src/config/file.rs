@@ -4,34 +4,7 @@ use std::path::Path;
 
 use super::error::LoadError;
 
-/// Parses a Java properties file: `key=value` or `key: value`, `#`/`!` comments, `\` line continuations.
-pub fn parse_properties(text: &str) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let mut pending = String::new();
-    for raw in text.lines() {
-        let line = raw.trim_start();
-        if pending.is_empty() && (line.is_empty() || line.starts_with('#') || line.starts_with('!'))
-        {
-            continue;
-        }
-        if let Some(stripped) = line.strip_suffix('\\') {
-            pending.push_str(stripped);
-            continue;
-        }
-        pending.push_str(line);
-        let entry = std::mem::take(&mut pending);
-        let split = entry.find(['=', ':']);
-        let (key, value) = match split {
-            Some(i) => (&entry[..i], &entry[i + 1..]),
-            None => (entry.as_str(), ""),
-        };
-        let key = key.trim();
-        if !key.is_empty() {
-            out.push((key.to_owned(), value.trim().to_owned()));
-        }
-    }
-    out
-}
+pub use protocol::properties_text::parse as parse_properties;
 
 /// Parses flat TOML: every value a string, integer, float or boolean.
 pub fn parse_toml(text: &str, path: &str) -> Result<Vec<(String, String)>, LoadError> {

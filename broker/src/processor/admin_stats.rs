@@ -51,12 +51,14 @@ fn group_topics(shard: &Shard, group: &str) -> Vec<String> {
         .collect()
 }
 
-/// Every shard's `group_topics`, in shard order.
-async fn group_topics_everywhere(
+/// `group_topics` of every shard of the broker a client reached through shard `receiver`, in shard
+/// order.
+pub(crate) async fn group_topics_everywhere(
     shard: &Shard,
+    receiver: usize,
     group: &str,
 ) -> Vec<Result<Vec<String>, MeshError>> {
-    join_all(shard.broker_shards(shard.id).map(|s| {
+    join_all(shard.broker_shards(receiver).map(|s| {
         let group = group.to_owned();
         s.run(move |s| async move { group_topics(&s, &group) })
     }))
@@ -302,7 +304,7 @@ async fn consume_stats_topics(
             topics.insert(t.to_owned());
         }
         None => {
-            for answer in group_topics_everywhere(shard, group).await {
+            for answer in group_topics_everywhere(shard, shard.id, group).await {
                 topics.extend(answer.map_err(|e| e.to_string())?);
             }
         }
@@ -363,7 +365,7 @@ pub async fn consume_stats(shard: &Rc<Shard>, req: &RemotingCommand) -> Remoting
 
 /// Whether the broker knows `group`: a subscription group, online consumers, or committed offsets
 /// on `topic`.
-async fn group_known(shard: &Rc<Shard>, group: &str, topic: &str) -> bool {
+async fn group_known(shard: &Rc<Shard>, receiver: usize, group: &str, topic: &str) -> bool {
     if let Some(ctl) = &shard.control {
         if shard.groups.borrow().get(group).is_some()
             || ctl.clients.borrow().consumer_ids(group).is_some()
@@ -372,7 +374,7 @@ async fn group_known(shard: &Rc<Shard>, group: &str, topic: &str) -> bool {
         }
     }
     let key = offset_table_key(topic, group);
-    group_topics_everywhere(shard, group)
+    group_topics_everywhere(shard, receiver, group)
         .await
         .into_iter()
         .flatten()
@@ -412,7 +414,7 @@ pub async fn reset_offset(
     let Some(tc) = topic_config(shard, topic) else {
         return error(rc::TOPIC_NOT_EXIST, format!("Topic {topic} does not exist"));
     };
-    if !group_known(shard, group, topic).await {
+    if !group_known(shard, receiver, group, topic).await {
         return error(
             rc::SUBSCRIPTION_GROUP_NOT_EXIST,
             format!("Group {group} does not exist"),

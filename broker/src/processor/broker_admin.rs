@@ -52,10 +52,23 @@ pub async fn runtime_info(shard: &Rc<Shard>, receiver: usize) -> RemotingCommand
     }
     put("msgPutTotalTodayNow", sum(|s| s.msgs_put).to_string());
     put("msgGetTotalTodayNow", sum(|s| s.msgs_got).to_string());
-    put("msgPutTotalTodayMorning", "0".to_owned());
-    put("msgGetTotalTodayMorning", "0".to_owned());
-    put("msgPutTotalYesterdayMorning", "0".to_owned());
-    put("msgGetTotalYesterdayMorning", "0".to_owned());
+    let daily = crate::feature::broker_stats::sampler::daily_totals(shard, receiver).await;
+    put(
+        "msgPutTotalTodayMorning",
+        daily.put_today_morning.to_string(),
+    );
+    put(
+        "msgGetTotalTodayMorning",
+        daily.got_today_morning.to_string(),
+    );
+    put(
+        "msgPutTotalYesterdayMorning",
+        daily.put_yesterday_morning.to_string(),
+    );
+    put(
+        "msgGetTotalYesterdayMorning",
+        daily.got_yesterday_morning.to_string(),
+    );
     put("bytesPutTotal", sum(|s| s.bytes_put).to_string());
     put("bytesGetTotal", sum(|s| s.bytes_got).to_string());
     put("sendErrorTotal", sum(|s| s.send_errors).to_string());
@@ -105,6 +118,19 @@ pub async fn runtime_info(shard: &Rc<Shard>, receiver: usize) -> RemotingCommand
         "storeFlushTimeouts",
         sum(|s| s.store.flush_timeouts).to_string(),
     );
+    // A store that takes no writes says so, with why (a failed disk write or sync, a full disk).
+    let read_only: Vec<String> = stats
+        .iter()
+        .filter_map(|s| {
+            s.read_only
+                .as_ref()
+                .map(|why| format!("shard {}: {why}", s.shard))
+        })
+        .collect();
+    put("storeReadOnly", (!read_only.is_empty()).to_string());
+    if !read_only.is_empty() {
+        put("storeReadOnlyReason", read_only.join("; "));
+    }
     put(
         "consumeQueueCount",
         stats.iter().map(|s| s.queues).sum::<usize>().to_string(),

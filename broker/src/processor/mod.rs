@@ -14,6 +14,7 @@ pub(crate) mod broker_stats_data;
 pub(crate) mod change_invisible;
 pub(crate) mod check_client_config;
 pub(crate) mod client_manage;
+pub(crate) mod clone_group_offset;
 pub(crate) mod consumer_calls;
 pub(crate) mod consumer_offset;
 pub(crate) mod end_transaction;
@@ -169,6 +170,7 @@ pub async fn process(shard: &Rc<Shard>, req: RemotingCommand, conn: ConnRef) -> 
         code::CONSUME_MESSAGE_DIRECTLY => {
             consumer_calls::consume_directly(shard, &req, conn.shard).await
         }
+        code::CLONE_GROUP_OFFSET => clone_group_offset::handle(shard, &req, conn.shard).await,
         code::GET_BROKER_CONFIG => broker_config::get(shard),
         code::UPDATE_BROKER_CONFIG => broker_config::update(shard, &req).await,
         code::DELETE_SUBSCRIPTIONGROUP => subscription_group_admin::delete(shard, &req).await,

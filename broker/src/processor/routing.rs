@@ -57,7 +57,8 @@ pub fn runs_on(request_code: i32) -> RunsOn {
         | code::GET_PRODUCER_CONNECTION_LIST
         | code::UPDATE_BROKER_CONFIG
         | code::DELETE_SUBSCRIPTIONGROUP
-        | code::QUERY_TOPIC_CONSUME_BY_WHO => RunsOn::Control,
+        | code::QUERY_TOPIC_CONSUME_BY_WHO
+        | code::CLONE_GROUP_OFFSET => RunsOn::Control,
         // Needs only the config: every shard has it.
         code::CHECK_CLIENT_CONFIG | code::GET_BROKER_CONFIG => RunsOn::Receiver,
         // BATCH_ACK_MESSAGE (its acks name their queues in the body),

@@ -255,6 +255,7 @@ impl Shard {
             commit_log_flushed_offset: self.store.flushed_physical_offset(),
             queues: self.store.queues().len(),
             store: self.store.stats(),
+            read_only: self.store.read_only_reason(),
             ha: self.ha.stats(self.store.max_physical_offset()),
         }
     }

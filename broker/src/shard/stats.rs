@@ -47,5 +47,7 @@ pub struct ShardStats {
     pub commit_log_flushed_offset: i64,
     pub queues: usize,
     pub store: storage::StatsSnapshot,
+    /// Why the shard's store refuses writes (failed write or sync, full disk), if it does.
+    pub read_only: Option<String>,
     pub ha: crate::role::ha_state::HaStats,
 }

@@ -1,20 +1,23 @@
 //! Start-up: shard count and `shards.json`, metadata, signals, then one pinned glommio executor per
 //! shard, each opening its own store, joining the cross-shard mesh and binding its own listeners.
 
+pub(crate) mod executors;
+pub(crate) mod progress;
 pub(crate) mod shards_file;
 pub(crate) mod signals;
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
+use std::sync::Arc;
 
 use glommio::channels::channel_mesh::{Full, MeshBuilder};
-use glommio::{CpuSet, LocalExecutorPoolBuilder, PoolPlacement};
 use storage::{MessageStore, StoreConfig};
 
 use crate::config::{BrokerConfig, FlushDiskType};
 use crate::error::BrokerError;
 use crate::shard::mesh::{join_all, Envelope, Mesh};
 use crate::shard::{Shard, ShardParts};
+use crate::startup::progress::{Stage, StartupProgress};
 use crate::startup::signals::SignalFd;
 use crate::state::consumer_offsets::{offsets_path, ConsumerOffsets};
 use crate::state::control::Control;
@@ -33,6 +36,7 @@ struct Boot {
     groups: SubscriptionGroupTable,
     mesh: MeshBuilder<Envelope<Shard>, Full>,
     signals: Option<SignalFd>,
+    progress: Arc<StartupProgress>,
 }
 
 /// The number of shards: `shardCount`, or one per CPU.
@@ -129,6 +133,7 @@ pub fn run(cfg: BrokerConfig) -> Result<(), BrokerError> {
             None
         }
     };
+    let progress = StartupProgress::new(shards);
     let boot = Boot {
         cfg: cfg.clone(),
         shards,
@@ -136,13 +141,7 @@ pub fn run(cfg: BrokerConfig) -> Result<(), BrokerError> {
         groups,
         mesh: MeshBuilder::full(shards, MESH_CHANNEL_CAPACITY),
         signals,
-    };
-    let cpus = CpuSet::online().map_or(0, |set| set.len());
-    let placement = if shards <= cpus {
-        PoolPlacement::MaxPack(shards, None)
-    } else {
-        tracing::warn!("{shards} shards on {cpus} CPUs: executors are not pinned");
-        PoolPlacement::Unbound(shards)
+        progress: progress.clone(),
     };
     tracing::info!(
         "starting broker {} of cluster {}: {shards} shards (shardRouting = {}), store {}, listening on {:?}",
@@ -152,30 +151,21 @@ pub fn run(cfg: BrokerConfig) -> Result<(), BrokerError> {
         root.display(),
         listening
     );
-    let mut pool = LocalExecutorPoolBuilder::new(placement).name("shard");
-    if cfg.spin_before_park_micros > 0 {
-        // glommio only spins on executors pinned to a CPU (shards <= CPUs).
-        pool = pool.spin_before_park(std::time::Duration::from_micros(
-            cfg.spin_before_park_micros,
-        ));
-    }
-    let handles = pool
-        .on_all_shards(move || async move {
-            if let Err(e) = shard_main(boot).await {
-                // A shard that cannot run leaves the broker unable to serve its queues: stop everything.
-                tracing::error!("{e}");
-                eprintln!("broker failed to start: {e}");
-                std::process::exit(1);
-            }
-        })
-        .map_err(|e| BrokerError::Executor(e.to_string()))?;
-    for result in handles.join_all() {
-        result.map_err(|e| BrokerError::Executor(e.to_string()))?;
-    }
-    Ok(())
+    progress.watch();
+    let spin = (cfg.spin_before_park_micros > 0)
+        .then(|| std::time::Duration::from_micros(cfg.spin_before_park_micros));
+    crate::startup::executors::run_executors(shards, spin, move |_index| async move {
+        if let Err(e) = shard_main(boot).await {
+            // A shard that cannot run leaves the broker unable to serve its queues: stop everything.
+            tracing::error!("{e}");
+            eprintln!("broker failed to start: {e}");
+            std::process::exit(1);
+        }
+    })
 }
 
 async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
+    let progress = boot.progress.claim();
     let (senders, receivers) = boot
         .mesh
         .join()
@@ -183,6 +173,8 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
         .map_err(|e| BrokerError::Executor(format!("cannot join the cross-shard mesh: {e}")))?;
     let mesh = Mesh::new(senders);
     let id = mesh.me();
+    progress.set_shard(id);
+    progress.enter(Stage::OpeningStore);
     crate::feature::metrics::register_shard(id);
     let cfg = Rc::new(boot.cfg);
     let broker = cfg
@@ -196,6 +188,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
             shard: id,
             reason: e.to_string(),
         })?;
+    progress.enter(Stage::LoadingState);
     let offsets = ConsumerOffsets::load(&offsets_path(&cfg.store_path_root_dir, id))?;
     let control = (id == 0).then(Control::new);
     let shard = Rc::new(Shard::new(ShardParts {
@@ -220,10 +213,13 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
                 crate::role::ha::on_arrival(&shard, topic, queue_id);
             }
         }));
+    progress.enter(Stage::Transactions);
     crate::feature::transaction::start(&shard).await?;
+    progress.enter(Stage::PopRevive);
     crate::feature::pop::revive::start(&shard)
         .await
         .map_err(|reason| BrokerError::Store { shard: id, reason })?;
+    progress.enter(Stage::Listening);
     // No await between binding and starting the mesh: no request can arrive before calls are served.
     crate::net::server::start_listeners(&shard, &listen)?;
     mesh.start(receivers, &shard);
@@ -234,6 +230,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
     crate::feature::timer::start(&shard);
 
     if id == 0 {
+        progress.enter(Stage::WaitingForShards);
         // Every shard answers once it serves; then the broker is up.
         let answers = join_all(shard.every_shard().map(|s| s.stats())).await;
         if let Some(Err(e)) = answers.into_iter().find(Result::is_err) {
@@ -241,6 +238,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
         }
         crate::role::control::start_tasks(&shard, boot.signals);
         crate::feature::metrics::start(&shard)?;
+        progress.enter(Stage::Registering);
         let registered = crate::role::control::register_now(&shard).await;
         tracing::info!(
             "The broker[{}, {}] boot success. serializeType=JSON and name server is {} ({} accepted the registration)",
@@ -256,6 +254,10 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
             cfg.namesrv_addr.join(";")
         );
         remoting::sd_notify::notify_ready(&format!("serving on {}", cfg.broker_addr()));
+        progress.enter(Stage::Serving);
+        progress.broker_serving();
+    } else {
+        progress.enter(Stage::Serving);
     }
     shard.exit.wait().await;
     Ok(())

@@ -1,7 +1,7 @@
 //! The real broker binary in a child process: a temp dir holding its config, store and log, free
 //! ports, readiness (both listen ports answer), SIGTERM stop, SIGKILL, restart on the same store.
 
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -40,12 +40,17 @@ pub fn test_config(port: u16, store: &Path, extra: &str) -> String {
     } else {
         "shardCount = 2\n"
     };
+    let ip = if extra.contains("brokerIP1") {
+        ""
+    } else {
+        "brokerIP1 = \"127.0.0.1\"\n"
+    };
     let routing = match std::env::var("TEST_SHARD_ROUTING") {
         Ok(mode) if !extra.contains("shardRouting") => format!("shardRouting = \"{mode}\"\n"),
         _ => String::new(),
     };
     format!(
-        "brokerName = \"broker-t\"\nbrokerClusterName = \"TestCluster\"\nbrokerIP1 = \"127.0.0.1\"\n\
+        "brokerName = \"broker-t\"\nbrokerClusterName = \"TestCluster\"\n{ip}\
          listenPort = {port}\nstorePathRootDir = \"{}\"\n{shards}{routing}\
          {segment}maxMessageSize = 1048576\n{extra}\n",
         store.display()
@@ -60,9 +65,26 @@ pub struct BrokerBuilder {
     extra: String,
     store_root: Option<PathBuf>,
     config_file: Option<(String, ConfigText)>,
+    netns: Option<(String, Ipv4Addr)>,
+    envs: Vec<(String, String)>,
 }
 
 impl BrokerBuilder {
+    /// An environment variable of the broker process (e.g. an `LD_PRELOAD` that fakes its clock, or
+    /// `FAILPOINTS`), kept across restarts until [`Broker::set_env`] changes it.
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.envs.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Runs the broker in network namespace `name` (made by the test), where it has address `ip`
+    /// (its `brokerIP1`; the test reaches it there).
+    pub fn netns(mut self, name: &str, ip: Ipv4Addr) -> Self {
+        self.netns = Some((name.to_owned(), ip));
+        self.extra.push_str(&format!("\nbrokerIP1 = \"{ip}\"\n"));
+        self
+    }
+
     /// Another broker binary than this package's.
     pub fn bin(mut self, bin: PathBuf) -> Self {
         self.bin = bin;
@@ -71,7 +93,7 @@ impl BrokerBuilder {
 
     /// Appended to the [`test_config`].
     pub fn extra(mut self, extra: &str) -> Self {
-        self.extra = extra.to_owned();
+        self.extra.insert_str(0, extra);
         self
     }
 
@@ -108,8 +130,15 @@ impl BrokerBuilder {
             }
         };
         std::fs::write(&config, text).expect("write broker config");
+        let (netns, ip) = match self.netns {
+            Some((name, ip)) => (Some(name), ip),
+            None => (None, Ipv4Addr::LOCALHOST),
+        };
         let mut b = Broker {
             port,
+            ip,
+            netns,
+            envs: self.envs,
             dir,
             config,
             bin: self.bin,
@@ -124,6 +153,10 @@ impl BrokerBuilder {
 /// A broker process; SIGKILLed when dropped.
 pub struct Broker {
     pub port: u16,
+    /// The address it is reached at: loopback, or its address in its network namespace.
+    pub ip: Ipv4Addr,
+    netns: Option<String>,
+    envs: Vec<(String, String)>,
     /// The temp dir: config, `broker.log`, and the store unless it was put elsewhere.
     pub dir: PathBuf,
     pub config: PathBuf,
@@ -139,6 +172,8 @@ impl Broker {
             extra: String::new(),
             store_root: None,
             config_file: None,
+            netns: None,
+            envs: Vec::new(),
         }
     }
 
@@ -149,17 +184,17 @@ impl Broker {
     }
 
     pub fn addr(&self) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.port))
+        SocketAddr::from((self.ip, self.port))
     }
 
     /// The "VIP" channel, listenPort - 2.
     pub fn fast_addr(&self) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.port - 2))
+        SocketAddr::from((self.ip, self.port - 2))
     }
 
     /// The HA port a slave connects to, listenPort + 1.
     pub fn ha_addr(&self) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.port + 1))
+        SocketAddr::from((self.ip, self.port + 1))
     }
 
     /// Starts the process (its output appended to `broker.log`) without waiting.
@@ -169,15 +204,33 @@ impl Broker {
             .append(true)
             .open(self.dir.join("broker.log"))
             .expect("broker log");
-        let child = Command::new(&self.bin)
+        let mut cmd = match &self.netns {
+            // `ip netns exec` enters the namespace and execs the broker: the child is the broker.
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(&self.bin);
+                c
+            }
+            None => Command::new(&self.bin),
+        };
+        let child = cmd
             .arg("--config")
             .arg(&self.config)
             .env("RUST_LOG", "info")
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::from(log.try_clone().expect("log fd")))
             .stderr(Stdio::from(log))
             .spawn()
             .expect("spawn broker");
         self.child = Some(child);
+    }
+
+    /// Sets (`Some`) or removes (`None`) an environment variable for the next starts.
+    pub fn set_env(&mut self, key: &str, value: Option<&str>) {
+        self.envs.retain(|(k, _)| k != key);
+        if let Some(v) = value {
+            self.envs.push((key.to_owned(), v.to_owned()));
+        }
     }
 
     /// Starts the process again on the same config and store, and waits until it serves.
@@ -242,7 +295,7 @@ impl Broker {
             .and_then(|v| v.parse().ok())
             .unwrap_or(1);
         (1..shards)
-            .map(|i| SocketAddr::from(([127, 0, 0, 1], super::shard_broker_port(self.port, i))))
+            .map(|i| SocketAddr::from((self.ip, super::shard_broker_port(self.port, i))))
             .collect()
     }
 

@@ -38,6 +38,27 @@ fn wait_listening(addr: SocketAddr, limit: Duration) -> Result<(), ()> {
     Err(())
 }
 
+/// Where a test name server keeps its KV config and stored settings: a folder of its own (created on
+/// its first write), never the `~/namesrv` of whoever runs the tests.
+pub fn namesrv_files(addr: SocketAddr) -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "rmq-test-namesrv-{}-{}",
+        std::process::id(),
+        addr.port()
+    ))
+}
+
+/// A name server's settings for the tests: `addr`, and its files in `namesrv_files(addr)`.
+pub fn namesrv_config(addr: SocketAddr) -> namesrv::NamesrvConfig {
+    let dir = namesrv_files(addr);
+    namesrv::NamesrvConfig {
+        listen: addr,
+        kv_config_path: dir.join("kvConfig.json"),
+        config_store_path: dir.join("namesrv.properties"),
+        ..namesrv::NamesrvConfig::default()
+    }
+}
+
 /// Starts a name server in a thread of this process, serving until the test binary exits, and
 /// waits until it listens.
 pub fn start_namesrv_in_process() -> SocketAddr {
@@ -46,10 +67,8 @@ pub fn start_namesrv_in_process() -> SocketAddr {
         glommio::LocalExecutorBuilder::default()
             .spawn(move || async move {
                 let listener = namesrv::bind(addr).expect("namesrv binds");
-                let ns = Rc::new(namesrv::NameServer::new(namesrv::NamesrvConfig {
-                    listen: addr,
-                    ..namesrv::NamesrvConfig::default()
-                }));
+                let ns =
+                    Rc::new(namesrv::NameServer::new(namesrv_config(addr)).expect("name server"));
                 namesrv::serve(listener, ns, std::future::pending()).await;
             })
             .expect("namesrv executor")
@@ -71,11 +90,9 @@ pub fn namesrv_helper_main() {
     else {
         return;
     };
-    let config = namesrv::NamesrvConfig {
-        listen: addr,
-        ..namesrv::NamesrvConfig::default()
-    };
-    if let Err(e) = namesrv::run(config, |bound| println!("namesrv listening on {bound}")) {
+    if let Err(e) = namesrv::run(namesrv_config(addr), |bound| {
+        println!("namesrv listening on {bound}")
+    }) {
         eprintln!("namesrv helper: {e}");
         std::process::exit(1);
     }

@@ -1,5 +1,6 @@
 //! Test harness: a cluster started by `deploy/local-cluster.sh` in a temp dir on free loopback ports
-//! (stopped on drop), the `mqadmin` binary run with a hard timeout, and a plain HTTP GET.
+//! (stopped on drop), the `mqadmin` binary run with a hard timeout, a client pulling and committing
+//! a topic, and a plain HTTP GET.
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
@@ -91,6 +92,9 @@ pub fn layout_brokers(layout: &str) -> Vec<(&'static str, bool)> {
 /// A cluster brought up by deploy/local-cluster.sh; `down` on drop.
 pub struct LocalCluster {
     pub layout: String,
+    /// local-cluster.sh's SHARD_ROUTING: `forward` (each broker one name) or `direct` (each shard
+    /// a broker `<name>-<N>` on port + 4N).
+    pub routing: &'static str,
     pub port_base: u16,
     pub dir: tempfile::TempDir,
     bin_dir: PathBuf,
@@ -131,18 +135,23 @@ impl LocalCluster {
             .env("PORT_BASE", self.port_base.to_string())
             .env("BIN_DIR", &self.bin_dir)
             .env("SHARDS", "2")
-            // The checks name each group of the layout as one broker (`broker-a`); shard-brokers
-            // (the default mode) are covered by broker/tests/shard_brokers.rs and the interop suite.
-            .env("SHARD_ROUTING", "forward")
+            .env("SHARD_ROUTING", self.routing)
             .env("SEGMENT_BYTES", "16777216")
             .env("START_TIMEOUT", "120")
             .env("RUST_LOG", "info");
         run_with_timeout(cmd, limit)
     }
 
+    /// The layout with each broker as one name (`broker-a`), shards forwarding to each other.
     pub fn up(layout: &str) -> LocalCluster {
+        Self::up_with_routing(layout, "forward")
+    }
+
+    /// The layout with `SHARD_ROUTING=routing`.
+    pub fn up_with_routing(layout: &str, routing: &'static str) -> LocalCluster {
         let cluster = LocalCluster {
             layout: layout.to_owned(),
+            routing,
             port_base: Self::free_port_base(layout_brokers(layout).len()),
             dir: tempfile::tempdir().expect("temp dir"),
             bin_dir: bin_dir(),
@@ -238,4 +247,67 @@ pub fn metric_sum(text: &str, name: &str, labels: &[&str]) -> f64 {
         .filter(|l| labels.iter().all(|f| l.contains(f)))
         .filter_map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse::<f64>().ok()))
         .sum()
+}
+
+/// Runs `fut` on a glommio executor of its own on this thread.
+pub fn run_local<T>(fut: impl std::future::Future<Output = T>) -> T {
+    glommio::LocalExecutorBuilder::default()
+        .make()
+        .expect("executor")
+        .run(fut)
+}
+
+fn pull_consumer(namesrv: &str, group: &str) -> client::PullConsumer {
+    let timeout = Duration::from_secs(10);
+    let ns = client::NameServer::from_list(namesrv, timeout).expect("name server list");
+    client::PullConsumer::new(
+        group,
+        ns,
+        client::BrokerConnections::new(1, timeout),
+        timeout,
+    )
+}
+
+/// Pulls every queue of `topic` as `group` from offset 0 to its end: each queue with the offset
+/// after its last message and the bodies found.
+pub fn pull_to_end(
+    namesrv: &str,
+    group: &str,
+    topic: &str,
+) -> Vec<(client::MessageQueue, i64, Vec<String>)> {
+    run_local(async {
+        let consumer = pull_consumer(namesrv, group);
+        let mut out = Vec::new();
+        for queue in consumer.queues(topic).await.expect("topic route") {
+            let (mut offset, mut bodies) = (0, Vec::new());
+            loop {
+                let result = consumer
+                    .pull(&queue, offset, &client::pull::PullOptions::default())
+                    .await
+                    .expect("pull");
+                if result.status != client::PullStatus::Found {
+                    break;
+                }
+                for record in result.records() {
+                    bodies.push(String::from_utf8_lossy(record.expect("record").body).into_owned());
+                }
+                offset = result.next_begin_offset;
+            }
+            out.push((queue, offset, bodies));
+        }
+        out
+    })
+}
+
+/// Commits `group`'s offset of each queue.
+pub fn commit_offsets(namesrv: &str, group: &str, offsets: &[(client::MessageQueue, i64)]) {
+    run_local(async {
+        let consumer = pull_consumer(namesrv, group);
+        for (queue, offset) in offsets {
+            consumer
+                .commit_offset(queue, *offset, false)
+                .await
+                .expect("commit");
+        }
+    })
 }

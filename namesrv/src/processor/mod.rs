@@ -2,6 +2,7 @@
 
 mod broker;
 mod kv;
+pub(crate) mod namesrv_config;
 mod route;
 mod write_perm;
 
@@ -27,7 +28,12 @@ impl NameServer {
             request_code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER => route::all_topics(self, request),
             request_code::GET_TOPICS_BY_CLUSTER => route::topics_by_cluster(self, request),
             request_code::DELETE_TOPIC_IN_NAMESRV => route::delete_topic(self, request),
-            request_code::GET_KV_CONFIG => kv::get(request),
+            request_code::PUT_KV_CONFIG => kv::put(self, request),
+            request_code::GET_KV_CONFIG => kv::get(self, request),
+            request_code::DELETE_KV_CONFIG => kv::delete(self, request),
+            request_code::GET_KVLIST_BY_NAMESPACE => kv::list_namespace(self, request),
+            request_code::UPDATE_NAMESRV_CONFIG => namesrv_config::update(self, request),
+            request_code::GET_NAMESRV_CONFIG => namesrv_config::get(self, request),
             request_code::WIPE_WRITE_PERM_OF_BROKER => write_perm::wipe(self, request),
             request_code::ADD_WRITE_PERM_OF_BROKER => write_perm::add(self, request),
             code => {

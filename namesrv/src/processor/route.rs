@@ -13,7 +13,16 @@ pub fn route_by_topic(ns: &NameServer, request: &RemotingCommand) -> RemotingCom
         Ok(header) => header,
         Err(e) => return response::bad_input(request, format!("route info header: {e}")),
     };
-    let route = ns.table.borrow().route(&header.topic);
+    let mut route = ns.table.borrow().route(&header.topic);
+    if ns.order_message_enable.get() {
+        if let Some(route) = route.as_mut() {
+            route.order_topic_conf = ns
+                .kv
+                .borrow()
+                .get(crate::kv_config::ORDER_TOPIC_CONFIG, &header.topic)
+                .map(str::to_owned);
+        }
+    }
     match route {
         // Map keys are always written quoted (standard JSON): every client accepts that form.
         Some(route) => response::json(request, &route),

@@ -63,6 +63,18 @@ command_header! {
     }
 }
 
+command_header! {
+    /// CLONE_GROUP_OFFSET (314): copy `srcGroup`'s committed offsets on `topic` (every topic it has
+    /// offsets of when blank) to `destGroup`; `offline` skips the check that an online source group
+    /// subscribes the topic.
+    pub struct CloneGroupOffsetRequestHeader {
+        src_group: String = "srcGroup",
+        dest_group: String = "destGroup",
+        topic: Option<String> = "topic",
+        offline: Option<bool> = "offline",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,3 +62,34 @@ command_header! {
         accept_standard_json_only: Option<bool> = "acceptStandardJsonOnly",
     }
 }
+
+command_header! {
+    /// PUT_KV_CONFIG (100).
+    pub struct PutKvConfigRequestHeader {
+        namespace: String = "namespace",
+        key: String = "key",
+        value: String = "value",
+    }
+}
+
+command_header! {
+    /// GET_KV_CONFIG (101) and DELETE_KV_CONFIG (102).
+    pub struct KvConfigKeyRequestHeader {
+        namespace: String = "namespace",
+        key: String = "key",
+    }
+}
+
+command_header! {
+    /// GET_KV_CONFIG response.
+    pub struct GetKvConfigResponseHeader {
+        value: Option<String> = "value",
+    }
+}
+
+command_header! {
+    /// GET_KVLIST_BY_NAMESPACE (219); the answer's body is a `body::KVTable`.
+    pub struct GetKvListByNamespaceRequestHeader {
+        namespace: String = "namespace",
+    }
+}

@@ -2,6 +2,7 @@
 //! VIEW_BROKER_STATS_DATA (`item`), and the broker-wide rates of GET_BROKER_RUNTIME_INFO (`tps`),
 //! which shard 0 samples from every shard once a second (`sampler`).
 
+pub mod daily;
 pub mod item;
 pub mod local;
 pub mod sampler;

@@ -5,6 +5,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
+use super::daily::{local_day, DailyTotals};
 use super::local;
 use super::tps::{format_rates, Counters, TpsSamples, WINDOWS_S};
 use crate::shard::mesh::join_all;
@@ -14,6 +15,7 @@ const PERIOD: Duration = Duration::from_secs(1);
 
 thread_local! {
     static SAMPLES: RefCell<TpsSamples> = RefCell::new(TpsSamples::default());
+    static DAILY: RefCell<DailyTotals> = RefCell::new(DailyTotals::default());
 }
 
 /// This shard's cumulative counters.
@@ -38,7 +40,10 @@ pub fn start(shard: &Rc<Shard>) {
     glommio::spawn_local(async move {
         loop {
             let c = counters(&s);
-            SAMPLES.with(|samples| samples.borrow_mut().push(now_ms(), c));
+            let now = now_ms();
+            SAMPLES.with(|samples| samples.borrow_mut().push(now, c));
+            let day = local_day(i64::try_from(now).unwrap_or(i64::MAX));
+            DAILY.with(|d| d.borrow_mut().sample(day, c.put_msgs, c.get_transferred));
             glommio::timer::sleep(PERIOD).await;
             if s.shutting_down.get() {
                 return;
@@ -73,6 +78,20 @@ fn local_rates() -> Rates {
         let s = samples.borrow();
         fields.map(|f| WINDOWS_S.map(|w| s.rate(w, f)))
     })
+}
+
+/// The morning totals of the broker a client reached through shard `receiver`, summed over its
+/// shards.
+pub async fn daily_totals(shard: &Rc<Shard>, receiver: usize) -> DailyTotals {
+    join_all(
+        shard
+            .broker_shards(receiver)
+            .map(|s| s.run(|_| async { DAILY.with(|d| *d.borrow()) })),
+    )
+    .await
+    .into_iter()
+    .filter_map(Result::ok)
+    .fold(DailyTotals::default(), DailyTotals::merge)
 }
 
 /// The rates of the broker a client reached through shard `receiver`, summed over its shards, as

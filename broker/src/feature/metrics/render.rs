@@ -296,6 +296,18 @@ pub fn render(s: &Snapshot) -> String {
         );
     }
     o.family(
+        "rocketmq_store_read_only",
+        "gauge",
+        "1 while the shard's store refuses writes (failed disk write or sync, full disk; the reason is in the log and in GET_BROKER_RUNTIME_INFO storeReadOnlyReason).",
+    );
+    for sh in &s.shards {
+        o.sample(
+            "rocketmq_store_read_only",
+            &format!("shard=\"{}\"", sh.shard),
+            u8::from(sh.read_only.is_some()),
+        );
+    }
+    o.family(
         "rocketmq_store_queues",
         "gauge",
         "Consume queues, per shard.",

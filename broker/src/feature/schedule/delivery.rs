@@ -22,6 +22,9 @@ const BATCH_BYTES: usize = 8 * 1024 * 1024;
 const RETRY_AFTER: Duration = Duration::from_millis(200);
 /// An idle level re-reads its queue at least this often (arrivals wake it earlier).
 const IDLE_RECHECK: Duration = Duration::from_secs(30);
+/// Longest sleep before a due time is compared with the wall clock again: due times are wall-clock
+/// times, and a sleep is monotonic, so a step of the wall clock is followed within this.
+pub const WALL_CLOCK_RECHECK: Duration = Duration::from_secs(1);
 
 /// What a round found.
 enum Step {
@@ -51,7 +54,8 @@ pub async fn run_level(shard: Rc<Shard>, level: i32) {
             Step::More => {}
             Step::DueAt(due) => {
                 let wait =
-                    Duration::from_millis(u64::try_from(due.saturating_sub(now_ms())).unwrap_or(0));
+                    Duration::from_millis(u64::try_from(due.saturating_sub(now_ms())).unwrap_or(0))
+                        .min(WALL_CLOCK_RECHECK);
                 // New units of a level fall due after the head (same delay, later store time), so
                 // arrivals cannot change when to look next: only the timer matters.
                 drop(arrival);

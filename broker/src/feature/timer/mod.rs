@@ -15,7 +15,7 @@ use protocol::message::properties;
 use protocol::message::record::{sys_flag, MessageRecord};
 use storage::GetMessageStatus;
 
-use crate::feature::schedule::delivery::{put_restored, Outcome};
+use crate::feature::schedule::delivery::{put_restored, Outcome, WALL_CLOCK_RECHECK};
 use crate::shard::Shard;
 use crate::state::topics::now_ms;
 use index::TimerIndex;
@@ -234,7 +234,7 @@ async fn run(shard: Rc<Shard>, queue_id: i32) {
         let mut wait = IDLE_RECHECK;
         if let Some(due) = index.next_due() {
             let ms = u64::try_from(due.saturating_sub(now_ms())).unwrap_or(0);
-            wait = wait.min(Duration::from_millis(ms));
+            wait = wait.min(Duration::from_millis(ms)).min(WALL_CLOCK_RECHECK);
         }
         // Progress to settle or write: come back for it within the persist interval, not only at
         // the next arrival or due time (which bounds the repeats after a crash).

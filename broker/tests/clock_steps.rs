@@ -1,0 +1,201 @@
+//! Wall-clock steps while the broker runs, made with libfaketime (`LD_PRELOAD`, its offset read from
+//! a file the test rewrites; the monotonic clock is left alone, as a real step leaves it):
+//!
+//! - delayed (DELAY level) and timer messages pending while the clock steps back are not delivered
+//!   before their due time on the stepped clock, and all arrive; pending ones whose due time a forward
+//!   step passes arrive within seconds (the schedulers re-read the wall clock, they do not sleep out a
+//!   wait computed before the step);
+//! - a forward step by more than `fileReservedTime` does not let retention delete segments that have
+//!   not expired (retention ignores forward steps while the broker runs).
+//!
+//! Skipped, with the reason, where libfaketime is not installed (`scripts/setup-test-host.sh`
+//! installs Debian's `faketime`).
+
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod delay_support;
+mod fault_support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::*;
+use delay_support::*;
+use fault_support::acked::Ledger;
+use protocol::message::properties;
+use protocol::response_code;
+
+/// libfaketime's multi-threaded library, where Debian puts it for this machine's architecture.
+fn libfaketime() -> Option<PathBuf> {
+    let dir = std::fs::read_dir("/usr/lib").ok()?;
+    dir.filter_map(Result::ok)
+        .map(|e| e.path().join("faketime/libfaketimeMT.so.1"))
+        .find(|p| p.is_file())
+}
+
+/// A broker whose wall clock is the real one plus the offset in `clock_file` ("+3600", "-15": seconds).
+fn broker_with_clock(lib: &Path, clock_file: &Path, extra: &str) -> Broker {
+    std::fs::write(clock_file, "+0").unwrap();
+    Broker::builder()
+        .extra(extra)
+        .env("LD_PRELOAD", lib.to_str().unwrap())
+        .env("FAKETIME_TIMESTAMP_FILE", clock_file.to_str().unwrap())
+        // Re-read the offset at most once a second; the monotonic clock stays real.
+        .env("FAKETIME_CACHE_DURATION", "1")
+        .env("DONT_FAKE_MONOTONIC", "1")
+        .start()
+}
+
+fn step_clock(clock_file: &Path, offset_s: i64) {
+    std::fs::write(clock_file, format!("{offset_s:+}")).unwrap();
+    // libfaketime caches the offset for a second.
+    std::thread::sleep(Duration::from_millis(1500));
+}
+
+fn usable() -> Option<PathBuf> {
+    let lib = libfaketime();
+    if lib.is_none() {
+        println!("SKIPPED: libfaketime not found (run scripts/setup-test-host.sh)");
+    }
+    lib
+}
+
+const DELAY_TOPIC: &str = "ClockDelay";
+const TIMER_TOPIC: &str = "ClockTimer";
+/// Delay level 3 is 10 s in the default table.
+const LEVEL_10S: i32 = 3;
+const DELAY_MS: i64 = 10_000;
+const PER_KIND: usize = 10;
+
+async fn send_delayed_and_timers(
+    client: &remoting::Client,
+    tag: &str,
+    delay_level: i32,
+    timer_ms: i64,
+) {
+    for i in 0..PER_KIND {
+        let uniq = format!("{tag}-d{i}");
+        let r = send(
+            client,
+            DELAY_TOPIC,
+            0,
+            uniq.as_bytes(),
+            &delayed_props(delay_level, &uniq),
+        )
+        .await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let uniq = format!("{tag}-t{i}");
+        let props = properties::encode([
+            ("TIMER_DELAY_MS", timer_ms.to_string().as_str()),
+            ("UNIQ_KEY", uniq.as_str()),
+        ]);
+        let r = send(client, TIMER_TOPIC, 0, uniq.as_bytes(), &props).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    }
+}
+
+#[test]
+fn delayed_and_timer_messages_follow_wall_clock_steps_and_none_is_lost() {
+    let Some(lib) = usable() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let clock = dir.path().join("clock");
+    let broker = broker_with_clock(&lib, &clock, "");
+    run_local(async {
+        let client = connect(broker.addr()).await;
+        // 1. Sent at +0, due 10 s later; the clock then steps back 15 s: due 25 s after the send in
+        //    real time, and not one is delivered before its due time on the broker's clock.
+        let sent_at = now_ms();
+        send_delayed_and_timers(&client, "back", LEVEL_10S, DELAY_MS).await;
+        step_clock(&clock, -15);
+        for topic in [DELAY_TOPIC, TIMER_TOPIC] {
+            let seen = wait_records(&client, topic, 0, PER_KIND, Duration::from_secs(60)).await;
+            assert_eq!(seen.len(), PER_KIND, "{topic}: every message arrives");
+            for (rec, seen_at) in &seen {
+                // The delivered copy's store time is the broker's (stepped) clock at delivery.
+                assert!(
+                    rec.store_timestamp >= sent_at + DELAY_MS,
+                    "{topic}: delivered {} ms before its due time on the broker's clock",
+                    sent_at + DELAY_MS - rec.store_timestamp
+                );
+                assert!(
+                    *seen_at >= sent_at + DELAY_MS + 15_000 - 1_500,
+                    "{topic}: seen {} ms after the send: the step back was not followed",
+                    seen_at - sent_at
+                );
+            }
+            println!(
+                "{topic}: step back 15 s: delivered {} ms after the send (due 10 s on the unstepped clock)",
+                seen.iter().map(|(_, at)| at - sent_at).max().unwrap()
+            );
+        }
+
+        // 2. Sent on the stepped-back clock, due in 2 minutes; the clock steps forward an hour: the
+        //    due time has passed on the broker's clock, so they arrive within seconds.
+        let level_2m = 6;
+        send_delayed_and_timers(&client, "fwd", level_2m, 120_000).await;
+        let stepped_at = now_ms();
+        step_clock(&clock, 3600);
+        for topic in [DELAY_TOPIC, TIMER_TOPIC] {
+            let seen = wait_records(&client, topic, 0, 2 * PER_KIND, Duration::from_secs(20)).await;
+            assert_eq!(seen.len(), 2 * PER_KIND, "{topic}: every message arrives");
+            let last = seen.iter().map(|(_, at)| at - stepped_at).max().unwrap();
+            assert!(
+                last < 10_000,
+                "{topic}: {last} ms after a step past their due time"
+            );
+            println!("{topic}: step forward 1 h: all delivered {last} ms after the step");
+        }
+    });
+    drop(broker);
+}
+
+#[test]
+fn a_forward_clock_step_does_not_let_retention_delete_unexpired_segments() {
+    let Some(lib) = usable() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let clock = dir.path().join("clock");
+    let every_hour: Vec<String> = (0..24).map(|h| format!("{h:02}")).collect();
+    let broker = broker_with_clock(
+        &lib,
+        &clock,
+        &format!(
+            "shardCount = 1\nfileReservedTime = 1\ndeleteWhen = \"{}\"\ndiskMaxUsedSpaceRatio = 99\n",
+            every_hour.join(";")
+        ),
+    );
+    let topic = "ClockRetention";
+    run_local(async {
+        let client = connect(broker.addr()).await;
+        let ledger = Ledger::default();
+        // About 3 segments of 4 MiB: retention may only ever delete whole, older segments.
+        let body = vec![b'r'; 16 * 1024];
+        for i in 0..800 {
+            let mut b = body.clone();
+            b.extend_from_slice(format!("-{i}").as_bytes());
+            let r = send(&client, topic, 0, &b, "").await;
+            assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+            let offset = r.ext("queueOffset").unwrap().parse().unwrap();
+            ledger.record(topic, 0, offset, b);
+        }
+        // Two hours ahead: every segment looks an hour past fileReservedTime. Retention runs every
+        // 10 s; give it two passes.
+        step_clock(&clock, 7200);
+        glommio::timer::sleep(Duration::from_secs(22)).await;
+        ledger
+            .verify(&client)
+            .await
+            .assert_no_loss("after a forward step past fileReservedTime");
+    });
+    assert!(
+        broker.log().contains("retention ignores the step"),
+        "the broker did not notice the step:\n{}",
+        broker.log()
+    );
+    drop(broker);
+}

@@ -1,0 +1,178 @@
+//! Broker config commands: getBrokerConfig (GET_BROKER_CONFIG: every key of a broker, or of every
+//! broker of a cluster, masters and slaves) and updateBrokerConfig (UPDATE_BROKER_CONFIG: one key on
+//! a broker or on every master of a cluster). Both carry Java properties text.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use client::request::request;
+use client::ClientError;
+use protocol::{request_code, ExtFields};
+use serde_json::json;
+
+use crate::admin::Admin;
+use crate::shared_args::{Namesrv, Target};
+use crate::table::Report;
+
+#[derive(Debug, Subcommand)]
+pub enum BrokerConfigCommand {
+    /// Every config key of a broker with the value in force (GET_BROKER_CONFIG); with -c, of every
+    /// master and slave of the cluster.
+    #[command(name = "getBrokerConfig")]
+    GetBrokerConfig(GetBrokerConfigArgs),
+    /// Change one config key of a broker, or of every master of a cluster (UPDATE_BROKER_CONFIG).
+    #[command(name = "updateBrokerConfig")]
+    UpdateBrokerConfig(UpdateBrokerConfigArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GetBrokerConfigArgs {
+    #[command(flatten)]
+    pub ns: Namesrv,
+    #[command(flatten)]
+    pub target: Target,
+}
+
+#[derive(Debug, Args)]
+pub struct UpdateBrokerConfigArgs {
+    #[command(flatten)]
+    pub ns: Namesrv,
+    #[command(flatten)]
+    pub target: Target,
+    /// Config key
+    #[arg(short = 'k', long = "key")]
+    pub key: String,
+    /// Config value
+    #[arg(short = 'v', long = "value")]
+    pub value: String,
+}
+
+pub async fn run(command: BrokerConfigCommand, timeout: Duration) -> Result<Report, ClientError> {
+    match command {
+        BrokerConfigCommand::GetBrokerConfig(args) => {
+            get_broker_config(&Admin::new(&args.ns.namesrv, timeout)?, &args.target).await
+        }
+        BrokerConfigCommand::UpdateBrokerConfig(args) => {
+            let admin = Admin::new(&args.ns.namesrv, timeout)?;
+            let addrs = admin
+                .target_addrs(
+                    args.target.broker.as_deref(),
+                    args.target.cluster.as_deref(),
+                )
+                .await?;
+            update_broker_config(&admin, addrs, args.key.trim(), args.value.trim()).await
+        }
+    }
+}
+
+pub use protocol::properties_text::parse as parse_properties;
+
+/// The lines RocketMQ's tools print for a config: a `============title============` line, then
+/// `key<padded to 50>=  value` lines sorted by key, then a blank line.
+pub fn config_lines(title: &str, config: &BTreeMap<String, String>) -> Vec<String> {
+    let mut lines = vec![format!("============{title}============")];
+    lines.extend(config.iter().map(|(k, v)| format!("{k:<50}=  {v}")));
+    lines.push(String::new());
+    lines
+}
+
+async fn broker_config(admin: &Admin, addr: &str) -> Result<BTreeMap<String, String>, ClientError> {
+    let resp = admin
+        .call(
+            addr,
+            request(request_code::GET_BROKER_CONFIG, ExtFields::new()),
+        )
+        .await?;
+    let text = String::from_utf8_lossy(&resp.body);
+    Ok(parse_properties(&text).into_iter().collect())
+}
+
+async fn get_broker_config(admin: &Admin, target: &Target) -> Result<Report, ClientError> {
+    // (title, address): one broker, or each master then its slaves, as RocketMQ's tool lists them.
+    let mut asked: Vec<(String, String)> = Vec::new();
+    match (&target.broker, &target.cluster) {
+        (Some(addr), _) => asked.push((addr.clone(), addr.clone())),
+        (None, Some(cluster)) => {
+            let brokers = admin.cluster_brokers(cluster).await?;
+            let mut names: Vec<&String> = brokers.iter().map(|(n, _, _)| n).collect();
+            names.sort();
+            names.dedup();
+            for name in names {
+                let group = || brokers.iter().filter(move |(n, _, _)| n == name);
+                let master = group().find(|(_, id, _)| *id == 0).map(|(_, _, a)| a);
+                if let Some(m) = master {
+                    asked.push((format!("Master: {m}"), m.clone()));
+                }
+                for (_, _, slave) in group().filter(|(_, id, _)| *id != 0) {
+                    let title = match master {
+                        Some(m) => format!("My Master: {m}=====Slave: {slave}"),
+                        None => format!("Slave: {slave}"),
+                    };
+                    asked.push((title, slave.clone()));
+                }
+            }
+        }
+        (None, None) => {
+            return Err(ClientError::Invalid(
+                "give -b brokerAddr or -c clusterName".into(),
+            ))
+        }
+    }
+    let mut lines = Vec::new();
+    let mut all = serde_json::Map::new();
+    for (title, addr) in asked {
+        let config = broker_config(admin, &addr).await?;
+        lines.extend(config_lines(&title, &config));
+        all.insert(addr, json!(config));
+    }
+    Ok(Report::lines(lines, serde_json::Value::Object(all)))
+}
+
+async fn update_broker_config(
+    admin: &Admin,
+    addrs: Vec<String>,
+    key: &str,
+    value: &str,
+) -> Result<Report, ClientError> {
+    if key.is_empty() || key.contains(['=', ':', '\n']) || value.contains('\n') {
+        return Err(ClientError::Invalid(format!(
+            "bad config key/value {key:?}={value:?}"
+        )));
+    }
+    let body = format!("{key}={value}\n").into_bytes();
+    let mut lines = Vec::new();
+    for addr in &addrs {
+        let cmd =
+            request(request_code::UPDATE_BROKER_CONFIG, ExtFields::new()).with_body(body.clone());
+        admin.call(addr, cmd).await?;
+        lines.push(format!("update broker config success, {addr}"));
+    }
+    Ok(Report::lines(
+        lines,
+        json!({"key": key, "value": value, "brokers": addrs}),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn properties_text_reads_as_java_writes_it() {
+        let pairs =
+            parse_properties("# comment\nbrokerName=broker-a\nnamesrvAddr = a:1;b:2\n\n!x\nk: v\n");
+        assert_eq!(
+            pairs,
+            vec![
+                ("brokerName".to_owned(), "broker-a".to_owned()),
+                ("namesrvAddr".to_owned(), "a:1;b:2".to_owned()),
+                ("k".to_owned(), "v".to_owned()),
+            ]
+        );
+        let lines = config_lines("127.0.0.1:10911", &pairs.into_iter().collect());
+        assert_eq!(lines[0], "============127.0.0.1:10911============");
+        assert_eq!(lines[1], format!("{:<50}=  broker-a", "brokerName"));
+        assert_eq!(lines.last().map(String::as_str), Some(""));
+    }
+}
