@@ -2,7 +2,7 @@
 # Installs rocketmq-rs on a systemd host: binaries, the `rocketmq` user, config and store folders,
 # systemd units; optionally enables and starts them.
 #
-#   sudo deploy/install.sh [--bin-dir DIR] [--namesrv] [--broker CONF.toml]... [--console] [--enable]
+#   sudo deploy/install.sh [--bin-dir DIR] [--namesrv] [--broker CONF.toml]... [--console] [--proxy] [--enable]
 #
 #   --bin-dir DIR    where namesrv, broker and mqadmin were built (default target/release;
 #                    build them with `cargo build --release -p namesrv -p broker -p mqadmin`)
@@ -11,6 +11,9 @@
 #                    folder; <name> is the file name without .toml, the unit is broker@<name>
 #   --console        install the web console (rocketmq-console, built with `-p console`) and
 #                    /etc/rocketmq/console.env (kept if present); enable console.service
+#   --proxy          install the gRPC proxy for RocketMQ 5 SDKs (its binary from --bin-dir, built with
+#                    `cargo build --release -p proxy`) and /etc/rocketmq/proxy.toml (kept if present);
+#                    enable proxy.service
 #   --enable         systemctl enable --now the selected units
 #   --destdir DIR    stage everything under DIR instead of / (no user creation, no systemctl);
 #                    used by the tests, which then run `systemd-analyze verify --root=DIR`
@@ -23,6 +26,7 @@ bin_dir=$repo/target/release
 destdir=""
 namesrv=0
 console=0
+proxy=0
 enable=0
 brokers=()
 while [ $# -gt 0 ]; do
@@ -32,8 +36,9 @@ while [ $# -gt 0 ]; do
     --namesrv) namesrv=1; shift ;;
     --console) console=1; shift ;;
     --broker) brokers+=("$2"); shift 2 ;;
+    --proxy) proxy=1; shift ;;
     --enable) enable=1; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -46,6 +51,10 @@ for bin in $bins; do
     exit 1
   fi
 done
+if [ "$proxy" = 1 ] && [ ! -x "$bin_dir/proxy" ]; then
+  echo "$bin_dir/proxy is missing: cargo build --release -p proxy" >&2
+  exit 1
+fi
 if [ -z "$destdir" ] && [ "$(id -u)" -ne 0 ]; then
   echo "run as root (or stage with --destdir)" >&2
   exit 1
@@ -69,6 +78,14 @@ install -d -m 0750 "$root/var/lib/rocketmq"
 own "$root/var/lib/rocketmq"
 
 units=()
+if [ "$proxy" = 1 ]; then
+  install -m 0755 "$bin_dir/proxy" "$root/usr/local/bin/rocketmq-proxy"
+  install -m 0644 "$repo/deploy/systemd/proxy.service" "$root/etc/systemd/system/"
+  if [ ! -e "$root/etc/rocketmq/proxy.toml" ]; then
+    install -m 0644 "$repo/deploy/conf/proxy.toml" "$root/etc/rocketmq/proxy.toml"
+  fi
+  units+=(proxy.service)
+fi
 if [ "$namesrv" = 1 ]; then
   if [ ! -e "$root/etc/rocketmq/namesrv.env" ]; then
     install -m 0644 "$repo/deploy/conf/namesrv.env" "$root/etc/rocketmq/namesrv.env"

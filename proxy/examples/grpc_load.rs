@@ -1,0 +1,287 @@
+//! A gRPC load generator for the proxy, on the generated client: `send` (SendMessage from many
+//! concurrent callers: TPS and latency percentiles) and `receive-ack` (ReceiveMessage in batches of 32,
+//! then one AckMessage per batch, until `--count` distinct messages are acked; then checks that none
+//! comes back after the invisible time, which fails the run).
+//!
+//! cargo run --release -p proxy --example grpc_load -- send --endpoint 127.0.0.1:8081 --topic T \
+//!     --seconds 10 --concurrency 64 --size 128
+//! cargo run --release -p proxy --example grpc_load -- receive-ack --endpoint 127.0.0.1:8081 --topic T \
+//!     --group G --broker broker-a --count 100000
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use proxy::pb::messaging_service_client::MessagingServiceClient;
+use proxy::pb::*;
+use tonic::transport::Channel;
+
+#[derive(Parser)]
+struct Args {
+    /// send | receive-ack
+    mode: String,
+    #[arg(long, default_value = "127.0.0.1:8081")]
+    endpoint: String,
+    #[arg(long)]
+    topic: String,
+    #[arg(long, default_value = "GID_grpc_load")]
+    group: String,
+    /// receive-ack: the broker name of the assignment to receive from (QueryAssignment gives them).
+    #[arg(long)]
+    broker: Option<String>,
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
+    /// send: HTTP/2 connections the callers are spread over (an SDK uses one per endpoint).
+    #[arg(long, default_value_t = 1)]
+    connections: usize,
+    #[arg(long, default_value_t = 128)]
+    size: usize,
+    /// send: stop after this many messages (0: run for --seconds); receive-ack: how many distinct
+    /// messages to ack (0: until a receive finds nothing).
+    #[arg(long, default_value_t = 0)]
+    count: usize,
+    /// receive-ack: the invisible time asked for, ms.
+    #[arg(long, default_value_t = 10_000)]
+    invisible_ms: i64,
+}
+
+fn resource(name: &str) -> Option<Resource> {
+    Some(Resource {
+        resource_namespace: String::new(),
+        name: name.to_string(),
+    })
+}
+
+fn request<T>(body: T) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(body);
+    r.metadata_mut().insert(
+        "x-mq-client-id",
+        tonic::metadata::MetadataValue::from_static("grpc-load"),
+    );
+    r
+}
+
+fn percentile(sorted: &[u64], p: f64) -> u64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted.get(i).copied().unwrap_or(0)
+}
+
+async fn send(client: MessagingServiceClient<Channel>, a: &Args) -> Result<(), String> {
+    let mut clients = vec![client];
+    for _ in 1..a.connections.max(1) {
+        clients.push(
+            MessagingServiceClient::connect(format!("http://{}", a.endpoint))
+                .await
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    let started = Instant::now();
+    let end = started + Duration::from_secs(a.seconds);
+    let body = vec![b'x'; a.size];
+    let mut tasks = Vec::new();
+    let seq = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let limit = a.count as u64;
+    for i in 0..a.concurrency {
+        let Some(mut c) = clients.get(i % clients.len()).cloned() else {
+            return Err("no connection".into());
+        };
+        let topic = a.topic.clone();
+        let body = body.clone();
+        let seq = seq.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::new();
+            let mut errors = 0u64;
+            while Instant::now() < end {
+                let n = seq.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if limit > 0 && n >= limit {
+                    break;
+                }
+                let msg = Message {
+                    topic: resource(&topic),
+                    user_properties: Default::default(),
+                    system_properties: Some(SystemProperties {
+                        message_id: format!("grpcload{n:024}"),
+                        message_type: MessageType::Normal as i32,
+                        ..Default::default()
+                    }),
+                    body: body.clone(),
+                };
+                let t = Instant::now();
+                let r = c
+                    .send_message(request(SendMessageRequest { messages: vec![msg] }))
+                    .await;
+                let ok = r.is_ok_and(|r| {
+                    r.get_ref().status.as_ref().is_some_and(|s| s.code == Code::Ok as i32)
+                });
+                if ok {
+                    lat.push(t.elapsed().as_micros() as u64);
+                } else {
+                    errors += 1;
+                }
+            }
+            (lat, errors)
+        }));
+    }
+    let mut all = Vec::new();
+    let mut errors = 0;
+    for t in tasks {
+        let (l, e) = t.await.map_err(|e| e.to_string())?;
+        all.extend(l);
+        errors += e;
+    }
+    all.sort_unstable();
+    println!(
+        "{{\"mode\":\"send\",\"ok\":{},\"errors\":{errors},\"tps\":{:.0},\"p50_us\":{},\"p99_us\":{},\"p999_us\":{}}}",
+        all.len(),
+        all.len() as f64 / started.elapsed().as_secs_f64(),
+        percentile(&all, 0.5),
+        percentile(&all, 0.99),
+        percentile(&all, 0.999)
+    );
+    Ok(())
+}
+
+async fn receive_batch(
+    c: &mut MessagingServiceClient<Channel>,
+    a: &Args,
+    broker: &str,
+    invisible_ms: i64,
+) -> Result<Vec<Message>, String> {
+    let req = ReceiveMessageRequest {
+        group: resource(&a.group),
+        message_queue: Some(MessageQueue {
+            topic: resource(&a.topic),
+            id: -1,
+            permission: Permission::ReadWrite as i32,
+            broker: Some(Broker {
+                name: broker.to_string(),
+                id: 0,
+                endpoints: None,
+            }),
+            accept_message_types: vec![],
+        }),
+        filter_expression: Some(FilterExpression {
+            r#type: FilterType::Tag as i32,
+            expression: "*".into(),
+        }),
+        batch_size: 32,
+        invisible_duration: Some(prost_types::Duration {
+            seconds: invisible_ms / 1000,
+            nanos: ((invisible_ms % 1000) * 1_000_000) as i32,
+        }),
+        auto_renew: false,
+        long_polling_timeout: Some(prost_types::Duration { seconds: 1, nanos: 0 }),
+        attempt_id: None,
+    };
+    let mut stream = c
+        .receive_message(request(req))
+        .await
+        .map_err(|e| e.to_string())?
+        .into_inner();
+    let mut out = Vec::new();
+    while let Some(r) = stream.message().await.map_err(|e| e.to_string())? {
+        match r.content {
+            Some(receive_message_response::Content::Message(m)) => out.push(m),
+            Some(receive_message_response::Content::Status(s))
+                if s.code != Code::Ok as i32 && s.code != Code::MessageNotFound as i32 =>
+            {
+                return Err(format!("receive: {} {}", s.code, s.message))
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+async fn receive_ack(mut c: MessagingServiceClient<Channel>, a: &Args) -> Result<(), String> {
+    let broker = a.broker.clone().ok_or("--broker is required")?;
+    let started = Instant::now();
+    let mut acked: HashSet<String> = HashSet::new();
+    let mut batches = 0u64;
+    loop {
+        let msgs = receive_batch(&mut c, a, &broker, a.invisible_ms).await?;
+        if msgs.is_empty() && (a.count == 0 || acked.len() >= a.count) {
+            break;
+        }
+        if msgs.is_empty() {
+            if started.elapsed() > Duration::from_secs(120) {
+                return Err(format!("only {} of {} messages came", acked.len(), a.count));
+            }
+            continue;
+        }
+        batches += 1;
+        let entries: Vec<AckMessageEntry> = msgs
+            .iter()
+            .filter_map(|m| {
+                let sp = m.system_properties.as_ref()?;
+                Some(AckMessageEntry {
+                    message_id: sp.message_id.clone(),
+                    receipt_handle: sp.receipt_handle.clone()?,
+                    lite_topic: None,
+                })
+            })
+            .collect();
+        let resp = c
+            .ack_message(request(AckMessageRequest {
+                group: resource(&a.group),
+                topic: resource(&a.topic),
+                entries: entries.clone(),
+            }))
+            .await
+            .map_err(|e| e.to_string())?
+            .into_inner();
+        for (e, r) in entries.iter().zip(&resp.entries) {
+            if r.status.as_ref().is_none_or(|s| s.code != Code::Ok as i32) {
+                return Err(format!("ack of {} failed: {:?}", e.message_id, r.status));
+            }
+            acked.insert(e.message_id.clone());
+        }
+        if a.count > 0 && acked.len() >= a.count {
+            break;
+        }
+    }
+    let took = started.elapsed();
+    // Acked messages must not come back once their invisible time is over.
+    tokio::time::sleep(Duration::from_millis(a.invisible_ms as u64 + 2_000)).await;
+    let again = receive_batch(&mut c, a, &broker, a.invisible_ms).await?;
+    let redelivered: Vec<String> = again
+        .iter()
+        .filter_map(|m| m.system_properties.as_ref().map(|s| s.message_id.clone()))
+        .filter(|id| acked.contains(id))
+        .collect();
+    println!(
+        "{{\"mode\":\"receive-ack\",\"acked\":{},\"batches\":{batches},\"seconds\":{:.2},\"msgs_per_s\":{:.0},\"redelivered\":{}}}",
+        acked.len(),
+        took.as_secs_f64(),
+        acked.len() as f64 / took.as_secs_f64(),
+        redelivered.len()
+    );
+    if !redelivered.is_empty() {
+        return Err(format!("{} acked messages came back: {:?}", redelivered.len(), &redelivered[..redelivered.len().min(5)]));
+    }
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() {
+    let a = Args::parse();
+    let client = match MessagingServiceClient::connect(format!("http://{}", a.endpoint)).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("cannot connect to {}: {e}", a.endpoint);
+            std::process::exit(2);
+        }
+    };
+    let r = match a.mode.as_str() {
+        "send" => send(client, &a).await,
+        "receive-ack" => receive_ack(client, &a).await,
+        m => Err(format!("unknown mode {m}")),
+    };
+    if let Err(e) = r {
+        eprintln!("FAIL: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,171 @@
+//! The proxy's config file: flat TOML (`key = value`) or a `.properties` file with the same keys,
+//! named as Apache's proxy names them where it has the setting. Everything has a default.
+
+use std::path::Path;
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProxyConfig {
+    /// `grpcServerPort`: where the RocketMQ 5 SDKs connect (Apache's default, 8081).
+    pub grpc_server_port: u16,
+    /// `bindAddress`: the address the gRPC and metrics listeners bind.
+    pub bind_address: String,
+    /// `namesrvAddr`: name servers, `;`-separated.
+    pub namesrv_addr: Vec<String>,
+    /// `metricsPromExporterPort`: Prometheus text metrics on `GET /metrics`; 0 turns it off.
+    pub metrics_port: u16,
+    /// `remotingTimeoutMillis`: how long a remoting call to a broker may take.
+    pub remoting_timeout: Duration,
+    /// `aclEnable`: SDK requests must carry a valid signature of an account in `aclFile`, and the
+    /// proxy signs its remoting requests with that account.
+    pub acl_enable: bool,
+    /// `aclFile`: the brokers' plain_acl.yml (only `accounts` is read: accessKey, secretKey).
+    pub acl_file: Option<String>,
+    /// `minInvisibleTimeMillis`: ReceiveMessage / ChangeInvisibleDuration below this are refused
+    /// (ILLEGAL_INVISIBLE_TIME); Apache's proxy refuses under 10 s.
+    pub min_invisible_time: Duration,
+    /// `maxMessageSize`: the largest body a SendMessage may carry (the brokers' default).
+    pub max_message_size: usize,
+}
+
+impl Default for ProxyConfig {
+    fn default() -> Self {
+        ProxyConfig {
+            grpc_server_port: 8081,
+            bind_address: "0.0.0.0".into(),
+            namesrv_addr: vec!["127.0.0.1:9876".into()],
+            metrics_port: 5557,
+            remoting_timeout: Duration::from_secs(3),
+            acl_enable: false,
+            acl_file: None,
+            min_invisible_time: Duration::from_secs(10),
+            max_message_size: 4 * 1024 * 1024,
+        }
+    }
+}
+
+impl ProxyConfig {
+    pub fn load(path: &Path) -> Result<ProxyConfig, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let pairs = if path.extension().is_some_and(|e| e == "properties") {
+            parse_properties(&text)
+        } else {
+            parse_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?
+        };
+        let mut cfg = ProxyConfig::default();
+        for (k, v) in pairs {
+            cfg.set(&k, &v)
+                .map_err(|e| format!("{}: {k}: {e}", path.display()))?;
+        }
+        Ok(cfg)
+    }
+
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let num = |v: &str| v.trim().parse::<u64>().map_err(|e| format!("{v:?}: {e}"));
+        match key {
+            "grpcServerPort" => {
+                self.grpc_server_port = u16::try_from(num(value)?).map_err(|e| e.to_string())?
+            }
+            "bindAddress" => self.bind_address = value.trim().to_string(),
+            "namesrvAddr" => {
+                self.namesrv_addr = value
+                    .split(';')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            }
+            "metricsPromExporterPort" => {
+                self.metrics_port = u16::try_from(num(value)?).map_err(|e| e.to_string())?
+            }
+            "remotingTimeoutMillis" => self.remoting_timeout = Duration::from_millis(num(value)?),
+            "aclEnable" => {
+                self.acl_enable = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("{value:?} is not true or false"))?
+            }
+            "aclFile" => self.acl_file = Some(value.trim().to_string()),
+            "minInvisibleTimeMillis" => {
+                self.min_invisible_time = Duration::from_millis(num(value)?)
+            }
+            "maxMessageSize" => {
+                self.max_message_size = usize::try_from(num(value)?).map_err(|e| e.to_string())?
+            }
+            _ => tracing::warn!("unknown config key {key} ignored"),
+        }
+        Ok(())
+    }
+}
+
+fn parse_properties(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('!'))
+        .filter_map(|l| {
+            let (k, v) = l.split_once(['=', ':'])?;
+            Some((k.trim().to_string(), v.trim().to_string()))
+        })
+        .collect()
+}
+
+fn parse_toml(text: &str) -> Result<Vec<(String, String)>, String> {
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+    table
+        .into_iter()
+        .map(|(k, v)| {
+            let text = match v {
+                toml::Value::String(s) => s,
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Boolean(b) => b.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                other => return Err(format!("{k}: {other} is not a flat value")),
+            };
+            Ok((k, text))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_and_properties_set_the_same_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let toml = dir.path().join("proxy.toml");
+        std::fs::write(
+            &toml,
+            "grpcServerPort = 18081\nnamesrvAddr = \"a:1;b:2\"\nremotingTimeoutMillis = 500\n",
+        )
+        .unwrap();
+        let props = dir.path().join("proxy.properties");
+        std::fs::write(
+            &props,
+            "grpcServerPort=18081\nnamesrvAddr=a:1;b:2\nremotingTimeoutMillis=500\n",
+        )
+        .unwrap();
+        let a = ProxyConfig::load(&toml).unwrap();
+        assert_eq!(a, ProxyConfig::load(&props).unwrap());
+        assert_eq!(a.grpc_server_port, 18081);
+        assert_eq!(a.namesrv_addr, vec!["a:1", "b:2"]);
+        assert_eq!(a.remoting_timeout, Duration::from_millis(500));
+        assert_eq!(a.metrics_port, 5557);
+    }
+
+    #[test]
+    fn the_deploy_config_loads_with_apaches_port() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/conf/proxy.toml");
+        let c = ProxyConfig::load(&path).unwrap();
+        assert_eq!(c.grpc_server_port, 8081);
+        assert_eq!(c, ProxyConfig::default());
+    }
+
+    #[test]
+    fn a_bad_value_is_an_error() {
+        let mut c = ProxyConfig::default();
+        assert!(c.set("grpcServerPort", "99999").is_err());
+        assert!(c.set("aclEnable", "yes").is_err());
+    }
+}

@@ -1,0 +1,118 @@
+//! `proxy`: serves the RocketMQ 5 SDKs (gRPC, port 8081) in front of this project's name servers and
+//! brokers. Runs on a multi-threaded tokio runtime (docs/proxy.md says why).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Parser;
+use proxy::acl::Acl;
+use proxy::config::ProxyConfig;
+use proxy::pb::messaging_service_server::MessagingServiceServer;
+use proxy::remoting::Pool;
+use proxy::service::{transaction, Service};
+use proxy::state::Proxy;
+
+#[derive(Parser)]
+#[command(name = "proxy", about = "gRPC proxy for RocketMQ 5 SDKs")]
+struct Args {
+    /// Config file: flat TOML, or .properties with the same keys.
+    #[arg(short = 'c', long = "config")]
+    config: Option<PathBuf>,
+    /// Name servers, `;`-separated (overrides namesrvAddr).
+    #[arg(short = 'n', long = "namesrvAddr")]
+    namesrv_addr: Option<String>,
+    /// gRPC port (overrides grpcServerPort).
+    #[arg(short = 'p', long = "port")]
+    port: Option<u16>,
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    if let Err(e) = run(Args::parse()) {
+        eprintln!("proxy: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: Args) -> Result<(), String> {
+    let mut cfg = match &args.config {
+        Some(p) => ProxyConfig::load(p)?,
+        None => ProxyConfig::default(),
+    };
+    if let Some(n) = &args.namesrv_addr {
+        cfg.set("namesrvAddr", n)?;
+    }
+    if let Some(p) = args.port {
+        cfg.grpc_server_port = p;
+    }
+    let acl = match (cfg.acl_enable, &cfg.acl_file) {
+        (false, _) => None,
+        (true, Some(f)) => Some(Acl::load(f)?),
+        (true, None) => return Err("aclEnable = true needs aclFile (the brokers' plain_acl.yml)".into()),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    runtime.block_on(serve(cfg, acl))
+}
+
+async fn serve(cfg: ProxyConfig, acl: Option<Acl>) -> Result<(), String> {
+    let grpc_addr: SocketAddr = format!("{}:{}", cfg.bind_address, cfg.grpc_server_port)
+        .parse()
+        .map_err(|e| format!("bad bindAddress/grpcServerPort: {e}"))?;
+    let (inbound_tx, inbound_rx) = tokio::sync::mpsc::unbounded_channel();
+    let pool = Pool::new(cfg.remoting_timeout, inbound_tx);
+    let metrics_port = cfg.metrics_port;
+    let bind = cfg.bind_address.clone();
+    let proxy = Arc::new(Proxy::new(cfg, pool, acl));
+
+    tokio::spawn(transaction::serve_inbound(proxy.clone(), inbound_rx));
+    tokio::spawn(transaction::register_producers(
+        proxy.clone(),
+        proxy.producers_changed.clone(),
+    ));
+    if metrics_port != 0 {
+        let listener = tokio::net::TcpListener::bind((bind.as_str(), metrics_port))
+            .await
+            .map_err(|e| format!("cannot listen for metrics on {bind}:{metrics_port}: {e}"))?;
+        let p = proxy.clone();
+        tokio::spawn(proxy::metrics::serve(
+            listener,
+            Arc::new(move || p.metrics.render(p.sessions.len())),
+        ));
+    }
+    let listener = tokio::net::TcpListener::bind(grpc_addr)
+        .await
+        .map_err(|e| format!("cannot listen on {grpc_addr}: {e}"))?;
+    tracing::info!(
+        "proxy serving apache.rocketmq.v2.MessagingService on {grpc_addr}, name servers {:?}",
+        proxy.cfg.namesrv_addr
+    );
+    // Small gRPC replies must not wait for Nagle's algorithm (a 40 ms delayed-ACK stall each).
+    let incoming = tokio_stream::StreamExt::map(
+        tokio_stream::wrappers::TcpListenerStream::new(listener),
+        |conn| {
+            if let Ok(c) = &conn {
+                let _ = c.set_nodelay(true);
+            }
+            conn
+        },
+    );
+    let service = MessagingServiceServer::new(Service { proxy })
+        .max_decoding_message_size(64 * 1024 * 1024);
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    tonic::transport::Server::builder()
+        .add_service(service)
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await
+        .map_err(|e| format!("gRPC server failed: {e}"))
+}

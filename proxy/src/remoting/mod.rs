@@ -1,0 +1,10 @@
+//! The proxy's remoting side: a tokio TCP client for name servers and brokers, speaking the frames,
+//! headers and codes of the `protocol` crate, and the name-server route lookups built on it.
+
+pub mod connection;
+pub mod pool;
+pub mod route;
+pub mod sign;
+
+pub use connection::{Connection, Inbound, RemotingError};
+pub use pool::Pool;

@@ -1,0 +1,281 @@
+//! `apache.rocketmq.v2.MessagingService`: each RPC becomes remoting calls to the name servers and
+//! brokers, as Apache's proxy does in cluster mode. One file per group of RPCs.
+
+pub mod pop;
+pub mod receipt;
+pub mod route;
+pub mod send;
+pub mod telemetry;
+pub mod transaction;
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio_stream::Stream;
+use tonic::{Request, Response, Status};
+
+use crate::pb::messaging_service_server::MessagingService;
+use crate::pb::*;
+use crate::remoting::sign::Credentials;
+use crate::state::Proxy;
+use crate::status::{ok, ProxyError};
+
+/// Who is calling: from the SDK's request metadata.
+pub struct Caller {
+    pub client_id: String,
+    pub namespace: String,
+    /// The ACL account the SDK signed with (None when the proxy's ACL is off).
+    pub creds: Option<Credentials>,
+}
+
+impl Caller {
+    pub fn of<T>(proxy: &Proxy, req: &Request<T>) -> Result<Caller, ProxyError> {
+        let md = req.metadata();
+        let get = |k: &str| {
+            md.get(k)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let creds = match &proxy.acl {
+            Some(acl) => Some(acl.authenticate(md)?),
+            None => None,
+        };
+        Ok(Caller {
+            client_id: get("x-mq-client-id"),
+            namespace: get("x-mq-namespace"),
+            creds,
+        })
+    }
+}
+
+pub struct Service {
+    pub proxy: Arc<Proxy>,
+}
+
+type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
+
+/// Runs one unary RPC: metadata, the handler, metrics; an error becomes the response's status.
+macro_rules! unary {
+    ($self:ident, $req:ident, $name:literal, $handler:path, $resp:ident) => {{
+        let started = Instant::now();
+        let proxy = $self.proxy.clone();
+        let result = match Caller::of(&proxy, &$req) {
+            Ok(caller) => $handler(&proxy, &caller, $req.into_inner()).await,
+            Err(e) => Err(e),
+        };
+        proxy.metrics.record($name, result.is_ok(), started.elapsed());
+        let resp = result.unwrap_or_else(|e| {
+            tracing::debug!(concat!($name, " failed: {}"), e);
+            let mut resp = $resp::default();
+            resp.status = Some(e.status());
+            resp
+        });
+        Ok(Response::new(resp))
+    }};
+}
+
+#[tonic::async_trait]
+impl MessagingService for Service {
+    async fn query_route(
+        &self,
+        request: Request<QueryRouteRequest>,
+    ) -> Result<Response<QueryRouteResponse>, Status> {
+        unary!(self, request, "QueryRoute", route::query_route, QueryRouteResponse)
+    }
+
+    async fn heartbeat(
+        &self,
+        request: Request<HeartbeatRequest>,
+    ) -> Result<Response<HeartbeatResponse>, Status> {
+        unary!(self, request, "Heartbeat", heartbeat, HeartbeatResponse)
+    }
+
+    async fn send_message(
+        &self,
+        request: Request<SendMessageRequest>,
+    ) -> Result<Response<SendMessageResponse>, Status> {
+        unary!(self, request, "SendMessage", send::send_message, SendMessageResponse)
+    }
+
+    async fn query_assignment(
+        &self,
+        request: Request<QueryAssignmentRequest>,
+    ) -> Result<Response<QueryAssignmentResponse>, Status> {
+        unary!(
+            self,
+            request,
+            "QueryAssignment",
+            route::query_assignment,
+            QueryAssignmentResponse
+        )
+    }
+
+    type ReceiveMessageStream = BoxStream<ReceiveMessageResponse>;
+
+    async fn receive_message(
+        &self,
+        request: Request<ReceiveMessageRequest>,
+    ) -> Result<Response<Self::ReceiveMessageStream>, Status> {
+        let started = Instant::now();
+        let proxy = self.proxy.clone();
+        let replies = match Caller::of(&proxy, &request) {
+            Ok(caller) => pop::receive_message(&proxy, &caller, request.into_inner()).await,
+            Err(e) => Err(e),
+        };
+        proxy
+            .metrics
+            .record("ReceiveMessage", replies.is_ok(), started.elapsed());
+        let replies = replies.unwrap_or_else(|e| {
+            vec![ReceiveMessageResponse {
+                content: Some(receive_message_response::Content::Status(e.status())),
+            }]
+        });
+        Ok(Response::new(Box::pin(tokio_stream::iter(
+            replies.into_iter().map(Ok),
+        ))))
+    }
+
+    async fn ack_message(
+        &self,
+        request: Request<AckMessageRequest>,
+    ) -> Result<Response<AckMessageResponse>, Status> {
+        unary!(self, request, "AckMessage", pop::ack_message, AckMessageResponse)
+    }
+
+    async fn forward_message_to_dead_letter_queue(
+        &self,
+        request: Request<ForwardMessageToDeadLetterQueueRequest>,
+    ) -> Result<Response<ForwardMessageToDeadLetterQueueResponse>, Status> {
+        unary!(
+            self,
+            request,
+            "ForwardMessageToDeadLetterQueue",
+            pop::forward_to_dlq,
+            ForwardMessageToDeadLetterQueueResponse
+        )
+    }
+
+    type PullMessageStream = BoxStream<PullMessageResponse>;
+
+    async fn pull_message(
+        &self,
+        _request: Request<PullMessageRequest>,
+    ) -> Result<Response<Self::PullMessageStream>, Status> {
+        Err(Status::unimplemented(
+            "PullMessage (the 5.x PullConsumer) is not served by this proxy",
+        ))
+    }
+
+    async fn update_offset(
+        &self,
+        _request: Request<UpdateOffsetRequest>,
+    ) -> Result<Response<UpdateOffsetResponse>, Status> {
+        Err(Status::unimplemented("UpdateOffset is not served by this proxy"))
+    }
+
+    async fn get_offset(
+        &self,
+        _request: Request<GetOffsetRequest>,
+    ) -> Result<Response<GetOffsetResponse>, Status> {
+        Err(Status::unimplemented("GetOffset is not served by this proxy"))
+    }
+
+    async fn query_offset(
+        &self,
+        _request: Request<QueryOffsetRequest>,
+    ) -> Result<Response<QueryOffsetResponse>, Status> {
+        Err(Status::unimplemented("QueryOffset is not served by this proxy"))
+    }
+
+    async fn end_transaction(
+        &self,
+        request: Request<EndTransactionRequest>,
+    ) -> Result<Response<EndTransactionResponse>, Status> {
+        unary!(
+            self,
+            request,
+            "EndTransaction",
+            transaction::end_transaction,
+            EndTransactionResponse
+        )
+    }
+
+    type TelemetryStream = BoxStream<TelemetryCommand>;
+
+    async fn telemetry(
+        &self,
+        request: Request<tonic::Streaming<TelemetryCommand>>,
+    ) -> Result<Response<Self::TelemetryStream>, Status> {
+        let caller = Caller::of(&self.proxy, &request)
+            .map_err(|e| Status::unauthenticated(e.to_string()))?;
+        let out = telemetry::open(self.proxy.clone(), caller, request.into_inner());
+        Ok(Response::new(Box::pin(out)))
+    }
+
+    async fn notify_client_termination(
+        &self,
+        request: Request<NotifyClientTerminationRequest>,
+    ) -> Result<Response<NotifyClientTerminationResponse>, Status> {
+        unary!(
+            self,
+            request,
+            "NotifyClientTermination",
+            notify_client_termination,
+            NotifyClientTerminationResponse
+        )
+    }
+
+    async fn change_invisible_duration(
+        &self,
+        request: Request<ChangeInvisibleDurationRequest>,
+    ) -> Result<Response<ChangeInvisibleDurationResponse>, Status> {
+        unary!(
+            self,
+            request,
+            "ChangeInvisibleDuration",
+            pop::change_invisible_duration,
+            ChangeInvisibleDurationResponse
+        )
+    }
+
+    async fn recall_message(
+        &self,
+        _request: Request<RecallMessageRequest>,
+    ) -> Result<Response<RecallMessageResponse>, Status> {
+        Err(Status::unimplemented("RecallMessage is not served by this proxy"))
+    }
+
+    async fn sync_lite_subscription(
+        &self,
+        _request: Request<SyncLiteSubscriptionRequest>,
+    ) -> Result<Response<SyncLiteSubscriptionResponse>, Status> {
+        Err(Status::unimplemented("lite topics are not served by this proxy"))
+    }
+}
+
+/// Heartbeat: the SDK's liveness signal. The proxy keeps no consumer registry (POP needs none);
+/// producers of transactional topics are registered with the brokers by the telemetry session.
+async fn heartbeat(
+    _proxy: &Proxy,
+    caller: &Caller,
+    _req: HeartbeatRequest,
+) -> Result<HeartbeatResponse, ProxyError> {
+    if caller.client_id.is_empty() {
+        return Err(ProxyError::Code(
+            Code::ClientIdRequired,
+            "x-mq-client-id is required".into(),
+        ));
+    }
+    Ok(HeartbeatResponse { status: Some(ok()) })
+}
+
+async fn notify_client_termination(
+    proxy: &Proxy,
+    caller: &Caller,
+    _req: NotifyClientTerminationRequest,
+) -> Result<NotifyClientTerminationResponse, ProxyError> {
+    proxy.sessions.remove(&caller.client_id, None);
+    Ok(NotifyClientTerminationResponse { status: Some(ok()) })
+}

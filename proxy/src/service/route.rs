@@ -1,0 +1,141 @@
+//! QueryRoute and QueryAssignment: a topic's queues from the name server, each broker shown at the
+//! endpoint the SDK already uses (this proxy), as Apache's proxy does in cluster mode.
+
+use protocol::body::{perm, QueueData, TopicRouteData};
+
+use super::Caller;
+use crate::pb::*;
+use crate::state::Proxy;
+use crate::status::{ok, ProxyError};
+
+/// Every message type: the brokers keep no per-topic type, so none is refused here.
+pub fn all_message_types() -> Vec<i32> {
+    vec![
+        MessageType::Normal as i32,
+        MessageType::Fifo as i32,
+        MessageType::Delay as i32,
+        MessageType::Transaction as i32,
+    ]
+}
+
+fn resource(caller: &Caller, name: &str) -> Resource {
+    Resource {
+        resource_namespace: caller.namespace.clone(),
+        name: name.to_string(),
+    }
+}
+
+fn topic_name(topic: &Option<Resource>) -> Result<&str, ProxyError> {
+    topic
+        .as_ref()
+        .map(|r| r.name.as_str())
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| ProxyError::Code(Code::IllegalTopic, "topic is required".into()))
+}
+
+fn broker(q: &QueueData, endpoints: &Option<Endpoints>) -> Broker {
+    Broker {
+        name: q.broker_name.clone(),
+        id: 0,
+        endpoints: endpoints.clone(),
+    }
+}
+
+/// Queue ids 0..max(read, write): readable below readQueueNums, writable below writeQueueNums.
+fn queues_of(
+    caller: &Caller,
+    topic: &str,
+    route: &TopicRouteData,
+    endpoints: &Option<Endpoints>,
+) -> Vec<MessageQueue> {
+    let mut datas: Vec<&QueueData> = route.queue_datas.iter().collect();
+    datas.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
+    let mut out = Vec::new();
+    for q in datas {
+        if !route
+            .broker_datas
+            .iter()
+            .any(|b| b.broker_name == q.broker_name && b.master_addr().is_some())
+        {
+            continue;
+        }
+        let n = q.read_queue_nums.max(q.write_queue_nums);
+        for id in 0..n {
+            let r = perm::is_readable(q.perm) && id < q.read_queue_nums;
+            let w = perm::is_writeable(q.perm) && id < q.write_queue_nums;
+            let permission = match (r, w) {
+                (true, true) => Permission::ReadWrite,
+                (true, false) => Permission::Read,
+                (false, true) => Permission::Write,
+                (false, false) => Permission::None,
+            };
+            out.push(MessageQueue {
+                topic: Some(resource(caller, topic)),
+                id,
+                permission: permission as i32,
+                broker: Some(broker(q, endpoints)),
+                accept_message_types: all_message_types(),
+            });
+        }
+    }
+    out
+}
+
+fn access_point(endpoints: &Option<Endpoints>) -> Result<(), ProxyError> {
+    if endpoints.as_ref().is_none_or(|e| e.addresses.is_empty()) {
+        return Err(ProxyError::Code(
+            Code::IllegalAccessPoint,
+            "endpoints (the address the client uses for this proxy) are required".into(),
+        ));
+    }
+    Ok(())
+}
+
+pub async fn query_route(
+    proxy: &Proxy,
+    caller: &Caller,
+    req: QueryRouteRequest,
+) -> Result<QueryRouteResponse, ProxyError> {
+    let topic = topic_name(&req.topic)?;
+    access_point(&req.endpoints)?;
+    let route = proxy.routes.get(&proxy.pool, topic).await?;
+    let message_queues = queues_of(caller, topic, &route, &req.endpoints);
+    Ok(QueryRouteResponse {
+        status: Some(ok()),
+        message_queues,
+    })
+}
+
+/// One assignment per broker with readable queues, queue id -1: POP then serves every queue of that
+/// broker, so consumers of a group share queues without rebalancing.
+pub async fn query_assignment(
+    proxy: &Proxy,
+    caller: &Caller,
+    req: QueryAssignmentRequest,
+) -> Result<QueryAssignmentResponse, ProxyError> {
+    let topic = topic_name(&req.topic)?;
+    access_point(&req.endpoints)?;
+    let route = proxy.routes.get(&proxy.pool, topic).await?;
+    let mut datas: Vec<&QueueData> = route
+        .queue_datas
+        .iter()
+        .filter(|q| perm::is_readable(q.perm) && q.read_queue_nums > 0)
+        .collect();
+    datas.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
+    let assignments = datas
+        .into_iter()
+        .map(|q| Assignment {
+            message_queue: Some(MessageQueue {
+                topic: Some(resource(caller, topic)),
+                id: -1,
+                permission: Permission::ReadWrite as i32,
+                broker: Some(broker(q, &req.endpoints)),
+                accept_message_types: all_message_types(),
+            }),
+        })
+        .collect();
+    Ok(QueryAssignmentResponse {
+        status: Some(ok()),
+        assignments,
+    })
+}

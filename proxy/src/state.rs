@@ -1,0 +1,69 @@
+//! What every gRPC call shares: config, the remoting pool, routes, telemetry sessions, brokers' timer
+//! settings, ACL accounts and metrics. Nothing here is durable: the proxy is a stateless front.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
+
+use crate::acl::Acl;
+use crate::config::ProxyConfig;
+use crate::metrics::Metrics;
+use crate::remoting::route::Routes;
+use crate::remoting::Pool;
+use crate::session::Sessions;
+
+pub struct Proxy {
+    pub cfg: ProxyConfig,
+    pub pool: Pool,
+    pub routes: Routes,
+    pub sessions: Sessions,
+    pub acl: Option<Acl>,
+    pub metrics: Metrics,
+    /// The clientID the proxy registers transactional producer groups under (HEART_BEAT).
+    pub client_id: String,
+    /// Broker address -> brokerName, learnt from routes; check-back requests arrive by address.
+    pub broker_names: Mutex<HashMap<String, String>>,
+    /// Broker address -> (timerWheelEnable, timerMaxDelaySec) as GET_BROKER_CONFIG reported it.
+    pub timer_settings: Mutex<HashMap<String, (std::time::Instant, bool, u64)>>,
+    /// Round-robin position for sends without a message group.
+    pub next_queue: AtomicUsize,
+    /// Wakes the producer registration when a session starts publishing.
+    pub producers_changed: Arc<Notify>,
+}
+
+impl Proxy {
+    pub fn new(cfg: ProxyConfig, pool: Pool, acl: Option<Acl>) -> Proxy {
+        let routes = Routes::new(cfg.namesrv_addr.clone());
+        let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "proxy".into());
+        Proxy {
+            cfg,
+            pool,
+            routes,
+            sessions: Sessions::default(),
+            acl,
+            metrics: Metrics::default(),
+            client_id: format!("{host}@proxy@{}", std::process::id()),
+            broker_names: Mutex::default(),
+            timer_settings: Mutex::default(),
+            next_queue: AtomicUsize::new(0),
+            producers_changed: Arc::default(),
+        }
+    }
+
+    pub fn learn_broker(&self, addr: &str, name: &str) {
+        self.broker_names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(addr.to_string(), name.to_string());
+    }
+
+    pub fn broker_name_of(&self, addr: &str) -> Option<String> {
+        self.broker_names
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(addr)
+            .cloned()
+    }
+}

@@ -1,0 +1,430 @@
+"""Runs the RocketMQ 5 SDK cases: for each, a name server + broker (tests/interop/harness.py), our `proxy`
+in front of them, and an SDK scenario (py_sdk.py) as a subprocess with a hard timeout.
+
+    tests/sdk5/.venv/bin/python tests/sdk5/run.py            # every case
+    tests/sdk5/.venv/bin/python tests/sdk5/run.py -k fifo    # cases whose name contains `fifo`
+    tests/sdk5/.venv/bin/python tests/sdk5/run.py --keep     # keep the temp dirs of passing cases too
+"""
+
+import argparse
+import base64
+import hashlib
+import hmac
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "interop"))
+
+import harness  # noqa: E402
+import remoting  # noqa: E402
+from harness import CaseFailure, Cluster, Proc, check, free_port, wait_port  # noqa: E402
+
+PY = os.path.join(HERE, ".venv", "bin", "python")
+SDK = os.path.join(HERE, "py_sdk.py")
+NODE_SDK = os.path.join(HERE, "node", "node_sdk.js")
+
+ACL_YML = """globalWhiteRemoteAddresses: []
+accounts:
+  - accessKey: sdk5admin
+    secretKey: sdk5secret
+    admin: true
+  - accessKey: sdk5user
+    secretKey: sdk5usersecret
+    defaultTopicPerm: PUB|SUB
+    defaultGroupPerm: SUB
+"""
+
+
+def proxy_bin():
+    namesrv, _ = harness.binaries()
+    return os.path.join(os.path.dirname(namesrv), "proxy")
+
+
+class Setup:
+    """The processes of one case: cluster, proxy; stopped by `close`."""
+
+    def __init__(self, workdir, broker_config=None, proxy_config=None):
+        self.workdir = workdir
+        self.cluster = Cluster(workdir, extra_config=broker_config)
+        self.cluster.start()
+        self.port = free_port()
+        self.metrics_port = free_port()
+        cfg = {
+            "grpcServerPort": str(self.port),
+            "bindAddress": '"127.0.0.1"',
+            "namesrvAddr": '"%s"' % self.cluster.namesrv_addr,
+            "metricsPromExporterPort": str(self.metrics_port),
+            # Short invisible times keep the redelivery case short (Apache's proxy: 10 s minimum).
+            "minInvisibleTimeMillis": "1000",
+        }
+        cfg.update(proxy_config or {})
+        path = os.path.join(workdir, "proxy.toml")
+        with open(path, "w") as f:
+            f.write("".join("%s = %s\n" % kv for kv in cfg.items()))
+        self.proxy = Proc("proxy", [proxy_bin(), "--config", path], os.path.join(workdir, "proxy.log"),
+                          env=dict(os.environ, RUST_LOG="info,proxy=debug"), cwd=workdir)
+        if not wait_port(self.port, 30):
+            raise CaseFailure("proxy did not listen on %d" % self.port)
+        self.endpoint = "127.0.0.1:%d" % self.port
+
+    def sdk(self, scenario, *args, timeout=120):
+        out = os.path.join(self.workdir, "%s.out" % scenario)
+        err = os.path.join(self.workdir, "%s.err" % scenario)
+        # The SDK writes its logs under ~/logs.
+        env = dict(os.environ, HOME=self.workdir)
+        with open(out, "wb") as o, open(err, "wb") as e:
+            proc = subprocess.Popen([PY, SDK, scenario, self.endpoint] + list(args), stdout=o, stderr=e,
+                                    env=env, start_new_session=True)
+            try:
+                code = proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise CaseFailure("SDK scenario %s ran past %ss; stderr: %s" % (scenario, timeout, harness.tail(err)))
+        check(code == 0, "SDK scenario %s failed (exit %s): %s" % (scenario, code, harness.tail(err, 15)))
+        check(self.proxy.alive(), "the proxy died during %s" % scenario)
+        with open(out) as f:
+            return f.read().strip()
+
+    def node(self, scenario, *args, timeout=120):
+        """A Node.js SDK scenario (node/node_sdk.js)."""
+        out = os.path.join(self.workdir, "node-%s.out" % scenario)
+        err = os.path.join(self.workdir, "node-%s.err" % scenario)
+        env = dict(os.environ, HOME=self.workdir)
+        with open(out, "wb") as o, open(err, "wb") as e:
+            proc = subprocess.Popen(["node", NODE_SDK, scenario, self.endpoint] + list(args), stdout=o,
+                                    stderr=e, env=env, cwd=os.path.dirname(NODE_SDK), start_new_session=True)
+            try:
+                code = proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise CaseFailure("Node.js scenario %s ran past %ss; stderr: %s" % (scenario, timeout, harness.tail(err)))
+        check(code == 0, "Node.js scenario %s failed (exit %s): %s" % (scenario, code, harness.tail(err, 15)))
+        check(self.proxy.alive(), "the proxy died during %s" % scenario)
+        with open(out) as f:
+            return f.read().strip()
+
+    def metrics(self):
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.metrics_port, timeout=5) as r:
+            return r.read().decode()
+
+    def close(self):
+        if self.proxy.alive():
+            self.proxy.stop(signal.SIGTERM, grace=5)
+        self.cluster.stop()
+
+
+def case_send_stored(s):
+    """Sends through the proxy land in the brokers: counts per queue, FIFO groups whole, rollback absent."""
+    for t in ("SdkPlain", "SdkGroups", "SdkTxStored"):
+        s.cluster.create_topic(t)
+    print("   ", s.sdk("produce", "SdkPlain", "SdkGroups", "SdkTxStored"))
+    plain = s.cluster.max_offsets("SdkPlain", 4)
+    check(sum(plain.values()) == 10, "SdkPlain holds %s" % plain)
+    check(sum(1 for n in plain.values() if n) > 1, "round robin used one queue: %s" % plain)
+    groups = s.cluster.max_offsets("SdkGroups", 4)
+    check(sum(groups.values()) == 32, "SdkGroups holds %s" % groups)
+    # Each group's 8 messages went to one queue.
+    check(all(n % 8 == 0 for n in groups.values()), "a message group was split: %s" % groups)
+    tx = s.cluster.max_offsets("SdkTxStored", 4)
+    check(sum(tx.values()) == 1, "SdkTxStored holds %s (want only the committed message)" % tx)
+    m = s.metrics()
+    check('rocketmq_proxy_rpc_calls_total{method="SendMessage"} 44' in m, "metrics lack 44 sends:\n" + m)
+
+
+def case_orphan(s):
+    s.cluster.create_topic("SdkOrphan")
+    print("   ", s.sdk("orphan", "SdkOrphan"))
+    end = time.time() + 10
+    while time.time() < end and sum(s.cluster.max_offsets("SdkOrphan", 4).values()) < 1:
+        time.sleep(0.2)
+    stored = s.cluster.max_offsets("SdkOrphan", 4)
+    check(sum(stored.values()) == 1, "SdkOrphan holds %s after the check-back commit" % stored)
+
+
+def case_push(s):
+    s.cluster.create_topic("SdkPush")
+    print("   ", s.sdk("push", "SdkPush", "GID_push"))
+
+
+def case_dlq(s):
+    # The group retries once (retryMaxTimes = 1): two deliveries, then the dead-letter queue.
+    body = json.dumps({"groupName": "GID_dlq", "consumeEnable": True, "consumeFromMinEnable": True,
+                       "consumeBroadcastEnable": True, "retryQueueNums": 1, "retryMaxTimes": 1,
+                       "brokerId": 0, "whichBrokerWhenConsumeSlowly": 1}).encode()
+    for _, addr in s.cluster.shard_brokers():
+        resp = remoting.request(addr, 200, {}, body)
+        check(resp.code == 0, "creating the group answered %d %r" % (resp.code, resp.remark))
+    s.cluster.create_topic("SdkDlq")
+    print("   ", s.sdk("dlq", "SdkDlq", "GID_dlq", "2"))
+    end = time.time() + 10
+    while True:
+        dead = 0
+        for _, addr in s.cluster.shard_brokers():
+            r = remoting.request(addr, remoting.GET_MAX_OFFSET, {"topic": "%DLQ%GID_dlq", "queueId": 0})
+            if r.code == 0:
+                dead += int(r.ext_fields.get("offset", 0))
+        if dead == 1 or time.time() > end:
+            break
+        time.sleep(0.2)
+    check(dead == 1, "%%DLQ%%GID_dlq holds %d messages, want the poison one" % dead)
+
+
+def case_kill9(s):
+    """SYNC_FLUSH broker SIGKILLed while an SDK sends through the proxy, restarted: every acknowledged send
+    is received through the same proxy (which reconnects by itself)."""
+    s.cluster.create_topic("SdkKill")
+    acked = os.path.join(s.workdir, "acked.txt")
+    prod = subprocess.Popen([PY, SDK, "produce_acked", s.endpoint, "SdkKill", "400", acked],
+                            stdout=open(os.path.join(s.workdir, "produce.out"), "wb"),
+                            stderr=open(os.path.join(s.workdir, "produce.err"), "wb"),
+                            env=dict(os.environ, HOME=s.workdir), start_new_session=True)
+    try:
+        end = time.time() + 60
+        while time.time() < end and (not os.path.exists(acked) or sum(1 for _ in open(acked)) < 50):
+            time.sleep(0.1)
+        s.cluster.kill_broker()
+        time.sleep(1)
+        s.cluster.start_broker()
+        code = prod.wait(180)
+    finally:
+        if prod.poll() is None:
+            os.killpg(prod.pid, signal.SIGKILL)
+            prod.wait()
+    check(code == 0, "producer failed: %s" % harness.tail(os.path.join(s.workdir, "produce.err")))
+    with open(os.path.join(s.workdir, "produce.out")) as f:
+        print("   ", f.read().strip())
+    print("   ", s.sdk("consume_all", "SdkKill", "GID_kill", acked, timeout=150))
+
+
+def case_node_normal(s):
+    s.cluster.create_topic("NodeNormal")
+    print("   ", s.node("normal", "NodeNormal", "GID_node_normal"))
+
+
+def case_node_fifo(s):
+    s.cluster.create_topic("NodeFifo")
+    print("   ", s.node("fifo", "NodeFifo", "GID_node_fifo"))
+
+
+def case_node_transaction(s):
+    s.cluster.create_topic("NodeTx")
+    print("   ", s.node("transaction", "NodeTx", "GID_node_tx"))
+
+
+def grpc_load(s, *args, timeout=180):
+    """proxy/examples/grpc_load (the proxy's own generated gRPC client): its JSON line."""
+    exe = os.path.join(os.path.dirname(proxy_bin()), "examples", "grpc_load")
+    r = subprocess.run([exe] + list(args) + ["--endpoint", s.endpoint], capture_output=True, timeout=timeout)
+    check(r.returncode == 0, "grpc_load %s failed: %s" % (" ".join(args), r.stderr.decode()[-2000:]))
+    return json.loads(r.stdout.decode().strip().splitlines()[-1])
+
+
+def case_batch_ack(s):
+    """AckMessage with many entries (the SDKs send one; PushConsumers of other SDKs batch) goes out as
+    BATCH_ACK_MESSAGE: 300 messages received in batches of 32 and acked per batch; none comes back."""
+    s.cluster.create_topic("GrpcBatch")
+    sent = grpc_load(s, "send", "--topic", "GrpcBatch", "--count", "300", "--concurrency", "8")
+    check(sent["ok"] == 300 and sent["errors"] == 0, "sends: %s" % sent)
+    acked = 0
+    for name in s.cluster.broker_names:
+        r = grpc_load(s, "receive-ack", "--topic", "GrpcBatch", "--group", "GID_batch", "--broker", name,
+                      "--invisible-ms", "2000")
+        print("   ", name, r)
+        acked += r["acked"]
+    check(acked == 300, "acked %d of 300" % acked)
+    m = s.metrics()
+    check("rocketmq_proxy_messages_acked_total 300" in m, "metrics lack 300 acks:\n" + m)
+
+
+RUST_SDK = os.path.join(HERE, "rust-client", "target", "debug", "sdk5-rust-client")
+
+
+def rust_sdk(s, scenario, topic, group, timeout=120):
+    out = os.path.join(s.workdir, "rust-%s.out" % scenario)
+    err = os.path.join(s.workdir, "rust-%s.err" % scenario)
+    with open(out, "wb") as o, open(err, "wb") as e:
+        proc = subprocess.Popen([RUST_SDK, scenario, s.endpoint, topic, group], stdout=o, stderr=e,
+                                env=dict(os.environ, HOME=s.workdir), start_new_session=True)
+        try:
+            code = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise CaseFailure("Rust SDK scenario %s ran past %ss: %s" % (scenario, timeout, harness.tail(err)))
+    check(code == 0, "Rust SDK scenario %s failed (exit %s): %s" % (scenario, code, harness.tail(err, 15)))
+    with open(out) as f:
+        return f.read().strip().splitlines()[-1]
+
+
+def case_rust_normal(s):
+    s.cluster.create_topic("RustNormal")
+    print("   ", rust_sdk(s, "normal", "RustNormal", "GID_rust_normal"))
+
+
+def case_rust_fifo(s):
+    s.cluster.create_topic("RustFifo")
+    print("   ", rust_sdk(s, "fifo", "RustFifo", "GID_rust_fifo"))
+
+
+def case_rust_transaction(s):
+    s.cluster.create_topic("RustTx")
+    print("   ", rust_sdk(s, "transaction", "RustTx", "GID_rust_tx"))
+
+
+def case_normal(s):
+    s.cluster.create_topic("SdkNormal")
+    print("   ", s.sdk("normal", "SdkNormal", "GID_normal"))
+    m = s.metrics()
+    check('rocketmq_proxy_rpc_calls_total{method="SendMessage"} 20' in m, "metrics lack 20 sends:\n" + m)
+    check("rocketmq_proxy_messages_acked_total 20" in m, "metrics lack 20 acks:\n" + m)
+
+
+def case_fifo(s):
+    s.cluster.create_topic("SdkFifo")
+    print("   ", s.sdk("fifo", "SdkFifo", "GID_fifo"))
+
+
+def case_transaction(s):
+    s.cluster.create_topic("SdkTx")
+    print("   ", s.sdk("transaction", "SdkTx", "GID_tx"))
+
+
+def case_redelivery(s):
+    s.cluster.create_topic("SdkRedeliver")
+    print("   ", s.sdk("redelivery", "SdkRedeliver", "GID_redeliver"))
+
+
+def case_delay(s):
+    s.cluster.create_topic("SdkDelay")
+    print("   ", s.sdk("delay", "SdkDelay", "GID_delay"))
+
+
+def case_delay_refused(s):
+    s.cluster.create_topic("SdkDelayOff")
+    print("   ", s.sdk("delay_refused", "SdkDelayOff"))
+
+
+def case_bad_handle(s):
+    s.cluster.create_topic("SdkBadHandle")
+    print("   ", s.sdk("bad_handle", "SdkBadHandle", "GID_bad"))
+
+
+def case_acl(s):
+    # Topic creation is signed too (the admin account), as RocketMQ's AclClientRPCHook signs.
+    fields = signed({"topic": "SdkAcl", "defaultTopic": "TBW102", "readQueueNums": 4, "writeQueueNums": 4,
+                     "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": "false"})
+    resp = remoting.request(s.cluster.broker_addr, 17, fields)
+    check(resp.code == 0, "signed topic creation answered %d %r" % (resp.code, resp.remark))
+    s.cluster.wait_route("SdkAcl")
+    print("   ", s.sdk("acl", "SdkAcl", "sdk5user", "sdk5usersecret"))
+    stored = sum(signed_max_offset(addr, "SdkAcl", q) for _, addr in s.cluster.shard_brokers() for q in range(4))
+    check(stored == 1, "SdkAcl holds %d messages, want the one signed send" % stored)
+    with open(os.path.join(s.workdir, "proxy.log")) as f:
+        log = f.read()
+    check("signature of accessKey sdk5user does not match" in log, "the proxy did not log why it refused")
+
+
+def signed(fields, ak="sdk5admin", sk="sdk5secret"):
+    """`fields` signed as RocketMQ's AclClientRPCHook signs (sorted values), computed here independently."""
+    fields = dict((k, str(v)) for k, v in fields.items())
+    fields["AccessKey"] = ak
+    content = "".join(fields[k] for k in sorted(fields)).encode()
+    fields["Signature"] = base64.b64encode(hmac.new(sk.encode(), content, hashlib.sha1).digest()).decode()
+    return fields
+
+
+def signed_max_offset(addr, topic, queue):
+    resp = remoting.request(addr, remoting.GET_MAX_OFFSET, signed({"topic": topic, "queueId": queue}))
+    check(resp.code == 0, "GET_MAX_OFFSET answered %d %r" % (resp.code, resp.remark))
+    return int(resp.ext_fields.get("offset", 0))
+
+
+def acl_setup(workdir):
+    """Broker and proxy read the same plain_acl.yml."""
+    conf = os.path.join(workdir, "conf")
+    os.makedirs(conf, exist_ok=True)
+    path = os.path.join(conf, "plain_acl.yml")
+    with open(path, "w") as f:
+        f.write(ACL_YML)
+    return {"aclEnable": "true", "aclFile": path}, {"aclEnable": "true", "aclFile": '"%s"' % path}
+
+
+# name -> (function, broker config, proxy config)
+CASES = {
+    "py_send_stored": (case_send_stored, None, None),
+    "grpc_batch_ack": (case_batch_ack, None, None),
+    "py_push": (case_push, None, None),
+    "py_dlq": (case_dlq, None, None),
+    "py_kill9_sync_flush": (case_kill9, {"flushDiskType": "SYNC_FLUSH"}, None),
+    "py_tx_check_back": (case_orphan, {"transactionTimeOut": "2000", "transactionCheckInterval": "1000"}, None),
+    "py_normal": (case_normal, {"transactionTimeOut": "2000"}, None),
+    "py_fifo": (case_fifo, None, None),
+    "py_transaction": (case_transaction, {"transactionTimeOut": "2000", "transactionCheckInterval": "1000"}, None),
+    "py_redelivery": (case_redelivery, None, None),
+    "py_delay": (case_delay, None, None),
+    "py_delay_refused": (case_delay_refused, {"timerWheelEnable": "false"}, None),
+    "py_bad_handle": (case_bad_handle, None, None),
+    "py_acl": (case_acl, "acl", None),
+    "rust_normal": (case_rust_normal, None, None),
+    "rust_fifo": (case_rust_fifo, None, None),
+    "rust_transaction": (case_rust_transaction,
+                         {"transactionTimeOut": "2000", "transactionCheckInterval": "1000"}, None),
+    "node_normal": (case_node_normal, None, None),
+    "node_fifo": (case_node_fifo, None, None),
+    "node_transaction": (case_node_transaction,
+                         {"transactionTimeOut": "2000", "transactionCheckInterval": "1000"}, None),
+}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-k", action="append", default=[], help="run cases whose name contains this")
+    ap.add_argument("--keep", action="store_true", help="keep temp dirs of passing cases")
+    ap.add_argument("--list", action="store_true")
+    args = ap.parse_args()
+    names = [n for n in CASES if not args.k or any(k in n for k in args.k)]
+    if args.list:
+        print("\n".join(names))
+        return 0
+    failed = []
+    for name in names:
+        fn, broker_cfg, proxy_cfg = CASES[name]
+        workdir = tempfile.mkdtemp(prefix="sdk5-%s-" % name)
+        if broker_cfg == "acl":
+            broker_cfg, proxy_cfg = acl_setup(workdir)
+        started = time.time()
+        setup = None
+        try:
+            setup = Setup(workdir, broker_cfg, proxy_cfg)
+            fn(setup)
+            print("PASS %s (%.1fs)" % (name, time.time() - started))
+            if not args.keep:
+                setup.close()
+                setup = None
+                shutil.rmtree(workdir, ignore_errors=True)
+        except (CaseFailure, OSError) as e:
+            failed.append(name)
+            print("FAIL %s (%.1fs): %s" % (name, time.time() - started, e))
+            print("     proxy log:\n" + harness.tail(os.path.join(workdir, "proxy.log"), 20))
+            print("     kept %s" % workdir)
+        finally:
+            if setup is not None:
+                setup.close()
+            harness.stop_everything()
+    print("%d passed, %d failed%s" % (len(names) - len(failed), len(failed),
+                                       (": " + ", ".join(failed)) if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
