@@ -24,8 +24,10 @@
 #                           the next segment of every shard ahead of need)
 #   SOAK_READ_CACHE=16777216  readCacheBytes per shard: a bounded cache that fills during warm-up (the
 #                           broker's 64 MiB default takes minutes to fill at soak rates and looks like growth)
-#   SOAK_DISK_RATIO=100     diskMaxUsedSpaceRatio: above it retention deletes the oldest segments even
-#                           unexpired (RocketMQ's rule; default 75), which would count as loss here
+#   SOAK_DISK_RATIO=100     diskMaxUsedSpaceRatio: above it retention deletes expired segments at once
+#                           (default 75); the brokers also run with cleanFileForciblyEnable = false, as
+#                           above 85% disk use RocketMQ's rule deletes unexpired segments, which would
+#                           count as loss here (a 2026-12-01 run lost its oldest segments that way)
 #   SOAK_RESTART_MIN=20 SOAK_RESTART_MAX=60   seconds between kills
 #   SOAK_KILL_NAMESRV=1     the name server is among the processes killed (restarted empty)
 #   SOAK_STEADY_PERCENT=30  last part of the run without restarts (leak check on one process)
@@ -153,6 +155,7 @@ flushDiskType = "$SOAK_FLUSH"
 mappedFileSizeCommitLog = $SOAK_SEGMENT
 readCacheBytes = $SOAK_READ_CACHE
 diskMaxUsedSpaceRatio = $SOAK_DISK_RATIO
+cleanFileForciblyEnable = false
 registerNameServerPeriod = 5000
 EOF
 }
