@@ -268,6 +268,25 @@ impl ExtFieldsBuilder {
         });
     }
 
+    /// The text written so far; a decoder that unescapes appends a key or value here, then calls
+    /// [`ExtFieldsBuilder::push_written`].
+    pub(crate) fn raw_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.raw
+    }
+
+    /// Records the field whose key is `raw[key_start..key_end]` and whose value runs from
+    /// `key_end` to the end of the text written so far.
+    pub(crate) fn push_written(&mut self, key_start: usize, key_end: usize) {
+        self.duplicates
+            .note(self.raw.get(key_start..key_end).unwrap_or(&[]));
+        self.entries.push(Entry {
+            key_start,
+            key_end,
+            value_start: key_end,
+            value_end: self.raw.len(),
+        });
+    }
+
     /// The fields; `None` when the text is not UTF-8 or a key/value edge splits a character (so
     /// that no key or value can be invalid on its own even when the whole text is valid).
     pub(crate) fn finish(self) -> Option<ExtFields> {

@@ -2,4 +2,5 @@
 
 pub mod binary;
 pub mod json;
+mod json_reader;
 mod text;
