@@ -69,24 +69,18 @@ fn language<'de, D: Deserializer<'de>>(d: D) -> Result<LanguageCode, D::Error> {
 /// Decodes a JSON header; the body and serialize type come from the frame. The usual shape is read
 /// in one pass by [`super::json_reader`]; anything else goes through serde_json.
 pub fn decode(header: &[u8], body: Bytes) -> Result<RemotingCommand, serde_json::Error> {
-    // One UTF-8 check for the whole header; the readers then skip their per-string checks.
-    let text = std::str::from_utf8(header)
-        .map_err(|_| <serde_json::Error as de::Error>::custom("JSON header is not valid UTF-8"))?;
-    match super::json_reader::read(text.as_bytes(), body.clone()) {
+    match super::json_reader::read(header, body.clone()) {
         Some(cmd) => Ok(cmd),
-        None => decode_str_with_serde(text, body),
+        None => decode_with_serde(header, body),
     }
 }
 
 /// Decodes a JSON header with serde_json alone: the reader for unusual shapes, and the reference
 /// the one-pass reader is checked against (tests, fuzzing).
 pub fn decode_with_serde(header: &[u8], body: Bytes) -> Result<RemotingCommand, serde_json::Error> {
+    // One UTF-8 check for the whole header; serde_json then skips its per-string checks.
     let text = std::str::from_utf8(header)
         .map_err(|_| <serde_json::Error as de::Error>::custom("JSON header is not valid UTF-8"))?;
-    decode_str_with_serde(text, body)
-}
-
-fn decode_str_with_serde(text: &str, body: Bytes) -> Result<RemotingCommand, serde_json::Error> {
     let h: JsonHeader = serde_json::from_str(text)?;
     Ok(RemotingCommand {
         code: h.code,

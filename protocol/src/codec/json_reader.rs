@@ -7,15 +7,20 @@
 //! field, malformed bytes) makes it return `None`, and [`super::json::decode`] hands the header to
 //! serde_json, which decides and words the error. So this reader only has to be right about what
 //! it accepts: the `json_header` fuzz target checks it against serde_json on every input.
+//!
+//! The header is not checked for UTF-8 up front: what is kept is checked once (the extFields text
+//! as a whole, the language and remark), and what is skipped (unknown names and their string
+//! values) is checked where it is skipped, so invalid UTF-8 anywhere still means `None`.
 
 use bytes::Bytes;
 
 use super::json::from_number;
+use super::text::NEEDS_ESCAPE;
 use crate::command::{RemotingCommand, SerializeType};
 use crate::ext_fields::ExtFieldsBuilder;
 use crate::language::LanguageCode;
 
-/// Reads a JSON header already checked to be UTF-8; `None` when it is not in the simple shape.
+/// Reads a JSON header; `None` when it is not in the simple shape or not UTF-8.
 pub(crate) fn read(text: &[u8], body: Bytes) -> Option<RemotingCommand> {
     let mut r = Reader { buf: text, pos: 0 };
     let mut cmd = RemotingCommand {
@@ -72,6 +77,7 @@ pub(crate) fn read(text: &[u8], body: Bytes) -> Option<RemotingCommand> {
                     64
                 }
                 _ => {
+                    std::str::from_utf8(key).ok()?;
                     r.skip_scalar()?;
                     0
                 }
@@ -90,6 +96,11 @@ pub(crate) fn read(text: &[u8], body: Bytes) -> Option<RemotingCommand> {
     }
     r.skip_ws();
     (r.pos == r.buf.len()).then_some(cmd)
+}
+
+/// Ends a run of plain string bytes: a quote, a backslash or a control character (an error).
+fn needs_escape(b: &u8) -> bool {
+    NEEDS_ESCAPE.get(usize::from(*b)) == Some(&true)
 }
 
 struct Reader<'a> {
@@ -135,7 +146,7 @@ impl<'a> Reader<'a> {
         self.eat(b'"')?;
         let start = self.pos;
         let rest = self.buf.get(start..)?;
-        let len = rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        let len = rest.iter().position(needs_escape)?;
         if rest.get(len) != Some(&b'"') {
             return None;
         }
@@ -148,7 +159,7 @@ impl<'a> Reader<'a> {
         self.eat(b'"')?;
         loop {
             let rest = self.buf.get(self.pos..)?;
-            let run = rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+            let run = rest.iter().position(needs_escape)?;
             out.extend_from_slice(rest.get(..run)?);
             self.pos += run;
             match self.next()? {
@@ -310,7 +321,7 @@ impl<'a> Reader<'a> {
     /// Skips the value of a field this reader does not keep (`serializeTypeCurrentRPC` and others).
     fn skip_scalar(&mut self) -> Option<()> {
         match self.peek()? {
-            b'"' => self.plain_string().map(|_| ()),
+            b'"' => std::str::from_utf8(self.plain_string()?).ok().map(|_| ()),
             b't' => self.eat_word(b"true"),
             b'f' => self.eat_word(b"false"),
             b'n' => self.eat_word(b"null"),
@@ -390,6 +401,18 @@ mod tests {
             "[]",
         ] {
             assert!(read(text.as_bytes(), Bytes::new()).is_none(), "{text}");
+        }
+        // Invalid UTF-8 is refused wherever it is, kept or skipped.
+        for bytes in [
+            &b"{\"extFields\":{\"a\":\"\xC3\"}}"[..],
+            b"{\"extFields\":{\"\xFF\":\"v\"}}",
+            b"{\"language\":\"\xC3\"}",
+            b"{\"remark\":\"\xC3\"}",
+            b"{\"x\":\"\xC3\"}",
+            b"{\"\xC3\":1}",
+        ] {
+            assert!(read(bytes, Bytes::new()).is_none(), "{bytes:?}");
+            assert!(decode_with_serde(bytes, Bytes::new()).is_err(), "{bytes:?}");
         }
     }
 }

@@ -30,10 +30,11 @@ fn hex_digit(n: u8) -> u8 {
     HEX.get(usize::from(n & 0xF)).copied().unwrap_or(b'0')
 }
 
-/// Bytes that must be escaped inside a JSON string: control characters, `"` and `\`.
+/// Bytes that must be escaped inside a JSON string: control characters, `"` and `\` (also the bytes
+/// that end a run of plain characters when reading one).
 // Evaluated at compile time: an index out of range would fail the build, not panic at run time.
 #[allow(clippy::indexing_slicing)]
-const NEEDS_ESCAPE: [bool; 256] = {
+pub(crate) const NEEDS_ESCAPE: [bool; 256] = {
     let mut table = [false; 256];
     let mut b = 0;
     while b < 0x20 {
