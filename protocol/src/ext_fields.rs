@@ -268,6 +268,36 @@ impl ExtFieldsBuilder {
         });
     }
 
+    /// A builder over a copy of a header's field region, whose fields are then marked with
+    /// [`ExtFieldsBuilder::push_range`] where they lie (one copy of the region instead of one per
+    /// key and value). Bytes between fields stay in the text unseen; they must be made UTF-8
+    /// with [`ExtFieldsBuilder::blank`].
+    pub(crate) fn over(region: Vec<u8>, fields: usize) -> Self {
+        ExtFieldsBuilder {
+            raw: region,
+            entries: Vec::with_capacity(fields),
+            duplicates: DuplicateCheck::default(),
+        }
+    }
+
+    /// Zeroes `range` of the text (bytes between fields that are not text, e.g. binary lengths).
+    pub(crate) fn blank(&mut self, range: std::ops::Range<usize>) {
+        if let Some(bytes) = self.raw.get_mut(range) {
+            bytes.fill(0);
+        }
+    }
+
+    /// Records a field whose key and value lie at these ranges of the text.
+    pub(crate) fn push_range(&mut self, key: std::ops::Range<usize>, value: std::ops::Range<usize>) {
+        self.duplicates.note(self.raw.get(key.clone()).unwrap_or(&[]));
+        self.entries.push(Entry {
+            key_start: key.start,
+            key_end: key.end,
+            value_start: value.start,
+            value_end: value.end,
+        });
+    }
+
     /// The text written so far; a decoder that unescapes appends a key or value here, then calls
     /// [`ExtFieldsBuilder::push_written`].
     pub(crate) fn raw_mut(&mut self) -> &mut Vec<u8> {
@@ -291,10 +321,12 @@ impl ExtFieldsBuilder {
     /// that no key or value can be invalid on its own even when the whole text is valid).
     pub(crate) fn finish(self) -> Option<ExtFields> {
         let text = String::from_utf8(self.raw).ok()?;
-        let edges_ok = self
-            .entries
-            .iter()
-            .all(|e| text.is_char_boundary(e.key_start) && text.is_char_boundary(e.key_end));
+        let edges_ok = self.entries.iter().all(|e| {
+            text.is_char_boundary(e.key_start)
+                && text.is_char_boundary(e.key_end)
+                && text.is_char_boundary(e.value_start)
+                && text.is_char_boundary(e.value_end)
+        });
         if !edges_ok {
             return None;
         }

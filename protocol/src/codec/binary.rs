@@ -71,17 +71,26 @@ pub fn decode(header: &[u8], body: Bytes) -> Result<RemotingCommand, BinaryHeade
     let remark = r.str_i32("remark")?;
     let ext_len = usize::try_from(r.i32("extFields")?)
         .map_err(|_| BinaryHeaderError::NegativeLength("extFields"))?;
-    let mut ext = Reader {
-        buf: r.take(ext_len, "extFields")?,
-    };
-    let mut fields = ExtFieldsBuilder::with_capacity((ext_len / 8).min(32), ext_len);
+    // One copy of the whole region; the fields are marked where they lie in it and the length
+    // prefixes between them are zeroed (so the text is UTF-8 when every key and value is).
+    let region = r.take(ext_len, "extFields")?;
+    let mut fields = ExtFieldsBuilder::over(region.to_vec(), (ext_len / 8).min(32));
+    let mut ext = Reader { buf: region };
+    let at = |ext: &Reader| region.len() - ext.buf.len();
     while !ext.buf.is_empty() {
+        let key_len_at = at(&ext);
         let key_len = usize::try_from(ext.i16("extFields key")?)
             .map_err(|_| BinaryHeaderError::NegativeLength("extFields key"))?;
-        let key = ext.take(key_len, "extFields key")?;
+        let key_start = at(&ext);
+        ext.take(key_len, "extFields key")?;
+        let key_end = at(&ext);
         let value_len = usize::try_from(ext.i32("extFields value")?)
             .map_err(|_| BinaryHeaderError::NegativeLength("extFields value"))?;
-        fields.push(key, ext.take(value_len, "extFields value")?);
+        let value_start = at(&ext);
+        ext.take(value_len, "extFields value")?;
+        fields.blank(key_len_at..key_start);
+        fields.blank(key_end..value_start);
+        fields.push_range(key_start..key_end, value_start..at(&ext));
     }
     let ext_fields = fields
         .finish()

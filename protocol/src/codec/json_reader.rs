@@ -15,7 +15,7 @@
 use bytes::Bytes;
 
 use super::json::from_number;
-use super::text::NEEDS_ESCAPE;
+use super::text::find_escape;
 use crate::command::{RemotingCommand, SerializeType};
 use crate::ext_fields::ExtFieldsBuilder;
 use crate::language::LanguageCode;
@@ -98,11 +98,6 @@ pub(crate) fn read(text: &[u8], body: Bytes) -> Option<RemotingCommand> {
     (r.pos == r.buf.len()).then_some(cmd)
 }
 
-/// Ends a run of plain string bytes: a quote, a backslash or a control character (an error).
-fn needs_escape(b: &u8) -> bool {
-    NEEDS_ESCAPE.get(usize::from(*b)) == Some(&true)
-}
-
 struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
@@ -146,7 +141,7 @@ impl<'a> Reader<'a> {
         self.eat(b'"')?;
         let start = self.pos;
         let rest = self.buf.get(start..)?;
-        let len = rest.iter().position(needs_escape)?;
+        let len = find_escape(rest)?;
         if rest.get(len) != Some(&b'"') {
             return None;
         }
@@ -159,7 +154,7 @@ impl<'a> Reader<'a> {
         self.eat(b'"')?;
         loop {
             let rest = self.buf.get(self.pos..)?;
-            let run = rest.iter().position(needs_escape)?;
+            let run = find_escape(rest)?;
             out.extend_from_slice(rest.get(..run)?);
             self.pos += run;
             match self.next()? {

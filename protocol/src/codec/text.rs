@@ -46,14 +46,44 @@ pub(crate) const NEEDS_ESCAPE: [bool; 256] = {
     table
 };
 
+/// The index of the first byte of `bytes` that [`NEEDS_ESCAPE`] marks. Eight bytes are tested at a
+/// time: strings in headers are mostly plain, and a byte-by-byte loop was most of the codec's time.
+pub(crate) fn find_escape(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in chunks.by_ref() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word);
+        // A byte's high bit is set in a mask when it is below 0x20, a quote or a backslash. Borrows
+        // run only upwards from a flagged byte, so the lowest flag is exact.
+        let control = x.wrapping_sub(ONES * 0x20) & !x;
+        let quote = (x ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES) & !(x ^ (ONES * u64::from(b'"')));
+        let backslash =
+            (x ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES) & !(x ^ (ONES * u64::from(b'\\')));
+        let flags = (control | quote | backslash) & HIGH;
+        if flags != 0 {
+            return Some(offset + (flags.trailing_zeros() / 8) as usize);
+        }
+        offset += 8;
+    }
+    let needs_escape = |b: &u8| NEEDS_ESCAPE.get(usize::from(*b)) == Some(&true);
+    chunks
+        .remainder()
+        .iter()
+        .position(needs_escape)
+        .map(|i| offset + i)
+}
+
 /// Appends `s` as a quoted JSON string. Quotes, backslashes and control characters (including the
 /// `\u0001`/`\u0002` separators of message properties) are escaped; other UTF-8 passes through.
 /// Runs without escapes are copied in one piece.
 pub(crate) fn put_json_str(out: &mut impl BufMut, s: &str) {
     out.put_u8(b'"');
     let mut rest = s.as_bytes();
-    let needs_escape = |b: &u8| NEEDS_ESCAPE.get(usize::from(*b)) == Some(&true);
-    while let Some(i) = rest.iter().position(needs_escape) {
+    while let Some(i) = find_escape(rest) {
         out.put_slice(rest.get(..i).unwrap_or(&[]));
         let b = rest.get(i).copied().unwrap_or(0);
         match b {
@@ -93,6 +123,34 @@ mod tests {
             let mut out = Vec::new();
             put_i64(&mut out, v);
             assert_eq!(String::from_utf8(out).unwrap(), v.to_string());
+        }
+    }
+
+    #[test]
+    fn find_escape_matches_a_byte_by_byte_search() {
+        let slow = |b: &[u8]| b.iter().position(|&c| c < 0x20 || c == b'"' || c == b'\\');
+        let mut text: Vec<u8> = b"plain text, then more plain text".to_vec();
+        assert_eq!(find_escape(&text), None);
+        for at in 0..text.len() {
+            for special in [0u8, 1, 0x1f, b'"', b'\\'] {
+                let mut t = text.clone();
+                t[at] = special;
+                // Bytes around the special one that a sloppy test could mistake for it.
+                for (i, c) in t.iter_mut().enumerate() {
+                    if i != at && i % 3 == 0 {
+                        *c = [0x20, 0x21, 0x5b, 0x5d, 0xa2, 0xdc, 0xff][i % 7];
+                    }
+                }
+                assert_eq!(find_escape(&t), slow(&t), "{t:?}");
+            }
+        }
+        text.clear();
+        for b in 0..=255u8 {
+            text.push(b);
+            text.push(b'a');
+        }
+        for start in 0..text.len() {
+            assert_eq!(find_escape(&text[start..]), slow(&text[start..]));
         }
     }
 
