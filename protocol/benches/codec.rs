@@ -1,36 +1,20 @@
 //! Encode and decode of a SEND_MESSAGE_V2 request as the Java client sends it, with JSON and with
 //! ROCKETMQ headers, the way a connection uses the codec: decoding copies the frame into a reused
 //! read buffer (as a socket read would) and decodes it; encoding appends to a reused write buffer.
+//! The broker's answer (SendMessageResponseHeader) is encoded too.
 
 // Bench code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
 
 use bytes::BytesMut;
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use protocol::frame::{decode_frame, encode_frame};
 use protocol::header::SendMessageRequestHeader;
-use protocol::request_code::SEND_MESSAGE_V2;
-use protocol::{RemotingCommand, SerializeType};
+use protocol::SerializeType;
 
-fn send_v2(serialize_type: SerializeType) -> RemotingCommand {
-    RemotingCommand::request(SEND_MESSAGE_V2)
-        .with_opaque(123_456)
-        .with_serialize_type(serialize_type)
-        .with_ext("a", "please_rename_unique_group_name")
-        .with_ext("b", "TopicTest")
-        .with_ext("c", "TBW102")
-        .with_ext("d", "4")
-        .with_ext("e", "2")
-        .with_ext("f", "0")
-        .with_ext("g", "1700000000000")
-        .with_ext("h", "0")
-        .with_ext("i", "KEYS\u{1}OrderID188\u{2}UNIQ_KEY\u{1}7F0000011F9C18B4AAC2156E4A3C0000\u{2}WAIT\u{1}true\u{2}TAGS\u{1}TagA\u{2}")
-        .with_ext("j", "0")
-        .with_ext("k", "false")
-        .with_ext("m", "false")
-        .with_ext("n", "broker-a")
-        .with_body(vec![b'x'; 128])
-}
+use common::{send_response, send_v2};
 
 fn bench_type(c: &mut Criterion, name: &str, serialize_type: SerializeType) {
     let cmd = send_v2(serialize_type);
@@ -66,6 +50,14 @@ fn bench_type(c: &mut Criterion, name: &str, serialize_type: SerializeType) {
                 .expect("complete");
             out.clear();
             encode_frame(&cmd, &mut out).expect("encodable");
+            black_box(out.len())
+        })
+    });
+    let response = send_response(&cmd);
+    c.bench_function(&format!("{name}/response encode"), |b| {
+        b.iter(|| {
+            out.clear();
+            encode_frame(black_box(&response), &mut out).expect("encodable");
             black_box(out.len())
         })
     });

@@ -280,10 +280,11 @@ impl ExtFieldsBuilder {
         }
     }
 
-    /// Zeroes `range` of the text (bytes between fields that are not text, e.g. binary lengths).
-    pub(crate) fn blank(&mut self, range: std::ops::Range<usize>) {
-        if let Some(bytes) = self.raw.get_mut(range) {
-            bytes.fill(0);
+    /// Zeroes the `N` bytes of the text at `at` (bytes between fields that are not text, e.g. binary
+    /// lengths). A constant length makes it a single store, not a call to memset.
+    pub(crate) fn blank<const N: usize>(&mut self, at: usize) {
+        if let Some(bytes) = self.raw.get_mut(at..at.saturating_add(N)) {
+            bytes.copy_from_slice(&[0; N]);
         }
     }
 

@@ -81,15 +81,15 @@ pub fn decode(header: &[u8], body: Bytes) -> Result<RemotingCommand, BinaryHeade
         let key_len_at = at(&ext);
         let key_len = usize::try_from(ext.i16("extFields key")?)
             .map_err(|_| BinaryHeaderError::NegativeLength("extFields key"))?;
-        let key_start = at(&ext);
+        let key_start = key_len_at + 2;
         ext.take(key_len, "extFields key")?;
         let key_end = at(&ext);
         let value_len = usize::try_from(ext.i32("extFields value")?)
             .map_err(|_| BinaryHeaderError::NegativeLength("extFields value"))?;
-        let value_start = at(&ext);
+        let value_start = key_end + 4;
         ext.take(value_len, "extFields value")?;
-        fields.blank(key_len_at..key_start);
-        fields.blank(key_end..value_start);
+        fields.blank::<2>(key_len_at);
+        fields.blank::<4>(key_end);
         fields.push_range(key_start..key_end, value_start..at(&ext));
     }
     let ext_fields = fields

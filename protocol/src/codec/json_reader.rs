@@ -177,6 +177,11 @@ impl<'a> Reader<'a> {
             b't' => '\t',
             b'u' => {
                 let first = self.hex4()?;
+                // ASCII (the \u0001 and \u0002 of message properties): one byte, no char encoding.
+                if let Ok(ascii @ 0..=0x7F) = u8::try_from(first) {
+                    out.push(ascii);
+                    return Some(());
+                }
                 if (0xD800..0xDC00).contains(&first) {
                     self.eat_word(b"\\u")?;
                     let second = self.hex4()?;
