@@ -95,7 +95,9 @@ impl ExtFields {
         });
     }
 
-    fn insert_with(&mut self, key: &str, write_value: impl FnOnce(&mut String)) {
+    /// Sets `key` to the text `write_value` appends to the string it is given (a value built in
+    /// place, without a `String` of its own).
+    pub fn insert_with(&mut self, key: &str, write_value: impl FnOnce(&mut String)) {
         match self.position(key) {
             Some(i) => {
                 // The old value's bytes stay behind as garbage; headers are rebuilt far more often than edited.
@@ -252,20 +254,6 @@ impl ExtFieldsBuilder {
             entries: Vec::with_capacity(fields),
             duplicates: DuplicateCheck::default(),
         }
-    }
-
-    pub(crate) fn push(&mut self, key: &[u8], value: &[u8]) {
-        self.duplicates.note(key);
-        let key_start = self.raw.len();
-        self.raw.extend_from_slice(key);
-        let key_end = self.raw.len();
-        self.raw.extend_from_slice(value);
-        self.entries.push(Entry {
-            key_start,
-            key_end,
-            value_start: key_end,
-            value_end: self.raw.len(),
-        });
     }
 
     /// A builder over a copy of a header's field region, whose fields are then marked with

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 
 use protocol::body::perm;
-use protocol::header::{CommandHeader, SendMessageRequestHeader, SendMessageResponseHeader};
+use protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
 use protocol::message::properties;
 use protocol::message::record::{sys_flag, MessageRecord, MAX_PROPERTIES_LEN};
 use protocol::message::{batch, msgid};
@@ -272,28 +272,25 @@ fn success(shard: &Shard, oks: &[PutOk], queue_id: i32, is_batch: bool) -> Remot
     let Some(first) = oks.first() else {
         return error(rc::SYSTEM_ERROR, "the store returned no result");
     };
-    let msg_id = if is_batch {
-        let mut ids = String::with_capacity(oks.len() * 33);
-        for (i, ok) in oks.iter().enumerate() {
-            if i > 0 {
-                ids.push(',');
+    let store_host = shard.store_host;
+    let fields = SendMessageResponseHeader::ext_fields_with(
+        |text| {
+            if is_batch {
+                text.reserve(oks.len() * 33);
+                for (i, ok) in oks.iter().enumerate() {
+                    if i > 0 {
+                        text.push(',');
+                    }
+                    msgid::push_offset_msg_id(text, store_host, ok.physical_offset);
+                }
+            } else {
+                msgid::push_offset_msg_id(text, store_host, first.physical_offset);
             }
-            msgid::push_offset_msg_id(&mut ids, shard.store_host, ok.physical_offset);
-        }
-        ids
-    } else {
-        msgid::offset_msg_id(shard.store_host, first.physical_offset)
-    };
-    let header = SendMessageResponseHeader {
-        msg_id,
+        },
         queue_id,
-        queue_offset: first.queue_offset,
-        transaction_id: None,
-        batch_uniq_id: None,
-        recall_handle: None,
-    };
-    let mut response =
-        RemotingCommand::response(rc::SUCCESS, None).with_ext_fields(header.to_ext_fields());
+        first.queue_offset,
+    );
+    let mut response = RemotingCommand::response(rc::SUCCESS, None).with_ext_fields(fields);
     response.set_ext(properties::MSG_REGION, "DefaultRegion");
     response.set_ext(properties::TRACE_SWITCH, "true");
     response

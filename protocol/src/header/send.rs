@@ -164,6 +164,23 @@ command_header! {
     }
 }
 
+impl SendMessageResponseHeader {
+    /// The extFields of a send's answer, the msgId written in place by `write_msg_id` (a send's
+    /// answer is built once per message: this saves the msgId its own `String`).
+    pub fn ext_fields_with(
+        write_msg_id: impl FnOnce(&mut String),
+        queue_id: i32,
+        queue_offset: i64,
+    ) -> ExtFields {
+        // msgId, queueId, queueOffset and the two fields the broker adds (MSG_REGION, TRACE_ON).
+        let mut out = ExtFields::with_capacity(5, 128);
+        out.insert_with("msgId", write_msg_id);
+        out.insert_display("queueId", queue_id);
+        out.insert_display("queueOffset", queue_offset);
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -210,6 +227,16 @@ mod tests {
             SendMessageRequestHeaderV2::from(h).to_ext_fields(),
             v2_fields()
         );
+    }
+
+    #[test]
+    fn response_fields_written_in_place_read_back() {
+        let fields = SendMessageResponseHeader::ext_fields_with(|t| t.push_str("AB,CD"), 3, -1);
+        let h = SendMessageResponseHeader::from_ext_fields(&fields).unwrap();
+        assert_eq!(h.msg_id, "AB,CD");
+        assert_eq!(h.queue_id, 3);
+        assert_eq!(h.queue_offset, -1);
+        assert_eq!(fields.len(), 3);
     }
 
     #[test]
