@@ -139,7 +139,9 @@ fn main() {
     stream.set_nodelay(true).unwrap();
     let mut answer = vec![0u8; 1 << 16];
     let sends = measured();
-    println!("allocations per SEND_MESSAGE_V2 (broker in-process, 1 shard, 128 B body, {sends} sends)");
+    println!(
+        "allocations per SEND_MESSAGE_V2 (broker in-process, 1 shard, 128 B body, {sends} sends)"
+    );
     for (name, serialize_type) in [
         ("JSON", SerializeType::Json),
         ("ROCKETMQ", SerializeType::RocketMq),
@@ -156,15 +158,24 @@ fn main() {
             head.contains("\"code\":0,") || answer.get(4..6) == Some(&[0, 0]),
             "send failed: {head}"
         );
-        let (a0, r0) = (ALLOCS.load(Ordering::Relaxed), REALLOCS.load(Ordering::Relaxed));
+        let (a0, r0) = (
+            ALLOCS.load(Ordering::Relaxed),
+            REALLOCS.load(Ordering::Relaxed),
+        );
         let t0 = Instant::now();
         for _ in 0..sends {
             round_trip(&mut stream, &frame, &mut answer);
         }
         let took = t0.elapsed();
-        let (a1, r1) = (ALLOCS.load(Ordering::Relaxed), REALLOCS.load(Ordering::Relaxed));
+        let (a1, r1) = (
+            ALLOCS.load(Ordering::Relaxed),
+            REALLOCS.load(Ordering::Relaxed),
+        );
         std::thread::sleep(took);
-        let (a2, r2) = (ALLOCS.load(Ordering::Relaxed), REALLOCS.load(Ordering::Relaxed));
+        let (a2, r2) = (
+            ALLOCS.load(Ordering::Relaxed),
+            REALLOCS.load(Ordering::Relaxed),
+        );
         let per = |n: u64| n as f64 / sends as f64;
         println!(
             "{name:>9}: {:.2} allocs + {:.2} reallocs per send ({:.1} µs per round trip); \

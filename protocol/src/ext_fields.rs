@@ -277,8 +277,13 @@ impl ExtFieldsBuilder {
     }
 
     /// Records a field whose key and value lie at these ranges of the text.
-    pub(crate) fn push_range(&mut self, key: std::ops::Range<usize>, value: std::ops::Range<usize>) {
-        self.duplicates.note(self.raw.get(key.clone()).unwrap_or(&[]));
+    pub(crate) fn push_range(
+        &mut self,
+        key: std::ops::Range<usize>,
+        value: std::ops::Range<usize>,
+    ) {
+        self.duplicates
+            .note(self.raw.get(key.clone()).unwrap_or(&[]));
         self.entries.push(Entry {
             key_start: key.start,
             key_end: key.end,

@@ -55,6 +55,15 @@ impl LanguageCode {
             .unwrap_or_else(|| LanguageCode::UnknownName(name.to_owned()))
     }
 
+    /// A JSON header's language sent as a number; one JSON cannot name is OTHER (so it survives
+    /// re-encoding).
+    pub fn from_json_number(v: i128) -> LanguageCode {
+        match u8::try_from(v).map(LanguageCode::from_code) {
+            Ok(LanguageCode::UnknownCode(_)) | Err(_) => LanguageCode::Other,
+            Ok(known) => known,
+        }
+    }
+
     /// Parses a ROCKETMQ header's language byte; unknown codes are kept.
     pub fn from_code(code: u8) -> LanguageCode {
         KNOWN

@@ -34,14 +34,6 @@ struct JsonHeader {
     ext_fields: ExtFields,
 }
 
-/// A language sent as a number; one JSON cannot name is OTHER (so it survives re-encoding).
-pub(crate) fn from_number(v: i128) -> LanguageCode {
-    match u8::try_from(v).map(LanguageCode::from_code) {
-        Ok(LanguageCode::UnknownCode(_)) | Err(_) => LanguageCode::Other,
-        Ok(known) => known,
-    }
-}
-
 /// Accepts a language name, a byte code, or null (JAVA).
 fn language<'de, D: Deserializer<'de>>(d: D) -> Result<LanguageCode, D::Error> {
     struct LanguageVisitor;
@@ -54,10 +46,10 @@ fn language<'de, D: Deserializer<'de>>(d: D) -> Result<LanguageCode, D::Error> {
             Ok(LanguageCode::from_name(v))
         }
         fn visit_u64<E: de::Error>(self, v: u64) -> Result<LanguageCode, E> {
-            Ok(from_number(i128::from(v)))
+            Ok(LanguageCode::from_json_number(i128::from(v)))
         }
         fn visit_i64<E: de::Error>(self, v: i64) -> Result<LanguageCode, E> {
-            Ok(from_number(i128::from(v)))
+            Ok(LanguageCode::from_json_number(i128::from(v)))
         }
         fn visit_unit<E: de::Error>(self) -> Result<LanguageCode, E> {
             Ok(LanguageCode::Java)
@@ -124,4 +116,92 @@ pub fn encode(cmd: &RemotingCommand, out: &mut impl BufMut) {
     out.put_slice(b",\"serializeTypeCurrentRPC\":\"JSON\",\"version\":");
     put_i64(out, i64::from(cmd.version));
     out.put_u8(b'}');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::json_reader::read;
+
+    /// The reader accepts `text` and agrees with serde_json on every field.
+    fn agrees(text: &str) -> RemotingCommand {
+        let fast =
+            read(text.as_bytes(), Bytes::new()).unwrap_or_else(|| panic!("fast path: {text}"));
+        assert_eq!(
+            decode_with_serde(text.as_bytes(), Bytes::new()).unwrap(),
+            fast,
+            "{text}"
+        );
+        fast
+    }
+
+    #[test]
+    fn what_clients_send_is_read_in_one_pass() {
+        // Java 4.9.8 (alphabetical, serializeTypeCurrentRPC, \u0001 separators escaped).
+        let java = r#"{"code":310,"extFields":{"a":"pg","b":"TopicTest","c":"TBW102","d":"4","e":"2","f":"0","g":"1700000000000","h":"0","i":"KEYS\u0001k\u0002TAGS\u0001TagA\u0002","j":"0","k":"false","m":"false","n":"broker-a"},"flag":0,"language":"JAVA","opaque":7,"serializeTypeCurrentRPC":"JSON","version":401}"#;
+        let cmd = agrees(java);
+        assert_eq!(cmd.code, 310);
+        assert_eq!(cmd.opaque, 7);
+        assert_eq!(cmd.ext("i"), Some("KEYS\u{1}k\u{2}TAGS\u{1}TagA\u{2}"));
+        // C++ 0.4.4: other order, no serializeTypeCurrentRPC, booleans as numbers, spaces.
+        let cpp = "{ \"code\" : 310, \"language\" : \"CPP\", \"version\" : 395, \"opaque\" : 3, \"flag\" : 0, \"remark\" : \"\", \"extFields\" : { \"b\" : \"T\", \"m\" : 1, \"d\" : -4 } }\n";
+        let cmd = agrees(cpp);
+        assert_eq!(cmd.language, LanguageCode::Cpp);
+        assert_eq!(cmd.remark.as_deref(), Some(""));
+        assert_eq!(cmd.ext("m"), Some("1"));
+        assert_eq!(cmd.ext("d"), Some("-4"));
+        // Unicode raw and escaped (a surrogate pair), escaped quotes, nulls, unknown fields.
+        let odd = r#"{"extFields":{"tópico":"中文\ud83d\ude00\"\\\/\b\f\n\r\t","gone":null,"t":true,"f":false,"k":"1","k":"2"},"remark":null,"language":12,"x":"y","y":null,"z":-5}"#;
+        let cmd = agrees(odd);
+        assert_eq!(cmd.ext("tópico"), Some("中文😀\"\\/\u{8}\u{c}\n\r\t"));
+        assert_eq!(cmd.ext("gone"), None);
+        assert_eq!(cmd.ext("k"), Some("2"));
+        assert_eq!(cmd.language, LanguageCode::Rust);
+        agrees("{}");
+        agrees(r#"{"extFields":null,"language":null}"#);
+        agrees(r#"{"extFields":{},"remark":"r\u00e9"}"#);
+    }
+
+    #[test]
+    fn other_shapes_are_left_to_serde() {
+        for text in [
+            r#"{"code":1.0}"#,
+            r#"{"code":1e3}"#,
+            r#"{"code":01}"#,
+            r#"{"code":-0}"#,
+            r#"{"code":2147483648}"#,
+            r#"{"code":"1"}"#,
+            r#"{"code":1,"code":2}"#,
+            r#"{"extFields":{"a":{"b":1}}}"#,
+            r#"{"extFields":{"a":[1]}}"#,
+            r#"{"extFields":{"a":1.5}}"#,
+            r#"{"extFields":{"a":12345678901234567890}}"#,
+            r#"{"extFields":{"a":"\ud800"}}"#,
+            r#"{"extFields":{"a":"\udc00"}}"#,
+            r#"{"extFields":{"a":"\x"}}"#,
+            "{\"extFields\":{\"a\":\"\u{1}\"}}",
+            r#"{"x":{}}"#,
+            r#"{"co\u0064e":1}"#,
+            r#"{"code":1,}"#,
+            r#"{"code":1} x"#,
+            r#"{"code":1"#,
+            r#"{"extFields":{"a":tru}}"#,
+            "",
+            "[]",
+        ] {
+            assert!(read(text.as_bytes(), Bytes::new()).is_none(), "{text}");
+        }
+        // Invalid UTF-8 is refused wherever it is, kept or skipped.
+        for bytes in [
+            &b"{\"extFields\":{\"a\":\"\xC3\"}}"[..],
+            b"{\"extFields\":{\"\xFF\":\"v\"}}",
+            b"{\"language\":\"\xC3\"}",
+            b"{\"remark\":\"\xC3\"}",
+            b"{\"x\":\"\xC3\"}",
+            b"{\"\xC3\":1}",
+        ] {
+            assert!(read(bytes, Bytes::new()).is_none(), "{bytes:?}");
+            assert!(decode_with_serde(bytes, Bytes::new()).is_err(), "{bytes:?}");
+        }
+    }
 }

@@ -60,7 +60,8 @@ pub(crate) fn find_escape(bytes: &[u8]) -> Option<usize> {
         // A byte's high bit is set in a mask when it is below 0x20, a quote or a backslash. Borrows
         // run only upwards from a flagged byte, so the lowest flag is exact.
         let control = x.wrapping_sub(ONES * 0x20) & !x;
-        let quote = (x ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES) & !(x ^ (ONES * u64::from(b'"')));
+        let quote =
+            (x ^ (ONES * u64::from(b'"'))).wrapping_sub(ONES) & !(x ^ (ONES * u64::from(b'"')));
         let backslash =
             (x ^ (ONES * u64::from(b'\\'))).wrapping_sub(ONES) & !(x ^ (ONES * u64::from(b'\\')));
         let flags = (control | quote | backslash) & HIGH;
