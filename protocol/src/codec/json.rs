@@ -157,6 +157,9 @@ mod tests {
         assert_eq!(cmd.ext("gone"), None);
         assert_eq!(cmd.ext("k"), Some("2"));
         assert_eq!(cmd.language, LanguageCode::Rust);
+        let longest = agrees(r#"{"extFields":{"a":999999999999999999,"b":-999999999999999999}}"#);
+        assert_eq!(longest.ext("a"), Some("999999999999999999"));
+        assert_eq!(longest.ext("b"), Some("-999999999999999999"));
         agrees("{}");
         agrees(r#"{"extFields":null,"language":null}"#);
         agrees(r#"{"extFields":{},"remark":"r\u00e9"}"#);
@@ -176,6 +179,9 @@ mod tests {
             r#"{"extFields":{"a":[1]}}"#,
             r#"{"extFields":{"a":1.5}}"#,
             r#"{"extFields":{"a":12345678901234567890}}"#,
+            // Found by the fuzzer: 19 nines overflowed an i64 while being read.
+            r#"{"extFields":{"a":9999999999999999999}}"#,
+            r#"{"code":-9999999999999999999}"#,
             r#"{"extFields":{"a":"\ud800"}}"#,
             r#"{"extFields":{"a":"\udc00"}}"#,
             r#"{"extFields":{"a":"\x"}}"#,

@@ -219,11 +219,12 @@ impl<'a> Reader<'a> {
         let digits_start = self.pos;
         let mut v: i64 = 0;
         while let Some(d @ b'0'..=b'9') = self.peek() {
-            v = v * 10 + i64::from(d - b'0');
-            self.pos += 1;
-            if self.pos - digits_start > 18 {
+            // Checked before the digit is added: 18 digits always fit an i64, 19 may not.
+            if self.pos - digits_start == 18 {
                 return None;
             }
+            v = v * 10 + i64::from(d - b'0');
+            self.pos += 1;
         }
         let digits = self.buf.get(digits_start..self.pos)?;
         match digits {
