@@ -205,6 +205,8 @@ mod tests {
             b"{\"remark\":\"\xC3\"}",
             b"{\"x\":\"\xC3\"}",
             b"{\"\xC3\":1}",
+            // Found by the fuzzer: a dropped (null) field's key is checked too.
+            b"{\"extFields\":{\"\xC3\":null}}",
         ] {
             assert!(read(bytes, Bytes::new()).is_none(), "{bytes:?}");
             assert!(decode_with_serde(bytes, Bytes::new()).is_err(), "{bytes:?}");

@@ -290,7 +290,12 @@ impl<'a> Reader<'a> {
             self.skip_ws();
             match self.field_value(fields.raw_mut())? {
                 Value::Written => fields.push_written(key_start, key_end),
-                Value::Null => fields.raw_mut().truncate(key_start),
+                Value::Null => {
+                    // The key is dropped, so the check of the kept text would not see it.
+                    let key = fields.raw_mut().get(key_start..key_end).unwrap_or(&[]);
+                    std::str::from_utf8(key).ok()?;
+                    fields.raw_mut().truncate(key_start);
+                }
             }
             self.skip_ws();
             match self.next()? {
