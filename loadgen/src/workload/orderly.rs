@@ -84,6 +84,16 @@ impl Seen {
         }
         *last = seq;
     }
+
+    /// Numbers below each key's `next` (all acknowledged) not consumed yet.
+    fn missing(&self, next: &BTreeMap<u64, i64>) -> u64 {
+        next.iter()
+            .map(|(k, next)| {
+                let last = self.last.get(k).copied().unwrap_or(-1);
+                u64::try_from((next - 1) - last).unwrap_or(0)
+            })
+            .sum()
+    }
 }
 
 pub fn run(args: OrderlyArgs) -> Result<OrderlyReport, String> {
@@ -329,13 +339,7 @@ async fn drive(args: OrderlyArgs) -> Result<OrderlyReport, String> {
     report.settled_after_s = settle_start.elapsed().as_secs_f64();
     stop.set(true);
     let s = seen.borrow();
-    report.missing = next_seq
-        .iter()
-        .map(|(k, next)| {
-            let last = s.last.get(k).copied().unwrap_or(-1);
-            u64::try_from((next - 1) - last).unwrap_or(0)
-        })
-        .sum();
+    report.missing = s.missing(&next_seq);
     report.delivered = s.delivered;
     report.gaps = s.gaps;
     report.gap_examples = s.gap_examples.clone();
@@ -362,5 +366,8 @@ mod tests {
         assert_eq!(s.gap_examples, vec!["key 7: 5 after 3".to_owned()]);
         s.take(8, 1);
         assert_eq!(s.gaps, 2, "a key's first message must be number 0");
+        // Key 7 acknowledged up to 7 but consumed up to 5; key 8 all; key 9 sent nothing.
+        let next: BTreeMap<u64, i64> = [(7, 8), (8, 2), (9, 0)].into_iter().collect();
+        assert_eq!(s.missing(&next), 2);
     }
 }

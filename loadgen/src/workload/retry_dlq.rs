@@ -376,17 +376,37 @@ async fn drive(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
     report.settled_after_s = settle_start.elapsed().as_secs_f64();
     stop.set(true);
 
-    let d = deliveries.borrow();
-    let max = args.max_reconsume_times;
-    for s in &acked {
-        let lost = if failing(*s, args.fail_every) {
+    judge(
+        &mut report,
+        &acked,
+        &deliveries.borrow(),
+        &dlq,
+        args.fail_every,
+    );
+    report.send_backs = send_backs.get();
+    report.send_back_failures = send_back_failures.get();
+    Ok(report)
+}
+
+/// Fills in the verdict from the acknowledged messages, the consumer's deliveries and the DLQ's copies
+/// (number -> reconsume times of each), with `report.max_reconsume_times` the limit sent.
+fn judge(
+    report: &mut RetryDlqReport,
+    acked: &BTreeSet<u64>,
+    deliveries: &Deliveries,
+    dlq: &Deliveries,
+    every: u64,
+) {
+    let max = report.max_reconsume_times;
+    for s in acked {
+        let lost = if failing(*s, every) {
             report.failing_acked += 1;
             let lost = !dlq.contains_key(s);
             report.failing_not_in_dlq += u64::from(lost);
             lost
         } else {
             report.normal_acked += 1;
-            let lost = !d.contains_key(s);
+            let lost = !deliveries.contains_key(s);
             report.normal_lost += u64::from(lost);
             lost
         };
@@ -394,15 +414,15 @@ async fn drive(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
             report.lost_examples.push(*s);
         }
     }
-    for (s, times) in d.iter() {
+    let expected: BTreeSet<i32> = (0..=max).collect();
+    for (s, times) in deliveries {
         report.deliveries += times.len() as u64;
         let distinct: BTreeSet<i32> = times.iter().copied().collect();
         report.duplicate_deliveries += (times.len() - distinct.len()) as u64;
-        if !failing(*s, args.fail_every) {
+        if !failing(*s, every) {
             report.normal_retried += u64::from(distinct.iter().any(|t| *t > 0));
             continue;
         }
-        let expected: BTreeSet<i32> = (0..=max).collect();
         let too_many = distinct.iter().any(|t| *t > max);
         if (dlq.contains_key(s) && distinct != expected) || too_many {
             report.wrong_attempts += 1;
@@ -413,17 +433,15 @@ async fn drive(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
             }
         }
     }
-    for (s, copies) in &dlq {
-        if !failing(*s, args.fail_every) {
+    for (s, copies) in dlq {
+        if !failing(*s, every) {
             report.normal_in_dlq += 1;
         }
-        report.dlq_duplicates += (copies.len() - 1) as u64;
+        report.dlq_duplicates += copies.len().saturating_sub(1) as u64;
         for t in copies {
             *report.dlq_reconsume_times.entry(*t).or_default() += 1;
         }
     }
-    report.send_backs = send_backs.get();
-    report.send_back_failures = send_back_failures.get();
     report.ok = report.failing_acked > 0
         && report.normal_acked > 0
         && report.normal_lost == 0
@@ -432,5 +450,67 @@ async fn drive(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
         && report.normal_in_dlq == 0
         && report.wrong_attempts == 0
         && report.unreadable.is_empty();
-    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Messages 0..20, every 10th failing, max 2: what a correct broker leads to.
+    fn correct() -> (BTreeSet<u64>, Deliveries, Deliveries) {
+        let acked: BTreeSet<u64> = (0..20).collect();
+        let mut deliveries: Deliveries = (0..20).map(|s| (s, vec![0])).collect();
+        let mut dlq = Deliveries::new();
+        for s in [0, 10] {
+            deliveries.insert(s, vec![0, 1, 2]);
+            dlq.insert(s, vec![3]);
+        }
+        (acked, deliveries, dlq)
+    }
+
+    fn verdict(acked: &BTreeSet<u64>, deliveries: &Deliveries, dlq: &Deliveries) -> RetryDlqReport {
+        let mut r = RetryDlqReport {
+            max_reconsume_times: 2,
+            ..RetryDlqReport::default()
+        };
+        judge(&mut r, acked, deliveries, dlq, 10);
+        r
+    }
+
+    #[test]
+    fn exactly_one_plus_max_deliveries_then_the_dlq_passes_and_duplicates_are_counted() {
+        let (acked, mut deliveries, mut dlq) = correct();
+        let r = verdict(&acked, &deliveries, &dlq);
+        assert!(r.ok, "{r:?}");
+        assert_eq!((r.failing_acked, r.normal_acked, r.deliveries), (2, 18, 24));
+        deliveries.insert(10, vec![0, 1, 1, 2]);
+        dlq.insert(10, vec![3, 3]);
+        let r = verdict(&acked, &deliveries, &dlq);
+        assert!(r.ok, "{r:?}");
+        assert_eq!((r.duplicate_deliveries, r.dlq_duplicates), (1, 1));
+    }
+
+    #[test]
+    fn the_verdict_fails_on_loss_wrong_attempts_or_a_dead_lettered_good_message() {
+        let (acked, deliveries, dlq) = correct();
+        let mut d = deliveries.clone();
+        d.remove(&5);
+        assert_eq!(verdict(&acked, &d, &dlq).normal_lost, 1);
+        assert!(!verdict(&acked, &d, &dlq).ok);
+        let mut q = dlq.clone();
+        q.remove(&10);
+        assert!(!verdict(&acked, &deliveries, &q).ok);
+        let mut d = deliveries.clone();
+        d.insert(10, vec![0, 2]);
+        assert_eq!(verdict(&acked, &d, &dlq).wrong_attempts, 1);
+        d.insert(10, vec![0, 1, 2, 3]);
+        assert!(!verdict(&acked, &d, &dlq).ok);
+        let mut q = dlq.clone();
+        q.insert(5, vec![1]);
+        assert_eq!(verdict(&acked, &deliveries, &q).normal_in_dlq, 1);
+        let mut d = deliveries.clone();
+        d.insert(5, vec![0, 1]);
+        assert_eq!(verdict(&acked, &d, &dlq).normal_retried, 1);
+        assert!(!verdict(&acked, &d, &dlq).ok);
+    }
 }

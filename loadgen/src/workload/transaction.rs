@@ -316,8 +316,24 @@ async fn drive(args: TransactionArgs) -> Result<TransactionReport, String> {
     stop.set(true);
     drop((answerer, beats));
 
-    report.expected_committed = expected.len() as u64;
-    for s in &expected {
+    let c = checks.borrow();
+    judge(&mut report, &acked, &seen, &c);
+    Ok(report)
+}
+
+/// Fills in the verdict from the acknowledged halves, what was readable (number -> times) and the
+/// checks received.
+fn judge(
+    report: &mut TransactionReport,
+    acked: &BTreeSet<u64>,
+    seen: &BTreeMap<u64, u64>,
+    checks: &Checks,
+) {
+    let expected = acked
+        .iter()
+        .filter(|s| check_answer(**s) == LocalTransactionState::Commit);
+    for s in expected {
+        report.expected_committed += 1;
         if seen.contains_key(s) {
             report.committed_read += 1;
         } else {
@@ -327,8 +343,8 @@ async fn drive(args: TransactionArgs) -> Result<TransactionReport, String> {
             }
         }
     }
-    for (s, n) in &seen {
-        report.duplicates += n - 1;
+    for (s, n) in seen {
+        report.duplicates += n.saturating_sub(1);
         if check_answer(*s) != LocalTransactionState::Commit {
             report.rolled_back_delivered += 1;
             if report.rolled_back_examples.len() < 10 {
@@ -338,19 +354,21 @@ async fn drive(args: TransactionArgs) -> Result<TransactionReport, String> {
             report.committed_without_ack += 1;
         }
     }
-    report.unknown_sent = unknown.len() as u64;
-    let c = checks.borrow();
-    report.unknown_never_checked =
-        unknown.iter().filter(|s| !c.by_seq.contains_key(s)).count() as u64;
-    report.checks_received = c.by_seq.values().map(|n| u64::from(*n)).sum();
-    report.checks_unreadable = c.unreadable;
-    report.check_answers_failed = c.answers_failed;
+    let unknown = acked
+        .iter()
+        .filter(|s| decision(**s) == LocalTransactionState::Unknown);
+    for s in unknown {
+        report.unknown_sent += 1;
+        report.unknown_never_checked += u64::from(!checks.by_seq.contains_key(s));
+    }
+    report.checks_received = checks.by_seq.values().map(|n| u64::from(*n)).sum();
+    report.checks_unreadable = checks.unreadable;
+    report.check_answers_failed = checks.answers_failed;
     report.ok = report.half_sent > 0
         && report.missing_committed == 0
         && report.rolled_back_delivered == 0
         && report.unknown_never_checked == 0
         && report.unreadable.is_empty();
-    Ok(report)
 }
 
 #[cfg(test)]
@@ -372,5 +390,46 @@ mod tests {
         assert_eq!(seq_of(Some("tx-42"), KEY_PREFIX), Some(42));
         assert_eq!(seq_of(Some("other tx-7"), KEY_PREFIX), Some(7));
         assert_eq!(seq_of(Some("ord-7"), KEY_PREFIX), None);
+    }
+
+    #[test]
+    fn the_verdict_fails_on_a_missing_commit_a_delivered_rollback_or_an_unchecked_unknown() {
+        let acked: BTreeSet<u64> = (0..20).collect();
+        let committed = |extra: &[u64], without: &[u64]| -> BTreeMap<u64, u64> {
+            (0..20)
+                .filter(|s| {
+                    check_answer(*s) == LocalTransactionState::Commit && !without.contains(s)
+                })
+                .chain(extra.iter().copied())
+                .map(|s| (s, 1))
+                .collect()
+        };
+        let checked = Checks {
+            by_seq: [8, 9, 18, 19].into_iter().map(|s| (s, 1)).collect(),
+            ..Checks::default()
+        };
+        let verdict = |seen: &BTreeMap<u64, u64>, checks: &Checks| {
+            let mut r = TransactionReport {
+                half_sent: 20,
+                ..TransactionReport::default()
+            };
+            judge(&mut r, &acked, seen, checks);
+            r
+        };
+        let good = verdict(&committed(&[], &[]), &checked);
+        assert!(good.ok, "{good:?}");
+        assert_eq!((good.expected_committed, good.unknown_sent), (14, 4));
+        let lost = verdict(&committed(&[], &[18]), &checked);
+        assert!(!lost.ok);
+        assert_eq!(lost.missing_examples, vec![18]);
+        let leaked = verdict(&committed(&[6], &[]), &checked);
+        assert!(!leaked.ok);
+        assert_eq!(leaked.rolled_back_examples, vec![6]);
+        let unchecked = Checks {
+            by_seq: [8, 9, 18].into_iter().map(|s| (s, 1)).collect(),
+            ..Checks::default()
+        };
+        let r = verdict(&committed(&[], &[]), &unchecked);
+        assert_eq!((r.ok, r.unknown_never_checked), (false, 1));
     }
 }
