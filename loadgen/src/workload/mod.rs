@@ -7,6 +7,7 @@ pub mod orderly;
 pub mod retry_dlq;
 pub mod transaction;
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -261,4 +262,11 @@ pub async fn wait_until(deadline: Instant, step: Duration, mut done: impl FnMut(
         }
         glommio::timer::sleep(step).await;
     }
+}
+
+/// Counts `error` under its label (a response code's name, "timeout", "connection", ...).
+pub fn count_error(errors: &mut BTreeMap<String, u64>, error: &ClientError) {
+    *errors
+        .entry(crate::errors::ErrorKey::of(error).label())
+        .or_default() += 1;
 }

@@ -18,8 +18,8 @@ use protocol::message::properties;
 use serde::Serialize;
 
 use super::{
-    body, client_id, create_topic, heartbeat_data, on_executor, pull_once, wait_until, write_json,
-    Pacer, WorkloadArgs,
+    body, client_id, count_error, create_topic, heartbeat_data, on_executor, pull_once, wait_until,
+    write_json, Pacer, WorkloadArgs,
 };
 
 const SEQ_PROPERTY: &str = "soakSeq";
@@ -42,6 +42,8 @@ pub struct OrderlyReport {
     /// Messages acknowledged, and send attempts that failed (each retried until acknowledged).
     pub sent: u64,
     pub send_failures: u64,
+    /// Why sends failed: error label -> count.
+    pub errors: BTreeMap<String, u64>,
     pub delivered: u64,
     /// A key's message arrived after a later one was missing (must be 0).
     pub gaps: u64,
@@ -104,7 +106,7 @@ pub fn run(args: OrderlyArgs) -> Result<OrderlyReport, String> {
     let report = on_executor(|| drive(args.clone()))?;
     println!(
         "orderly {}: {} keys, sent {} (failed attempts {}), delivered {}, gaps {}, duplicates {}, missing {}, \
-         lock failures {}, offset resets {}; {}",
+         lock failures {}, offset resets {}; errors {:?}; {}",
         args.common.topic,
         report.keys,
         report.sent,
@@ -115,6 +117,7 @@ pub fn run(args: OrderlyArgs) -> Result<OrderlyReport, String> {
         report.missing,
         report.lock_failures,
         report.offset_resets,
+        report.errors,
         if report.ok { "OK" } else { "FAILED" }
     );
     for g in &report.gap_examples {
@@ -314,8 +317,9 @@ async fn drive(args: OrderlyArgs) -> Result<OrderlyReport, String> {
         loop {
             match producer.send_to_queue(&msg, queue).await {
                 Ok(_) => break,
-                Err(_) => {
+                Err(e) => {
                     report.send_failures += 1;
+                    count_error(&mut report.errors, &e);
                     if Instant::now() >= give_up {
                         break 'sending;
                     }

@@ -20,8 +20,8 @@ use protocol::message::properties;
 use serde::Serialize;
 
 use super::{
-    body, client_id, create_topic, heartbeat_data, on_executor, pull_once, read_whole_queue,
-    seq_of, write_json, Pacer, WorkloadArgs,
+    body, client_id, count_error, create_topic, heartbeat_data, on_executor, pull_once,
+    read_whole_queue, seq_of, write_json, Pacer, WorkloadArgs,
 };
 
 const KEY_PREFIX: &str = "rt";
@@ -44,6 +44,8 @@ pub struct RetryDlqArgs {
 pub struct RetryDlqReport {
     pub sent: u64,
     pub send_failed: u64,
+    /// Why sends failed: error label -> count.
+    pub errors: BTreeMap<String, u64>,
     pub max_reconsume_times: i32,
     /// Acknowledged messages the consumer accepts, and those of them never consumed (must be 0).
     pub normal_acked: u64,
@@ -84,7 +86,7 @@ pub fn run(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
     println!(
         "retry-dlq {}: sent {} (failed {}); accepted {} lost {} retried {} dead-lettered {}; handed back {} \
          not in DLQ {} wrong attempts {} (max reconsume {}); deliveries {}, send-backs {} (failed {}), \
-         duplicate deliveries {}, DLQ duplicates {}, DLQ reconsume times {:?}; {}",
+         duplicate deliveries {}, DLQ duplicates {}, DLQ reconsume times {:?}; errors {:?}; {}",
         args.common.topic,
         report.sent,
         report.send_failed,
@@ -102,6 +104,7 @@ pub fn run(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
         report.duplicate_deliveries,
         report.dlq_duplicates,
         report.dlq_reconsume_times,
+        report.errors,
         if report.ok { "OK" } else { "FAILED" }
     );
     for u in &report.unreadable {
@@ -317,7 +320,10 @@ async fn drive(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
                 report.sent += 1;
                 acked.insert(seq);
             }
-            Err(_) => report.send_failed += 1,
+            Err(e) => {
+                report.send_failed += 1;
+                count_error(&mut report.errors, &e);
+            }
         }
         seq += 1;
     }

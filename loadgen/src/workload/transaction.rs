@@ -19,8 +19,8 @@ use remoting::ServerRequestHandler;
 use serde::Serialize;
 
 use super::{
-    body, client_id, create_topic, heartbeat_data, on_executor, read_whole_queue, seq_of,
-    wait_until, write_json, Pacer, WorkloadArgs,
+    body, client_id, count_error, create_topic, heartbeat_data, on_executor, read_whole_queue,
+    seq_of, wait_until, write_json, Pacer, WorkloadArgs,
 };
 
 const KEY_PREFIX: &str = "tx";
@@ -59,6 +59,8 @@ pub struct TransactionReport {
     pub half_sent: u64,
     pub half_failed: u64,
     pub end_failed: u64,
+    /// Why sends and END_TRANSACTIONs failed: error label -> count.
+    pub errors: BTreeMap<String, u64>,
     pub checks_received: u64,
     pub checks_unreadable: u64,
     pub check_answers_failed: u64,
@@ -108,7 +110,7 @@ pub fn run(args: TransactionArgs) -> Result<TransactionReport, String> {
     println!(
         "transaction {}: halves sent {} (failed {}), end failed {}, checks {} (unreadable {}, answers failed {}); \
          committed expected {} read {} missing {}; rolled back delivered {}; unknown {} never checked {}; \
-         duplicates {}; committed without ack {}; {}",
+         duplicates {}; committed without ack {}; errors {:?}; {}",
         args.common.topic,
         report.half_sent,
         report.half_failed,
@@ -124,6 +126,7 @@ pub fn run(args: TransactionArgs) -> Result<TransactionReport, String> {
         report.unknown_never_checked,
         report.duplicates,
         report.committed_without_ack,
+        report.errors,
         if report.ok { "OK" } else { "FAILED" }
     );
     for u in &report.unreadable {
@@ -247,12 +250,16 @@ async fn drive(args: TransactionArgs) -> Result<TransactionReport, String> {
                             .await?;
                         end.send(&conn, a.timeout).await
                     };
-                    if ended.await.is_err() {
+                    if let Err(e) = ended.await {
                         report.end_failed += 1;
+                        count_error(&mut report.errors, &e);
                     }
                 }
             }
-            Err(_) => report.half_failed += 1,
+            Err(e) => {
+                report.half_failed += 1;
+                count_error(&mut report.errors, &e);
+            }
         }
         seq += 1;
     }
