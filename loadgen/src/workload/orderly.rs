@@ -54,6 +54,8 @@ pub struct OrderlyReport {
     pub missing: u64,
     pub lock_failures: u64,
     pub offset_resets: u64,
+    /// Records a pull returned that did not decode (pulled again).
+    pub undecodable_records: u64,
     pub settled_after_s: f64,
     pub ok: bool,
 }
@@ -165,6 +167,7 @@ async fn drive(args: OrderlyArgs) -> Result<OrderlyReport, String> {
     let offsets: Rc<RefCell<BTreeMap<MessageQueue, i64>>> = Rc::new(RefCell::new(BTreeMap::new()));
     let stop = Rc::new(Cell::new(false));
     let (lock_failures, offset_resets) = (Rc::new(Cell::new(0u64)), Rc::new(Cell::new(0u64)));
+    let undecodable = Rc::new(Cell::new(0u64));
 
     // Heartbeat, lock every queue, commit offsets: every 5 s (the broker's lock lasts 60 s; a
     // restarted broker has forgotten it, so relocking often keeps a kill's pause short).
@@ -232,13 +235,14 @@ async fn drive(args: OrderlyArgs) -> Result<OrderlyReport, String> {
 
     // One consuming task per queue: pulls only while the queue is locked by us, in order.
     for queue in read_queues.clone() {
-        let (conns, locked, offsets, stop, seen, offset_resets) = (
+        let (conns, locked, offsets, stop, seen, offset_resets, undecodable) = (
             consumer_conns.clone(),
             locked.clone(),
             offsets.clone(),
             stop.clone(),
             seen.clone(),
             offset_resets.clone(),
+            undecodable.clone(),
         );
         let (group, timeout) = (args.consumer_group.clone(), a.timeout);
         let Some(addr) = brokers.get(&queue.broker_name).cloned() else {
@@ -266,8 +270,16 @@ async fn drive(args: OrderlyArgs) -> Result<OrderlyReport, String> {
                 match pulled.await {
                     Ok(r) if r.status == PullStatus::Found => {
                         let mut s = seen.borrow_mut();
+                        // Past an undecodable record only up to it: the next pull starts there again.
+                        let mut resume = r.next_begin_offset;
+                        let mut last_good = None;
                         for record in r.records() {
-                            let Ok(view) = record else { break };
+                            let Ok(view) = record else {
+                                resume = last_good.map_or(offset, |o: i64| o + 1);
+                                undecodable.set(undecodable.get() + 1);
+                                break;
+                            };
+                            last_good = Some(view.queue_offset);
                             let key = properties::get(view.properties, properties::KEYS)
                                 .and_then(|k| k.strip_prefix(KEY_PREFIX))
                                 .and_then(|k| k.parse::<u64>().ok());
@@ -277,7 +289,7 @@ async fn drive(args: OrderlyArgs) -> Result<OrderlyReport, String> {
                                 s.take(key, seq);
                             }
                         }
-                        offset = r.next_begin_offset.max(offset);
+                        offset = resume.max(offset);
                         offsets.borrow_mut().insert(queue.clone(), offset);
                     }
                     Ok(r) if r.status == PullStatus::OffsetIllegal => {
@@ -350,6 +362,7 @@ async fn drive(args: OrderlyArgs) -> Result<OrderlyReport, String> {
     report.duplicates = s.duplicates;
     report.lock_failures = lock_failures.get();
     report.offset_resets = offset_resets.get();
+    report.undecodable_records = undecodable.get();
     report.ok = report.sent > 0 && report.gaps == 0 && report.missing == 0;
     Ok(report)
 }

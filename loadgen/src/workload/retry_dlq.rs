@@ -69,6 +69,11 @@ pub struct RetryDlqReport {
     pub dlq_duplicates: u64,
     /// reconsumeTimes of the DLQ copies -> how many.
     pub dlq_reconsume_times: BTreeMap<i32, u64>,
+    /// Where each lost message is stored and what the consumer got at that position instead.
+    pub lost_explained: Vec<String>,
+    pub offset_resets: u64,
+    /// Records a pull returned that did not decode (pulled again).
+    pub undecodable_records: u64,
     pub unreadable: Vec<String>,
     pub settled_after_s: f64,
     pub ok: bool,
@@ -109,6 +114,9 @@ pub fn run(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
     );
     for u in &report.unreadable {
         println!("unreadable: {u}");
+    }
+    for l in &report.lost_explained {
+        println!("lost: {l}");
     }
     for w in &report.wrong_attempt_examples {
         println!("wrong attempts: {w}");
@@ -173,6 +181,10 @@ async fn drive(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
     let deliveries: Rc<RefCell<Deliveries>> = Rc::new(RefCell::new(BTreeMap::new()));
     let stop = Rc::new(Cell::new(false));
     let (send_backs, send_back_failures) = (Rc::new(Cell::new(0u64)), Rc::new(Cell::new(0u64)));
+    let (offset_resets, undecodable) = (Rc::new(Cell::new(0u64)), Rc::new(Cell::new(0u64)));
+    // Which message the consumer got at each position of the topic (to explain a loss).
+    let positions: Rc<RefCell<BTreeMap<(MessageQueue, i64), u64>>> =
+        Rc::new(RefCell::new(BTreeMap::new()));
 
     {
         let (conns, stop, brokers, group, timeout) = (
@@ -208,6 +220,12 @@ async fn drive(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
             send_backs.clone(),
             send_back_failures.clone(),
         );
+        let (positions, offset_resets, undecodable, topic) = (
+            positions.clone(),
+            offset_resets.clone(),
+            undecodable.clone(),
+            a.topic.clone(),
+        );
         let (group, timeout, max, every) = (
             args.consumer_group.clone(),
             a.timeout,
@@ -240,30 +258,44 @@ async fn drive(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
                 match r.status {
                     PullStatus::Found => {}
                     PullStatus::OffsetIllegal => {
+                        offset_resets.set(offset_resets.get() + 1);
                         offset = r.next_begin_offset;
                         continue;
                     }
                     _ => continue,
                 }
-                let got: Vec<Delivered> = r
-                    .records()
-                    .map_while(Result::ok)
-                    .filter_map(|v| {
-                        Some(Delivered {
-                            seq: seq_of(
-                                properties::get(v.properties, properties::KEYS),
-                                KEY_PREFIX,
-                            )?,
-                            reconsume_times: v.reconsume_times,
-                            commit_log_offset: v.physical_offset,
-                            origin_msg_id: properties::get(v.properties, properties::UNIQ_KEY)
-                                .map(str::to_owned),
-                            origin_topic: properties::get(v.properties, properties::RETRY_TOPIC)
-                                .unwrap_or(v.topic)
-                                .to_owned(),
-                        })
-                    })
-                    .collect();
+                // Past an undecodable record only up to it: the next pull starts there again.
+                let mut resume = r.next_begin_offset;
+                let mut last_good = None;
+                let mut got = Vec::new();
+                for record in r.records() {
+                    let Ok(v) = record else {
+                        resume = last_good.map_or(offset, |o: i64| o + 1);
+                        undecodable.set(undecodable.get() + 1);
+                        break;
+                    };
+                    last_good = Some(v.queue_offset);
+                    let Some(seq) =
+                        seq_of(properties::get(v.properties, properties::KEYS), KEY_PREFIX)
+                    else {
+                        continue;
+                    };
+                    if queue.topic == topic {
+                        positions
+                            .borrow_mut()
+                            .insert((queue.clone(), v.queue_offset), seq);
+                    }
+                    got.push(Delivered {
+                        seq,
+                        reconsume_times: v.reconsume_times,
+                        commit_log_offset: v.physical_offset,
+                        origin_msg_id: properties::get(v.properties, properties::UNIQ_KEY)
+                            .map(str::to_owned),
+                        origin_topic: properties::get(v.properties, properties::RETRY_TOPIC)
+                            .unwrap_or(v.topic)
+                            .to_owned(),
+                    });
+                }
                 for d in got {
                     deliveries
                         .borrow_mut()
@@ -297,7 +329,7 @@ async fn drive(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
                         glommio::timer::sleep(Duration::from_millis(500)).await;
                     }
                 }
-                offset = r.next_begin_offset.max(offset);
+                offset = resume.max(offset);
             }
         })
         .detach();
@@ -391,6 +423,40 @@ async fn drive(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
     );
     report.send_backs = send_backs.get();
     report.send_back_failures = send_back_failures.get();
+    report.offset_resets = offset_resets.get();
+    report.undecodable_records = undecodable.get();
+    if !report.lost_examples.is_empty() {
+        let lost: BTreeSet<u64> = report.lost_examples.iter().copied().collect();
+        let mut stored_at = BTreeMap::new();
+        for queue in route.read_queues() {
+            if let Some(addr) = brokers.get(&queue.broker_name) {
+                if let Ok(conn) = conns.get(addr).await {
+                    let _ = read_whole_queue(&conn, "soak_retry_verify", queue, a.timeout, |r| {
+                        let seq =
+                            seq_of(properties::get(r.properties, properties::KEYS), KEY_PREFIX);
+                        if let Some(s) = seq.filter(|s| lost.contains(s)) {
+                            stored_at.insert(s, (queue.clone(), r.queue_offset));
+                        }
+                    })
+                    .await;
+                }
+            }
+        }
+        let positions = positions.borrow();
+        for s in &lost {
+            report.lost_explained.push(match stored_at.get(s) {
+                None => format!("{KEY_PREFIX}-{s}: not stored in {}", a.topic),
+                Some((q, o)) => format!(
+                    "{KEY_PREFIX}-{s}: stored at {}/{} offset {o}; the consumer got {} there",
+                    q.broker_name,
+                    q.queue_id,
+                    positions
+                        .get(&(q.clone(), *o))
+                        .map_or("nothing".to_owned(), |x| format!("{KEY_PREFIX}-{x}"))
+                ),
+            });
+        }
+    }
     Ok(report)
 }
 
