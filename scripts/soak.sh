@@ -186,13 +186,14 @@ EOF
 
 # start_broker NAME: starts it and waits for its boot line (60 s at most).
 start_broker() {
-    local name=$1 before
+    local name=$1 before booted
     before=$(grep -c "boot success" "$out/$name.log" 2>/dev/null || true)
     "$bin/broker" --config "$work/$name.toml" >>"$out/$name.log" 2>&1 &
     echo $! >"$work/$name.pid"
     disown $!   # killed on purpose: no job-control noise
     for _ in $(seq 600); do
-        if (( $(grep -c "boot success" "$out/$name.log" 2>/dev/null || true) > ${before:-0} )); then
+        booted=$(grep -c "boot success" "$out/$name.log" 2>/dev/null || true)
+        if (( ${booted:-0} > ${before:-0} )); then
             return 0
         fi
         if ! kill -0 "$(cat "$work/$name.pid")" 2>/dev/null; then
@@ -234,7 +235,9 @@ if [[ $slave_ports != "-" ]]; then
 fi
 
 # Samples RSS (kB) and open fds of every process (servers and load generators), and the stores' size.
+# Without -e / pipefail: a process that exits while it is sampled must not end the sampling.
 (
+    set +e +o pipefail
     echo "t_s,process,pid,rss_kb,fds" >"$out/samples.csv"
     echo "t_s,store_kb" >"$out/disk.csv"
     t0=$(date +%s)
