@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::{
     body, client_id, count_error, create_topic, heartbeat_data, on_executor, read_whole_queue,
-    seq_of, wait_until, write_json, Pacer, WorkloadArgs,
+    seq_of, write_json, Pacer, WorkloadArgs,
 };
 
 const KEY_PREFIX: &str = "tx";
@@ -312,12 +312,7 @@ async fn drive(args: TransactionArgs) -> Result<TransactionReport, String> {
         if (all_read && all_checked && report.unreadable.is_empty()) || Instant::now() >= deadline {
             break;
         }
-        wait_until(
-            Instant::now() + Duration::from_secs(5),
-            Duration::from_secs(5),
-            || false,
-        )
-        .await;
+        glommio::timer::sleep(Duration::from_secs(5)).await;
     }
     report.settled_after_s = settle_start.elapsed().as_secs_f64();
     stop.set(true);
