@@ -1,0 +1,122 @@
+//! Running a controller: the raft thread (tokio) and the remoting executor (glommio), and how they
+//! meet.
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use glommio::LocalExecutorBuilder;
+
+use crate::config::ControllerConfig;
+use crate::controller::Controller;
+use crate::processor::ControllerHandler;
+use crate::shutdown;
+
+/// Requests of one connection handled at once.
+const MAX_IN_FLIGHT_PER_CONNECTION: usize = 64;
+const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(100);
+
+/// Why a controller could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Config(String),
+    #[error("raft: {0}")]
+    Raft(String),
+    #[error("executor failed: {0}")]
+    Executor(String),
+}
+
+fn bind(addr: SocketAddr) -> Result<glommio::net::TcpListener, ControllerError> {
+    use std::os::fd::{FromRawFd, IntoRawFd};
+    let listener =
+        std::net::TcpListener::bind(addr).map_err(|source| ControllerError::Bind { addr, source })?;
+    let fd = listener.into_raw_fd();
+    // SAFETY: `fd` is a bound, listening TCP socket we own (just released by `into_raw_fd`);
+    // glommio takes ownership of it.
+    Ok(unsafe { glommio::net::TcpListener::from_raw_fd(fd) })
+}
+
+async fn accept_loop(listener: glommio::net::TcpListener, handler: Rc<ControllerHandler>) {
+    loop {
+        match listener.accept().await {
+            Ok(stream) => {
+                let handler = handler.clone();
+                glommio::spawn_local(async move {
+                    if let Err(e) =
+                        remoting::serve_connection(stream, handler, MAX_IN_FLIGHT_PER_CONNECTION).await
+                    {
+                        tracing::debug!("connection closed: {e}");
+                    }
+                })
+                .detach();
+            }
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                glommio::timer::sleep(ACCEPT_RETRY_DELAY).await;
+            }
+        }
+    }
+}
+
+/// Runs a controller until SIGTERM or SIGINT. Raft (openraft, on tokio) gets a thread of its own;
+/// requests are served on a glommio executor like the name server's and handed over to it.
+/// `on_bound` gets the listening address once the controller serves.
+pub fn run(
+    config: ControllerConfig,
+    on_bound: impl FnOnce(SocketAddr) + Send + 'static,
+) -> Result<(), ControllerError> {
+    config.check().map_err(ControllerError::Config)?;
+    shutdown::install_signal_handlers().map_err(|e| ControllerError::Config(e.to_string()))?;
+    let listen = config
+        .self_addr()
+        .ok_or_else(|| ControllerError::Config("no address for controllerDLegerSelfId".into()))?;
+    // Bind before raft starts, so a taken port fails at once instead of after joining the group.
+    let std_listener =
+        std::net::TcpListener::bind(SocketAddr::from(([0, 0, 0, 0], listen.port())))
+            .map_err(|source| ControllerError::Bind { addr: listen, source })?;
+    drop(std_listener);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("raft")
+        .enable_all()
+        .build()
+        .map_err(|e| ControllerError::Raft(e.to_string()))?;
+    let (raft, store) = runtime
+        .block_on(crate::raft::start(&config))
+        .map_err(ControllerError::Raft)?;
+    let controller = Arc::new(Controller::new(raft, store, config));
+    runtime.spawn(controller.clone().scan_loop());
+    let handle = runtime.handle().clone();
+    let serving = controller.clone();
+    let executor = LocalExecutorBuilder::default()
+        .name("controller")
+        .spawn(move || async move {
+            let listener = bind(SocketAddr::from(([0, 0, 0, 0], listen.port())))?;
+            tracing::info!("controller n{} listening on {listen}", serving.config().self_id);
+            let handler = Rc::new(ControllerHandler {
+                controller: serving,
+                runtime: handle,
+            });
+            on_bound(listen);
+            let accept = glommio::spawn_local(accept_loop(listener, handler));
+            shutdown::signalled().await;
+            drop(accept);
+            remoting::sd_notify::notify_stopping();
+            Ok::<(), ControllerError>(())
+        })
+        .map_err(|e| ControllerError::Executor(e.to_string()))?;
+    let served = executor
+        .join()
+        .map_err(|e| ControllerError::Executor(e.to_string()))?;
+    tracing::info!("controller stopping");
+    let _ = runtime.block_on(controller.raft.shutdown());
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    served
+}
