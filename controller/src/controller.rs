@@ -174,6 +174,10 @@ impl Controller {
                     f.leader_id.and_then(|id| Some((id, self.peer_addr(id)?))),
                 ))
             }
+            // No quorum confirmed this leader (peers starting, or it lost them): not a leader to rely on.
+            Err(RaftError::APIError(openraft::error::CheckIsLeaderError::QuorumNotEnough(_))) => {
+                Err(NotServed::NotLeader(None))
+            }
             Err(e) => Err(NotServed::Raft(e.to_string())),
         }
     }

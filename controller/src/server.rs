@@ -65,6 +65,27 @@ async fn accept_loop(listener: glommio::net::TcpListener, handler: Rc<Controller
     }
 }
 
+/// How long a restarted controller waits for its port: connections of the process it replaces
+/// (killed, so closed by the kernel) hold it until their peers notice, which raft peers and
+/// heartbeating brokers do within a second or two.
+const PORT_WAIT: Duration = Duration::from_secs(15);
+
+/// Binds (and releases) the port before raft starts, so a port held by another server fails at
+/// once instead of after joining the group; waits out the leftovers of a killed predecessor.
+fn wait_for_port(listen: SocketAddr) -> Result<(), ControllerError> {
+    let any = SocketAddr::from(([0, 0, 0, 0], listen.port()));
+    let start = std::time::Instant::now();
+    loop {
+        match std::net::TcpListener::bind(any) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && start.elapsed() < PORT_WAIT => {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(source) => return Err(ControllerError::Bind { addr: listen, source }),
+        }
+    }
+}
+
 /// Runs a controller until SIGTERM or SIGINT. Raft (openraft, on tokio) gets a thread of its own;
 /// requests are served on a glommio executor like the name server's and handed over to it.
 /// `on_bound` gets the listening address once the controller serves.
@@ -77,11 +98,7 @@ pub fn run(
     let listen = config
         .self_addr()
         .ok_or_else(|| ControllerError::Config("no address for controllerDLegerSelfId".into()))?;
-    // Bind before raft starts, so a taken port fails at once instead of after joining the group.
-    let std_listener =
-        std::net::TcpListener::bind(SocketAddr::from(([0, 0, 0, 0], listen.port())))
-            .map_err(|source| ControllerError::Bind { addr: listen, source })?;
-    drop(std_listener);
+    wait_for_port(listen)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .thread_name("raft")
