@@ -216,6 +216,8 @@ pub enum Command {
     #[command(flatten)]
     Namesrv(crate::namesrv_cmds::NamesrvCommand),
     #[command(flatten)]
+    Controller(crate::controller_cmds::ControllerCommand),
+    #[command(flatten)]
     Group(crate::group_cmds::GroupCommand),
     #[command(flatten)]
     BrokerStats(crate::broker_stats_cmds::BrokerStatsCommand),
