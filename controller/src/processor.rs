@@ -31,17 +31,22 @@ fn invalid(request: &RemotingCommand, remark: impl Into<String>) -> RemotingComm
     error(request, response_code::CONTROLLER_INVALID_REQUEST, remark)
 }
 
-fn header<'a>(request: &'a RemotingCommand, key: &str) -> Result<&'a str, RemotingCommand> {
-    request
-        .ext(key)
-        .ok_or_else(|| invalid(request, format!("the header field {key} is missing")))
+/// A refusal of a bad request, as the `Err` of the helpers below (boxed: responses are large).
+fn bad(request: &RemotingCommand, remark: impl Into<String>) -> Box<RemotingCommand> {
+    Box::new(invalid(request, remark))
 }
 
-fn number<T: std::str::FromStr>(request: &RemotingCommand, key: &str) -> Result<T, RemotingCommand> {
+fn header<'a>(request: &'a RemotingCommand, key: &str) -> Result<&'a str, Box<RemotingCommand>> {
+    request
+        .ext(key)
+        .ok_or_else(|| bad(request, format!("the header field {key} is missing")))
+}
+
+fn number<T: std::str::FromStr>(request: &RemotingCommand, key: &str) -> Result<T, Box<RemotingCommand>> {
     let text = header(request, key)?;
     text.trim()
         .parse()
-        .map_err(|_| invalid(request, format!("the header field {key} is not a number: {text:?}")))
+        .map_err(|_| bad(request, format!("the header field {key} is not a number: {text:?}")))
 }
 
 fn optional_number<T: std::str::FromStr>(request: &RemotingCommand, key: &str) -> Option<T> {
@@ -126,7 +131,7 @@ impl ControllerHandler {
                 format!(" request type {code} not supported"),
             )),
         };
-        result.unwrap_or_else(|e| e)
+        result.unwrap_or_else(|e| *e)
     }
 
     /// A raft message from a peer: decode, hand to openraft, answer with its result as JSON.
@@ -151,9 +156,9 @@ impl ControllerHandler {
         }
     }
 
-    fn heartbeat(&self, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    fn heartbeat(&self, request: &RemotingCommand) -> Result<RemotingCommand, Box<RemotingCommand>> {
         let broker_id: u64 = number(request, "brokerId")
-            .map_err(|_| invalid(request, "Heart beat with empty brokerId"))?;
+            .map_err(|_| bad(request, "Heart beat with empty brokerId"))?;
         let broker_name = header(request, "brokerName")?;
         let default_timeout = self.controller.config().heartbeat_timeout;
         let timeout = optional_number::<u64>(request, "heartbeatTimeoutMills")
@@ -214,7 +219,7 @@ impl ControllerHandler {
         request.response_to(response_code::SUCCESS, None)
     }
 
-    async fn apply_broker_id(&self, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    async fn apply_broker_id(&self, request: &RemotingCommand) -> Result<RemotingCommand, Box<RemotingCommand>> {
         let command = Command::ApplyBrokerId {
             cluster_name: header(request, "clusterName")?.to_string(),
             broker_name: header(request, "brokerName")?.to_string(),
@@ -224,7 +229,7 @@ impl ControllerHandler {
         Ok(self.propose(request, command).await)
     }
 
-    async fn next_broker_id(&self, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    async fn next_broker_id(&self, request: &RemotingCommand) -> Result<RemotingCommand, Box<RemotingCommand>> {
         let cluster_name = header(request, "clusterName")?.to_string();
         let broker_name = header(request, "brokerName")?.to_string();
         let controller = self.controller.clone();
@@ -249,7 +254,7 @@ impl ControllerHandler {
         })
     }
 
-    async fn register_broker(&self, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    async fn register_broker(&self, request: &RemotingCommand) -> Result<RemotingCommand, Box<RemotingCommand>> {
         let broker_name = header(request, "brokerName")?.to_string();
         let command = Command::RegisterBroker {
             cluster_name: header(request, "clusterName")?.to_string(),
@@ -261,7 +266,7 @@ impl ControllerHandler {
         Ok(self.propose(request, command).await)
     }
 
-    async fn alter_sync_state_set(&self, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    async fn alter_sync_state_set(&self, request: &RemotingCommand) -> Result<RemotingCommand, Box<RemotingCommand>> {
         #[derive(serde::Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Body {
@@ -269,7 +274,7 @@ impl ControllerHandler {
             sync_state_set_epoch: i32,
         }
         let body: Body = serde_json::from_slice(&request.body)
-            .map_err(|e| invalid(request, format!("the body is not a SyncStateSet: {e}")))?;
+            .map_err(|e| bad(request, format!("the body is not a SyncStateSet: {e}")))?;
         let broker_name = header(request, "brokerName")?.to_string();
         let command = Command::AlterSyncStateSet {
             master_broker_id: number(request, "masterBrokerId")?,
@@ -282,7 +287,7 @@ impl ControllerHandler {
         Ok(self.propose(request, command).await)
     }
 
-    async fn elect_master(&self, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    async fn elect_master(&self, request: &RemotingCommand) -> Result<RemotingCommand, Box<RemotingCommand>> {
         let broker_name = header(request, "brokerName")?.to_string();
         let broker_id = optional_number::<i64>(request, "brokerId")
             .and_then(|id| u64::try_from(id).ok());
@@ -312,7 +317,7 @@ impl ControllerHandler {
         })
     }
 
-    async fn replica_info(&self, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    async fn replica_info(&self, request: &RemotingCommand) -> Result<RemotingCommand, Box<RemotingCommand>> {
         let name = header(request, "brokerName")?.to_string();
         let controller = self.controller.clone();
         let group = self
@@ -339,9 +344,9 @@ impl ControllerHandler {
     }
 
     /// GET_SYNC_STATE_DATA: the body lists brokerNames; the answer is Apache's BrokerReplicasInfo.
-    async fn sync_state_data(&self, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    async fn sync_state_data(&self, request: &RemotingCommand) -> Result<RemotingCommand, Box<RemotingCommand>> {
         let names: Vec<String> = serde_json::from_slice(&request.body)
-            .map_err(|e| invalid(request, format!("the body is not a JSON list of broker names: {e}")))?;
+            .map_err(|e| bad(request, format!("the body is not a JSON list of broker names: {e}")))?;
         let controller = self.controller.clone();
         let groups = self
             .on_raft(async move {
@@ -389,7 +394,7 @@ impl ControllerHandler {
         Ok(request.response_to(response_code::SUCCESS, None).with_body(body))
     }
 
-    async fn clean_broker_data(&self, request: &RemotingCommand) -> Result<RemotingCommand, RemotingCommand> {
+    async fn clean_broker_data(&self, request: &RemotingCommand) -> Result<RemotingCommand, Box<RemotingCommand>> {
         let broker_name = header(request, "brokerName")?.to_string();
         let ids: Option<Vec<u64>> = match request.ext("brokerControllerIdsToClean").map(str::trim) {
             None | Some("") => None,
@@ -397,7 +402,7 @@ impl ControllerHandler {
                 text.split(';')
                     .map(|s| s.trim().parse::<u64>())
                     .collect::<Result<_, _>>()
-                    .map_err(|_| invalid(request, format!("brokerControllerIdsToClean: bad id list {text:?}")))?,
+                    .map_err(|_| bad(request, format!("brokerControllerIdsToClean: bad id list {text:?}")))?,
             ),
         };
         let clean_living = request.ext("isCleanLivingBroker").is_some_and(|v| v.trim() == "true");

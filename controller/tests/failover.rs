@@ -3,6 +3,9 @@
 //! SIGKILLed while a master is dying; all three restart with their state; an out-of-sync replica is
 //! never elected unless enableElectUncleanMaster.
 
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -160,7 +160,7 @@ impl RaftLogReader<TypeConfig> for Store {
 impl RaftSnapshotBuilder<TypeConfig> for Store {
     async fn build_snapshot(&mut self) -> StoreResult<Snapshot<TypeConfig>> {
         let mut inner = self.lock();
-        let data = serde_json::to_vec(&inner.replicas).map_err(|e| io_err(e))?;
+        let data = serde_json::to_vec(&inner.replicas).map_err(io_err)?;
         inner.snapshot_seq += 1;
         let snapshot_id = match inner.last_applied {
             Some(id) => format!("{}-{}-{}", id.leader_id, id.index, inner.snapshot_seq),
@@ -175,7 +175,7 @@ impl RaftSnapshotBuilder<TypeConfig> for Store {
             meta: meta.clone(),
             data: data.clone(),
         };
-        let bytes = serde_json::to_vec(&stored).map_err(|e| io_err(e))?;
+        let bytes = serde_json::to_vec(&stored).map_err(io_err)?;
         write_atomic(&inner.dir, "snapshot.json", &bytes).map_err(io_err)?;
         inner.snapshot = Some(stored);
         Ok(Snapshot {
@@ -192,7 +192,7 @@ impl RaftStorage<TypeConfig> for Store {
 
     async fn save_vote(&mut self, vote: &Vote<NodeId>) -> StoreResult<()> {
         let mut inner = self.lock();
-        let bytes = serde_json::to_vec(vote).map_err(|e| io_err(e))?;
+        let bytes = serde_json::to_vec(vote).map_err(io_err)?;
         write_atomic(&inner.dir, "vote.json", &bytes).map_err(io_err)?;
         inner.vote = Some(*vote);
         Ok(())
@@ -228,7 +228,7 @@ impl RaftStorage<TypeConfig> for Store {
         let log_dir = inner.dir.join("log");
         let mut wrote = false;
         for entry in entries {
-            let bytes = serde_json::to_vec(&entry).map_err(|e| io_err(e))?;
+            let bytes = serde_json::to_vec(&entry).map_err(io_err)?;
             let name = log_name(entry.log_id.index);
             let tmp = log_dir.join(format!("{name}.tmp"));
             let write = || -> std::io::Result<()> {
@@ -270,7 +270,7 @@ impl RaftStorage<TypeConfig> for Store {
 
     async fn purge_logs_upto(&mut self, log_id: LogId<NodeId>) -> StoreResult<()> {
         let mut inner = self.lock();
-        let bytes = serde_json::to_vec(&log_id).map_err(|e| io_err(e))?;
+        let bytes = serde_json::to_vec(&log_id).map_err(io_err)?;
         write_atomic(&inner.dir, "purged.json", &bytes).map_err(io_err)?;
         inner.last_purged = Some(log_id);
         let doomed: Vec<u64> = inner.log.range(..=log_id.index).map(|(i, _)| *i).collect();
@@ -327,12 +327,12 @@ impl RaftStorage<TypeConfig> for Store {
         snapshot: Box<Cursor<Vec<u8>>>,
     ) -> StoreResult<()> {
         let data = snapshot.into_inner();
-        let replicas: ReplicasInfo = serde_json::from_slice(&data).map_err(|e| io_err(e))?;
+        let replicas: ReplicasInfo = serde_json::from_slice(&data).map_err(io_err)?;
         let stored = StoredSnapshot {
             meta: meta.clone(),
             data,
         };
-        let bytes = serde_json::to_vec(&stored).map_err(|e| io_err(e))?;
+        let bytes = serde_json::to_vec(&stored).map_err(io_err)?;
         let mut inner = self.lock();
         write_atomic(&inner.dir, "snapshot.json", &bytes).map_err(io_err)?;
         inner.replicas = replicas;
