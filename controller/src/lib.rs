@@ -11,4 +11,5 @@ pub mod server;
 pub mod shutdown;
 
 pub use config::ControllerConfig;
-pub use server::{run, ControllerError};
+pub use processor::{is_controller_code, ControllerHandler};
+pub use server::{run, ControllerError, Embedded};

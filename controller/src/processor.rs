@@ -17,6 +17,28 @@ use crate::controller::{BrokerLive, Controller, NotServed};
 use crate::raft::network::{RAFT_APPEND_ENTRIES, RAFT_INSTALL_SNAPSHOT, RAFT_VOTE};
 use crate::replicas::{sync_state_set_body, Command, Reply};
 
+/// Whether `code` is answered by a controller (a name server embedding one hands these over).
+pub fn is_controller_code(code: i32) -> bool {
+    matches!(
+        code,
+        request_code::BROKER_HEARTBEAT
+            | request_code::CONTROLLER_ALTER_SYNC_STATE_SET
+            | request_code::CONTROLLER_ELECT_MASTER
+            | request_code::CONTROLLER_REGISTER_BROKER
+            | request_code::CONTROLLER_GET_REPLICA_INFO
+            | request_code::CONTROLLER_GET_METADATA_INFO
+            | request_code::CONTROLLER_GET_SYNC_STATE_DATA
+            | request_code::UPDATE_CONTROLLER_CONFIG
+            | request_code::GET_CONTROLLER_CONFIG
+            | request_code::CLEAN_BROKER_DATA
+            | request_code::CONTROLLER_GET_NEXT_BROKER_ID
+            | request_code::CONTROLLER_APPLY_BROKER_ID
+            | RAFT_APPEND_ENTRIES
+            | RAFT_VOTE
+            | RAFT_INSTALL_SNAPSHOT
+    )
+}
+
 /// Serves one executor's connections; the controller itself lives on the raft thread.
 pub struct ControllerHandler {
     pub controller: Arc<Controller>,

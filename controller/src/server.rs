@@ -86,6 +86,48 @@ fn wait_for_port(listen: SocketAddr) -> Result<(), ControllerError> {
     }
 }
 
+/// A controller's raft side, running on a tokio thread of its own: what a glommio server (the
+/// `controller` binary's, or a name server's with `enableControllerInNamesrv`) hands requests to.
+pub struct Embedded {
+    runtime: tokio::runtime::Runtime,
+    controller: Arc<Controller>,
+}
+
+impl Embedded {
+    /// Opens the store, starts raft and the leader's scan. The caller serves the requests on the
+    /// config's own peer address (see [`Embedded::handler`]).
+    pub fn start(config: ControllerConfig) -> Result<Embedded, ControllerError> {
+        config.check().map_err(ControllerError::Config)?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("raft")
+            .enable_all()
+            .build()
+            .map_err(|e| ControllerError::Raft(e.to_string()))?;
+        let (raft, store) = runtime
+            .block_on(crate::raft::start(&config))
+            .map_err(ControllerError::Raft)?;
+        let controller = Arc::new(Controller::new(raft, store, config));
+        runtime.spawn(controller.clone().scan_loop());
+        Ok(Embedded { runtime, controller })
+    }
+
+    /// A request handler for a glommio executor (controller codes only; see
+    /// [`crate::processor::is_controller_code`]).
+    pub fn handler(&self) -> ControllerHandler {
+        ControllerHandler {
+            controller: self.controller.clone(),
+            runtime: self.runtime.handle().clone(),
+        }
+    }
+
+    /// Stops raft and its thread.
+    pub fn shutdown(self) {
+        let _ = self.runtime.block_on(self.controller.raft.shutdown());
+        self.runtime.shutdown_timeout(Duration::from_secs(2));
+    }
+}
+
 /// Runs a controller until SIGTERM or SIGINT. Raft (openraft, on tokio) gets a thread of its own;
 /// requests are served on a glommio executor like the name server's and handed over to it.
 /// `on_bound` gets the listening address once the controller serves.
@@ -99,30 +141,16 @@ pub fn run(
         .self_addr()
         .ok_or_else(|| ControllerError::Config("no address for controllerDLegerSelfId".into()))?;
     wait_for_port(listen)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("raft")
-        .enable_all()
-        .build()
-        .map_err(|e| ControllerError::Raft(e.to_string()))?;
-    let (raft, store) = runtime
-        .block_on(crate::raft::start(&config))
-        .map_err(ControllerError::Raft)?;
-    let controller = Arc::new(Controller::new(raft, store, config));
-    runtime.spawn(controller.clone().scan_loop());
-    let handle = runtime.handle().clone();
-    let serving = controller.clone();
+    let self_id = config.self_id;
+    let embedded = Embedded::start(config)?;
+    let handler = embedded.handler();
     let executor = LocalExecutorBuilder::default()
         .name("controller")
         .spawn(move || async move {
             let listener = bind(SocketAddr::from(([0, 0, 0, 0], listen.port())))?;
-            tracing::info!("controller n{} listening on {listen}", serving.config().self_id);
-            let handler = Rc::new(ControllerHandler {
-                controller: serving,
-                runtime: handle,
-            });
+            tracing::info!("controller n{self_id} listening on {listen}");
             on_bound(listen);
-            let accept = glommio::spawn_local(accept_loop(listener, handler));
+            let accept = glommio::spawn_local(accept_loop(listener, Rc::new(handler)));
             shutdown::signalled().await;
             drop(accept);
             remoting::sd_notify::notify_stopping();
@@ -133,7 +161,6 @@ pub fn run(
         .join()
         .map_err(|e| ControllerError::Executor(e.to_string()))?;
     tracing::info!("controller stopping");
-    let _ = runtime.block_on(controller.raft.shutdown());
-    runtime.shutdown_timeout(Duration::from_secs(2));
+    embedded.shutdown();
     served
 }
