@@ -12,6 +12,9 @@ pub const DEFAULT_SCAN_NOT_ACTIVE_BROKER_INTERVAL_MS: u64 = 1000;
 /// silence (Apache's broker sends its `controllerHeartBeatTimeoutMills`, default 10000 there).
 pub const DEFAULT_HEARTBEAT_TIMEOUT_MS: u64 = 3000;
 
+/// Raft snapshot every this many entries (`raftSnapshotLogs`).
+pub const DEFAULT_RAFT_SNAPSHOT_LOGS: u64 = 500;
+
 /// One controller peer of `controllerDLegerPeers`: `n<id>-host:port`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Peer {
@@ -39,6 +42,9 @@ pub struct ControllerConfig {
     pub enable_elect_unclean_master: bool,
     /// `notifyBrokerRoleChanged`: send NOTIFY_BROKER_ROLE_CHANGED to a group's brokers after an election.
     pub notify_broker_role_changed: bool,
+    /// `raftSnapshotLogs` (ours): take a raft snapshot every this many log entries, and keep as
+    /// many entries behind it.
+    pub raft_snapshot_logs: u64,
 }
 
 impl ControllerConfig {
@@ -78,6 +84,7 @@ impl ControllerConfig {
             "notifyBrokerRoleChanged",
             self.notify_broker_role_changed.to_string(),
         );
+        lines.insert("raftSnapshotLogs", self.raft_snapshot_logs.to_string());
         lines
             .into_iter()
             .map(|(k, v)| format!("{k}={v}\n"))
@@ -103,6 +110,10 @@ impl ControllerConfig {
             "controllerHeartBeatTimeoutMills" => self.heartbeat_timeout = ms_of(value)?,
             "enableElectUncleanMaster" => self.enable_elect_unclean_master = bool_of(value)?,
             "notifyBrokerRoleChanged" => self.notify_broker_role_changed = bool_of(value)?,
+            "raftSnapshotLogs" => match value.parse::<u64>() {
+                Ok(n) if n > 0 => self.raft_snapshot_logs = n,
+                _ => return Err(format!("{key}: expected a count > 0, got {value:?}")),
+            },
             // Apache's choice of consensus library; here it is always openraft.
             "controllerType" => tracing::info!("controllerType={value} ignored: openraft is used"),
             _ => return Err(format!("unknown controller setting {key}")),
@@ -163,6 +174,7 @@ impl Default for ControllerConfig {
             heartbeat_timeout: Duration::from_millis(DEFAULT_HEARTBEAT_TIMEOUT_MS),
             enable_elect_unclean_master: false,
             notify_broker_role_changed: true,
+            raft_snapshot_logs: DEFAULT_RAFT_SNAPSHOT_LOGS,
         }
     }
 }

@@ -230,7 +230,7 @@ impl ControllerHandler {
             };
             let key = key.trim();
             // What cannot change while running (the raft group and its storage).
-            if matches!(key, "controllerDLegerGroup" | "controllerDLegerPeers" | "controllerDLegerSelfId" | "controllerStorePath" | "configStorePath") {
+            if matches!(key, "controllerDLegerGroup" | "controllerDLegerPeers" | "controllerDLegerSelfId" | "controllerStorePath" | "configStorePath" | "raftSnapshotLogs") {
                 return invalid(request, format!("{key} cannot be changed at runtime"));
             }
             if let Err(e) = config.set(key, value.trim()) {

@@ -45,7 +45,7 @@ impl Cluster {
         let peers: Vec<String> = addrs.iter().enumerate().map(|(i, a)| format!("n{i}-{a}")).collect();
         for i in 0..3 {
             let conf = format!(
-                "controllerDLegerGroup = test\ncontrollerDLegerPeers = {}\ncontrollerDLegerSelfId = n{i}\ncontrollerStorePath = {}\nscanNotActiveBrokerInterval = {SCAN_MS}\ncontrollerHeartBeatTimeoutMills = {HEARTBEAT_TIMEOUT_MS}\n",
+                "controllerDLegerGroup = test\ncontrollerDLegerPeers = {}\ncontrollerDLegerSelfId = n{i}\ncontrollerStorePath = {}\nscanNotActiveBrokerInterval = {SCAN_MS}\ncontrollerHeartBeatTimeoutMills = {HEARTBEAT_TIMEOUT_MS}\nraftSnapshotLogs = 2\n",
                 peers.join(";"),
                 dir.path().join(format!("store-{i}")).display()
             );
@@ -64,6 +64,7 @@ impl Cluster {
             .arg("-c")
             .arg(self.dir.path().join(format!("controller-{i}.conf")))
             .stdout(Stdio::null())
+            .env("RUST_LOG", "info,openraft=warn,controller::raft::store=debug")
             .stderr(log)
             .spawn()
             .unwrap();
@@ -298,6 +299,18 @@ fn three_controllers_fail_over_masters_and_keep_state() {
         // A stale SyncStateSet epoch is fenced.
         let r = alter(&c, &info, &[1, 2, 3]).await;
         assert_eq!(r.code, response_code::CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH, "{r:?}");
+        // Bad input is refused and the controller keeps serving.
+        let mut bad = req(
+            request_code::CONTROLLER_ALTER_SYNC_STATE_SET,
+            &[("brokerName", "broker-a".into()), ("masterBrokerId", "x".into())],
+        );
+        bad.set_body("{not json");
+        let r = to_leader(&c, bad).await;
+        assert_eq!(r.code, response_code::CONTROLLER_INVALID_REQUEST, "{r:?}");
+        let r = to_leader(&c, req(request_code::BROKER_HEARTBEAT, &[("brokerName", "broker-a".into())])).await;
+        assert_eq!(r.code, response_code::CONTROLLER_INVALID_REQUEST, "{r:?}");
+        let now = replica_info(&c).await;
+        assert_eq!((now.sync_state_set, now.sync_state_set_epoch), (vec![1, 2], 2));
 
         // Master 1 goes silent: 2 (in sync) takes over, not 3 (out of sync, more data).
         beating[0].store(false, Ordering::SeqCst);
@@ -356,10 +369,14 @@ fn three_controllers_fail_over_masters_and_keep_state() {
         }
         let (info, _) = wait_master(&c, Duration::from_secs(10), |i| i.master.is_some()).await;
         assert_eq!(info.master, Some(1), "{info:?}");
-        let mut epochs = [before_kill.master_epoch, after.master_epoch, info.master_epoch];
-        let sorted = { let mut s = epochs; s.sort(); s };
-        assert_eq!(epochs, sorted, "master epochs went back");
-        epochs.sort();
+        let epochs = [before_kill.master_epoch, after.master_epoch, info.master_epoch];
+        assert!(epochs.windows(2).all(|w| w[0] < w[1]), "master epochs did not grow: {epochs:?}");
+
+        // Snapshots were taken (every 2 entries here) and the state came back through them.
+        for i in 0..3 {
+            let snapshot = c.dir.path().join(format!("store-{i}/snapshot.json"));
+            assert!(snapshot.is_file(), "{} missing", snapshot.display());
+        }
 
         // GET_SYNC_STATE_DATA answers Apache's BrokerReplicasInfo.
         let mut r = RemotingCommand::request(request_code::CONTROLLER_GET_SYNC_STATE_DATA);

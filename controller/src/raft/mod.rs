@@ -28,8 +28,8 @@ pub async fn start(config: &ControllerConfig) -> Result<(Raft, Store), String> {
         heartbeat_interval: HEARTBEAT_INTERVAL_MS,
         election_timeout_min: ELECTION_TIMEOUT_MIN_MS,
         election_timeout_max: ELECTION_TIMEOUT_MAX_MS,
-        snapshot_policy: SnapshotPolicy::LogsSinceLast(500),
-        max_in_snapshot_log_to_keep: 100,
+        snapshot_policy: SnapshotPolicy::LogsSinceLast(config.raft_snapshot_logs),
+        max_in_snapshot_log_to_keep: config.raft_snapshot_logs,
         ..Default::default()
     }
     .validate()

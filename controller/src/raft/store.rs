@@ -1,7 +1,8 @@
 //! The raft log, vote and snapshot kept in `controllerStorePath`, and the state machine they rebuild.
 //!
-//! Layout: `vote.json`, `log/<20-digit index>.json` (one file per entry), `purged.json` (the last
-//! entry dropped after a snapshot), `snapshot.json` (meta and state). Every file is written to a
+//! Layout: `vote.json`, `committed.json` (the last entry known committed), `log/<20-digit
+//! index>.json` (one file per entry), `purged.json` (the last entry dropped after a snapshot),
+//! `snapshot.json` (meta and state). Every file is written to a
 //! temporary name, fsynced and renamed, then the directory is fsynced: a crash leaves the old file
 //! or the new one, never half of one. The controller writes a few entries per broker event, so a
 //! file per entry is cheap and keeps truncation a matter of deleting files.
@@ -38,6 +39,7 @@ struct StoredSnapshot {
 struct Inner {
     dir: PathBuf,
     vote: Option<Vote<NodeId>>,
+    committed: Option<LogId<NodeId>>,
     log: BTreeMap<u64, Entry<TypeConfig>>,
     last_purged: Option<LogId<NodeId>>,
     last_applied: Option<LogId<NodeId>>,
@@ -89,6 +91,7 @@ impl Store {
         let log_dir = dir.join("log");
         fs::create_dir_all(&log_dir).map_err(|e| format!("{}: {e}", log_dir.display()))?;
         let vote = read_json(&dir.join("vote.json"))?;
+        let committed = read_json(&dir.join("committed.json"))?;
         let last_purged: Option<LogId<NodeId>> = read_json(&dir.join("purged.json"))?;
         let snapshot: Option<StoredSnapshot> = read_json(&dir.join("snapshot.json"))?;
         let mut log = BTreeMap::new();
@@ -116,10 +119,22 @@ impl Store {
             ),
             None => (ReplicasInfo::default(), None, StoredMembership::default()),
         };
+        tracing::info!(
+            "raft store {}: snapshot at {:?}, committed {:?}, log {:?}..={:?}, purged up to {:?}, vote {:?}",
+            dir.display(),
+            last_applied,
+            committed,
+            log.keys().next(),
+            log.keys().next_back(),
+            last_purged,
+            vote
+        );
+        tracing::debug!("state from the snapshot: {replicas:?}");
         Ok(Store {
             inner: Arc::new(Mutex::new(Inner {
                 dir: dir.to_path_buf(),
                 vote,
+                committed,
                 log,
                 last_purged,
                 last_applied,
@@ -178,6 +193,7 @@ impl RaftSnapshotBuilder<TypeConfig> for Store {
         let bytes = serde_json::to_vec(&stored).map_err(io_err)?;
         write_atomic(&inner.dir, "snapshot.json", &bytes).map_err(io_err)?;
         inner.snapshot = Some(stored);
+        tracing::debug!("snapshot taken at {:?}", meta.last_log_id);
         Ok(Snapshot {
             meta,
             snapshot: Box::new(Cursor::new(data)),
@@ -200,6 +216,24 @@ impl RaftStorage<TypeConfig> for Store {
 
     async fn read_vote(&mut self) -> StoreResult<Option<Vote<NodeId>>> {
         Ok(self.lock().vote)
+    }
+
+    /// Kept so that a restart applies what was committed before it: a leader restored from its
+    /// own committed vote appends no new entry, so without this it would neither re-apply the
+    /// entries after the snapshot nor wait for them before answering a read.
+    async fn save_committed(&mut self, committed: Option<LogId<NodeId>>) -> StoreResult<()> {
+        let mut inner = self.lock();
+        if inner.committed == committed {
+            return Ok(());
+        }
+        let bytes = serde_json::to_vec(&committed).map_err(io_err)?;
+        write_atomic(&inner.dir, "committed.json", &bytes).map_err(io_err)?;
+        inner.committed = committed;
+        Ok(())
+    }
+
+    async fn read_committed(&mut self) -> StoreResult<Option<LogId<NodeId>>> {
+        Ok(self.lock().committed)
     }
 
     async fn get_log_state(&mut self) -> StoreResult<LogState<TypeConfig>> {
@@ -302,6 +336,7 @@ impl RaftStorage<TypeConfig> for Store {
                 EntryPayload::Blank => replies.push(Reply::default()),
                 EntryPayload::Normal(command) => {
                     let reply = inner.replicas.apply(command);
+                    tracing::debug!("applied {} {command:?}: {reply:?}", entry.log_id);
                     replies.push(reply);
                 }
                 EntryPayload::Membership(m) => {
@@ -327,6 +362,7 @@ impl RaftStorage<TypeConfig> for Store {
         snapshot: Box<Cursor<Vec<u8>>>,
     ) -> StoreResult<()> {
         let data = snapshot.into_inner();
+        tracing::info!("installing a snapshot at {:?} from the leader", meta.last_log_id);
         let replicas: ReplicasInfo = serde_json::from_slice(&data).map_err(io_err)?;
         let stored = StoredSnapshot {
             meta: meta.clone(),
