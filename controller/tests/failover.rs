@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use controller::raft::peer_client::PeerClient;
@@ -180,8 +180,52 @@ async fn replica_info(c: &Cluster) -> ReplicaInfo {
     }
 }
 
+/// Notices the controllers sent, by broker id.
+type Notices = Arc<Mutex<Vec<(u64, RemotingCommand)>>>;
+
+/// Stand-ins for the three replicas' listening ports: they record the requests they get
+/// (NOTIFY_BROKER_ROLE_CHANGED). Returns their addresses, for broker ids 1..=3.
+fn broker_listeners(notices: Notices) -> Vec<String> {
+    (1..=3u64)
+        .map(|id| {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = listener.local_addr().unwrap().to_string();
+            let notices = notices.clone();
+            std::thread::spawn(move || {
+                for stream in listener.incoming().flatten() {
+                    let notices = notices.clone();
+                    std::thread::spawn(move || {
+                        use std::io::Read;
+                        let mut stream = stream;
+                        loop {
+                            let mut len = [0u8; 4];
+                            if stream.read_exact(&mut len).is_err() {
+                                return;
+                            }
+                            let n = u32::from_be_bytes(len) as usize;
+                            let mut frame = bytes::BytesMut::from(&len[..]);
+                            frame.resize(4 + n, 0);
+                            if stream.read_exact(&mut frame[4..]).is_err() {
+                                return;
+                            }
+                            if let Ok(Some(cmd)) = protocol::decode_frame(&mut frame) {
+                                notices.lock().unwrap().push((id, cmd));
+                            }
+                        }
+                    });
+                }
+            });
+            addr
+        })
+        .collect()
+}
+
 /// Heartbeats of replicas 1..=3 of broker-a to every controller, each switchable.
-fn heartbeats(c: &Cluster, beating: Arc<[AtomicBool; 3]>) -> tokio::task::JoinHandle<()> {
+fn heartbeats(
+    c: &Cluster,
+    brokers: Vec<String>,
+    beating: Arc<[AtomicBool; 3]>,
+) -> tokio::task::JoinHandle<()> {
     let addrs = c.addrs.clone();
     tokio::spawn(async move {
         let mut clients: Vec<PeerClient> = addrs.iter().map(|a| PeerClient::new(a.clone())).collect();
@@ -195,7 +239,7 @@ fn heartbeats(c: &Cluster, beating: Arc<[AtomicBool; 3]>) -> tokio::task::JoinHa
                     &[
                         ("clusterName", "c".into()),
                         ("brokerName", "broker-a".into()),
-                        ("brokerAddr", format!("127.0.0.1:{}", 1000 + id)),
+                        ("brokerAddr", brokers[(id - 1) as usize].clone()),
                         ("brokerId", id.to_string()),
                         ("epoch", "1".into()),
                         // Replica 3 claims the most data: it must still lose to in-sync replicas.
@@ -244,6 +288,8 @@ fn three_controllers_fail_over_masters_and_keep_state() {
     rt.block_on(async {
         let mut c = Cluster::new();
         let first = agreed_leader(&c, Duration::from_secs(20)).await;
+        let notices: Notices = Arc::default();
+        let brokers = broker_listeners(notices.clone());
         eprintln!("raft leader: n{first}");
         // A follower redirects writes to the leader.
         let follower = (first + 1) % 3;
@@ -254,7 +300,7 @@ fn three_controllers_fail_over_masters_and_keep_state() {
                     ("clusterName", "c".into()),
                     ("brokerName", "broker-a".into()),
                     ("appliedBrokerId", id.to_string()),
-                    ("registerCheckCode", format!("127.0.0.1:{};{id}", 1000 + id)),
+                    ("registerCheckCode", format!("{};{id}", brokers[(id - 1) as usize])),
                 ],
             )
         };
@@ -263,7 +309,7 @@ fn three_controllers_fail_over_masters_and_keep_state() {
         assert_eq!(r.ext("controllerLeaderAddress"), Some(c.addrs[first].as_str()));
 
         let beating = Arc::new([AtomicBool::new(true), AtomicBool::new(true), AtomicBool::new(true)]);
-        let _beats = heartbeats(&c, beating.clone());
+        let _beats = heartbeats(&c, brokers.clone(), beating.clone());
         for id in 1..=3 {
             let r = to_leader(&c, apply(id)).await;
             assert_eq!(r.code, 0, "apply {id}: {r:?}");
@@ -275,7 +321,7 @@ fn three_controllers_fail_over_masters_and_keep_state() {
                         ("clusterName", "c".into()),
                         ("brokerName", "broker-a".into()),
                         ("brokerId", id.to_string()),
-                        ("brokerAddress", format!("127.0.0.1:{}", 1000 + id)),
+                        ("brokerAddress", brokers[(id - 1) as usize].clone()),
                     ],
                 ),
             )
@@ -319,6 +365,28 @@ fn three_controllers_fail_over_masters_and_keep_state() {
         eprintln!("master 1 silent -> new master {:?} in {} ms (heartbeat timeout {HEARTBEAT_TIMEOUT_MS} ms, scan {SCAN_MS} ms)", info.master, took.as_millis());
         assert_eq!(info.master, Some(2), "{info:?}");
         assert_eq!((info.master_epoch, info.sync_state_set.clone()), (2, vec![2]));
+        // The live replicas were told (NOTIFY_BROKER_ROLE_CHANGED), the dead master was not.
+        let start = Instant::now();
+        loop {
+            let told: Vec<u64> = notices
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|(_, n)| {
+                    n.code == request_code::NOTIFY_BROKER_ROLE_CHANGED
+                        && n.ext("masterBrokerId") == Some("2")
+                        && n.ext("masterEpoch") == Some("2")
+                        && n.ext("masterAddress") == Some(brokers[1].as_str())
+                })
+                .map(|(id, _)| *id)
+                .collect();
+            if told.contains(&2) && told.contains(&3) {
+                assert!(!told.contains(&1), "the dead master was notified: {told:?}");
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(5), "brokers not notified: {told:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         let r = alter(&c, &info, &[2, 3]).await;
         assert_eq!(r.code, 0, "{r:?}");
         let before_kill = replica_info(&c).await;
