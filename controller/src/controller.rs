@@ -27,6 +27,9 @@ pub struct BrokerLive {
     pub max_offset: i64,
     pub confirm_offset: i64,
     pub election_priority: i32,
+    /// This controller got the broker's heartbeats while a follower: the broker heartbeats every
+    /// controller (Apache's heartbeat only the leader).
+    pub heard_as_follower: bool,
 }
 
 /// Why a request needing the leader could not be served here.
@@ -53,8 +56,8 @@ pub struct Controller {
     pub config: RwLock<ControllerConfig>,
     /// Heartbeats by (brokerName, brokerId). Kept by every controller, so a new leader has them.
     heartbeats: Mutex<HashMap<(String, u64), BrokerLive>>,
-    /// When this controller last became the leader: a master gets a full timeout from then before
-    /// it is declared dead (it may have heartbeated only the old leader).
+    /// When this controller last became the leader: a master it had not heard from gets a full
+    /// timeout from then before it is declared dead (it may have heartbeated only the old leader).
     leader_since: Mutex<Option<Instant>>,
     metrics: Mutex<Metrics>,
 }
@@ -98,11 +101,14 @@ impl Controller {
     }
 
     /// Records a heartbeat.
-    pub fn on_heartbeat(&self, broker_name: &str, broker_id: u64, live: BrokerLive) {
-        self.heartbeats
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert((broker_name.to_string(), broker_id), live);
+    pub fn on_heartbeat(&self, broker_name: &str, broker_id: u64, mut live: BrokerLive) {
+        let follower = !self.is_leader();
+        let mut beats = self.heartbeats.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (broker_name.to_string(), broker_id);
+        live.heard_as_follower =
+            follower || beats.get(&key).is_some_and(|b| b.heard_as_follower);
+        beats.insert(key, live);
+        drop(beats);
         self.metrics.lock().unwrap_or_else(|p| p.into_inner()).heartbeats += 1;
     }
 
@@ -135,8 +141,10 @@ impl Controller {
             .collect()
     }
 
-    /// Whether the master's silence is over its timeout, counting from when this controller became
-    /// leader at the earliest.
+    /// Whether the master's silence is over its timeout. A master that heartbeats every
+    /// controller is judged by its heartbeats; one that heartbeats only the leader (as Apache's
+    /// brokers do) gets a full timeout from when this controller became leader, since its
+    /// heartbeats went to the old leader until then.
     fn master_dead(&self, broker_name: &str, master: u64, now: Instant) -> bool {
         let since = self
             .leader_since
@@ -145,6 +153,7 @@ impl Controller {
             .unwrap_or(now);
         let beats = self.heartbeats.lock().unwrap_or_else(|p| p.into_inner());
         let (last, timeout) = match beats.get(&(broker_name.to_string(), master)) {
+            Some(b) if b.heard_as_follower => (b.last, b.timeout),
             Some(b) => (b.last.max(since), b.timeout),
             None => (since, self.default_timeout()),
         };

@@ -198,6 +198,7 @@ impl ControllerHandler {
                 max_offset: optional_number(request, "maxOffset").unwrap_or(0),
                 confirm_offset: optional_number(request, "confirmOffset").unwrap_or(0),
                 election_priority: optional_number(request, "electionPriority").unwrap_or(0),
+                heard_as_follower: false,
             },
         );
         Ok(request.response_to(response_code::SUCCESS, Some("Heart beat success".into())))
