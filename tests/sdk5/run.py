@@ -259,7 +259,9 @@ def check_fifo_log(out, prefix):
 def case_node_fifo(s):
     s.cluster.create_topic("NodeFifo")
     make_orderly(s, "GID_node_fifo")
-    print("   ", check_fifo_log(s.node("fifo", "NodeFifo", "GID_node_fifo"), "node"))
+    out = s.node("fifo", "NodeFifo", "GID_node_fifo")
+    print("   ", check_fifo_log(out, "node"))
+    check(json.loads(out.splitlines()[-1])["pushFifo"] is True, "the PushConsumer was not told the group is FIFO")
 
 
 def case_node_redelivery(s):
@@ -269,7 +271,9 @@ def case_node_redelivery(s):
 
 def case_node_push(s):
     s.cluster.create_topic("NodePush")
-    print("   ", s.node("push", "NodePush", "GID_node_push"))
+    out = s.node("push", "NodePush", "GID_node_push")
+    print("   ", out)
+    check(json.loads(out.splitlines()[-1])["fifo"] is False, "a group that is not orderly was said to be FIFO")
 
 
 def case_node_transaction(s):

@@ -69,7 +69,8 @@ function simpleConsumer(endpoint, topic, group) {
 
 // 6 messages in each of 4 message groups; two consumers of one orderly group receive them one at a time
 // (invisible 2 s) and ack each, except the first delivery of `node-0:0`. Prints the delivery log, which
-// run.py checks (send order per group, no gap, the held message back once and holding its group).
+// run.py checks (send order per group, no gap, the held message back once and holding its group), and
+// whether a PushConsumer of the group was told by the proxy's settings to consume in FIFO order.
 async function fifo(endpoint, topic, group) {
   const p = new Producer({ endpoints: endpoint, sslEnabled: false, topic });
   await p.startup();
@@ -101,7 +102,14 @@ async function fifo(endpoint, topic, group) {
     }
   }
   for (const c of consumers) await c.shutdown();
-  console.log(JSON.stringify({ log }));
+  const push = new PushConsumer({
+    endpoints: endpoint, sslEnabled: false, consumerGroup: group,
+    subscriptions: new Map().set(topic, '*'),
+    messageListener: { consume: () => ConsumeResult.SUCCESS },
+  });
+  // Startup returns once the proxy answered the settings. No shutdown: it would wait out a long poll.
+  await push.startup();
+  console.log(JSON.stringify({ log, pushFifo: push.getPushConsumerSettings().isFifo() }));
 }
 
 // receive, ack, changeInvisibleDuration and redelivery after the invisible time.
@@ -175,7 +183,7 @@ async function push(endpoint, topic, group) {
   const want = [ ...Array(n).keys() ].map(i => `push-${i}`).sort();
   check(JSON.stringify(bodies) === JSON.stringify(want), `consumed ${bodies}`);
   check(got.length === n, `consumed ${got.length} times for ${n} messages (acks lost?)`);
-  console.log(JSON.stringify({ consumed: got.length }));
+  console.log(JSON.stringify({ consumed: got.length, fifo: c.getPushConsumerSettings().isFifo() }));
 }
 
 async function transaction(endpoint, topic, group) {
