@@ -228,7 +228,11 @@ fn transaction_check_back_follows_clock_steps_both_ways() {
         step_clock(&clock, -3600);
         let start = std::time::Instant::now();
         let got = wait_checks(&checks, "B1", 1, Duration::from_secs(20)).await;
-        assert_eq!(got.len(), 1, "B1 checked back within 20 s of a step back of 1 h");
+        assert_eq!(
+            got.len(),
+            1,
+            "B1 checked back within 20 s of a step back of 1 h"
+        );
         let got2 = wait_checks(&checks, "B2", 1, Duration::from_secs(10)).await;
         assert_eq!(got2.len(), 1, "B2 checked back too");
         println!(
@@ -236,9 +240,15 @@ fn transaction_check_back_follows_clock_steps_both_ways() {
             start.elapsed().as_millis()
         );
         let (phys, qo) = check_offsets(&got[0]);
-        assert_eq!(end(&client, "B1", phys, qo, COMMIT, true).await, response_code::SUCCESS);
+        assert_eq!(
+            end(&client, "B1", phys, qo, COMMIT, true).await,
+            response_code::SUCCESS
+        );
         let (phys, qo) = check_offsets(&got2[0]);
-        assert_eq!(end(&client, "B2", phys, qo, ROLLBACK, true).await, response_code::SUCCESS);
+        assert_eq!(
+            end(&client, "B2", phys, qo, ROLLBACK, true).await,
+            response_code::SUCCESS
+        );
 
         // Prepared on the stepped-back clock, then the clock steps forward two hours: checked within
         // seconds (due on the broker's clock), committed through the check-back.
@@ -247,7 +257,10 @@ fn transaction_check_back_follows_clock_steps_both_ways() {
         let got = wait_checks(&checks, "F1", 1, Duration::from_secs(10)).await;
         assert_eq!(got.len(), 1, "F1 checked back after a forward step");
         let (phys, qo) = check_offsets(&got[0]);
-        assert_eq!(end(&client, "F1", phys, qo, COMMIT, true).await, response_code::SUCCESS);
+        assert_eq!(
+            end(&client, "F1", phys, qo, COMMIT, true).await,
+            response_code::SUCCESS
+        );
 
         // Each committed one visible exactly once, the rolled-back one never; none checked again.
         glommio::timer::sleep(Duration::from_secs(5)).await;

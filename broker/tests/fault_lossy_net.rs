@@ -233,8 +233,7 @@ fn lossy_namesrv_link_keeps_the_broker_registered_and_its_routes_served() {
         wait_route(namesrv, "LossyNsBefore", Duration::from_secs(20)).await;
         ns.set_loss(NS_LOSS_PERCENT);
         // A topic created through the lossy link: the name server learns it from a registration.
-        let (_, attempts) =
-            send_with_retries(broker.addr(), "LossyNsDuring", 0, b"during").await;
+        let (_, attempts) = send_with_retries(broker.addr(), "LossyNsDuring", 0, b"during").await;
         let mut learned = None;
         let mut missing = Vec::new();
         let lossy = Instant::now();
@@ -262,7 +261,10 @@ fn lossy_namesrv_link_keeps_the_broker_registered_and_its_routes_served() {
             "the broker's route vanished during the loss at {missing:?}:\n{}",
             broker.log()
         );
-        assert!(learned.is_some(), "the topic created during the loss never reached the name server");
+        assert!(
+            learned.is_some(),
+            "the topic created during the loss never reached the name server"
+        );
         ns.clear_loss();
     });
     drop(broker);

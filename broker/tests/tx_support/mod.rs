@@ -148,4 +148,3 @@ pub fn check_offsets(check: &RemotingCommand) -> (i64, i64) {
         check.ext("tranStateTableOffset").unwrap().parse().unwrap(),
     )
 }
-
