@@ -193,6 +193,9 @@ pub enum Command {
         consume_from_min_enable: bool,
         #[arg(short = 'd', long = "consumeBroadcastEnable", default_value_t = true, action = clap::ArgAction::Set)]
         consume_broadcast_enable: bool,
+        /// RocketMQ 5: FIFO topics are consumed in order per message group (POP, the gRPC proxy).
+        #[arg(short = 'o', long = "consumeMessageOrderly", default_value_t = false, action = clap::ArgAction::Set)]
+        consume_message_orderly: bool,
         #[arg(short = 'q', long = "retryQueueNums", default_value_t = 1)]
         retry_queue_nums: i32,
         #[arg(short = 'r', long = "retryMaxTimes", default_value_t = 16)]
