@@ -6,6 +6,8 @@
 #   DURATION=10s WARMUP=3s bench/ha.sh          (release binaries; SKIP_BUILD=1 to reuse them)
 #
 # Environment: DURATION [10s] WARMUP [3s] SHARDS [all CPUs] QUEUES [8] SKIP_BUILD [0] PROFILE [release]
+#              FLUSH [SYNC_FLUSH] flushDiskType of both brokers (ASYNC_FLUSH: the master syncs when its
+#              slave waits for data, since it sends only durable bytes)
 #              SEGMENT [134217728] mappedFileSizeCommitLog (stores are deleted after each run)
 #              CARGO_TARGET_DIR [target] OUT [bench/cache/ha-<utc stamp>]
 set -euo pipefail
@@ -15,6 +17,7 @@ WARMUP=${WARMUP:-3s}
 QUEUES=${QUEUES:-8}
 SHARDS=${SHARDS:-}
 SEGMENT=${SEGMENT:-134217728}
+FLUSH=${FLUSH:-SYNC_FLUSH}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 PROFILE=${PROFILE:-release}
 OUT=${OUT:-$ROOT/bench/cache/ha-$(date -u +%Y%m%dT%H%M%SZ)}
@@ -47,7 +50,7 @@ broker_config() { # DIR PORT ROLE ID NAMESRV
         echo "listenPort = $2"
         echo "storePathRootDir = \"$1/store\""
         echo "brokerRole = \"$3\""
-        echo 'flushDiskType = "SYNC_FLUSH"'
+        echo "flushDiskType = \"$FLUSH\""
         echo 'autoCreateTopicEnable = true'
         # Smaller segments than the 1 GiB default: this machine's disk is shared and small.
         echo "mappedFileSizeCommitLog = $SEGMENT"
@@ -89,9 +92,9 @@ run_case() {
     rm -rf "$dir/m/store" "$dir/s/store"
 }
 
-log "master alone (ASYNC_MASTER, SYNC_FLUSH)"
+log "master alone (ASYNC_MASTER, $FLUSH)"
 run_case alone 0
-log "SYNC_MASTER + SLAVE (SYNC_FLUSH)"
+log "SYNC_MASTER + SLAVE ($FLUSH)"
 run_case sync-pair 1
 python3 - "$OUT" <<'PY'
 import json, sys, os

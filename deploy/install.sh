@@ -2,7 +2,8 @@
 # Installs rocketmq-rs on a systemd host: binaries, the `rocketmq` user, config and store folders,
 # systemd units; optionally enables and starts them.
 #
-#   sudo deploy/install.sh [--bin-dir DIR] [--namesrv] [--broker CONF.toml]... [--console] [--proxy] [--enable]
+#   sudo deploy/install.sh [--bin-dir DIR] [--namesrv] [--broker CONF.toml]... [--console] [--proxy]
+#                          [--controller CONF] [--enable]
 #
 #   --bin-dir DIR    where namesrv, broker and mqadmin were built (default target/release;
 #                    build them with `cargo build --release -p namesrv -p broker -p mqadmin`)
@@ -14,6 +15,9 @@
 #   --proxy          install the gRPC proxy for RocketMQ 5 SDKs (its binary from --bin-dir, built with
 #                    `cargo build --release -p proxy`) and /etc/rocketmq/proxy.toml (kept if present);
 #                    enable proxy.service
+#   --controller FILE  install the controller (controller mode; its binary from --bin-dir, built with
+#                    `cargo build --release -p controller`) with FILE as /etc/rocketmq/controller.conf
+#                    (kept if present; see deploy/conf/controller-1.conf); enable controller.service
 #   --enable         systemctl enable --now the selected units
 #   --destdir DIR    stage everything under DIR instead of / (no user creation, no systemctl);
 #                    used by the tests, which then run `systemd-analyze verify --root=DIR`
@@ -27,6 +31,7 @@ destdir=""
 namesrv=0
 console=0
 proxy=0
+controller=""
 enable=0
 brokers=()
 while [ $# -gt 0 ]; do
@@ -37,8 +42,9 @@ while [ $# -gt 0 ]; do
     --console) console=1; shift ;;
     --broker) brokers+=("$2"); shift 2 ;;
     --proxy) proxy=1; shift ;;
+    --controller) controller=$2; shift 2 ;;
     --enable) enable=1; shift ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown argument $1 (try --help)" >&2; exit 2 ;;
   esac
 done
@@ -53,6 +59,10 @@ for bin in $bins; do
 done
 if [ "$proxy" = 1 ] && [ ! -x "$bin_dir/proxy" ]; then
   echo "$bin_dir/proxy is missing: cargo build --release -p proxy" >&2
+  exit 1
+fi
+if [ -n "$controller" ] && [ ! -x "$bin_dir/controller" ]; then
+  echo "$bin_dir/controller is missing: cargo build --release -p controller" >&2
   exit 1
 fi
 if [ -z "$destdir" ] && [ "$(id -u)" -ne 0 ]; then
@@ -85,6 +95,16 @@ if [ "$proxy" = 1 ]; then
     install -m 0644 "$repo/deploy/conf/proxy.toml" "$root/etc/rocketmq/proxy.toml"
   fi
   units+=(proxy.service)
+fi
+if [ -n "$controller" ]; then
+  install -m 0755 "$bin_dir/controller" "$root/usr/local/bin/rocketmq-controller"
+  install -m 0644 "$repo/deploy/systemd/controller.service" "$root/etc/systemd/system/"
+  if [ ! -e "$root/etc/rocketmq/controller.conf" ]; then
+    install -m 0644 "$controller" "$root/etc/rocketmq/controller.conf"
+  fi
+  install -d -m 0750 "$root/var/lib/rocketmq/controller"
+  own "$root/var/lib/rocketmq/controller"
+  units+=(controller.service)
 fi
 if [ "$namesrv" = 1 ]; then
   if [ ! -e "$root/etc/rocketmq/namesrv.env" ]; then

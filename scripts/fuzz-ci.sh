@@ -2,6 +2,7 @@
 # Runs every cargo-fuzz target (fuzz/fuzz_targets) for a bounded time each and fails on the first crash.
 #   FUZZ_SECONDS   seconds per target (default 60)
 #   FUZZ_TARGETS   space-separated subset (default: all targets in fuzz/Cargo.toml)
+#   FUZZ_JOBS      targets fuzzed at once (default 2: each fuzzer is one process on one core)
 # Seeds come from fuzz/corpus/<target> (kept in the repository); new inputs found during the run go to a
 # throwaway copy so CI leaves the tree clean. A crash leaves its input in fuzz/artifacts/<target>/ and the
 # script exits non-zero: turn that input into a regression test in the crate that owns the decoder.
@@ -9,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
+FUZZ_JOBS="${FUZZ_JOBS:-2}"
 # cargo-fuzz needs nightly-only flags; RUSTC_BOOTSTRAP lets the stable toolchain accept them.
 export RUSTC_BOOTSTRAP=1
 
@@ -29,19 +31,37 @@ for target in $targets; do
     cargo fuzz build --fuzz-dir fuzz "$target"
 done
 
-failed=()
-for target in $targets; do
-    corpus="$work/$target"
+# fuzz_one TARGET: one bounded run; its output goes to $work/TARGET.log, printed when it ends.
+fuzz_one() {
+    local target=$1 corpus="$work/$1"
     mkdir -p "$corpus"
     if [ -d "fuzz/corpus/$target" ]; then
         cp -r "fuzz/corpus/$target/." "$corpus/"
     fi
-    echo "== fuzzing $target for ${FUZZ_SECONDS}s"
     # -rss_limit_mb: recovery opens a store per input; 2 GiB leaves room without hiding a runaway.
-    if ! cargo fuzz run --fuzz-dir fuzz "$target" "$corpus" -- \
-            -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1; then
-        failed+=("$target")
+    local rc=0
+    cargo fuzz run --fuzz-dir fuzz "$target" "$corpus" -- \
+        -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1 \
+        >"$work/$target.log" 2>&1 || rc=$?
+    echo "== fuzzed $target for ${FUZZ_SECONDS}s (exit $rc)"
+    tail -n 25 "$work/$target.log"
+    [ "$rc" = 0 ] || touch "$work/$target.failed"
+}
+
+running=0
+for target in $targets; do
+    if [ "$running" -ge "$FUZZ_JOBS" ]; then
+        wait -n || true
+        running=$((running - 1))
     fi
+    echo "== fuzzing $target for ${FUZZ_SECONDS}s"
+    fuzz_one "$target" &
+    running=$((running + 1))
+done
+wait
+failed=()
+for target in $targets; do
+    [ ! -e "$work/$target.failed" ] || failed+=("$target")
 done
 rm -rf "$FUZZ_STORE_DIR"
 

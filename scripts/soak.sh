@@ -6,7 +6,16 @@
 #   - SoakTopic: `loadgen e2e`, synchronous sends consumed end to end;
 #   - SoakBatch: `loadgen produce --mode async --batch 8`, asynchronous batches;
 #   - SoakTimer: `loadgen produce --timer-delay-ms`, timer messages delivered later (verified on their
-#     real topic after delivery).
+#     real topic after delivery);
+#   - SoakTx: `loadgen transaction`, half messages committed, rolled back or left to the broker's
+#     check-back by a rule on their number; verdict: every committed one readable, no rolled-back one;
+#   - SoakOrderly: `loadgen orderly`, sends by sharding key to fixed queues and an orderly consumer
+#     holding queue locks (LOCK_BATCH_MQ); verdict: each key's numbers in order, no gap, none missing;
+#   - SoakRetry: `loadgen retry-dlq`, a consumer group handing every 10th message back
+#     (CONSUMER_SEND_MSG_BACK); verdict: each of those in %DLQ%soak_retry_consumer after exactly
+#     1 + SOAK_MAX_RECONSUME deliveries, every other one consumed once and not dead-lettered.
+# These three check themselves after the load (waiting up to SOAK_SETTLE for the broker to deliver)
+# and their verdicts are part of the final one.
 # Samples RSS and open fds of every process and the store's disk use over time, says whether RSS and
 # fds stay flat after warm-up (the last part of the run has no restarts, so one process of each
 # lives long enough to show a trend), and draws them as chart.svg with the kills marked.
@@ -17,6 +26,11 @@
 #   SOAK_BATCH_RATE=        messages/s sent in async batches of 8 (default SOAK_RATE/4; 0 = none)
 #   SOAK_TIMER_RATE=        timer messages/s (default SOAK_RATE/20; 0 = none)
 #   SOAK_TIMER_DELAY_MS=3000  how long after its send a timer message is due
+#   SOAK_TX_RATE=           transactions/s (default SOAK_RATE/50; 0 = none)
+#   SOAK_ORDERLY_RATE=      ordered messages/s (default SOAK_RATE/50; 0 = none)
+#   SOAK_RETRY_RATE=        messages/s of the retry-to-DLQ load (default SOAK_RATE/50; 0 = none)
+#   SOAK_MAX_RECONSUME=2    maxReconsumeTimes of the retry load's send-backs
+#   SOAK_SETTLE=240         seconds those three wait after the load for what they expect
 #   SOAK_SIZE=1024          body bytes
 #   SOAK_FLUSH=SYNC_FLUSH   flushDiskType (ASYNC_FLUSH loses acknowledged messages on SIGKILL by design)
 #   SOAK_SHARDS=2           broker shardCount
@@ -47,6 +61,11 @@ SOAK_RATE=${SOAK_RATE:-2000}
 SOAK_BATCH_RATE=${SOAK_BATCH_RATE:-$((SOAK_RATE / 4))}
 SOAK_TIMER_RATE=${SOAK_TIMER_RATE:-$((SOAK_RATE / 20))}
 SOAK_TIMER_DELAY_MS=${SOAK_TIMER_DELAY_MS:-3000}
+SOAK_TX_RATE=${SOAK_TX_RATE:-$((SOAK_RATE / 50))}
+SOAK_ORDERLY_RATE=${SOAK_ORDERLY_RATE:-$((SOAK_RATE / 50))}
+SOAK_RETRY_RATE=${SOAK_RETRY_RATE:-$((SOAK_RATE / 50))}
+SOAK_MAX_RECONSUME=${SOAK_MAX_RECONSUME:-2}
+SOAK_SETTLE=${SOAK_SETTLE:-240}
 SOAK_KILL_NAMESRV=${SOAK_KILL_NAMESRV:-1}
 SOAK_SIZE=${SOAK_SIZE:-1024}
 SOAK_FLUSH=${SOAK_FLUSH:-SYNC_FLUSH}
@@ -78,6 +97,7 @@ mkdir -p "$SOAK_OUT"
 out=$(cd "$SOAK_OUT" && pwd)
 work=$(mktemp -d /tmp/soak.XXXXXX)
 echo "soak: ${SOAK_SECONDS}s at ${SOAK_RATE} msg/s, ${SOAK_FLUSH}, ${SOAK_SHARDS} shards, slaves ${SOAK_SLAVES}; results in $out, store in $work"
+echo "soak: loads (msg/s): e2e sync $SOAK_RATE, async batches $SOAK_BATCH_RATE, timer $SOAK_TIMER_RATE, transactions $SOAK_TX_RATE, orderly $SOAK_ORDERLY_RATE, retry-to-DLQ $SOAK_RETRY_RATE (max reconsume $SOAK_MAX_RECONSUME)"
 
 # Free ports: one for the name server, and per broker p-2 .. p+4*shards (its fast port, HA port p+1
 # and the ports of its shard-brokers, p+4N and p+4N-2) free.
@@ -157,18 +177,23 @@ readCacheBytes = $SOAK_READ_CACHE
 diskMaxUsedSpaceRatio = $SOAK_DISK_RATIO
 cleanFileForciblyEnable = false
 registerNameServerPeriod = 5000
+# Unknown transactions are checked back 6 s after their send, then every 10 s (RocketMQ: every 60 s),
+# so the check-back resolves them within the run.
+transactionTimeOut = 6000
+transactionCheckInterval = 10000
 EOF
 }
 
 # start_broker NAME: starts it and waits for its boot line (60 s at most).
 start_broker() {
-    local name=$1 before
+    local name=$1 before booted
     before=$(grep -c "boot success" "$out/$name.log" 2>/dev/null || true)
     "$bin/broker" --config "$work/$name.toml" >>"$out/$name.log" 2>&1 &
     echo $! >"$work/$name.pid"
     disown $!   # killed on purpose: no job-control noise
     for _ in $(seq 600); do
-        if (( $(grep -c "boot success" "$out/$name.log" 2>/dev/null || true) > ${before:-0} )); then
+        booted=$(grep -c "boot success" "$out/$name.log" 2>/dev/null || true)
+        if (( ${booted:-0} > ${before:-0} )); then
             return 0
         fi
         if ! kill -0 "$(cat "$work/$name.pid")" 2>/dev/null; then
@@ -210,7 +235,9 @@ if [[ $slave_ports != "-" ]]; then
 fi
 
 # Samples RSS (kB) and open fds of every process (servers and load generators), and the stores' size.
+# Without -e / pipefail: a process that exits while it is sampled must not end the sampling.
 (
+    set +e +o pipefail
     echo "t_s,process,pid,rss_kb,fds" >"$out/samples.csv"
     echo "t_s,store_kb" >"$out/disk.csv"
     t0=$(date +%s)
@@ -250,6 +277,20 @@ start_producer() {
 }
 start_producer batch SoakBatch "$SOAK_BATCH_RATE" --mode async --batch 8 --inflight 32
 start_producer timer SoakTimer "$SOAK_TIMER_RATE" --timer-delay-ms "$SOAK_TIMER_DELAY_MS" --inflight 16
+# start_workload NAME SUBCOMMAND TOPIC RATE ARGS...: a load that checks itself (workload-NAME.json).
+start_workload() {
+    local name=$1 sub=$2 topic=$3 rate=$4
+    shift 4
+    (( rate > 0 )) || return 0
+    "$bin/loadgen" "$sub" --namesrv "127.0.0.1:$ns_port" --topic "$topic" --create-queues 8 \
+        --rate "$rate" --duration "${SOAK_SECONDS}s" --settle "${SOAK_SETTLE}s" --timeout 3s \
+        --json "$out/workload-$name.json" "$@" >"$out/loadgen-$name.log" 2>&1 &
+    extra_pids+=($!)
+    echo $! >"$work/loadgen-$name.pid"
+}
+start_workload tx transaction SoakTx "$SOAK_TX_RATE"
+start_workload orderly orderly SoakOrderly "$SOAK_ORDERLY_RATE"
+start_workload retry retry-dlq SoakRetry "$SOAK_RETRY_RATE" --max-reconsume-times "$SOAK_MAX_RECONSUME"
 
 start=$(date +%s)
 restart_until=$(( start + SOAK_SECONDS * (100 - SOAK_STEADY_PERCENT) / 100 ))
@@ -297,9 +338,14 @@ for entry in "${extra_topics[@]}"; do
 done
 python3 "$root/scripts/soak_chart.py" "$out" || echo "soak: chart failed" >&2
 
-python3 - "$out" "$SOAK_WARMUP" "$restarts" "$loadgen_rc" "$verify_rc" "$extra_rc" <<'EOF' | tee "$out/summary.txt"
+workloads=()
+(( SOAK_TX_RATE > 0 )) && workloads+=(tx)
+(( SOAK_ORDERLY_RATE > 0 )) && workloads+=(orderly)
+(( SOAK_RETRY_RATE > 0 )) && workloads+=(retry)
+python3 - "$out" "$SOAK_WARMUP" "$restarts" "$loadgen_rc" "$verify_rc" "$extra_rc" "${workloads[@]}" <<'EOF' | tee "$out/summary.txt"
 import csv, glob, json, sys
 out, warmup, restarts, loadgen_rc, verify_rc, extra_rc = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+expected_workloads = sys.argv[7:]
 rows = list(csv.DictReader(open(f"{out}/samples.csv")))
 lg = json.load(open(f"{out}/loadgen.json")) if loadgen_rc == 0 else {}
 ver = json.load(open(f"{out}/verify.json"))
@@ -327,7 +373,17 @@ for path in sorted(glob.glob(f"{out}/verify-*.json")):
           f"verify: acknowledged {v['acked']}, read back {v['found']}, missing {v['missing']}, mismatched {v['mismatched']}, "
           f"duplicates {v['duplicates']}")
     ok = ok and v["missing"] == 0 and v["mismatched"] == 0 and v["acked"] > 0
-print(f"further producers' exit code: {extra_rc}")
+for path in sorted(glob.glob(f"{out}/workload-*.json")):
+    name = path.rsplit("workload-", 1)[1][:-5]
+    w = json.load(open(path))
+    fields = ", ".join(f"{k} {v}" for k, v in w.items() if k != "ok" and not isinstance(v, list) or (isinstance(v, list) and v))
+    print(f"{name}: {'OK' if w.get('ok') else 'FAILED'}: {fields}")
+    ok = ok and bool(w.get("ok"))
+for name in expected_workloads:
+    if not glob.glob(f"{out}/workload-{name}.json"):
+        print(f"{name}: no verdict (see loadgen-{name}.log)")
+        ok = False
+print(f"further producers' and workloads' exit code: {extra_rc}")
 flat_all = True
 by_proc = {}
 for r in rows:

@@ -6,7 +6,10 @@
 //!   step passes arrive within seconds (the schedulers re-read the wall clock, they do not sleep out a
 //!   wait computed before the step);
 //! - a forward step by more than `fileReservedTime` does not let retention delete segments that have
-//!   not expired (retention ignores forward steps while the broker runs).
+//!   not expired (retention ignores forward steps while the broker runs);
+//! - an unanswered transaction is still checked back within seconds after the clock steps back an
+//!   hour (its half message now looks stored in the future), a commit through the check-back makes it
+//!   visible once, and a rolled-back one never; a forward step only checks it sooner.
 //!
 //! Skipped, with the reason, where libfaketime is not installed (`scripts/setup-test-host.sh`
 //! installs Debian's `faketime`).
@@ -17,8 +20,10 @@
 mod common;
 mod delay_support;
 mod fault_support;
+mod tx_support;
 
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::time::Duration;
 
 use common::*;
@@ -197,5 +202,74 @@ fn a_forward_clock_step_does_not_let_retention_delete_unexpired_segments() {
         "the broker did not notice the step:\n{}",
         broker.log()
     );
+    drop(broker);
+}
+
+#[test]
+fn transaction_check_back_follows_clock_steps_both_ways() {
+    use tx_support::*;
+    let Some(lib) = usable() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let clock = dir.path().join("clock");
+    let broker = broker_with_clock(
+        &lib,
+        &clock,
+        "transactionTimeOut = 4000\ntransactionCheckInterval = 4000\ntransactionCheckMax = 5\n",
+    );
+    run_local(async {
+        let checks = Rc::new(Checks::default());
+        let client = producer(&broker, &checks).await;
+        // Never answered by the producer; the clock steps back an hour right after. Before, the check
+        // waited for the wall clock to catch up (an hour); now it comes within the timeout or so.
+        let (_, _) = prepare(&client, "B1").await;
+        let (_, _) = prepare(&client, "B2").await;
+        step_clock(&clock, -3600);
+        let start = std::time::Instant::now();
+        let got = wait_checks(&checks, "B1", 1, Duration::from_secs(20)).await;
+        assert_eq!(
+            got.len(),
+            1,
+            "B1 checked back within 20 s of a step back of 1 h"
+        );
+        let got2 = wait_checks(&checks, "B2", 1, Duration::from_secs(10)).await;
+        assert_eq!(got2.len(), 1, "B2 checked back too");
+        println!(
+            "step back 1 h: checked back {} ms after the step",
+            start.elapsed().as_millis()
+        );
+        let (phys, qo) = check_offsets(&got[0]);
+        assert_eq!(
+            end(&client, "B1", phys, qo, COMMIT, true).await,
+            response_code::SUCCESS
+        );
+        let (phys, qo) = check_offsets(&got2[0]);
+        assert_eq!(
+            end(&client, "B2", phys, qo, ROLLBACK, true).await,
+            response_code::SUCCESS
+        );
+
+        // Prepared on the stepped-back clock, then the clock steps forward two hours: checked within
+        // seconds (due on the broker's clock), committed through the check-back.
+        let (_, _) = prepare(&client, "F1").await;
+        step_clock(&clock, 3600);
+        let got = wait_checks(&checks, "F1", 1, Duration::from_secs(10)).await;
+        assert_eq!(got.len(), 1, "F1 checked back after a forward step");
+        let (phys, qo) = check_offsets(&got[0]);
+        assert_eq!(
+            end(&client, "F1", phys, qo, COMMIT, true).await,
+            response_code::SUCCESS
+        );
+
+        // Each committed one visible exactly once, the rolled-back one never; none checked again.
+        glommio::timer::sleep(Duration::from_secs(5)).await;
+        let mut seen = visible(&client).await;
+        seen.sort();
+        assert_eq!(seen, vec!["B1".to_owned(), "F1".to_owned()]);
+        for uniq in ["B1", "B2", "F1"] {
+            assert_eq!(checks.of(uniq).len(), 1, "{uniq} checked once");
+        }
+    });
     drop(broker);
 }

@@ -1,7 +1,8 @@
 //! Consumers against the real broker with the frames Java 5.x clients send: LITE_PULL_MESSAGE (361)
 //! as `DefaultLitePullConsumer` pulls, and the subscription group's settings enforced as RocketMQ
 //! does (`consumeEnable`, `consumeBroadcastEnable`, `brokerId`, `retryMaxTimes`, `retryQueueNums`,
-//! `autoCreateSubscriptionGroup = false`), on both shards' queues.
+//! `autoCreateSubscriptionGroup = false`), on both shards' queues; RocketMQ 5's `consumeMessageOrderly`
+//! kept and answered by GET_SUBSCRIPTIONGROUP_CONFIG.
 
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -384,5 +385,52 @@ fn the_groups_retry_max_times_and_retry_queue_nums_apply() {
         assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
         let table = topics(&client).await.topic_config_table;
         assert!(!table.contains_key("%DLQ%NoRetry") && !table.contains_key("%RETRY%NoRetry"));
+    });
+}
+
+async fn group_config(client: &Client, group: &str) -> RemotingCommand {
+    call(
+        client,
+        RemotingCommand::request(request_code::GET_SUBSCRIPTIONGROUP_CONFIG).with_ext("group", group),
+    )
+    .await
+}
+
+#[test]
+fn consume_message_orderly_is_kept_and_answered_by_get_subscriptiongroup_config() {
+    let mut broker = Broker::start("");
+    let check = |r: &RemotingCommand, orderly: bool| {
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(v["groupName"], "Ordered");
+        assert_eq!(v["consumeMessageOrderly"], orderly, "{v}");
+        assert_eq!(v["retryMaxTimes"], 3, "{v}");
+    };
+    run_local(async {
+        let client = connect(broker.addr()).await;
+        update_group(
+            &client,
+            "Ordered",
+            serde_json::json!({"consumeMessageOrderly": true, "retryMaxTimes": 3}),
+        )
+        .await;
+        check(&group_config(&client, "Ordered").await, true);
+        let unknown = group_config(&client, "NoSuchGroup").await;
+        assert_eq!(unknown.code, response_code::SUBSCRIPTION_GROUP_NOT_EXIST);
+        let empty = call(
+            &client,
+            RemotingCommand::request(request_code::GET_SUBSCRIPTIONGROUP_CONFIG),
+        )
+        .await;
+        assert_eq!(empty.code, response_code::SYSTEM_ERROR);
+    });
+    // Persisted in subscriptionGroup.json: still orderly after a restart; a 4.x body turns it off.
+    broker.stop();
+    broker.restart();
+    run_local(async {
+        let client = connect(broker.addr()).await;
+        check(&group_config(&client, "Ordered").await, true);
+        update_group(&client, "Ordered", serde_json::json!({"retryMaxTimes": 3})).await;
+        check(&group_config(&client, "Ordered").await, false);
     });
 }

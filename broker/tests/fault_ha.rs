@@ -2,6 +2,8 @@
 //! stalls, cuts and refuses the HA link, and the slave is SIGKILLed and restarted. Sends get error
 //! answers (FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE) in bounded time instead of hanging, succeed
 //! again once the link is back, and every acknowledged message is on the master and on the slave.
+//! Over a slow link (the proxy passes 1 MB/s), a SYNC_MASTER acknowledges no faster than the link
+//! carries, answers the rest with slave errors in bounded time, and loses nothing.
 //! Skipped, with the reason printed, when the broker under test has no HA (runtime info without
 //! `haSlaveConnections`). `FAULT_BROKER_BIN` runs it against another build of the broker.
 
@@ -207,4 +209,108 @@ fn ha_link_stalled_cut_and_slave_killed_sends_answer_errors_then_resume_without_
         "slave panicked:\n{}",
         slave.log()
     );
+}
+
+#[test]
+fn slow_ha_link_acknowledges_no_faster_than_it_carries_and_loses_nothing() {
+    const RATE: u64 = 1_000_000;
+    const BODY: usize = 16 * 1024;
+    let master = Broker::builder()
+        .bin(fault_broker_bin())
+        .extra(&format!(
+            "shardCount = 1\nbrokerRole = \"SYNC_MASTER\"\nflushDiskType = \"SYNC_FLUSH\"\nsyncFlushTimeout = {SYNC_TIMEOUT_MS}\n"
+        ))
+        .start();
+    let has_ha = run_local(async { slave_connections(master.addr()).await.is_some() });
+    if !has_ha {
+        println!(
+            "SKIPPED HA fault test: this broker reports no haSlaveConnections (HA not built in)"
+        );
+        return;
+    }
+    let proxy = FaultProxy::start(master.ha_addr());
+    let slave = Broker::builder()
+        .bin(fault_broker_bin())
+        .extra(&format!(
+            "shardCount = 1\nbrokerRole = \"SLAVE\"\nbrokerId = 1\nhaMasterAddress = \"{}\"\n",
+            proxy.addr()
+        ))
+        .start();
+    let ledger = std::rc::Rc::new(Ledger::default());
+    run_local(async {
+        let client = connect(master.addr()).await;
+        send_until_success(&client, &ledger, "connect", Duration::from_secs(30)).await;
+        proxy.set_mode(Mode::Bandwidth(RATE));
+        // Four producers of 16 KiB messages for 8 s: far more than 1 MB/s offered.
+        let began = Instant::now();
+        let window = Duration::from_secs(8);
+        let mut tasks = Vec::new();
+        for t in 0..4 {
+            let ledger = ledger.clone();
+            let addr = master.addr();
+            tasks.push(glommio::spawn_local(async move {
+                let client = connect(addr).await;
+                let (mut acked, mut codes) = (0u64, Vec::new());
+                let mut i = 0;
+                while began.elapsed() < window {
+                    let body = format!("slow-{t}-{i}-")
+                        .into_bytes()
+                        .into_iter()
+                        .chain(std::iter::repeat_n(b's', BODY))
+                        .collect::<Vec<u8>>();
+                    let (code, took) = send_once(&client, &ledger, t, body).await;
+                    assert!(took < ANSWER_LIMIT, "a send took {took:?}");
+                    if code == response_code::SUCCESS {
+                        acked += BODY as u64;
+                    } else {
+                        codes.push(code);
+                    }
+                    i += 1;
+                }
+                (acked, codes)
+            }));
+        }
+        let (mut acked, mut codes) = (0u64, Vec::new());
+        for task in tasks {
+            let (a, c) = task.await;
+            acked += a;
+            codes.extend(c);
+        }
+        let elapsed = began.elapsed().as_secs_f64();
+        println!(
+            "1 MB/s HA link: {:.2} MB/s of bodies acknowledged over {elapsed:.1} s, {} other answers",
+            acked as f64 / elapsed / 1e6,
+            codes.len()
+        );
+        assert!(
+            codes.iter().all(|c| [
+                response_code::FLUSH_SLAVE_TIMEOUT,
+                response_code::SLAVE_NOT_AVAILABLE
+            ]
+            .contains(c)),
+            "expected only slave errors besides SEND_OK, got {codes:?}"
+        );
+        // What was acknowledged crossed the link: no more than it carries (plus what sat in socket
+        // buffers when the limit was set), and the link was used.
+        let carried = RATE as f64 * elapsed + 2.0 * 1024.0 * 1024.0;
+        assert!(
+            (acked as f64) <= carried,
+            "{acked} bytes acknowledged over {elapsed:.1} s through a {RATE} B/s link"
+        );
+        assert!(
+            acked > RATE,
+            "almost nothing acknowledged over the slow link: {acked} bytes"
+        );
+        proxy.set_mode(Mode::Pass);
+        send_until_success(&client, &ledger, "fast-again", Duration::from_secs(60)).await;
+        ledger
+            .verify(&connect(master.addr()).await)
+            .await
+            .assert_no_loss("slow HA link, on the master");
+        ledger
+            .verify(&connect(slave.addr()).await)
+            .await
+            .assert_no_loss("slow HA link, on the slave");
+    });
+    drop(proxy);
 }

@@ -6,6 +6,9 @@
 //!   return exactly what was stored; afterwards every acknowledged message is where its answer said,
 //!   byte-identical, none misattributed.
 //! - SYNC_MASTER <-> slave: every SEND_OK is on the slave (SIGKILL the master, read the slave).
+//! - broker <-> name server: the broker keeps registering through the loss, so a name server that
+//!   expires brokers silent for 8 s serves its route at every query, and learns a topic created
+//!   during the loss.
 //!
 //! Skipped, with the reason, where namespaces or nftables cannot be used (not root); CI runs as root
 //! with `scripts/setup-test-host.sh` having installed nftables.
@@ -23,6 +26,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use fault_support::acked::{read_queue, Ledger};
 use fault_support::netns::NetNs;
+use fault_support::routes::{route_code, wait_route};
 use ha_common::{master_extra, wait_slave_connected};
 use protocol::response_code;
 
@@ -30,6 +34,9 @@ use protocol::response_code;
 const LOSS_PERCENT: u32 = 10;
 /// What a send may take before the test's client gives up on it and sends again.
 const SEND_TIMEOUT: Duration = Duration::from_secs(3);
+/// Share dropped on the broker's link to its name server: registrations are light (one a second), so
+/// more loss than on data links for enough of them to be hit.
+const NS_LOSS_PERCENT: u32 = 30;
 const TEST_LIMIT: Duration = Duration::from_secs(240);
 
 fn usable() -> bool {
@@ -193,6 +200,74 @@ fn lossy_replication_link_loses_nothing_acknowledged_by_a_sync_master() {
         report.assert_no_loss("on the slave after the master's SIGKILL");
     });
     drop(slave);
+    assert!(
+        started.elapsed() < TEST_LIMIT,
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn lossy_namesrv_link_keeps_the_broker_registered_and_its_routes_served() {
+    if !usable() {
+        return;
+    }
+    let started = Instant::now();
+    let ns = NetNs::create();
+    // The name server on the test's side of the link, expiring brokers silent for 8 s (RocketMQ: 120 s)
+    // so that registrations lost for longer would show as a missing route.
+    let mut cfg = namesrv_config(SocketAddr::from((ns.host_ip, free_port())));
+    cfg.broker_expire = Duration::from_secs(8);
+    cfg.scan_interval = Duration::from_millis(500);
+    let namesrv = start_namesrv_in_process_with(cfg);
+    let broker = Broker::builder()
+        .extra(&format!(
+            "namesrvAddr = \"{namesrv}\"\nregisterNameServerPeriod = 1000\nautoCreateTopicEnable = true\n"
+        ))
+        .netns(&ns.name, ns.ns_ip)
+        .start();
+    run_local(async {
+        let client = connect(broker.addr()).await;
+        let r = send(&client, "LossyNsBefore", 0, b"before", "").await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        wait_route(namesrv, "LossyNsBefore", Duration::from_secs(20)).await;
+        ns.set_loss(NS_LOSS_PERCENT);
+        // A topic created through the lossy link: the name server learns it from a registration.
+        let (_, attempts) = send_with_retries(broker.addr(), "LossyNsDuring", 0, b"during").await;
+        let mut learned = None;
+        let mut missing = Vec::new();
+        let lossy = Instant::now();
+        while lossy.elapsed() < Duration::from_secs(30) {
+            if route_code(namesrv, "LossyNsBefore").await != response_code::SUCCESS {
+                missing.push(lossy.elapsed());
+            }
+            if learned.is_none()
+                && route_code(namesrv, "LossyNsDuring").await == response_code::SUCCESS
+            {
+                learned = Some(lossy.elapsed());
+            }
+            glommio::timer::sleep(Duration::from_millis(250)).await;
+        }
+        let dropped = ns.dropped_packets();
+        println!(
+            "{NS_LOSS_PERCENT}% loss between broker and name server for 30 s: {dropped} packets \
+             dropped, route missing at {} queries, topic created during the loss learned after \
+             {learned:?} (its send took {attempts} attempts)",
+            missing.len()
+        );
+        assert!(dropped > 0, "the loss rules dropped nothing");
+        assert!(
+            missing.is_empty(),
+            "the broker's route vanished during the loss at {missing:?}:\n{}",
+            broker.log()
+        );
+        assert!(
+            learned.is_some(),
+            "the topic created during the loss never reached the name server"
+        );
+        ns.clear_loss();
+    });
+    drop(broker);
     assert!(
         started.elapsed() < TEST_LIMIT,
         "took {:?}",

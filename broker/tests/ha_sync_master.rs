@@ -1,6 +1,7 @@
 //! HA with a SYNC_MASTER: no slave means SLAVE_NOT_AVAILABLE at once; with a slave (found through the
 //! name server), every acknowledged message survives a SIGKILL of the master at a random moment and is
-//! read back from the slave byte-identical.
+//! read back from the slave byte-identical; a master killed before its own flush comes back with every
+//! acknowledged message and its slave resumes (a slave never holds bytes the master can lose).
 
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -110,4 +111,65 @@ fn acknowledged_messages_survive_master_sigkill() {
             glommio::timer::sleep(Duration::from_millis(500)).await;
         }
     });
+}
+
+/// The master flushes only when asked (ASYNC_FLUSH with an interval and page threshold never reached),
+/// so before the fix its slave received bytes the master had only in memory; a SIGKILL then lost them on
+/// the master, which came back with a shorter log and refused the slave for good (every SYNC send
+/// answered SLAVE_NOT_AVAILABLE). Now a master sends only durable bytes: what a slave acknowledged is on
+/// the master's disk too, and the pair resumes after the restart.
+#[test]
+fn master_killed_before_its_flush_keeps_acknowledged_messages_and_its_slave() {
+    let lazy_flush = "flushIntervalCommitLog = 600000\nflushCommitLogLeastPages = 100000\n";
+    let mut master = Broker::start(&format!(
+        "{}{lazy_flush}",
+        master_extra("SYNC_MASTER", "ASYNC_FLUSH")
+    ));
+    let slave = Broker::start(&slave_extra(Some(&master), None));
+    let topic = "HaLazyFlush";
+    let (acked, other_codes) = run_local(async {
+        wait_slave_connected(master.addr(), Duration::from_secs(30)).await;
+        send_until_success(master.addr(), topic, Duration::from_secs(20)).await;
+        send_load(master.addr(), topic, 4, 4, 50, 300).await
+    });
+    assert!(
+        other_codes.is_empty(),
+        "unexpected answers while the slave was connected: {other_codes:?}"
+    );
+    assert_eq!(acked.len(), 200, "every send acknowledged");
+    master.kill9();
+    master.restart();
+    run_local(async {
+        wait_slave_connected(master.addr(), Duration::from_secs(30)).await;
+        send_until_success(master.addr(), topic, Duration::from_secs(20)).await;
+        // Every acknowledged message is on the restarted master, at its offsets.
+        let c = connect(master.addr()).await;
+        let mut on_master = HashMap::new();
+        for q in 0..4 {
+            for rec in pull_all(&c, topic, q).await {
+                on_master.insert((q, rec.queue_offset), rec);
+            }
+        }
+        for a in &acked {
+            let rec = on_master
+                .get(&(a.queue_id, a.queue_offset))
+                .unwrap_or_else(|| panic!("acknowledged {a:?} missing on the restarted master"));
+            assert_eq!(&rec.body[..], &a.body[..], "body of {a:?}");
+            assert_eq!(rec.physical_offset, a.physical_offset);
+        }
+        // And the slave's log is the master's again.
+        wait_caught_up(master.addr(), slave.addr(), 2, Duration::from_secs(30)).await;
+        for q in 0..4 {
+            assert_eq!(
+                pull_raw_all(master.addr(), topic, q).await,
+                pull_raw_all(slave.addr(), topic, q).await,
+                "queue {q} differs between master and slave"
+            );
+        }
+    });
+    assert!(
+        !slave.log().contains("refused replication"),
+        "the master refused its slave:\n{}",
+        slave.log()
+    );
 }

@@ -315,6 +315,59 @@ fn ordered_pop_holds_the_queue_until_the_message_is_acked() {
     });
 }
 
+/// Two consumers of one group popping in order from any queue (-1): a queue whose message one consumer
+/// holds unacked gives nothing to the other, the other queue goes on; after the invisible time the held
+/// message comes back first, counted, to whichever consumer pops, and only then the rest of its queue.
+#[test]
+fn ordered_pop_keeps_queue_order_across_two_consumers_and_a_redelivery() {
+    let broker = Broker::start("");
+    run_local(async {
+        let a = connect(broker.addr()).await;
+        let b = connect(broker.addr()).await;
+        send_bodies(&a, "PopO2", 1, &bodies(3, "q1")).await;
+        send_bodies(&a, "PopO2", 2, &bodies(3, "q2")).await;
+        let o = PopOptions {
+            queue_id: -1,
+            max_msg_nums: 1,
+            order: true,
+            ..options(1500)
+        };
+        // A takes the first message of some queue and does not ack it.
+        let held = pop_now(&a, "og2", "PopO2", &o).await;
+        assert_eq!(held.len(), 1);
+        let held_body = body(&held[0]);
+        let (x, y) = if held_body.starts_with("q1") {
+            ("q1", "q2")
+        } else {
+            ("q2", "q1")
+        };
+        assert_eq!(held_body, format!("{x}-000"));
+        // B gets the other queue, in order, and never the held queue's next message.
+        let mut got_b = Vec::new();
+        for _ in 0..4 {
+            for m in pop_now(&b, "og2", "PopO2", &o).await {
+                got_b.push(body(&m));
+                pop::ack(&b, "og2", &m, TIMEOUT).await.unwrap();
+            }
+        }
+        assert_eq!(got_b, bodies(3, y));
+        assert!(pop_now(&a, "og2", "PopO2", &o).await.is_empty());
+        // After the invisible time the held message comes back first, to B, with its count.
+        let again = pop_until(&b, "og2", "PopO2", &o, 1, Duration::from_secs(6)).await;
+        assert_eq!(again.iter().map(body).collect::<Vec<_>>(), vec![held_body]);
+        assert_eq!(again[0].reconsume_times, 1);
+        pop::ack(&b, "og2", &again[0], TIMEOUT).await.unwrap();
+        let mut rest = Vec::new();
+        for c in [&a, &b, &a, &b] {
+            for m in pop_now(c, "og2", "PopO2", &o).await {
+                rest.push(body(&m));
+                pop::ack(c, "og2", &m, TIMEOUT).await.unwrap();
+            }
+        }
+        assert_eq!(rest, bodies(3, x)[1..].to_vec());
+    });
+}
+
 #[test]
 fn long_polling_pop_answers_when_a_message_arrives() {
     let broker = Broker::start("");

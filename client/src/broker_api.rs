@@ -1,12 +1,17 @@
-//! One-call broker requests on a connection: consumer offsets, queue min/max offsets, heartbeat.
+//! One-call broker requests on a connection: consumer offsets, queue min/max offsets, heartbeat,
+//! queue locks of orderly consumers and a consumer's send-back of a message it failed to consume.
 
 use std::time::Duration;
 
 use protocol::body::perm;
-use protocol::body::{to_json, HeartbeatData};
+use protocol::body::MessageQueue;
+use protocol::body::{
+    from_json, to_json, HeartbeatData, LockBatchRequestBody, LockBatchResponseBody,
+};
 use protocol::header::{
-    CommandHeader, CreateTopicRequestHeader, GetMaxOffsetRequestHeader, GetMaxOffsetResponseHeader,
-    GetMinOffsetRequestHeader, GetMinOffsetResponseHeader, QueryConsumerOffsetRequestHeader,
+    CommandHeader, ConsumerSendMsgBackRequestHeader, CreateTopicRequestHeader,
+    GetMaxOffsetRequestHeader, GetMaxOffsetResponseHeader, GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader, QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader, UpdateConsumerOffsetRequestHeader,
 };
 use protocol::{request_code, response_code};
@@ -137,6 +142,56 @@ pub async fn create_topic(
         request_code::UPDATE_AND_CREATE_TOPIC,
         header.to_ext_fields(),
     );
+    expect_success(client.invoke(cmd, timeout).await?)?;
+    Ok(())
+}
+
+/// LOCK_BATCH_MQ: asks the broker to lock `queues` for `client_id` of `group` (an orderly consumer
+/// consumes a queue only while it holds its lock); returns the queues now locked by it.
+pub async fn lock_batch_mq(
+    client: &Client,
+    group: &str,
+    client_id: &str,
+    queues: &[MessageQueue],
+    timeout: Duration,
+) -> Result<Vec<MessageQueue>, ClientError> {
+    let body = LockBatchRequestBody {
+        consumer_group: group.to_owned(),
+        client_id: client_id.to_owned(),
+        only_this_broker: false,
+        mq_set: queues.to_vec(),
+    };
+    let cmd =
+        request(request_code::LOCK_BATCH_MQ, protocol::ExtFields::new()).with_body(to_json(&body));
+    let resp = expect_success(client.invoke(cmd, timeout).await?)?;
+    let locked: LockBatchResponseBody = from_json(&resp.body)?;
+    Ok(locked.lock_ok_mq_set)
+}
+
+/// CONSUMER_SEND_MSG_BACK: hands the message stored at `commit_log_offset` back to the broker, which
+/// stores it in `%RETRY%group` (delayed by `delay_level`, 0: the broker's 3 + reconsumeTimes) or, once
+/// it was consumed `max_reconsume_times` times, in `%DLQ%group`.
+#[allow(clippy::too_many_arguments)]
+pub async fn consumer_send_msg_back(
+    client: &Client,
+    group: &str,
+    commit_log_offset: i64,
+    delay_level: i32,
+    origin_msg_id: Option<&str>,
+    origin_topic: Option<&str>,
+    max_reconsume_times: i32,
+    timeout: Duration,
+) -> Result<(), ClientError> {
+    let header = ConsumerSendMsgBackRequestHeader {
+        offset: commit_log_offset,
+        group: group.to_owned(),
+        delay_level,
+        origin_msg_id: origin_msg_id.map(str::to_owned),
+        origin_topic: origin_topic.map(str::to_owned),
+        unit_mode: Some(false),
+        max_reconsume_times: Some(max_reconsume_times),
+    };
+    let cmd = request(request_code::CONSUMER_SEND_MSG_BACK, header.to_ext_fields());
     expect_success(client.invoke(cmd, timeout).await?)?;
     Ok(())
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
-use remoting::{Client, RpcHook};
+use remoting::{Client, RpcHook, ServerRequestHandler};
 
 use crate::ClientError;
 
@@ -17,6 +17,7 @@ pub struct BrokerConnections {
     pools: RefCell<HashMap<String, Vec<Option<Client>>>>,
     next: Cell<usize>,
     rpc_hook: RefCell<Option<Rc<dyn RpcHook>>>,
+    handler: RefCell<Option<Rc<dyn ServerRequestHandler>>>,
 }
 
 impl BrokerConnections {
@@ -27,12 +28,19 @@ impl BrokerConnections {
             pools: RefCell::new(HashMap::new()),
             next: Cell::new(0),
             rpc_hook: RefCell::new(None),
+            handler: RefCell::new(None),
         }
     }
 
     /// Runs `hook` on every request of connections made from now on (e.g. `acl::AclRpcHook`).
     pub fn set_rpc_hook(&self, hook: Option<Rc<dyn RpcHook>>) {
         *self.rpc_hook.borrow_mut() = hook;
+    }
+
+    /// Hands requests the brokers send on connections made from now on (e.g. a transaction producer's
+    /// CHECK_TRANSACTION_STATE) to `handler`.
+    pub fn set_request_handler(&self, handler: Option<Rc<dyn ServerRequestHandler>>) {
+        *self.handler.borrow_mut() = handler;
     }
 
     pub fn size(&self) -> usize {
@@ -58,7 +66,8 @@ impl BrokerConnections {
             return Ok(client);
         }
         let socket_addr = remoting::resolve(addr)?;
-        let client = Client::connect(socket_addr, self.timeout).await?;
+        let handler = self.handler.borrow().clone();
+        let client = Client::connect_with_handler(socket_addr, self.timeout, handler).await?;
         client.set_rpc_hook(self.rpc_hook.borrow().clone());
         let mut pools = self.pools.borrow_mut();
         let pool = pools

@@ -16,6 +16,7 @@ pub mod producer;
 pub mod pull;
 pub mod request;
 pub mod route;
+pub mod transaction;
 pub mod uniq_key;
 
 pub use connections::BrokerConnections;

@@ -247,7 +247,7 @@ impl Producer {
         Ok(client.invoke(cmd, self.config.send_timeout).await?)
     }
 
-    fn send_result(
+    pub(crate) fn send_result(
         resp: RemotingCommand,
         msg_id: String,
         queue: &MessageQueue,

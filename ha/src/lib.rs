@@ -13,7 +13,8 @@
 //!   the top bits), after every append and at least every 5 s (heartbeat). A master drops a slave
 //!   silent for 20 s.
 //! - Master -> slave, repeatedly: frames `start i64 | size i32 | crc32(data) u32 | data`, data = whole
-//!   stored records (at most `haTransferBatchSize` bytes, or one record when it is larger); an empty
+//!   stored records already durable on the master (at most `haTransferBatchSize` bytes, or one record
+//!   when it is larger; a slave never holds what a crash of the master can take back); an empty
 //!   frame (size 0) every 5 s while idle is the master's heartbeat (a slave drops a master silent for
 //!   20 s). The slave checks that `start` equals its own end and the crc, appends with
 //!   `append_replicated` (same physical offsets, ConsumeQueues and index rebuilt), reports. Any mismatch: log line, close,

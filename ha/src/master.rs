@@ -179,34 +179,42 @@ async fn stream_frames(
             return Ok(());
         }
         let seq = ms.signal.seq();
-        let mut data = ms.store.read_commitlog(next, batch).await?;
+        // Durable bytes only: see `MessageStore::read_durable_commitlog`.
+        let durable = ms.store.flushed_physical_offset();
+        let mut data = ms.store.read_durable_commitlog(next, batch).await?;
         let len = match wire::whole_records(&data) {
             Ok(n) => n,
-            Err(size) => {
-                // One record larger than a batch travels alone.
-                data = ms.store.read_commitlog(next, size).await?;
+            // One record larger than a batch travels alone, once all of it is durable.
+            Err(size) if next.saturating_add(size as i64) <= durable => {
+                data = ms.store.read_durable_commitlog(next, size).await?;
                 wire::whole_records(&data).unwrap_or_default()
             }
+            Err(_) => 0,
         };
         if len == 0 {
-            if next < ms.store.min_physical_offset() {
-                return Err(HaError::Other(format!(
-                    "the slave needs offset {next}, already deleted on the master"
-                )));
-            }
-            if data.len() >= 4 && next < ms.store.max_physical_offset() {
-                return Err(HaError::Other(format!(
-                    "the log at {next} does not start a record; stopping this stream"
-                )));
-            }
+            check_stuck(ms, next, &data, durable)?;
             if last_sent.elapsed() >= heartbeat {
                 let empty = FrameHeader::for_data(next, &[]).encode();
                 write_all_within(&mut writer, &empty, WRITE_TIMEOUT).await?;
                 last_sent = std::time::Instant::now();
             }
-            let wake = ms.signal.changed(seq);
-            let tick = glommio::timer::sleep(IDLE_POLL);
-            futures_lite::future::or(wake, tick).await;
+            let written = ms.store.max_physical_offset();
+            if written > durable {
+                // Written but not yet synced: have the flusher sync it now (with ASYNC_FLUSH it would
+                // wait for its interval) and send it once durable.
+                ms.store.request_flush();
+                let synced = async {
+                    if ms.store.wait_durable(written).await.is_err() {
+                        // A failed flush: the store says why elsewhere; retry at the idle pace.
+                        glommio::timer::sleep(IDLE_POLL).await;
+                    }
+                };
+                futures_lite::future::or(synced, glommio::timer::sleep(IDLE_POLL)).await;
+            } else {
+                let wake = ms.signal.changed(seq);
+                let tick = glommio::timer::sleep(IDLE_POLL);
+                futures_lite::future::or(wake, tick).await;
+            }
             continue;
         }
         let Some(chunk) = data.get(..len) else {
@@ -221,4 +229,25 @@ async fn stream_frames(
         last_sent = std::time::Instant::now();
         next = next.saturating_add(len as i64);
     }
+}
+
+/// With nothing to send at `next`: an error when the slave's position can never be served (deleted
+/// here, or durable bytes there that do not start a record).
+fn check_stuck(ms: &MasterShard, next: i64, data: &[u8], durable: i64) -> Result<(), HaError> {
+    if next < ms.store.min_physical_offset() {
+        return Err(HaError::Other(format!(
+            "the slave needs offset {next}, already deleted on the master"
+        )));
+    }
+    let unreadable = match wire::whole_records(data) {
+        Ok(0) => data.len() >= 4,
+        Ok(_) => false,
+        Err(size) => next.saturating_add(size as i64) <= durable,
+    };
+    if unreadable {
+        return Err(HaError::Other(format!(
+            "the log at {next} does not start a record; stopping this stream"
+        )));
+    }
+    Ok(())
 }

@@ -1,4 +1,5 @@
-//! Command-line options of `loadgen produce | consume | e2e | null-broker`.
+//! Command-line options of `loadgen produce | consume | e2e | null-broker | verify` (the soak
+//! workloads' options are in `workload/`).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -30,6 +31,12 @@ pub enum Command {
     NullBroker(NullBrokerArgs),
     /// Read a topic back and check that every message of `--acked-log` files is stored intact.
     Verify(crate::verify::VerifyArgs),
+    /// Transactions (commit, rollback, left to the broker's check-back) with their verdict.
+    Transaction(crate::workload::transaction::TransactionArgs),
+    /// Sends by sharding key and an orderly consumer holding queue locks, with an in-order verdict.
+    Orderly(crate::workload::orderly::OrderlyArgs),
+    /// A consumer that hands some messages back until they reach the DLQ, with its verdict.
+    RetryDlq(crate::workload::retry_dlq::RetryDlqArgs),
 }
 
 /// Options every load mode has.

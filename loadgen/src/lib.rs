@@ -19,3 +19,4 @@ pub mod stats;
 pub mod timeline;
 pub mod topic_setup;
 pub mod verify;
+pub mod workload;

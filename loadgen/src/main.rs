@@ -1,4 +1,5 @@
-//! `loadgen produce | consume | e2e | null-broker`: see `loadgen --help`.
+//! `loadgen produce | consume | e2e | null-broker | verify | transaction | orderly | retry-dlq`: see
+//! `loadgen --help`.
 
 use clap::Parser;
 use loadgen::cli::{Cli, Command};
@@ -58,9 +59,27 @@ fn main() {
                 Err("acknowledged messages lost".into())
             }
         }),
+        Command::Transaction(a) => {
+            loadgen::workload::transaction::run(a).and_then(|r| verdict(r.ok, "transaction"))
+        }
+        Command::Orderly(a) => {
+            loadgen::workload::orderly::run(a).and_then(|r| verdict(r.ok, "orderly"))
+        }
+        Command::RetryDlq(a) => {
+            loadgen::workload::retry_dlq::run(a).and_then(|r| verdict(r.ok, "retry-dlq"))
+        }
     };
     if let Err(e) = result {
         eprintln!("loadgen: {e}");
         std::process::exit(1);
+    }
+}
+
+/// A workload's verdict as the exit status.
+fn verdict(ok: bool, what: &str) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{what} verdict failed"))
     }
 }

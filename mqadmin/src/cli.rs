@@ -193,6 +193,9 @@ pub enum Command {
         consume_from_min_enable: bool,
         #[arg(short = 'd', long = "consumeBroadcastEnable", default_value_t = true, action = clap::ArgAction::Set)]
         consume_broadcast_enable: bool,
+        /// RocketMQ 5: FIFO topics are consumed in order per message group (POP, the gRPC proxy).
+        #[arg(short = 'o', long = "consumeMessageOrderly", default_value_t = false, action = clap::ArgAction::Set)]
+        consume_message_orderly: bool,
         #[arg(short = 'q', long = "retryQueueNums", default_value_t = 1)]
         retry_queue_nums: i32,
         #[arg(short = 'r', long = "retryMaxTimes", default_value_t = 16)]
@@ -215,6 +218,8 @@ pub enum Command {
     BrokerConfig(crate::broker_config_cmds::BrokerConfigCommand),
     #[command(flatten)]
     Namesrv(crate::namesrv_cmds::NamesrvCommand),
+    #[command(flatten)]
+    Controller(crate::controller_cmds::ControllerCommand),
     #[command(flatten)]
     Group(crate::group_cmds::GroupCommand),
     #[command(flatten)]

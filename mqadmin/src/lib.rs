@@ -9,6 +9,7 @@ pub mod broker_stats_cmds;
 pub mod cli;
 pub mod cluster_cmds;
 pub mod consumer_cmds;
+pub mod controller_cmds;
 pub mod group_cmds;
 pub mod message_cmds;
 pub mod namesrv_cmds;
@@ -173,6 +174,7 @@ pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientEr
             consume_enable,
             consume_from_min_enable,
             consume_broadcast_enable,
+            consume_message_orderly,
             retry_queue_nums,
             retry_max_times,
             broker_id,
@@ -188,6 +190,7 @@ pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientEr
                 consume_enable,
                 consume_from_min_enable,
                 consume_broadcast_enable,
+                consume_message_orderly,
                 retry_queue_nums,
                 retry_max_times,
                 broker_id,
@@ -201,6 +204,7 @@ pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientEr
         }
         Command::BrokerConfig(cmd) => broker_config_cmds::run(cmd, timeout).await,
         Command::Namesrv(cmd) => namesrv_cmds::run(cmd, timeout).await,
+        Command::Controller(cmd) => controller_cmds::run(cmd, timeout).await,
         Command::Group(cmd) => group_cmds::run(cmd, timeout).await,
         Command::BrokerStats(cmd) => broker_stats_cmds::run(cmd, timeout).await,
         Command::SendConsume(cmd) => send_consume_cmds::run(cmd, timeout).await,

@@ -14,6 +14,23 @@ use std::time::Duration;
 use common::{bin_dir, repo_root, run_with_timeout, MQADMIN};
 
 #[test]
+fn controller_configs_load_cleanly() {
+    let conf = repo_root().join("deploy/conf");
+    let mut peers = Vec::new();
+    for i in 1..=3 {
+        let path = conf.join(format!("controller-{i}.conf"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let c = controller::ControllerConfig::from_file_text(&text)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(c.self_id, i, "{}", path.display());
+        assert_eq!(c.peers.len(), 3, "{}", path.display());
+        assert!(!c.enable_elect_unclean_master);
+        peers.push(c.peers);
+    }
+    assert!(peers.windows(2).all(|w| w[0] == w[1]), "the three files list other peers");
+}
+
+#[test]
 fn layout_configs_load_cleanly() {
     let conf = repo_root().join("deploy/conf");
     let mut seen = 0;
@@ -105,6 +122,7 @@ fn installed_units_verify() {
     for (from, to) in [
         (bin_dir().join("broker"), "broker"),
         (bin_dir().join("namesrv"), "namesrv"),
+        (bin_dir().join("controller"), "controller"),
         (Path::new(MQADMIN).to_path_buf(), "mqadmin"),
     ] {
         std::os::unix::fs::symlink(&from, bins.path().join(to)).unwrap();
@@ -117,6 +135,11 @@ fn installed_units_verify() {
             "--bin-dir",
             bins.path().to_str().unwrap(),
             "--namesrv",
+            "--controller",
+            repo_root()
+                .join("deploy/conf/controller-1.conf")
+                .to_str()
+                .unwrap(),
         ])
         .args([
             "--broker",
@@ -137,6 +160,9 @@ fn installed_units_verify() {
         "usr/local/bin/mqadmin",
         "etc/rocketmq/broker-a.toml",
         "etc/rocketmq/namesrv.env",
+        "usr/local/bin/rocketmq-controller",
+        "etc/rocketmq/controller.conf",
+        "var/lib/rocketmq/controller",
         "var/lib/rocketmq/broker-a",
     ] {
         assert!(
@@ -153,12 +179,12 @@ fn installed_units_verify() {
         .unwrap();
     assert!(copy.success());
 
-    for unit in ["namesrv.service", "broker@broker-a.service"] {
+    for unit in ["namesrv.service", "broker@broker-a.service", "controller.service"] {
         let (ok, text) = verify(root.path(), unit);
         assert!(ok, "systemd-analyze verify {unit}: {text}");
     }
     // What the issue asks of the units.
-    for file in ["namesrv.service", "broker@.service"] {
+    for file in ["namesrv.service", "broker@.service", "controller.service"] {
         let text = std::fs::read_to_string(repo_root().join("deploy/systemd").join(file)).unwrap();
         for line in [
             "Type=notify",

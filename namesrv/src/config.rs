@@ -72,6 +72,39 @@ pub struct Args {
     /// Give ordered topics' routes their ORDER_TOPIC_CONFIG KV entry.
     #[arg(long = "orderMessageEnable", default_value_t = false, action = clap::ArgAction::Set)]
     pub order_message_enable: bool,
+    /// Run a controller (controller mode) inside this name server, on its port.
+    #[arg(long = "enableControllerInNamesrv", default_value_t = false, action = clap::ArgAction::Set)]
+    pub enable_controller_in_namesrv: bool,
+    /// The embedded controller's settings: a file of Apache's ControllerConfig keys, whose
+    /// `controllerDLegerSelfId` peer has this name server's port.
+    #[arg(long = "controllerConfig")]
+    pub controller_config: Option<PathBuf>,
+}
+
+impl Args {
+    /// The embedded controller's config, when `--enableControllerInNamesrv true`.
+    pub fn controller(&self) -> Result<Option<controller::ControllerConfig>, String> {
+        if !self.enable_controller_in_namesrv {
+            return Ok(None);
+        }
+        let path = self
+            .controller_config
+            .as_ref()
+            .ok_or("--enableControllerInNamesrv true needs --controllerConfig FILE")?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let config = controller::ControllerConfig::from_file_text(&text)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let port = config.self_addr().map(|a| a.port());
+        if port != Some(self.listen.port()) {
+            return Err(format!(
+                "{}: the controller's own peer address must have the name server's port {}",
+                path.display(),
+                self.listen.port()
+            ));
+        }
+        Ok(Some(config))
+    }
 }
 
 impl From<Args> for NamesrvConfig {

@@ -18,4 +18,4 @@ pub mod shutdown;
 pub use config::{Args, NamesrvConfig};
 pub use name_server::NameServer;
 pub use route_table::RouteTable;
-pub use server::{bind, run, serve, NamesrvError};
+pub use server::{bind, run, run_with_controller, serve, NamesrvError};

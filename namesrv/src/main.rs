@@ -15,8 +15,16 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    let config = NamesrvConfig::from(Args::parse());
-    let result = namesrv::run(config, |addr| {
+    let args = Args::parse();
+    let controller = match args.controller() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("namesrv: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let config = NamesrvConfig::from(args);
+    let result = namesrv::run_with_controller(config, controller, |addr| {
         // One line on stdout so scripts and tests can learn the port when they passed port 0.
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "namesrv listening on {addr}");

@@ -2,6 +2,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::time::Instant;
 
 use remoting::ResponseSink;
@@ -21,6 +22,8 @@ pub struct NameServer {
     pub(crate) kv: RefCell<KvConfig>,
     /// `orderMessageEnable`, changeable by UPDATE_NAMESRV_CONFIG.
     pub(crate) order_message_enable: Cell<bool>,
+    /// The embedded controller's handler (`enableControllerInNamesrv`): controller codes go there.
+    pub(crate) controller: RefCell<Option<Rc<controller::ControllerHandler>>>,
     started: Instant,
 }
 
@@ -39,6 +42,7 @@ impl NameServer {
             channels: RefCell::new(HashMap::new()),
             kv: RefCell::new(kv),
             order_message_enable: Cell::new(order_message_enable),
+            controller: RefCell::new(None),
             started: Instant::now(),
         })
     }
@@ -62,6 +66,11 @@ impl NameServer {
                 addr
             })
             .collect()
+    }
+
+    /// Hands controller requests to an embedded controller from now on.
+    pub fn embed_controller(&self, handler: Rc<controller::ControllerHandler>) {
+        *self.controller.borrow_mut() = Some(handler);
     }
 
     pub fn config(&self) -> &NamesrvConfig {

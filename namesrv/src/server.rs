@@ -104,7 +104,24 @@ pub fn run(
     config: NamesrvConfig,
     on_bound: impl FnOnce(SocketAddr) + Send + 'static,
 ) -> Result<(), NamesrvError> {
+    run_with_controller(config, None, on_bound)
+}
+
+/// [`run`], with a controller embedded when `controller` is given (`enableControllerInNamesrv`):
+/// its raft runs on a thread of its own, its requests arrive on the name server's port.
+pub fn run_with_controller(
+    config: NamesrvConfig,
+    controller: Option<controller::ControllerConfig>,
+    on_bound: impl FnOnce(SocketAddr) + Send + 'static,
+) -> Result<(), NamesrvError> {
     shutdown::install_signal_handlers().map_err(NamesrvError::Signals)?;
+    let embedded = match controller {
+        Some(c) => Some(
+            controller::Embedded::start(c).map_err(|e| NamesrvError::Config(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let controller_handler = embedded.as_ref().map(|e| e.handler());
     let handle = LocalExecutorBuilder::default()
         .name("namesrv")
         .spawn(move || async move {
@@ -119,12 +136,20 @@ pub fn run(
                 config.scan_interval.as_millis()
             );
             let ns = NameServer::new(config).map_err(NamesrvError::Config)?;
+            if let Some(handler) = controller_handler {
+                tracing::info!("controller embedded (enableControllerInNamesrv)");
+                ns.embed_controller(Rc::new(handler));
+            }
             on_bound(local);
             serve(listener, Rc::new(ns), shutdown::signalled()).await;
             Ok(())
         })
         .map_err(|e| NamesrvError::Executor(e.to_string()))?;
-    handle
+    let served = handle
         .join()
-        .map_err(|e| NamesrvError::Executor(e.to_string()))?
+        .map_err(|e| NamesrvError::Executor(e.to_string()))?;
+    if let Some(embedded) = embedded {
+        embedded.shutdown();
+    }
+    served
 }

@@ -7,6 +7,8 @@ use std::io::Read;
 use protocol::message::properties::{self, KEYS, SHARDING_KEY, TAGS, UNIQ_KEY};
 use protocol::message::record::{sys_flag, RecordView};
 
+use md5::Digest as _;
+
 use crate::pb::{self, Digest, DigestType, Encoding, MessageType, Resource, SystemProperties};
 use crate::status::ProxyError;
 
@@ -182,7 +184,13 @@ pub fn to_sdk_message(
         .unwrap_or_else(|| {
             protocol::message::msgid::offset_msg_id(view.store_host, view.physical_offset)
         });
-    let checksum = format!("{:08X}", crc32fast::hash(&body));
+    // MD5 in upper-case hex, as Apache's proxy sends it: every SDK checks that form the same way (they
+    // disagree on how a CRC32 is written; the Node.js SDK's push consumer drops a message whose digest
+    // does not match).
+    let checksum: String = md5::Md5::digest(&body)
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect();
     let sp = SystemProperties {
         tag: properties::get(props, TAGS).map(str::to_string),
         keys: properties::get(props, KEYS)
@@ -190,7 +198,7 @@ pub fn to_sdk_message(
             .unwrap_or_default(),
         message_id,
         body_digest: Some(Digest {
-            r#type: DigestType::Crc32 as i32,
+            r#type: DigestType::Md5 as i32,
             checksum,
         }),
         body_encoding: Encoding::Identity as i32,

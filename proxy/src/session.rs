@@ -12,9 +12,8 @@ pub struct Session {
     pub client_id: String,
     /// Topics a producer publishes (from its Publishing settings).
     pub topics: Vec<String>,
-    /// The consumer group and whether it consumes in FIFO order (Subscription settings).
+    /// The consumer group (Subscription settings).
     pub group: Option<String>,
-    pub fifo: bool,
     pub tx: mpsc::Sender<Result<TelemetryCommand, tonic::Status>>,
     /// Distinguishes a reconnected stream from the one it replaced.
     pub stream_id: u64,
@@ -43,11 +42,6 @@ impl Sessions {
         {
             map.remove(client_id);
         }
-    }
-
-    /// Whether `client_id`'s group consumes in FIFO order.
-    pub fn is_fifo(&self, client_id: &str) -> bool {
-        self.lock().get(client_id).is_some_and(|s| s.fifo)
     }
 
     /// Every topic some connected producer publishes.

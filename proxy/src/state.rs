@@ -1,5 +1,5 @@
-//! What every gRPC call shares: config, the remoting pool, routes, telemetry sessions, brokers' timer
-//! settings, ACL accounts and metrics. Nothing here is durable: the proxy is a stateless front.
+//! What every gRPC call shares: config, the remoting pool, routes, consumer groups' settings, telemetry
+//! sessions, brokers' timer settings, ACL accounts and metrics. Nothing here is durable: the proxy is a stateless front.
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicUsize;
@@ -10,6 +10,7 @@ use tokio::sync::Notify;
 use crate::acl::Acl;
 use crate::config::ProxyConfig;
 use crate::metrics::Metrics;
+use crate::remoting::group::Groups;
 use crate::remoting::route::Routes;
 use crate::remoting::Pool;
 use crate::session::Sessions;
@@ -18,6 +19,7 @@ pub struct Proxy {
     pub cfg: ProxyConfig,
     pub pool: Pool,
     pub routes: Routes,
+    pub groups: Groups,
     pub sessions: Sessions,
     pub acl: Option<Acl>,
     pub metrics: Metrics,
@@ -41,6 +43,7 @@ impl Proxy {
             cfg,
             pool,
             routes,
+            groups: Groups::default(),
             sessions: Sessions::default(),
             acl,
             metrics: Metrics::default(),

@@ -2,7 +2,8 @@
 //! put wakes the flusher and waits (up to `syncFlushTimeout`) for the fdatasync that covers its record;
 //! the flusher flushes as soon as anything is pending, so records appended during one flush share the
 //! next. With ASYNC_FLUSH a put returns at once and the flusher runs when `flushCommitLogLeastPages`
-//! pages are pending, every `flushIntervalCommitLog` ms otherwise, and at shutdown. A failed flush
+//! pages are pending, every `flushIntervalCommitLog` ms otherwise, at shutdown, and at once when an
+//! HA sender asks (`request_flush`: a master sends its slaves only durable bytes). A failed flush
 //! fails the waiting puts. A failed write (disk full, EIO) leaves the store read-only until a later
 //! flush, which writes every unsynced byte again from memory, succeeds. A failed fdatasync leaves it
 //! read-only until the process restarts: after a failed sync the kernel may already have dropped or
@@ -67,8 +68,13 @@ async fn flusher_loop(inner: Rc<Inner>) {
     loop {
         let unflushed = inner.log.unflushed();
         let stopping = inner.shutting_down.get();
+        let requested = inner.flush_requested.replace(false);
         let due = unflushed > 0
-            && (sync || stopping || unflushed >= least || last_flush.elapsed() >= interval);
+            && (sync
+                || stopping
+                || requested
+                || unflushed >= least
+                || last_flush.elapsed() >= interval);
         if !due {
             if stopping {
                 break;

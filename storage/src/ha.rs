@@ -19,14 +19,37 @@ impl MessageStore {
         from_phys: i64,
         max_bytes: usize,
     ) -> Result<Bytes, StoreError> {
+        self.read_commitlog_up_to(from_phys, max_bytes, self.inner.log.write_pos())
+            .await
+    }
+
+    /// As `read_commitlog`, but only bytes already durable (written and synced): what a master sends
+    /// its slaves. A slave must never hold bytes that a crash of the master can take back: the master
+    /// would come back with a shorter log and write other records at those offsets, and the slave's
+    /// log would no longer be a prefix of it. The bytes end where the last sync ended, which may be
+    /// inside a record.
+    pub async fn read_durable_commitlog(
+        &self,
+        from_phys: i64,
+        max_bytes: usize,
+    ) -> Result<Bytes, StoreError> {
+        self.read_commitlog_up_to(from_phys, max_bytes, self.inner.log.flushed.get())
+            .await
+    }
+
+    async fn read_commitlog_up_to(
+        &self,
+        from_phys: i64,
+        max_bytes: usize,
+        limit: u64,
+    ) -> Result<Bytes, StoreError> {
         if shard_of(from_phys) != self.inner.cfg.shard_id || from_phys < 0 {
             return Err(StoreError::WrongShard(from_phys));
         }
         let log = &self.inner.log;
         let from = local_of(from_phys);
         let seg_end = log.segment_start(from) + log.segment_size;
-        let end = log
-            .write_pos()
+        let end = limit
             .min(seg_end)
             .min(from.saturating_add(max_bytes as u64));
         if from < log.min_offset() || end <= from {
@@ -38,17 +61,31 @@ impl MessageStore {
             .unwrap_or_default())
     }
 
+    /// Asks the flusher to write and sync what is pending now, whatever the flush policy (a slave
+    /// waits for it: see `read_durable_commitlog`).
+    pub fn request_flush(&self) {
+        if self.inner.log.unflushed() > 0 {
+            self.inner.flush_requested.set(true);
+            self.inner.signal.raise();
+        }
+    }
+
+    /// Resolves once the CommitLog is durable up to `end_phys`, or with the error of a failed flush.
+    pub async fn wait_durable(&self, end_phys: i64) -> Result<(), StoreError> {
+        self.inner
+            .waiters
+            .wait(local_of(end_phys))
+            .await
+            .map_err(|e| StoreError::io("commitlog", e))
+    }
+
     /// Appends bytes read from a master's `read_commitlog` at `from_phys`, which must be this log's end.
     /// Only whole records are taken; returns the new end (the offset to ask the master for next).
     /// With SYNC_FLUSH, returns once a sync covered them.
     pub async fn append_replicated(&self, from_phys: i64, bytes: &[u8]) -> Result<i64, StoreError> {
         let end = self.append_replicated_unsynced(from_phys, bytes)?;
         if self.inner.cfg.flush_disk_type == FlushDiskType::SyncFlush {
-            self.inner
-                .waiters
-                .wait(local_of(end))
-                .await
-                .map_err(|e| StoreError::io("commitlog", e))?;
+            self.wait_durable(end).await?;
         }
         Ok(end)
     }

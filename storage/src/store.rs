@@ -64,6 +64,8 @@ pub(crate) struct Inner {
     pub queues: RefCell<QueueMap>,
     pub index: RefCell<IndexService>,
     pub signal: FlushSignal,
+    /// Set by `request_flush`: the next flush is due whatever the ASYNC_FLUSH interval and threshold.
+    pub flush_requested: Cell<bool>,
     pub waiters: FlushWaiters,
     pub stats: StoreStats,
     /// Set when a CommitLog write failed; cleared by the next successful flush.
@@ -119,6 +121,7 @@ impl MessageStore {
             queues: RefCell::new(queues),
             index: RefCell::new(rec.index),
             signal: FlushSignal::default(),
+            flush_requested: Cell::new(false),
             waiters: FlushWaiters::default(),
             stats: StoreStats::default(),
             write_failure: RefCell::new(None),

@@ -102,33 +102,68 @@ def normal(endpoint, topic, group):
     print(json.dumps({"sent": n, "received": len(seen)}))
 
 
+FIFO_GROUPS = 4
+FIFO_PER_GROUP = 6
+
+
 def fifo(endpoint, topic, group):
+    """FIFO_PER_GROUP messages in each of FIFO_GROUPS message groups; two consumers of one orderly group
+    receive them one at a time (invisible 2 s) and ack each, except the first delivery of `order-0:0`.
+    Prints the delivery log for run.py's order checks, and the queues each group was received from."""
     p = Producer(config(endpoint), (topic,))
     p.startup()
-    groups = ["order-%d" % g for g in range(4)]
-    per_group = 8
-    for i in range(per_group):
+    groups = ["order-%d" % g for g in range(FIFO_GROUPS)]
+    for i in range(FIFO_PER_GROUP):
         for g in groups:
             p.send(message(topic, "%s:%d" % (g, i), group=g))
     p.shutdown()
-    c = consumer(endpoint, group, topic)
-    order = []
+    consumers = [consumer(endpoint, group, topic), consumer(endpoint, group, topic)]
+    log = []
     queues = {}
-    end = time.time() + 40
-    while time.time() < end and len(order) < len(groups) * per_group:
-        for m in c.receive(32, 15) or []:
-            g, i = m.body.decode().split(":")
-            check(m.message_group == g, "%s: message group %r" % (m.body, m.message_group))
-            order.append((g, int(i)))
-            queues.setdefault(g, set()).add(handle_queue(m))
-            c.ack(m)
+    acked = 0
+    held = False
+    end = time.time() + 60
+    while time.time() < end and acked < FIFO_GROUPS * FIFO_PER_GROUP:
+        for n, c in enumerate(consumers):
+            for m in c.receive(1, 2) or []:
+                body = m.body.decode()
+                queues.setdefault(body.split(":")[0], set()).add(handle_queue(m))
+                ack = held or body != "order-0:0"
+                held = True if body == "order-0:0" else held
+                log.append({"c": n, "body": body, "group": m.message_group, "attempt": m.delivery_attempt,
+                            "ack": ack})
+                if ack:
+                    c.ack(m)
+                    acked += 1
+    for c in consumers:
+        c.shutdown()
+    print(json.dumps({"log": log, "queues": {g: sorted("%s/%d" % q for q in qs) for g, qs in queues.items()}}))
+
+
+def fifo_dlq(endpoint, topic, group, attempts):
+    """An orderly group with `attempts` max deliveries: `dlq:0` never acked is delivered `attempts` times,
+    then the proxy moves it to %DLQ%group and the group's next messages come, in order."""
+    attempts = int(attempts)
+    p = Producer(config(endpoint), (topic,))
+    p.startup()
+    for i in range(3):
+        p.send(message(topic, "dlq:%d" % i, group="dlq"))
+    p.shutdown()
+    c = consumer(endpoint, group, topic)
+    seen = []
+    end = time.time() + 60
+    while time.time() < end and len(seen) < attempts + 2:
+        for m in c.receive(1, 1) or []:
+            body = m.body.decode()
+            seen.append([body, m.delivery_attempt])
+            if body != "dlq:0":
+                c.ack(m)
+    want = [["dlq:0", a] for a in range(1, attempts + 1)] + [["dlq:1", 1], ["dlq:2", 1]]
+    check(seen == want, "deliveries %s, want %s" % (seen, want))
+    more = receive_until(c, 1, 4, invisible_s=1, ack=False)
+    check(not more, "delivered again: %s" % sorted(more))
     c.shutdown()
-    check(len(order) == len(groups) * per_group, "received %d of %d" % (len(order), len(groups) * per_group))
-    for g in groups:
-        check(len(queues[g]) == 1, "group %s was spread over queues %s" % (g, queues[g]))
-        seq = [i for gg, i in order if gg == g]
-        check(seq == list(range(per_group)), "group %s arrived as %s" % (g, seq))
-    print(json.dumps({"groups": len(groups), "queues": sorted("%s/%d" % list(q)[0] for q in queues.values())}))
+    print(json.dumps({"deliveries": seen}))
 
 
 class Checker(TransactionChecker):
@@ -393,7 +428,7 @@ def delay_refused(endpoint, topic):
     print(json.dumps({"ok": True}))
 
 
-SCENARIOS = {f.__name__: f for f in (normal, fifo, transaction, redelivery, delay, delay_refused, bad_handle,
+SCENARIOS = {f.__name__: f for f in (normal, fifo, fifo_dlq, transaction, redelivery, delay, delay_refused, bad_handle,
                                      acl, produce, orphan, push, dlq, produce_acked,
                                      consume_all)}
 

@@ -51,9 +51,9 @@ def proxy_bin():
 class Setup:
     """The processes of one case: cluster, proxy; stopped by `close`."""
 
-    def __init__(self, workdir, broker_config=None, proxy_config=None):
+    def __init__(self, workdir, broker_config=None, proxy_config=None, shard_routing=None):
         self.workdir = workdir
-        self.cluster = Cluster(workdir, extra_config=broker_config)
+        self.cluster = Cluster(workdir, extra_config=broker_config, shard_routing=shard_routing)
         self.cluster.start()
         self.port = free_port()
         self.metrics_port = free_port()
@@ -211,9 +211,69 @@ def case_node_normal(s):
     print("   ", s.node("normal", "NodeNormal", "GID_node_normal"))
 
 
+def make_orderly(s, group, retry_max_times=16):
+    """`mqadmin updateSubGroup -o true` (RocketMQ 5's consumeMessageOrderly) on every broker of the cluster,
+    with our mqadmin."""
+    exe = os.path.join(os.path.dirname(proxy_bin()), "mqadmin")
+    r = subprocess.run([exe, "updateSubGroup", "-n", s.cluster.namesrv_addr, "-c", "DefaultCluster", "-g", group,
+                        "-o", "true", "-r", str(retry_max_times)], capture_output=True, timeout=60)
+    check(r.returncode == 0, "updateSubGroup failed: %s" % (r.stdout + r.stderr).decode()[-2000:])
+
+
+FIFO_GROUPS = 4
+FIFO_PER_GROUP = 6
+
+
+def check_fifo_log(out, prefix):
+    """The delivery log of a FIFO scenario (two consumers of one orderly group, one message at a time, the
+    first delivery of `<prefix>-0:0` left unacked): every message group arrives in send order with no gap
+    (a message is delivered only after every earlier message of its group was acked), the unacked message
+    comes back once with delivery attempt 2 and holds its group until then, everything else is delivered
+    once, and both consumers took part."""
+    log = json.loads(out.splitlines()[-1])["log"]
+    groups = ["%s-%d" % (prefix, g) for g in range(FIFO_GROUPS)]
+    held = "%s-0:0" % prefix
+    acked = {g: [] for g in groups}
+    delivered = {}
+    for e in log:
+        g, i = e["body"].split(":")
+        i = int(i)
+        check(g in acked, "unexpected message %r" % e["body"])
+        check(e["group"] == g, "%s carries message group %r" % (e["body"], e["group"]))
+        check(acked[g] == list(range(i)),
+              "%s delivered while group %s had %s acked: order broken" % (e["body"], g, acked[g]))
+        delivered.setdefault(e["body"], []).append(e["attempt"])
+        if e["ack"]:
+            acked[g].append(i)
+    for g in groups:
+        check(acked[g] == list(range(FIFO_PER_GROUP)), "group %s acked %s" % (g, acked[g]))
+    for body, attempts in delivered.items():
+        want = [1, 2] if body == held else [1]
+        check(attempts == want, "%s delivered with attempts %s, want %s" % (body, attempts, want))
+    check(len(delivered) == FIFO_GROUPS * FIFO_PER_GROUP, "delivered %d messages" % len(delivered))
+    per_consumer = [sum(1 for e in log if e["c"] == c) for c in (0, 1)]
+    check(all(per_consumer), "deliveries per consumer %s: one consumer got none" % per_consumer)
+    return "%d deliveries, per consumer %s" % (len(log), per_consumer)
+
+
 def case_node_fifo(s):
     s.cluster.create_topic("NodeFifo")
-    print("   ", s.node("fifo", "NodeFifo", "GID_node_fifo"))
+    make_orderly(s, "GID_node_fifo")
+    out = s.node("fifo", "NodeFifo", "GID_node_fifo")
+    print("   ", check_fifo_log(out, "node"))
+    check(json.loads(out.splitlines()[-1])["pushFifo"] is True, "the PushConsumer was not told the group is FIFO")
+
+
+def case_node_redelivery(s):
+    s.cluster.create_topic("NodeRedeliver")
+    print("   ", s.node("redelivery", "NodeRedeliver", "GID_node_redeliver"))
+
+
+def case_node_push(s):
+    s.cluster.create_topic("NodePush")
+    out = s.node("push", "NodePush", "GID_node_push")
+    print("   ", out)
+    check(json.loads(out.splitlines()[-1])["fifo"] is False, "a group that is not orderly was said to be FIFO")
 
 
 def case_node_transaction(s):
@@ -273,7 +333,13 @@ def case_rust_normal(s):
 
 def case_rust_fifo(s):
     s.cluster.create_topic("RustFifo")
-    print("   ", rust_sdk(s, "fifo", "RustFifo", "GID_rust_fifo"))
+    make_orderly(s, "GID_rust_fifo")
+    print("   ", check_fifo_log(rust_sdk(s, "fifo", "RustFifo", "GID_rust_fifo"), "rust"))
+
+
+def case_rust_redelivery(s):
+    s.cluster.create_topic("RustRedeliver")
+    print("   ", rust_sdk(s, "redelivery", "RustRedeliver", "GID_rust_redeliver"))
 
 
 def case_rust_transaction(s):
@@ -291,7 +357,25 @@ def case_normal(s):
 
 def case_fifo(s):
     s.cluster.create_topic("SdkFifo")
-    print("   ", s.sdk("fifo", "SdkFifo", "GID_fifo"))
+    make_orderly(s, "GID_fifo")
+    out = s.sdk("fifo", "SdkFifo", "GID_fifo")
+    print("   ", check_fifo_log(out, "order"))
+    queues = json.loads(out.splitlines()[-1])["queues"]
+    check(all(len(q) == 1 for q in queues.values()), "a message group was received from several queues: %s" % queues)
+    print("   ", queues)
+
+
+def case_fifo_dlq(s):
+    # Two deliveries (retryMaxTimes = 1), then the proxy dead-letters the ordered message.
+    make_orderly(s, "GID_fifo_dlq", retry_max_times=1)
+    s.cluster.create_topic("SdkFifoDlq")
+    print("   ", s.sdk("fifo_dlq", "SdkFifoDlq", "GID_fifo_dlq", "2"))
+    dead = 0
+    for _, addr in s.cluster.shard_brokers():
+        r = remoting.request(addr, remoting.GET_MAX_OFFSET, {"topic": "%DLQ%GID_fifo_dlq", "queueId": 0})
+        if r.code == 0:
+            dead += int(r.ext_fields.get("offset", 0))
+    check(dead == 1, "%%DLQ%%GID_fifo_dlq holds %d messages, want the one never acked" % dead)
 
 
 def case_transaction(s):
@@ -359,7 +443,7 @@ def acl_setup(workdir):
     return {"aclEnable": "true", "aclFile": path}, {"aclEnable": "true", "aclFile": '"%s"' % path}
 
 
-# name -> (function, broker config, proxy config)
+# name -> (function, broker config, proxy config[, shardRouting])
 CASES = {
     "py_send_stored": (case_send_stored, None, None),
     "grpc_batch_ack": (case_batch_ack, None, None),
@@ -368,7 +452,10 @@ CASES = {
     "py_kill9_sync_flush": (case_kill9, {"flushDiskType": "SYNC_FLUSH"}, None),
     "py_tx_check_back": (case_orphan, {"transactionTimeOut": "2000", "transactionCheckInterval": "1000"}, None),
     "py_normal": (case_normal, {"transactionTimeOut": "2000"}, None),
-    "py_fifo": (case_fifo, None, None),
+    # One broker over two shards (`forward`): every receive reaches every queue, so no receive waits out
+    # its long polling on a broker that holds none of the message groups.
+    "py_fifo": (case_fifo, None, None, "forward"),
+    "py_fifo_dlq": (case_fifo_dlq, None, None, "forward"),
     "py_transaction": (case_transaction, {"transactionTimeOut": "2000", "transactionCheckInterval": "1000"}, None),
     "py_redelivery": (case_redelivery, None, None),
     "py_delay": (case_delay, None, None),
@@ -376,11 +463,14 @@ CASES = {
     "py_bad_handle": (case_bad_handle, None, None),
     "py_acl": (case_acl, "acl", None),
     "rust_normal": (case_rust_normal, None, None),
-    "rust_fifo": (case_rust_fifo, None, None),
+    "rust_fifo": (case_rust_fifo, None, None, "forward"),
+    "rust_redelivery": (case_rust_redelivery, None, None),
     "rust_transaction": (case_rust_transaction,
                          {"transactionTimeOut": "2000", "transactionCheckInterval": "1000"}, None),
     "node_normal": (case_node_normal, None, None),
-    "node_fifo": (case_node_fifo, None, None),
+    "node_fifo": (case_node_fifo, None, None, "forward"),
+    "node_redelivery": (case_node_redelivery, None, None),
+    "node_push": (case_node_push, None, None),
     "node_transaction": (case_node_transaction,
                          {"transactionTimeOut": "2000", "transactionCheckInterval": "1000"}, None),
 }
@@ -398,14 +488,14 @@ def main():
         return 0
     failed = []
     for name in names:
-        fn, broker_cfg, proxy_cfg = CASES[name]
+        fn, broker_cfg, proxy_cfg, *routing = CASES[name]
         workdir = tempfile.mkdtemp(prefix="sdk5-%s-" % name)
         if broker_cfg == "acl":
             broker_cfg, proxy_cfg = acl_setup(workdir)
         started = time.time()
         setup = None
         try:
-            setup = Setup(workdir, broker_cfg, proxy_cfg)
+            setup = Setup(workdir, broker_cfg, proxy_cfg, *routing)
             fn(setup)
             print("PASS %s (%.1fs)" % (name, time.time() - started))
             if not args.keep:

@@ -4,7 +4,7 @@
 # Node.js SDK (npm `rocketmq-client-nodejs@1.0.8`, pinned by node/package-lock.json) in
 # tests/sdk5/node/node_modules (Node.js and npm from apt when missing), builds the small program on its
 # Rust SDK (crates.io `rocketmq` 5.0.0) in rust-client/ (own workspace), and builds the name server,
-# broker and proxy under test (debug builds, where run.py looks for them).
+# broker, proxy and mqadmin under test (debug builds, where run.py looks for them).
 # Safe to run again.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -35,7 +35,7 @@ echo "sdk5 setup: Rust SDK program (crates.io rocketmq 5.0.0; its own workspace,
 # Always its own target dir (where run.py looks), whatever CARGO_TARGET_DIR says for the main workspace.
 (cd "$here/rust-client" && CARGO_TARGET_DIR="$here/rust-client/target" cargo build --quiet)
 
-echo "sdk5 setup: name server, broker and proxy under test"
-(cd "$repo" && cargo build --quiet -p broker -p namesrv -p proxy)
+echo "sdk5 setup: name server, broker, proxy and mqadmin under test"
+(cd "$repo" && cargo build --quiet -p broker -p namesrv -p proxy -p mqadmin)
 # The proxy's own gRPC load generator drives the batch-ack case.
 (cd "$repo" && cargo build --quiet -p proxy --example grpc_load)

@@ -155,6 +155,7 @@ pub async fn process(shard: &Rc<Shard>, req: RemotingCommand, conn: ConnRef) -> 
         code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
             subscription_group_admin::update_and_create(shard, &req).await
         }
+        code::GET_SUBSCRIPTIONGROUP_CONFIG => subscription_group_admin::get(shard, &req),
         code::LOCK_BATCH_MQ => rebalance_lock::lock(shard, &req),
         code::UNLOCK_BATCH_MQ => rebalance_lock::unlock(shard, &req),
         code::GET_TOPIC_STATS_INFO => admin_stats::topic_stats(shard, &req).await,

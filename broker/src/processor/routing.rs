@@ -59,8 +59,10 @@ pub fn runs_on(request_code: i32) -> RunsOn {
         | code::DELETE_SUBSCRIPTIONGROUP
         | code::QUERY_TOPIC_CONSUME_BY_WHO
         | code::CLONE_GROUP_OFFSET => RunsOn::Control,
-        // Needs only the config: every shard has it.
-        code::CHECK_CLIENT_CONFIG | code::GET_BROKER_CONFIG => RunsOn::Receiver,
+        // Needs only the config or the subscription groups: every shard has them.
+        code::CHECK_CLIENT_CONFIG | code::GET_BROKER_CONFIG | code::GET_SUBSCRIPTIONGROUP_CONFIG => {
+            RunsOn::Receiver
+        }
         // BATCH_ACK_MESSAGE (its acks name their queues in the body),
         // SEND_MESSAGE(_V2), SEND_BATCH_MESSAGE, SEND_REPLY_MESSAGE(_V2) (the requester's connection
         // may be on any shard; the control shard says which), CONSUMER_SEND_MSG_BACK, VIEW_MESSAGE_BY_ID,

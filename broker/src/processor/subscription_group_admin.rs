@@ -2,6 +2,8 @@
 //! settings (`mqadmin updateSubGroup`) from a `SubscriptionGroupConfig` JSON body, persists them and
 //! tells every shard (pulls and send-backs read them there). DELETE_SUBSCRIPTIONGROUP (207,
 //! `mqadmin deleteSubGroup`) removes them, and with `removeOffset` the group's consumer offsets.
+//! GET_SUBSCRIPTIONGROUP_CONFIG (352, RocketMQ 5, on any shard: each holds a copy) answers one group's
+//! settings; the gRPC proxy reads `consumeMessageOrderly` and `retryMaxTimes` from it.
 
 use std::rc::Rc;
 
@@ -39,6 +41,18 @@ pub async fn update_and_create(shard: &Rc<Shard>, req: &RemotingCommand) -> Remo
     );
     crate::role::control::change_groups(shard, vec![config], Vec::new()).await;
     ok()
+}
+
+pub fn get(shard: &Shard, req: &RemotingCommand) -> RemotingCommand {
+    let group = req.ext("group").unwrap_or_default().trim();
+    if group.is_empty() {
+        return error(rc::SYSTEM_ERROR, "group is empty");
+    }
+    match shard.groups.borrow().get(group) {
+        Some(config) => ok().with_body(protocol::body::to_json(config)),
+        // Apache's remark.
+        None => error(rc::SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker"),
+    }
 }
 
 pub async fn delete(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {

@@ -25,7 +25,7 @@ fn one_long() -> i64 {
     1
 }
 
-/// RocketMQ's `SubscriptionGroupConfig` (4.x fields, Java's defaults).
+/// RocketMQ's `SubscriptionGroupConfig` (4.x fields and 5.x's `consumeMessageOrderly`, Java's defaults).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubscriptionGroupConfig {
@@ -37,6 +37,10 @@ pub struct SubscriptionGroupConfig {
     pub consume_from_min_enable: bool,
     #[serde(default = "yes")]
     pub consume_broadcast_enable: bool,
+    /// RocketMQ 5: the group consumes FIFO topics in order (the gRPC proxy pops with `order` and tells
+    /// the SDKs their subscription is FIFO). Absent in 4.x files and requests: false.
+    #[serde(default)]
+    pub consume_message_orderly: bool,
     #[serde(default = "one")]
     pub retry_queue_nums: i32,
     #[serde(default = "sixteen")]
@@ -56,6 +60,7 @@ impl SubscriptionGroupConfig {
             consume_enable: true,
             consume_from_min_enable: true,
             consume_broadcast_enable: true,
+            consume_message_orderly: false,
             retry_queue_nums: 1,
             retry_max_times: 16,
             broker_id: 0,
@@ -176,6 +181,13 @@ mod tests {
             (g.retry_max_times, g.retry_queue_nums, g.consume_enable),
             (3, 1, true)
         );
+        assert!(!g.consume_message_orderly);
+        // RocketMQ 5's field round-trips under its Java name.
+        let v5 = br#"{"groupName":"f","consumeMessageOrderly":true,"groupRetryPolicy":{"type":"CUSTOMIZED"}}"#;
+        let f: SubscriptionGroupConfig = protocol::body::from_json(v5).unwrap();
+        assert!(f.consume_message_orderly);
+        let json = String::from_utf8(protocol::body::to_json(&f)).unwrap();
+        assert!(json.contains(r#""consumeMessageOrderly":true"#), "{json}");
     }
 
     #[test]

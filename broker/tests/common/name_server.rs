@@ -63,12 +63,17 @@ pub fn namesrv_config(addr: SocketAddr) -> namesrv::NamesrvConfig {
 /// waits until it listens.
 pub fn start_namesrv_in_process() -> SocketAddr {
     let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    start_namesrv_in_process_with(namesrv_config(addr))
+}
+
+/// As [`start_namesrv_in_process`] with settings of the test's own (address, expiry).
+pub fn start_namesrv_in_process_with(cfg: namesrv::NamesrvConfig) -> SocketAddr {
+    let addr = cfg.listen;
     std::thread::spawn(move || {
         glommio::LocalExecutorBuilder::default()
             .spawn(move || async move {
                 let listener = namesrv::bind(addr).expect("namesrv binds");
-                let ns =
-                    Rc::new(namesrv::NameServer::new(namesrv_config(addr)).expect("name server"));
+                let ns = Rc::new(namesrv::NameServer::new(cfg).expect("name server"));
                 namesrv::serve(listener, ns, std::future::pending()).await;
             })
             .expect("namesrv executor")

@@ -21,6 +21,8 @@ pub enum Mode {
     Stall,
     /// Accept new connections and close them at once; open ones keep working.
     Refuse,
+    /// At most this many bytes per second in each direction of each connection (a slow link).
+    Bandwidth(u64),
 }
 
 struct Conn {
@@ -225,6 +227,7 @@ fn pump(conn: Arc<Conn>, state: Arc<State>, to_upstream: bool) {
         }
         let delay = match *lock(&state.mode) {
             Mode::Delay(d) => Some(d),
+            Mode::Bandwidth(rate) => Some(Duration::from_secs_f64(n as f64 / rate.max(1) as f64)),
             _ => None,
         };
         if let Some(d) = delay {

@@ -55,6 +55,12 @@ impl Handler for NameServer {
         request: RemotingCommand,
         ctx: ConnectionContext,
     ) -> Pin<Box<dyn Future<Output = Option<RemotingCommand>>>> {
+        if controller::is_controller_code(request.code) {
+            let embedded = self.controller.borrow().clone();
+            if let Some(controller) = embedded {
+                return controller.handle(request, ctx);
+            }
+        }
         if request.code == request_code::REGISTER_BROKER {
             self.channels
                 .borrow_mut()

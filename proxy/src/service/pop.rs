@@ -2,13 +2,17 @@
 //! brokers' POP: POP_MESSAGE from the assigned broker (queue -1: any of its queues), each message's
 //! receipt handle rebuilt from the response header as RocketMQ's client does; acks and invisible-time
 //! changes go to the broker the handle names, on the real topic (the pop retry topic for retries).
+//! A group with `consumeMessageOrderly` pops in order (the broker holds a queue until its popped
+//! messages are acked); an ordered message past the group's max attempts goes to `%DLQ%group` here,
+//! as Apache's proxy does, since the broker keeps retrying ordered messages.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use protocol::header::extra_info::{
-    info_key, parse_start_offset_info, ExtraInfo, RetryMark,
+    info_key, info_offset_key, parse_order_count_info, parse_start_offset_info, ExtraInfo,
+    RetryMark,
 };
 use protocol::header::{
     consume_init_mode, AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader,
@@ -96,7 +100,11 @@ pub async fn receive_message(
         _ => ("TAG", "*".to_string()),
     };
     let addr = proxy.routes.master_of(&proxy.pool, &topic, &broker_name).await?;
-    let fifo = proxy.sessions.is_fifo(&caller.client_id);
+    let group_settings = proxy
+        .groups
+        .get(&proxy.pool, &addr, &group, caller.creds.as_ref())
+        .await?;
+    let fifo = group_settings.consume_message_orderly;
     let header = PopMessageRequestHeader {
         consumer_group: group.clone(),
         topic: topic.clone(),
@@ -146,6 +154,9 @@ pub async fn receive_message(
         .map_err(|e| ProxyError::Internal(format!("bad POP response header: {e}")))?;
     let start_info = parse_start_offset_info(head.start_offset_info.as_deref().unwrap_or(""))
         .map_err(|e| ProxyError::Internal(format!("bad startOffsetInfo: {e}")))?;
+    // An ordered pop counts deliveries here, not in the stored message's reconsumeTimes.
+    let order_counts = parse_order_count_info(head.order_count_info.as_deref().unwrap_or(""))
+        .map_err(|e| ProxyError::Internal(format!("bad orderCountInfo: {e}")))?;
 
     // The status, then when the messages left the proxy (SDKs measure delivery latency from it),
     // then the messages.
@@ -188,11 +199,49 @@ pub async fn receive_message(
             extra_info,
             commit_log_offset: view.physical_offset,
         };
-        let mut msg =
-            to_sdk_message(&view, Some(handle.encode()), Some(invisible_ms), &caller.namespace)?;
+        let mut reconsume_times = view.reconsume_times;
+        if fifo {
+            // As RocketMQ's client reads it: the message's own count, else its queue's.
+            let count = order_counts
+                .get(&info_offset_key(view.topic, view.queue_id, view.queue_offset))
+                .or_else(|| order_counts.get(&info_key(view.topic, view.queue_id)));
+            if let Some(c) = count.filter(|c| **c > 0) {
+                reconsume_times = *c;
+            }
+        }
+        let handle_text = handle.encode();
+        let mut msg = to_sdk_message(
+            &view,
+            Some(handle_text.clone()),
+            Some(invisible_ms),
+            &caller.namespace,
+        )?;
         // A retried message is stored in the pop retry topic; the consumer asked for the topic itself.
         if let Some(t) = msg.topic.as_mut() {
             t.name = topic.clone();
+        }
+        if let Some(sp) = msg.system_properties.as_mut() {
+            sp.delivery_attempt = Some(reconsume_times.saturating_add(1));
+        }
+        if fifo && reconsume_times >= group_settings.max_attempts() {
+            // Delivered max-attempts times and never acked: dead-lettered and acked, which also lets
+            // the queue's next messages out. On failure it stays unacked and comes back later.
+            let id = msg
+                .system_properties
+                .as_ref()
+                .map(|sp| sp.message_id.clone())
+                .unwrap_or_default();
+            let max = group_settings.max_attempts();
+            match dead_letter(proxy, caller, &group, &topic, &handle_text, &id, max).await {
+                Ok(()) => tracing::info!(
+                    "{group}/{topic}: ordered message {id} delivered {reconsume_times} times, \
+                     sent to the dead-letter queue"
+                ),
+                Err(e) => tracing::warn!(
+                    "{group}/{topic}: ordered message {id} not sent to the dead-letter queue: {e}"
+                ),
+            }
+            continue;
         }
         out.push(ReceiveMessageResponse {
             content: Some(receive_message_response::Content::Message(msg)),
@@ -470,19 +519,42 @@ pub async fn forward_to_dlq(
 ) -> Result<ForwardMessageToDeadLetterQueueResponse, ProxyError> {
     let group = group_name(&req.group)?;
     let topic = topic_name(&req.topic)?;
-    let h = ReceiptHandle::decode(&req.receipt_handle)?;
+    dead_letter(
+        proxy,
+        caller,
+        &group,
+        &topic,
+        &req.receipt_handle,
+        &req.message_id,
+        req.max_delivery_attempts,
+    )
+    .await?;
+    Ok(ForwardMessageToDeadLetterQueueResponse { status: Some(ok()) })
+}
+
+/// CONSUMER_SEND_MSG_BACK with delayLevel -1 (to `%DLQ%group`), then the ack of the popped copy.
+async fn dead_letter(
+    proxy: &Proxy,
+    caller: &Caller,
+    group: &str,
+    topic: &str,
+    receipt_handle: &str,
+    message_id: &str,
+    max_attempts: i32,
+) -> Result<(), ProxyError> {
+    let h = ReceiptHandle::decode(receipt_handle)?;
     let addr = proxy
         .routes
-        .master_of(&proxy.pool, &topic, &h.extra_info.broker_name)
+        .master_of(&proxy.pool, topic, &h.extra_info.broker_name)
         .await?;
     let cmd = RemotingCommand::request(request_code::CONSUMER_SEND_MSG_BACK)
         .with_ext("offset", &h.commit_log_offset.to_string())
-        .with_ext("group", &group)
+        .with_ext("group", group)
         .with_ext("delayLevel", "-1")
-        .with_ext("originMsgId", &req.message_id)
-        .with_ext("originTopic", &topic)
+        .with_ext("originMsgId", message_id)
+        .with_ext("originTopic", topic)
         .with_ext("unitMode", "false")
-        .with_ext("maxReconsumeTimes", &req.max_delivery_attempts.to_string());
+        .with_ext("maxReconsumeTimes", &max_attempts.to_string());
     let resp = proxy
         .pool
         .invoke(&addr, cmd, caller.creds.as_ref(), None)
@@ -490,6 +562,5 @@ pub async fn forward_to_dlq(
     if resp.code != response_code::SUCCESS {
         return Err(ProxyError::from_remoting(&resp, "forward to dead-letter queue"));
     }
-    ack_one(proxy, caller, &group, &topic, &req.receipt_handle).await?;
-    Ok(ForwardMessageToDeadLetterQueueResponse { status: Some(ok()) })
+    ack_one(proxy, caller, group, topic, receipt_handle).await
 }

@@ -3,7 +3,7 @@
 // stderr when something is wrong; prints one JSON line on success.
 'use strict';
 
-const { Producer, SimpleConsumer } = require('rocketmq-client-nodejs');
+const { ConsumeResult, Producer, PushConsumer, SimpleConsumer } = require('rocketmq-client-nodejs');
 const { TransactionResolution } = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
 
 function fail(msg) {
@@ -60,37 +60,130 @@ async function normal(endpoint, topic, group) {
   console.log(JSON.stringify({ sent: n, received: seen.size }));
 }
 
+function simpleConsumer(endpoint, topic, group) {
+  return new SimpleConsumer({
+    endpoints: endpoint, sslEnabled: false, consumerGroup: group, awaitDuration: 3000,
+    subscriptions: new Map().set(topic, '*'),
+  });
+}
+
+// 6 messages in each of 4 message groups; two consumers of one orderly group receive them one at a time
+// (invisible 2 s) and ack each, except the first delivery of `node-0:0`. Prints the delivery log, which
+// run.py checks (send order per group, no gap, the held message back once and holding its group), and
+// whether a PushConsumer of the group was told by the proxy's settings to consume in FIFO order.
 async function fifo(endpoint, topic, group) {
   const p = new Producer({ endpoints: endpoint, sslEnabled: false, topic });
   await p.startup();
+  const groups = [ 0, 1, 2, 3 ].map(g => `node-${g}`);
   for (let i = 0; i < 6; i++) {
-    for (const g of [ 'na', 'nb', 'nc' ]) {
+    for (const g of groups) {
       await p.send({ topic, messageGroup: g, body: Buffer.from(`${g}:${i}`) });
     }
   }
   await p.shutdown();
-  const c = new SimpleConsumer({
-    endpoints: endpoint, sslEnabled: false, consumerGroup: group, awaitDuration: 3000,
-    subscriptions: new Map().set(topic, '*'),
-  });
-  await c.startup();
-  const order = [];
-  const end = Date.now() + 40000;
-  while (Date.now() < end && order.length < 18) {
-    for (const m of await c.receive(32, 15000)) {
-      const [ g, i ] = m.body.toString().split(':');
-      check(m.messageGroup === g, `${m.body}: group ${m.messageGroup}`);
-      order.push([ g, Number(i) ]);
-      await c.ack(m);
+  const consumers = [ simpleConsumer(endpoint, topic, group), simpleConsumer(endpoint, topic, group) ];
+  for (const c of consumers) await c.startup();
+  const log = [];
+  let acked = 0;
+  let held = false;
+  const end = Date.now() + 60000;
+  while (Date.now() < end && acked < 24) {
+    for (const [ n, c ] of consumers.entries()) {
+      for (const m of await c.receive(1, 2000)) {
+        const body = m.body.toString();
+        const ack = held || body !== 'node-0:0';
+        if (body === 'node-0:0') held = true;
+        log.push({ c: n, body, group: m.messageGroup, attempt: m.deliveryAttempt, ack });
+        if (ack) {
+          await c.ack(m);
+          acked++;
+        }
+      }
     }
   }
-  await c.shutdown();
-  check(order.length === 18, `received ${order.length} of 18`);
-  for (const g of [ 'na', 'nb', 'nc' ]) {
-    const seq = order.filter(o => o[0] === g).map(o => o[1]);
-    check(JSON.stringify(seq) === JSON.stringify([ 0, 1, 2, 3, 4, 5 ]), `group ${g} arrived as ${seq}`);
+  for (const c of consumers) await c.shutdown();
+  const push = new PushConsumer({
+    endpoints: endpoint, sslEnabled: false, consumerGroup: group,
+    subscriptions: new Map().set(topic, '*'),
+    messageListener: { consume: () => ConsumeResult.SUCCESS },
+  });
+  // Startup returns once the proxy answered the settings. No shutdown: it would wait out a long poll.
+  await push.startup();
+  console.log(JSON.stringify({ log, pushFifo: push.getPushConsumerSettings().isFifo() }));
+}
+
+// receive, ack, changeInvisibleDuration and redelivery after the invisible time.
+async function redelivery(endpoint, topic, group) {
+  const p = new Producer({ endpoints: endpoint, sslEnabled: false, topic });
+  await p.startup();
+  await p.send({ topic, body: Buffer.from('redeliver-me') });
+  await p.send({ topic, body: Buffer.from('keep-invisible') });
+  await p.send({ topic, body: Buffer.from('ack-me') });
+  await p.shutdown();
+  const c = simpleConsumer(endpoint, topic, group);
+  await c.startup();
+  const first = new Map();
+  let end = Date.now() + 30000;
+  while (Date.now() < end && first.size < 3) {
+    for (const m of await c.receive(32, 2000)) first.set(m.body.toString(), m);
   }
-  console.log(JSON.stringify({ received: order.length }));
+  check(first.size === 3, `first receive: ${[ ...first.keys() ]}`);
+  for (const m of first.values()) check(m.deliveryAttempt === 1, `${m.body}: attempt ${m.deliveryAttempt}`);
+  await c.ack(first.get('ack-me'));
+  // Extended: must not come back with the one left alone.
+  const kept = first.get('keep-invisible');
+  await c.changeInvisibleDuration(kept, 30000);
+  const t0 = Date.now();
+  const again = new Map();
+  end = Date.now() + 30000;
+  while (Date.now() < end && again.size < 1) {
+    for (const m of await c.receive(32, 10000)) again.set(m.body.toString(), m);
+  }
+  const waited = Date.now() - t0;
+  check(JSON.stringify([ ...again.keys() ]) === JSON.stringify([ 'redeliver-me' ]), `after the invisible time: ${[ ...again.keys() ]}`);
+  const m = again.get('redeliver-me');
+  check(m.deliveryAttempt === 2, `redelivered with attempt ${m.deliveryAttempt}`);
+  await c.ack(m);
+  // Acked with the handle the change renewed.
+  await c.ack(kept);
+  const later = [];
+  end = Date.now() + 5000;
+  while (Date.now() < end) {
+    for (const x of await c.receive(32, 10000)) later.push(x.body.toString());
+  }
+  check(later.length === 0, `acked messages came back: ${later}`);
+  await c.shutdown();
+  console.log(JSON.stringify({ redeliveredAfterMs: waited, attempt: m.deliveryAttempt }));
+}
+
+// A PushConsumer (QueryAssignment, ReceiveMessage, AckMessage) consumes every message exactly once.
+async function push(endpoint, topic, group) {
+  const n = 12;
+  const p = new Producer({ endpoints: endpoint, sslEnabled: false, topic });
+  await p.startup();
+  for (let i = 0; i < n; i++) await p.send({ topic, body: Buffer.from(`push-${i}`) });
+  await p.shutdown();
+  const got = [];
+  const c = new PushConsumer({
+    endpoints: endpoint, sslEnabled: false, consumerGroup: group,
+    subscriptions: new Map().set(topic, '*'),
+    messageListener: {
+      consume(m) {
+        got.push([ m.body.toString(), m.deliveryAttempt ]);
+        return ConsumeResult.SUCCESS;
+      },
+    },
+  });
+  await c.startup();
+  const end = Date.now() + 45000;
+  while (Date.now() < end && new Set(got.map(g => g[0])).size < n) await sleep(200);
+  await sleep(2000);
+  await c.shutdown();
+  const bodies = [ ...new Set(got.map(g => g[0])) ].sort();
+  const want = [ ...Array(n).keys() ].map(i => `push-${i}`).sort();
+  check(JSON.stringify(bodies) === JSON.stringify(want), `consumed ${bodies}`);
+  check(got.length === n, `consumed ${got.length} times for ${n} messages (acks lost?)`);
+  console.log(JSON.stringify({ consumed: got.length, fifo: c.getPushConsumerSettings().isFifo() }));
 }
 
 async function transaction(endpoint, topic, group) {
@@ -121,6 +214,6 @@ async function transaction(endpoint, topic, group) {
   console.log(JSON.stringify({ received: got, checked }));
 }
 
-const scenarios = { normal, fifo, transaction };
+const scenarios = { normal, fifo, redelivery, push, transaction };
 const [ name, ...args ] = process.argv.slice(2);
 scenarios[name](...args).then(() => process.exit(0), e => fail(e && e.stack || String(e)));

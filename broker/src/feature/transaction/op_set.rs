@@ -13,6 +13,10 @@ pub struct CheckPolicy {
     pub max_checks: u32,
 }
 
+/// A half message stored at most this far in the future (clock skew between replicas, a tiny step) just
+/// waits; further is a clock step back.
+const CLOCK_STEP_TOLERANCE_MS: i64 = 1_000;
+
 /// What the check service does with one half message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -46,7 +50,11 @@ impl CheckPolicy {
         } else {
             self.interval_ms
         };
-        if now_ms.saturating_sub(stored_ms) < wait_ms {
+        let age_ms = now_ms.saturating_sub(stored_ms);
+        // Stored "in the future": the wall clock stepped back since. Checked now, as RocketMQ does,
+        // rather than after the step's length too (an early check is only a question to the producer).
+        let stepped_back = age_ms < -CLOCK_STEP_TOLERANCE_MS;
+        if age_ms < wait_ms && !stepped_back {
             return Verdict::NotDue;
         }
         if check_times >= self.max_checks {
@@ -174,9 +182,18 @@ mod tests {
             POLICY.verdict(false, 0, stored, Some(20), stored + 20_000),
             Verdict::Check { times: 1 }
         );
-        // A clock step backwards keeps the message waiting instead of overflowing.
+        // A clock step backwards (stored in the future) makes it due at once, without overflowing;
+        // a second of skew does not.
         assert_eq!(
             POLICY.verdict(false, 0, stored, Some(i64::MAX), i64::MIN),
+            Verdict::Check { times: 1 }
+        );
+        assert_eq!(
+            POLICY.verdict(false, 0, stored + 3_600_000, None, stored),
+            Verdict::Check { times: 1 }
+        );
+        assert_eq!(
+            POLICY.verdict(false, 0, stored + 1_000, None, stored),
             Verdict::NotDue
         );
     }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use rocketmq::conf::{ClientOption, ProducerOption, SimpleConsumerOption};
 use rocketmq::model::common::{FilterExpression, FilterType};
-use rocketmq::model::message::MessageBuilder;
+use rocketmq::model::message::{MessageBuilder, MessageView};
 use rocketmq::model::transaction::{Transaction, TransactionResolution};
 use rocketmq::{Producer, SimpleConsumer};
 
@@ -113,25 +113,119 @@ async fn normal(endpoint: &str, topic: &str, group: &str) {
     println!("{{\"sent\": {n}, \"received\": {}}}", seen.len());
 }
 
+async fn simple_consumer(endpoint: &str, topic: &str, group: &str) -> SimpleConsumer {
+    let mut opt = SimpleConsumerOption::default();
+    opt.set_topics(vec![topic]);
+    opt.set_consumer_group(group);
+    let mut copt = client_option(endpoint);
+    // The default 40 s would hold each receive that long on a broker with nothing left to give.
+    copt.set_long_polling_timeout(Duration::from_secs(3));
+    let mut c = SimpleConsumer::new(opt, copt).unwrap_or_else(|e| fail(format!("{e:?}")));
+    c.start().await.unwrap_or_else(|e| fail(format!("consumer start: {e:?}")));
+    c
+}
+
+/// Receives up to `batch` messages invisible for `invisible`; none on the SDK's error for "no message"
+/// (it reports the proxy's MESSAGE_NOT_FOUND as one).
+async fn receive(c: &SimpleConsumer, topic: &str, batch: i32, invisible: Duration) -> Vec<MessageView> {
+    c.receive_with(topic, &FilterExpression::new(FilterType::Tag, "*"), batch, invisible)
+        .await
+        .unwrap_or_default()
+}
+
+/// 6 messages in each of 4 message groups; two consumers of one orderly group receive them one at a time
+/// (invisible 2 s) and ack each, except the first delivery of `rust-0:0`. Prints the delivery log, which
+/// run.py checks (send order per group, no gap, the held message back once and holding its group).
 async fn fifo(endpoint: &str, topic: &str, group: &str) {
     let mut p = Producer::new(producer_option(topic), client_option(endpoint)).unwrap_or_else(|e| fail(format!("{e:?}")));
     p.start().await.unwrap_or_else(|e| fail(format!("producer start: {e:?}")));
-    for i in 0..5 {
-        for g in ["ra", "rb"] {
-            let m = MessageBuilder::fifo_message_builder(topic, format!("{g}:{i}").into_bytes(), g)
+    let groups: Vec<String> = (0..4).map(|g| format!("rust-{g}")).collect();
+    for i in 0..6 {
+        for g in &groups {
+            let m = MessageBuilder::fifo_message_builder(topic, format!("{g}:{i}").into_bytes(), g.as_str())
                 .build()
                 .unwrap_or_else(|e| fail(format!("{e:?}")));
             p.send(m).await.unwrap_or_else(|e| fail(format!("send: {e:?}")));
         }
     }
     let _ = p.shutdown().await;
-    let seen = consume(endpoint, topic, group, 10, Duration::from_secs(40)).await;
-    check(seen.len() == 10, || format!("received {:?}", seen.keys()));
-    for (body, (.., group)) in &seen {
-        let g = body.split(':').next().unwrap_or_default();
-        check(group.as_deref() == Some(g), || format!("{body}: message group {group:?}"));
+    let consumers = [simple_consumer(endpoint, topic, group).await, simple_consumer(endpoint, topic, group).await];
+    let mut log = Vec::new();
+    let mut acked = 0;
+    let mut held = false;
+    let end = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < end && acked < 24 {
+        for (n, c) in consumers.iter().enumerate() {
+            for m in receive(c, topic, 1, Duration::from_secs(2)).await {
+                let body = String::from_utf8_lossy(m.body()).to_string();
+                let ack = held || body != "rust-0:0";
+                held |= body == "rust-0:0";
+                log.push(format!(
+                    "{{\"c\": {n}, \"body\": \"{body}\", \"group\": \"{}\", \"attempt\": {}, \"ack\": {ack}}}",
+                    m.message_group().unwrap_or_default(),
+                    m.delivery_attempt()
+                ));
+                if ack {
+                    c.ack(&m).await.unwrap_or_else(|e| fail(format!("ack: {e:?}")));
+                    acked += 1;
+                }
+            }
+        }
     }
-    println!("{{\"received\": {}}}", seen.len());
+    for c in consumers {
+        let _ = c.shutdown().await;
+    }
+    println!("{{\"log\": [{}]}}", log.join(", "));
+}
+
+/// Receive and ack, and redelivery after the invisible time with delivery attempt 2 (this SDK version
+/// has no change of invisible duration).
+async fn redelivery(endpoint: &str, topic: &str, group: &str) {
+    let mut p = Producer::new(producer_option(topic), client_option(endpoint)).unwrap_or_else(|e| fail(format!("{e:?}")));
+    p.start().await.unwrap_or_else(|e| fail(format!("producer start: {e:?}")));
+    for body in ["redeliver-me", "ack-me"] {
+        let m = MessageBuilder::builder()
+            .set_topic(topic)
+            .set_body(body.as_bytes().to_vec())
+            .build()
+            .unwrap_or_else(|e| fail(format!("{e:?}")));
+        p.send(m).await.unwrap_or_else(|e| fail(format!("send: {e:?}")));
+    }
+    let _ = p.shutdown().await;
+    let c = simple_consumer(endpoint, topic, group).await;
+    let mut first = BTreeMap::new();
+    let end = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < end && first.len() < 2 {
+        for m in receive(&c, topic, 32, Duration::from_secs(2)).await {
+            first.insert(String::from_utf8_lossy(m.body()).to_string(), m);
+        }
+    }
+    check(first.len() == 2, || format!("first receive: {:?}", first.keys()));
+    check(first.values().all(|m| m.delivery_attempt() == 1), || "first delivery attempt not 1".into());
+    if let Some(m) = first.get("ack-me") {
+        c.ack(m).await.unwrap_or_else(|e| fail(format!("ack: {e:?}")));
+    }
+    let t0 = Instant::now();
+    let mut again = Vec::new();
+    while t0.elapsed() < Duration::from_secs(30) && again.is_empty() {
+        again = receive(&c, topic, 32, Duration::from_secs(10)).await;
+    }
+    let waited = t0.elapsed();
+    let bodies: Vec<String> = again.iter().map(|m| String::from_utf8_lossy(m.body()).to_string()).collect();
+    check(bodies == ["redeliver-me"], || format!("after the invisible time: {bodies:?}"));
+    let attempt = again.first().map(|m| m.delivery_attempt()).unwrap_or_default();
+    check(attempt == 2, || format!("redelivered with delivery attempt {attempt}"));
+    for m in &again {
+        c.ack(m).await.unwrap_or_else(|e| fail(format!("ack: {e:?}")));
+    }
+    let mut later = Vec::new();
+    let end = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < end {
+        later.extend(receive(&c, topic, 32, Duration::from_secs(10)).await);
+    }
+    check(later.is_empty(), || format!("{} acked messages came back", later.len()));
+    let _ = c.shutdown().await;
+    println!("{{\"redelivered_after_ms\": {}, \"attempt\": {attempt}}}", waited.as_millis());
 }
 
 async fn transaction(endpoint: &str, topic: &str, group: &str) {
@@ -176,6 +270,7 @@ async fn main() {
     match scenario.as_str() {
         "normal" => normal(endpoint, topic, group).await,
         "fifo" => fifo(endpoint, topic, group).await,
+        "redelivery" => redelivery(endpoint, topic, group).await,
         "transaction" => transaction(endpoint, topic, group).await,
         other => fail(format!("unknown scenario {other}")),
     }

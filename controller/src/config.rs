@@ -1,0 +1,234 @@
+//! Controller settings: Apache RocketMQ 5's `ControllerConfig` keys read from a flat `key = value` file.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Scan for silent brokers every this many ms. Apache's default is 5000; 1000 keeps master death to
+/// new master within the 5 s goal with the default heartbeat timeout.
+pub const DEFAULT_SCAN_NOT_ACTIVE_BROKER_INTERVAL_MS: u64 = 1000;
+/// A broker whose heartbeat carries no `heartbeatTimeoutMills` is dead after this many ms of
+/// silence (Apache's broker sends its `controllerHeartBeatTimeoutMills`, default 10000 there).
+pub const DEFAULT_HEARTBEAT_TIMEOUT_MS: u64 = 3000;
+
+/// Raft snapshot every this many entries (`raftSnapshotLogs`).
+pub const DEFAULT_RAFT_SNAPSHOT_LOGS: u64 = 500;
+
+/// One controller peer of `controllerDLegerPeers`: `n<id>-host:port`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Peer {
+    pub id: u64,
+    pub addr: SocketAddr,
+}
+
+/// What one controller runs with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerConfig {
+    /// `controllerDLegerGroup`: the raft group's name, reported by GET_METADATA_INFO.
+    pub group: String,
+    /// `controllerDLegerPeers`: every controller of the group. Each serves brokers, admin tools and
+    /// its peers' raft messages on this one address.
+    pub peers: Vec<Peer>,
+    /// `controllerDLegerSelfId`: which peer this process is.
+    pub self_id: u64,
+    /// `controllerStorePath`: the raft log, vote and snapshot.
+    pub store_path: PathBuf,
+    pub scan_not_active_broker_interval: Duration,
+    /// `controllerHeartBeatTimeoutMills`: silence after which a broker is dead, for heartbeats
+    /// that carry no `heartbeatTimeoutMills` of their own.
+    pub heartbeat_timeout: Duration,
+    /// `enableElectUncleanMaster`: elect a replica outside the SyncStateSet when none in it is alive.
+    pub enable_elect_unclean_master: bool,
+    /// `notifyBrokerRoleChanged`: send NOTIFY_BROKER_ROLE_CHANGED to a group's brokers after an election.
+    pub notify_broker_role_changed: bool,
+    /// `raftSnapshotLogs` (ours): take a raft snapshot every this many log entries, and keep as
+    /// many entries behind it.
+    pub raft_snapshot_logs: u64,
+}
+
+impl ControllerConfig {
+    /// This controller's own listening address.
+    pub fn self_addr(&self) -> Option<SocketAddr> {
+        self.peers
+            .iter()
+            .find(|p| p.id == self.self_id)
+            .map(|p| p.addr)
+    }
+
+    /// The config as `key=value` lines (GET_CONTROLLER_CONFIG's body).
+    pub fn to_properties(&self) -> String {
+        let peers: Vec<String> = self
+            .peers
+            .iter()
+            .map(|p| format!("n{}-{}", p.id, p.addr))
+            .collect();
+        let mut lines = BTreeMap::new();
+        lines.insert("controllerDLegerGroup", self.group.clone());
+        lines.insert("controllerDLegerPeers", peers.join(";"));
+        lines.insert("controllerDLegerSelfId", format!("n{}", self.self_id));
+        lines.insert("controllerStorePath", self.store_path.display().to_string());
+        lines.insert(
+            "scanNotActiveBrokerInterval",
+            self.scan_not_active_broker_interval.as_millis().to_string(),
+        );
+        lines.insert(
+            "controllerHeartBeatTimeoutMills",
+            self.heartbeat_timeout.as_millis().to_string(),
+        );
+        lines.insert(
+            "enableElectUncleanMaster",
+            self.enable_elect_unclean_master.to_string(),
+        );
+        lines.insert(
+            "notifyBrokerRoleChanged",
+            self.notify_broker_role_changed.to_string(),
+        );
+        lines.insert("raftSnapshotLogs", self.raft_snapshot_logs.to_string());
+        lines
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}\n"))
+            .collect()
+    }
+
+    /// Applies one `key = value`; unknown or malformed settings are an error.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let bool_of = |v: &str| {
+            v.parse::<bool>()
+                .map_err(|_| format!("{key}: expected true or false, got {v:?}"))
+        };
+        let ms_of = |v: &str| match v.parse::<u64>() {
+            Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
+            _ => Err(format!("{key}: expected milliseconds > 0, got {v:?}")),
+        };
+        match key {
+            "controllerDLegerGroup" => self.group = value.to_string(),
+            "controllerDLegerPeers" => self.peers = parse_peers(value)?,
+            "controllerDLegerSelfId" => self.self_id = parse_node_id(value)?,
+            "controllerStorePath" => self.store_path = PathBuf::from(value),
+            "scanNotActiveBrokerInterval" => self.scan_not_active_broker_interval = ms_of(value)?,
+            "controllerHeartBeatTimeoutMills" => self.heartbeat_timeout = ms_of(value)?,
+            "enableElectUncleanMaster" => self.enable_elect_unclean_master = bool_of(value)?,
+            "notifyBrokerRoleChanged" => self.notify_broker_role_changed = bool_of(value)?,
+            "raftSnapshotLogs" => match value.parse::<u64>() {
+                Ok(n) if n > 0 => self.raft_snapshot_logs = n,
+                _ => return Err(format!("{key}: expected a count > 0, got {value:?}")),
+            },
+            // Apache's choice of consensus library; here it is always openraft.
+            "controllerType" => tracing::info!("controllerType={value} ignored: openraft is used"),
+            _ => return Err(format!("unknown controller setting {key}")),
+        }
+        Ok(())
+    }
+
+    /// Reads a Java-properties-like file (`key = value` or `key=value`, `#` comments, TOML-style
+    /// quotes tolerated) over the defaults, then checks it.
+    pub fn from_file_text(text: &str) -> Result<Self, String> {
+        let mut config = ControllerConfig::default();
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+                continue;
+            }
+            let Some((key, value)) = line.split_once('=').or_else(|| line.split_once(':')) else {
+                return Err(format!("line {}: expected key = value", n + 1));
+            };
+            let value = value.trim().trim_matches('"');
+            config
+                .set(key.trim(), value)
+                .map_err(|e| format!("line {}: {e}", n + 1))?;
+        }
+        config.check()?;
+        Ok(config)
+    }
+
+    /// A config that can run: peers given, the self id among them, a store path.
+    pub fn check(&self) -> Result<(), String> {
+        if self.peers.is_empty() {
+            return Err("controllerDLegerPeers is empty".into());
+        }
+        if self.self_addr().is_none() {
+            return Err(format!(
+                "controllerDLegerSelfId n{} is not in controllerDLegerPeers",
+                self.self_id
+            ));
+        }
+        if self.store_path.as_os_str().is_empty() {
+            return Err("controllerStorePath is empty".into());
+        }
+        Ok(())
+    }
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+        ControllerConfig {
+            group: "DefaultControllerGroup".into(),
+            peers: Vec::new(),
+            self_id: 0,
+            store_path: home.join("DledgerController"),
+            scan_not_active_broker_interval: Duration::from_millis(
+                DEFAULT_SCAN_NOT_ACTIVE_BROKER_INTERVAL_MS,
+            ),
+            heartbeat_timeout: Duration::from_millis(DEFAULT_HEARTBEAT_TIMEOUT_MS),
+            enable_elect_unclean_master: false,
+            notify_broker_role_changed: true,
+            raft_snapshot_logs: DEFAULT_RAFT_SNAPSHOT_LOGS,
+        }
+    }
+}
+
+/// `n0` -> 0 (DLedger's peer ids; the number is the raft node id).
+pub fn parse_node_id(text: &str) -> Result<u64, String> {
+    text.trim()
+        .strip_prefix('n')
+        .and_then(|n| n.parse::<u64>().ok())
+        .ok_or_else(|| format!("controller id {text:?}: expected n<number>, e.g. n0"))
+}
+
+/// `n0-127.0.0.1:9877;n1-127.0.0.1:9878` -> peers.
+pub fn parse_peers(text: &str) -> Result<Vec<Peer>, String> {
+    let mut peers: Vec<Peer> = Vec::new();
+    for item in text.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        let (id, addr) = item
+            .split_once('-')
+            .ok_or_else(|| format!("peer {item:?}: expected n<id>-host:port"))?;
+        let id = parse_node_id(id)?;
+        let addr: SocketAddr = addr
+            .trim()
+            .parse()
+            .map_err(|_| format!("peer {item:?}: {addr:?} is not an ip:port"))?;
+        if peers.iter().any(|p| p.id == id) {
+            return Err(format!("peer id n{id} given twice"));
+        }
+        peers.push(Peer { id, addr });
+    }
+    Ok(peers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_apaches_keys_and_refuses_unknown_ones() {
+        let c = ControllerConfig::from_file_text(
+            "# comment\ncontrollerDLegerGroup = group1\ncontrollerDLegerPeers = n0-127.0.0.1:9877;n1-127.0.0.1:9878;n2-127.0.0.1:9879\ncontrollerDLegerSelfId = n1\ncontrollerStorePath = /tmp/c1\nenableElectUncleanMaster = true\nscanNotActiveBrokerInterval=500\n",
+        )
+        .unwrap();
+        assert_eq!(c.self_id, 1);
+        assert_eq!(c.peers.len(), 3);
+        assert_eq!(c.self_addr().unwrap().port(), 9878);
+        assert!(c.enable_elect_unclean_master);
+        assert_eq!(c.scan_not_active_broker_interval, Duration::from_millis(500));
+        let err = ControllerConfig::from_file_text("controllerDLegerPeers = n0-127.0.0.1:1\nbogus = 1\n")
+            .unwrap_err();
+        assert!(err.contains("unknown controller setting bogus"), "{err}");
+        let err = ControllerConfig::from_file_text(
+            "controllerDLegerPeers = n0-127.0.0.1:1\ncontrollerDLegerSelfId = n4\n",
+        )
+        .unwrap_err();
+        assert!(err.contains("not in controllerDLegerPeers"), "{err}");
+    }
+}

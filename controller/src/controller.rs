@@ -1,0 +1,303 @@
+//! One controller: its raft node, the replicated state, the broker heartbeats it saw, and the
+//! leader's work (scanning for dead masters, electing, telling brokers). Runs on the raft thread's
+//! tokio runtime; the remoting side reaches it through `Arc<Controller>`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use openraft::error::{ClientWriteError, RaftError};
+use openraft::ServerState;
+use protocol::{request_code, RemotingCommand};
+
+use crate::config::ControllerConfig;
+use crate::raft::peer_client::PeerClient;
+use crate::raft::store::Store;
+use crate::raft::types::{NodeId, Raft};
+use crate::replicas::{sync_state_set_body, BrokerGroup, Command, LiveReplica, Reply};
+
+/// What the last heartbeat of one broker said (BROKER_HEARTBEAT's header).
+#[derive(Debug, Clone)]
+pub struct BrokerLive {
+    pub cluster_name: String,
+    pub broker_addr: String,
+    pub last: Instant,
+    pub timeout: Duration,
+    pub epoch: i32,
+    pub max_offset: i64,
+    pub confirm_offset: i64,
+    pub election_priority: i32,
+    /// This controller got the broker's heartbeats while a follower: the broker heartbeats every
+    /// controller (Apache's heartbeat only the leader).
+    pub heard_as_follower: bool,
+}
+
+/// Why a request needing the leader could not be served here.
+#[derive(Debug)]
+pub enum NotServed {
+    /// This controller is not the raft leader; the leader, when known.
+    NotLeader(Option<(NodeId, String)>),
+    /// Raft failed (shutting down, storage error).
+    Raft(String),
+}
+
+/// Counters reported by GET_METADATA_INFO's extra fields and the logs.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Metrics {
+    pub elections: u64,
+    pub failed_elections: u64,
+    pub heartbeats: u64,
+}
+
+pub struct Controller {
+    pub raft: Raft,
+    pub store: Store,
+    /// Settings; UPDATE_CONTROLLER_CONFIG changes the runtime ones.
+    pub config: RwLock<ControllerConfig>,
+    /// Heartbeats by (brokerName, brokerId). Kept by every controller, so a new leader has them.
+    heartbeats: Mutex<HashMap<(String, u64), BrokerLive>>,
+    /// When this controller last became the leader: a master it had not heard from gets a full
+    /// timeout from then before it is declared dead (it may have heartbeated only the old leader).
+    leader_since: Mutex<Option<Instant>>,
+    metrics: Mutex<Metrics>,
+}
+
+impl Controller {
+    pub fn new(raft: Raft, store: Store, config: ControllerConfig) -> Controller {
+        Controller {
+            raft,
+            store,
+            config: RwLock::new(config),
+            heartbeats: Mutex::new(HashMap::new()),
+            leader_since: Mutex::new(None),
+            metrics: Mutex::new(Metrics::default()),
+        }
+    }
+
+    pub fn config(&self) -> ControllerConfig {
+        self.config.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn metrics(&self) -> Metrics {
+        *self.metrics.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn peer_addr(&self, id: NodeId) -> Option<String> {
+        self.config()
+            .peers
+            .iter()
+            .find(|p| p.id == id)
+            .map(|p| p.addr.to_string())
+    }
+
+    /// The raft leader as (id, address), if one is known.
+    pub fn leader(&self) -> Option<(NodeId, String)> {
+        let id = self.raft.metrics().borrow().current_leader?;
+        Some((id, self.peer_addr(id)?))
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.raft.metrics().borrow().state == ServerState::Leader
+    }
+
+    /// Records a heartbeat.
+    pub fn on_heartbeat(&self, broker_name: &str, broker_id: u64, mut live: BrokerLive) {
+        let follower = !self.is_leader();
+        let mut beats = self.heartbeats.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (broker_name.to_string(), broker_id);
+        live.heard_as_follower =
+            follower || beats.get(&key).is_some_and(|b| b.heard_as_follower);
+        beats.insert(key, live);
+        drop(beats);
+        self.metrics.lock().unwrap_or_else(|p| p.into_inner()).heartbeats += 1;
+    }
+
+    fn default_timeout(&self) -> Duration {
+        self.config().heartbeat_timeout
+    }
+
+    /// The replicas of `broker_name` whose heartbeat is fresh, with what they reported.
+    pub fn live_replicas(&self, broker_name: &str) -> Vec<LiveReplica> {
+        let now = Instant::now();
+        let beats = self.heartbeats.lock().unwrap_or_else(|p| p.into_inner());
+        let mut live: Vec<LiveReplica> = beats
+            .iter()
+            .filter(|((name, _), b)| name == broker_name && now.duration_since(b.last) <= b.timeout)
+            .map(|((_, id), b)| LiveReplica {
+                broker_id: *id,
+                epoch: b.epoch,
+                max_offset: b.max_offset,
+                election_priority: b.election_priority,
+            })
+            .collect();
+        live.sort_by_key(|l| l.broker_id);
+        live
+    }
+
+    pub fn alive_ids(&self, broker_name: &str) -> Vec<u64> {
+        self.live_replicas(broker_name)
+            .into_iter()
+            .map(|l| l.broker_id)
+            .collect()
+    }
+
+    /// Whether the master's silence is over its timeout. A master that heartbeats every
+    /// controller is judged by its heartbeats; one that heartbeats only the leader (as Apache's
+    /// brokers do) gets a full timeout from when this controller became leader, since its
+    /// heartbeats went to the old leader until then.
+    fn master_dead(&self, broker_name: &str, master: u64, now: Instant) -> bool {
+        let since = self
+            .leader_since
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or(now);
+        let beats = self.heartbeats.lock().unwrap_or_else(|p| p.into_inner());
+        let (last, timeout) = match beats.get(&(broker_name.to_string(), master)) {
+            Some(b) if b.heard_as_follower => (b.last, b.timeout),
+            Some(b) => (b.last.max(since), b.timeout),
+            None => (since, self.default_timeout()),
+        };
+        now.duration_since(last) > timeout
+    }
+
+    /// Appends `command` to the raft log and answers with what applying it said.
+    pub async fn propose(&self, command: Command) -> Result<Reply, NotServed> {
+        match self.raft.client_write(command).await {
+            Ok(response) => Ok(response.data),
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => Err(
+                NotServed::NotLeader(f.leader_id.and_then(|id| Some((id, self.peer_addr(id)?)))),
+            ),
+            Err(e) => Err(NotServed::Raft(e.to_string())),
+        }
+    }
+
+    /// Confirms leadership with a quorum and waits until the state is current, then reads it.
+    pub async fn read_as_leader<T>(
+        &self,
+        f: impl FnOnce(&crate::replicas::ReplicasInfo) -> T,
+    ) -> Result<T, NotServed> {
+        match self.raft.ensure_linearizable().await {
+            Ok(_) => Ok(self.store.read(f)),
+            Err(RaftError::APIError(openraft::error::CheckIsLeaderError::ForwardToLeader(f))) => {
+                Err(NotServed::NotLeader(
+                    f.leader_id.and_then(|id| Some((id, self.peer_addr(id)?))),
+                ))
+            }
+            // No quorum confirmed this leader (peers starting, or it lost them): not a leader to rely on.
+            Err(RaftError::APIError(openraft::error::CheckIsLeaderError::QuorumNotEnough(_))) => {
+                Err(NotServed::NotLeader(None))
+            }
+            Err(e) => Err(NotServed::Raft(e.to_string())),
+        }
+    }
+
+    /// After an election: NOTIFY_BROKER_ROLE_CHANGED to every live replica of the group (oneway).
+    pub fn notify_role_changed(self: &Arc<Self>, broker_name: &str) {
+        if !self.config().notify_broker_role_changed {
+            return;
+        }
+        let Some(group) = self.store.read(|s| s.groups.get(broker_name).cloned()) else {
+            return;
+        };
+        let Some(master) = group.master_broker_id else {
+            return;
+        };
+        for id in self.alive_ids(broker_name) {
+            let Some(addr) = group.address_of(id).map(str::to_string) else {
+                continue;
+            };
+            let request = role_changed_request(&group, master);
+            tokio::spawn(async move {
+                let mut client = PeerClient::new(addr.clone());
+                if let Err(e) = client.send_oneway(request, Duration::from_secs(3)).await {
+                    tracing::warn!("cannot tell broker {addr} of the new master: {e}");
+                }
+            });
+        }
+    }
+
+    /// The leader's scan: elects a new master for every group whose master went silent.
+    pub async fn scan_loop(self: Arc<Self>) {
+        loop {
+            let interval = self.config().scan_not_active_broker_interval;
+            tokio::time::sleep(interval).await;
+            if !self.is_leader() {
+                *self.leader_since.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                continue;
+            }
+            let now = Instant::now();
+            self.leader_since
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get_or_insert(now);
+            let groups: Vec<BrokerGroup> = self.store.read(|s| s.groups.values().cloned().collect());
+            for group in groups {
+                self.check_group(&group, now).await;
+            }
+        }
+    }
+
+    async fn check_group(self: &Arc<Self>, group: &BrokerGroup, now: Instant) {
+        let name = &group.broker_name;
+        let unclean = self.config().enable_elect_unclean_master;
+        let alive = self.live_replicas(name);
+        match group.master_broker_id {
+            Some(master) if !self.master_dead(name, master, now) => return,
+            Some(master) => tracing::warn!(
+                "broker group {name}: master {master} silent past its heartbeat timeout, electing"
+            ),
+            None => {
+                // No master: try again only when someone may take over.
+                let candidate = alive
+                    .iter()
+                    .any(|l| unclean || group.sync_state_set.contains(&l.broker_id));
+                if !candidate || group.master_epoch == 0 {
+                    return;
+                }
+            }
+        }
+        let alive: Vec<LiveReplica> = alive
+            .into_iter()
+            .filter(|l| Some(l.broker_id) != group.master_broker_id)
+            .collect();
+        let started = Instant::now();
+        let command = Command::ElectMaster {
+            broker_name: name.clone(),
+            broker_id: None,
+            designate_elect: false,
+            alive,
+            enable_elect_unclean_master: unclean,
+        };
+        match self.propose(command).await {
+            Ok(reply) if reply.role_changed => {
+                self.metrics.lock().unwrap_or_else(|p| p.into_inner()).elections += 1;
+                tracing::info!(
+                    "broker group {name}: new master {} epoch {} (elected in {} ms)",
+                    reply.header.get("masterBrokerId").map_or("?", String::as_str),
+                    reply.header.get("masterEpoch").map_or("?", String::as_str),
+                    started.elapsed().as_millis()
+                );
+                self.notify_role_changed(name);
+            }
+            Ok(reply) => {
+                self.metrics.lock().unwrap_or_else(|p| p.into_inner()).failed_elections += 1;
+                tracing::warn!(
+                    "broker group {name}: no new master: {}",
+                    reply.remark.unwrap_or_default()
+                );
+            }
+            Err(e) => tracing::warn!("broker group {name}: election not proposed: {e:?}"),
+        }
+    }
+}
+
+/// NOTIFY_BROKER_ROLE_CHANGED as Apache's controller sends it.
+fn role_changed_request(group: &BrokerGroup, master: u64) -> RemotingCommand {
+    let mut request = RemotingCommand::request(request_code::NOTIFY_BROKER_ROLE_CHANGED)
+        .with_body(sync_state_set_body(&group.sync_state_set, group.sync_state_set_epoch));
+    request.set_ext("masterAddress", group.address_of(master).unwrap_or_default());
+    request.set_ext("masterBrokerId", &master.to_string());
+    request.set_ext("masterEpoch", &group.master_epoch.to_string());
+    request.set_ext("syncStateSetEpoch", &group.sync_state_set_epoch.to_string());
+    request
+}
