@@ -4,7 +4,9 @@
 //! with two shards (each a broker of its own); the fault hits one shard. Each case checks the
 //! answers (never SUCCESS for data that failed to write or sync), that everything else keeps being
 //! served, the read-only state and its reason in GET_BROKER_RUNTIME_INFO and the log, and after a
-//! restart without the fault that every acknowledged message is read back.
+//! restart without the fault that every acknowledged message is read back. And with SYNC_FLUSH a
+//! consumer never sees a record before its sync completed (a SIGKILL would take it back and the next
+//! record would take its queue offset), while a long-polling pull gets it as soon as it is synced.
 //!
 //! Run: `cargo test -p broker --features failpoints --test fault_disk_io`.
 
@@ -453,4 +455,59 @@ fn eio_reading_an_old_segment_fails_only_the_pulls_that_need_it() {
     });
     broker.stop();
     restart_and_verify(&mut broker, &ledgers);
+}
+
+#[test]
+fn consumers_see_a_record_only_once_its_sync_completed() {
+    const TOPIC_VIS: &str = "DurableOnly";
+    let broker = Broker::builder()
+        .extra("flushDiskType = \"SYNC_FLUSH\"\nsyncFlushTimeout = 10000\n")
+        .env("FAILPOINTS", "commitlog_stall@0=return(3000)")
+        .start();
+    assert!(
+        broker.log().contains("fail points configured from FAILPOINTS"),
+        "not a failpoints build?\n{}",
+        broker.log()
+    );
+    let addr = shard_addr(&broker, 0);
+    run_local(async {
+        // Every sync of shard 0 now takes 3 s more: the send waits for it.
+        let sender = glommio::spawn_local(async move {
+            let c = connect(addr).await;
+            let r = send(&c, TOPIC_VIS, 0, b"not yet durable", "").await;
+            (r.code, Instant::now())
+        });
+        glommio::timer::sleep(Duration::from_millis(700)).await;
+        let c = connect(addr).await;
+        let early = pull(&c, TOPIC_VIS, 0, 0).await;
+        assert_eq!(
+            early.code,
+            response_code::PULL_NOT_FOUND,
+            "a pull during the sync got the record before it was durable ({:?})",
+            early.remark
+        );
+        // A long-polling pull parked now is answered when the sync completes, not at its timeout.
+        let parked = glommio::spawn_local(async move {
+            let c = connect(addr).await;
+            let r = c
+                .invoke(
+                    pull_request("test_consumer", TOPIC_VIS, 0, 0, 15_000, None),
+                    Duration::from_secs(30),
+                )
+                .await
+                .expect("long poll answered");
+            (r, Instant::now())
+        });
+        let (code, synced_at) = sender.await;
+        assert_eq!(code, response_code::SUCCESS);
+        let (r, answered_at) = parked.await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let recs = decode_records(&r.body);
+        assert_eq!(recs.len(), 1);
+        assert_eq!(&recs[0].body[..], b"not yet durable");
+        let late = answered_at.saturating_duration_since(synced_at);
+        println!("long poll answered {late:?} after the send's sync");
+        assert!(late < Duration::from_secs(2), "long poll answered {late:?} after the sync");
+    });
+    drop(broker);
 }

@@ -64,6 +64,12 @@ pub struct StoreConfig {
     /// write+fdatasync took 2.2 ms into a fallocated file and 0.35 ms into a zeroed one. Costs one extra
     /// sequential write of each segment. None: on with SYNC_FLUSH, off with ASYNC_FLUSH.
     pub warm_mapped_file_enable: Option<bool>,
+    /// Readers (pulls, POP, the store's own services) see a record only once it is durable, and the
+    /// arrival hook fires then. On with SYNC_FLUSH on a master: an O_DIRECT store loses on SIGKILL what
+    /// it had not synced, and the next record would take the same queue offset; a consumer that had
+    /// already read the lost one would skip the new one for good. Off for slaves (their master holds
+    /// the truth and sends the same bytes again) and ASYNC_FLUSH (which accepts losing the unsynced tail).
+    pub consume_durable_only: bool,
 }
 
 impl StoreConfig {
@@ -95,6 +101,7 @@ impl StoreConfig {
             max_index_num: 20_000_000,
             message_index_enable: true,
             warm_mapped_file_enable: None,
+            consume_durable_only: false,
         }
     }
 

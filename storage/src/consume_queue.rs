@@ -68,6 +68,9 @@ pub(crate) struct ConsumeQueue {
     files: BTreeMap<i64, Rc<DmaFile>>,
     pub min_offset: i64,
     pub max_offset: i64,
+    /// With `consume_durable_only`: the max offset readers were told of (the records below it are
+    /// durable); None when that is `max_offset`.
+    pub announced_max: Option<i64>,
     pub flushed: i64,
     /// Queue byte position (`offset * 20`) of `mem[0]`; 4 KiB-aligned inside its file.
     mem_start_byte: u64,
@@ -91,6 +94,7 @@ impl ConsumeQueue {
             files: BTreeMap::new(),
             min_offset: 0,
             max_offset: 0,
+            announced_max: None,
             flushed: 0,
             mem_start_byte: 0,
             mem: Vec::new(),

@@ -44,6 +44,15 @@ impl MessageStore {
             .map_or(0, |q| q.borrow().max_offset)
     }
 
+    /// The max offset readers may see: `max_offset`, less the records still waiting for their flush
+    /// when `consume_durable_only` holds them back. What a parked reader compares its offset with.
+    pub fn visible_max_offset(&self, topic: &str, queue_id: i32) -> i64 {
+        self.queue(topic, queue_id).map_or(0, |q| {
+            let q = q.borrow();
+            q.announced_max.map_or(q.max_offset, |v| v.min(q.max_offset))
+        })
+    }
+
     /// ConsumeQueue units `[from, from+count)`: from memory, else one DMA read inside one file.
     async fn units(
         &self,
@@ -186,6 +195,12 @@ impl MessageStore {
             ));
         };
         let min_phys = self.min_physical_offset();
+        // See `StoreConfig::consume_durable_only`.
+        let visible_end = self
+            .inner
+            .cfg
+            .consume_durable_only
+            .then(|| self.flushed_physical_offset());
         let mut records: Vec<Bytes> = Vec::new();
         let mut bytes = 0usize;
         let mut next = offset;
@@ -202,6 +217,10 @@ impl MessageStore {
             }
             let size = usize::try_from(unit.size).unwrap_or(0);
             if !records.is_empty() && bytes + size > max_bytes {
+                break;
+            }
+            if visible_end.is_some_and(|end| unit.phys.saturating_add(i64::from(unit.size)) > end) {
+                // Not durable yet: readers get it after the flush (its arrival fires then).
                 break;
             }
             next = o + 1;

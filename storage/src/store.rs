@@ -33,6 +33,14 @@ const RETENTION_INTERVAL: Duration = Duration::from_secs(10);
 /// The long-polling hook: (topic, queue id, new max offset).
 pub type ArrivalFn = dyn Fn(&str, i32, i64);
 
+/// A queue's new max offset, announced to the arrival hook after the flush (`consume_durable_only`).
+struct Arrival {
+    topic: String,
+    queue_id: i32,
+    max_offset: i64,
+    queue: Rc<RefCell<ConsumeQueue>>,
+}
+
 pub(crate) type QueueMap = HashMap<
     String,
     HashMap<i32, Rc<RefCell<ConsumeQueue>>, ahash::RandomState>,
@@ -231,9 +239,12 @@ impl MessageStore {
     pub async fn put(&self, msg: MessageRecord) -> Result<PutOk, PutError> {
         let len = msg.encoded_len();
         self.admit(len as u64)?;
-        let (ok, end) = self.append(msg, len, now_ms())?;
+        let (ok, end, arrival) = self.append(msg, len, now_ms())?;
         match self.after_append(end).await {
-            Ok(()) => Ok(ok),
+            Ok(()) => {
+                self.notify_arrivals(arrival.into_iter());
+                Ok(ok)
+            }
             Err(e) => Err(e.with_stored(vec![ok])),
         }
     }
@@ -244,16 +255,47 @@ impl MessageStore {
         self.admit(total)?;
         let now = now_ms();
         let mut out = Vec::with_capacity(msgs.len());
+        let mut arrivals = Vec::new();
         let mut end = self.inner.log.write_pos();
         for msg in msgs {
             let len = msg.encoded_len();
-            let (ok, e) = self.append(msg, len, now)?;
+            let (ok, e, arrival) = self.append(msg, len, now)?;
             out.push(ok);
+            arrivals.extend(arrival);
             end = e;
         }
         match self.after_append(end).await {
-            Ok(()) => Ok(out),
+            Ok(()) => {
+                self.notify_arrivals(arrivals.into_iter());
+                Ok(out)
+            }
             Err(e) => Err(e.with_stored(out)),
+        }
+    }
+
+    /// After the flush that made them durable: readers may see these records now
+    /// (`consume_durable_only`). The hook fires once per run of one queue. Not after a failed or
+    /// timed-out flush: a later put's announcement, or a reader's own timeout, covers those.
+    fn notify_arrivals(&self, arrivals: impl Iterator<Item = Arrival>) {
+        let listener = self.inner.arrival.borrow().clone();
+        let mut pending: Option<Arrival> = None;
+        for a in arrivals {
+            {
+                let mut q = a.queue.borrow_mut();
+                let seen = q.announced_max.map_or(a.max_offset, |v| v.max(a.max_offset));
+                q.announced_max = (seen < q.max_offset).then_some(seen);
+            }
+            if let Some(p) = pending.take() {
+                if p.topic != a.topic || p.queue_id != a.queue_id {
+                    if let Some(f) = &listener {
+                        f(&p.topic, p.queue_id, p.max_offset);
+                    }
+                }
+            }
+            pending = Some(a);
+        }
+        if let (Some(p), Some(f)) = (pending, &listener) {
+            f(&p.topic, p.queue_id, p.max_offset);
         }
     }
 
@@ -273,13 +315,14 @@ impl MessageStore {
         Ok(())
     }
 
-    /// The synchronous part of a put: offsets, encoding into the log buffer, dispatch.
+    /// The synchronous part of a put: offsets, encoding into the log buffer, dispatch. Returns the
+    /// arrival to announce after the flush when readers see only durable records.
     fn append(
         &self,
         mut msg: MessageRecord,
         len: usize,
         now: i64,
-    ) -> Result<(PutOk, u64), PutError> {
+    ) -> Result<(PutOk, u64, Option<Arrival>), PutError> {
         let inner = &*self.inner;
         if len > inner.cfg.max_message_size {
             return Err(PutError::MessageTooLarge {
@@ -328,19 +371,34 @@ impl MessageStore {
         }
         StoreStats::inc(&inner.stats.puts, 1);
         StoreStats::inc(&inner.stats.put_bytes, len as u64);
-        if let Some(max) = new_max {
-            let listener = inner.arrival.borrow().clone();
-            if let Some(f) = listener {
-                f(&msg.topic, msg.queue_id, max);
-            }
-        }
         let ok = PutOk {
             physical_offset: phys,
             queue_offset: msg.queue_offset,
             size,
             store_timestamp: now,
         };
-        Ok((ok, local + len as u64))
+        let mut held = None;
+        if let Some(max) = new_max {
+            if inner.cfg.consume_durable_only {
+                {
+                    // Readers were told of everything before this record (or of less, still).
+                    let mut q = cq.borrow_mut();
+                    q.announced_max = Some(q.announced_max.unwrap_or(max - 1));
+                }
+                held = Some(Arrival {
+                    topic: std::mem::take(&mut msg.topic),
+                    queue_id: msg.queue_id,
+                    max_offset: max,
+                    queue: cq.clone(),
+                });
+            } else {
+                let listener = inner.arrival.borrow().clone();
+                if let Some(f) = listener {
+                    f(&msg.topic, msg.queue_id, max);
+                }
+            }
+        }
+        Ok((ok, local + len as u64, held))
     }
 
     pub(crate) fn index_keys<'a>(

@@ -128,7 +128,7 @@ async fn has_message(
                 return false;
             }
             let at = position(&s, &key, protocol::header::consume_init_mode::MAX, false).await;
-            s.store.max_offset(&key.topic, key.queue_id) > at
+            s.store.visible_max_offset(&key.topic, key.queue_id) > at
         })
         .await
         .unwrap_or(false)

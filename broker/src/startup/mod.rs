@@ -93,6 +93,8 @@ pub fn store_config(cfg: &BrokerConfig, shard: usize) -> Result<StoreConfig, Bro
         .collect();
     sc.read_cache_bytes = cfg.read_cache_bytes as u64;
     sc.read_block_cache_bytes = cfg.read_block_cache_bytes as u64;
+    sc.consume_durable_only = cfg.flush_disk_type == FlushDiskType::SyncFlush
+        && cfg.broker_role != crate::config::BrokerRole::Slave;
     sc.validate().map_err(|e| BrokerError::Store {
         shard,
         reason: e.to_string(),
