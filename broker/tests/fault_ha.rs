@@ -111,12 +111,13 @@ async fn expect_slave_errors(
     codes
 }
 
-#[test]
-fn ha_link_stalled_cut_and_slave_killed_sends_answer_errors_then_resume_without_loss() {
+/// A SYNC_MASTER (SYNC_FLUSH) and a slave replicating through a fault proxy, both with `extra`; None
+/// (printed) when the broker under test has no HA.
+fn start_pair(extra: &str) -> Option<(Broker, FaultProxy, Broker)> {
     let master = Broker::builder()
         .bin(fault_broker_bin())
         .extra(&format!(
-            "brokerRole = \"SYNC_MASTER\"\nflushDiskType = \"SYNC_FLUSH\"\nsyncFlushTimeout = {SYNC_TIMEOUT_MS}\n"
+            "{extra}brokerRole = \"SYNC_MASTER\"\nflushDiskType = \"SYNC_FLUSH\"\nsyncFlushTimeout = {SYNC_TIMEOUT_MS}\n"
         ))
         .start();
     let has_ha = run_local(async { slave_connections(master.addr()).await.is_some() });
@@ -124,16 +125,24 @@ fn ha_link_stalled_cut_and_slave_killed_sends_answer_errors_then_resume_without_
         println!(
             "SKIPPED HA fault test: this broker reports no haSlaveConnections (HA not built in)"
         );
-        return;
+        return None;
     }
     let proxy = FaultProxy::start(master.ha_addr());
-    let mut slave = Broker::builder()
+    let slave = Broker::builder()
         .bin(fault_broker_bin())
         .extra(&format!(
-            "brokerRole = \"SLAVE\"\nbrokerId = 1\nhaMasterAddress = \"{}\"\n",
+            "{extra}brokerRole = \"SLAVE\"\nbrokerId = 1\nhaMasterAddress = \"{}\"\n",
             proxy.addr()
         ))
         .start();
+    Some((master, proxy, slave))
+}
+
+#[test]
+fn ha_link_stalled_cut_and_slave_killed_sends_answer_errors_then_resume_without_loss() {
+    let Some((master, proxy, mut slave)) = start_pair("") else {
+        return;
+    };
     let ledger = Ledger::default();
     run_local(async {
         let client = connect(master.addr()).await;
@@ -215,27 +224,9 @@ fn ha_link_stalled_cut_and_slave_killed_sends_answer_errors_then_resume_without_
 fn slow_ha_link_acknowledges_no_faster_than_it_carries_and_loses_nothing() {
     const RATE: u64 = 1_000_000;
     const BODY: usize = 16 * 1024;
-    let master = Broker::builder()
-        .bin(fault_broker_bin())
-        .extra(&format!(
-            "shardCount = 1\nbrokerRole = \"SYNC_MASTER\"\nflushDiskType = \"SYNC_FLUSH\"\nsyncFlushTimeout = {SYNC_TIMEOUT_MS}\n"
-        ))
-        .start();
-    let has_ha = run_local(async { slave_connections(master.addr()).await.is_some() });
-    if !has_ha {
-        println!(
-            "SKIPPED HA fault test: this broker reports no haSlaveConnections (HA not built in)"
-        );
+    let Some((master, proxy, slave)) = start_pair("shardCount = 1\n") else {
         return;
-    }
-    let proxy = FaultProxy::start(master.ha_addr());
-    let slave = Broker::builder()
-        .bin(fault_broker_bin())
-        .extra(&format!(
-            "shardCount = 1\nbrokerRole = \"SLAVE\"\nbrokerId = 1\nhaMasterAddress = \"{}\"\n",
-            proxy.addr()
-        ))
-        .start();
+    };
     let ledger = std::rc::Rc::new(Ledger::default());
     run_local(async {
         let client = connect(master.addr()).await;

@@ -1,6 +1,7 @@
 //! A SYNC_FLUSH send whose flush does not complete within `syncFlushTimeout` is stored all the same:
 //! it is answered FLUSH_DISK_TIMEOUT with the send result header (msgId, queueId, queueOffset), as
-//! RocketMQ answers it, and the message is there to pull and to look up by its msgId.
+//! RocketMQ answers it, and the message is there to look up by its msgId, and to pull once its flush
+//! completed (a SYNC_FLUSH broker shows consumers only durable records).
 
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -42,8 +43,16 @@ fn flush_disk_timeout_answers_carry_the_send_result() {
             assert_eq!(queue_offset, i64::from(i));
             sent.push((msg_id, body));
         }
-        // Stored: pulled back in order, and found by msgId.
-        let records = pull_all(&client, "FlushLate", 1).await;
+        // Stored: pulled back in order once durable (the flusher finishes within moments), and
+        // found by msgId.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let records = loop {
+            let records = pull_all(&client, "FlushLate", 1).await;
+            if records.len() >= sent.len() || std::time::Instant::now() > deadline {
+                break records;
+            }
+            glommio::timer::sleep(std::time::Duration::from_millis(50)).await;
+        };
         assert_eq!(records.len(), sent.len());
         for (record, (msg_id, body)) in records.iter().zip(&sent) {
             assert_eq!(record.body.as_ref(), body.as_slice());
