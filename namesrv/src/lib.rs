@@ -13,7 +13,8 @@ mod processor;
 mod response;
 pub mod route_table;
 mod server;
-pub mod shutdown;
+/// SIGTERM / SIGINT handling, shared with the controller (which the name server can embed).
+pub use controller::shutdown;
 
 pub use config::{Args, NamesrvConfig};
 pub use name_server::NameServer;

@@ -10,7 +10,7 @@ use glommio::LocalExecutorBuilder;
 
 use crate::config::NamesrvConfig;
 use crate::name_server::NameServer;
-use crate::shutdown;
+use controller::shutdown;
 
 /// Requests of one connection handled at once (brokers and clients send few; this bounds memory).
 const MAX_IN_FLIGHT_PER_CONNECTION: usize = 64;
