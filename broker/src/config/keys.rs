@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use super::controller_mode::ControllerModeConfig;
 use super::error::LoadError;
 use super::not_used::{moot_reason, ACCEPTED_NOT_USED};
 use super::store_paths;
@@ -164,6 +165,8 @@ pub struct BrokerConfig {
     pub metrics_port: u16,
     /// Log filter used when RUST_LOG is not set (`logLevel`).
     pub log_level: String,
+    /// Controller mode (automatic failover).
+    pub controller: ControllerModeConfig,
 }
 
 impl Default for BrokerConfig {
@@ -232,6 +235,7 @@ impl Default for BrokerConfig {
             spin_before_park_micros: 0,
             metrics_port: 0,
             log_level: "info".into(),
+            controller: ControllerModeConfig::default(),
         }
     }
 }
@@ -313,8 +317,12 @@ impl BrokerConfig {
         if !fast_port_set {
             cfg.fast_listen_port = cfg.listen_port.saturating_sub(2);
         }
-        // As RocketMQ's BrokerStartup does: a master is always brokerId 0.
-        if cfg.broker_role != BrokerRole::Slave {
+        // As RocketMQ's BrokerStartup does: a master is always brokerId 0. In controller mode the
+        // controllers decide both; the broker starts as a slave until they have.
+        if cfg.controller.enabled {
+            cfg.broker_role = BrokerRole::Slave;
+            cfg.broker_id = u64::MAX;
+        } else if cfg.broker_role != BrokerRole::Slave {
             cfg.broker_id = 0;
         }
         cfg.validate()?;
@@ -329,6 +337,9 @@ impl BrokerConfig {
                 key: key.to_owned(),
                 reason: reason.to_owned(),
             }));
+        }
+        if let Some(result) = self.controller.set(key, v) {
+            return result.map(|()| None).map_err(|reason| bad(key, v, reason));
         }
         match key {
             "brokerClusterName" => self.broker_cluster_name = v.to_owned(),
@@ -384,17 +395,8 @@ impl BrokerConfig {
                         v,
                         "the DLedger CommitLog is not built; run master/slave pairs instead \
                          (brokerRole = SYNC_MASTER or ASYNC_MASTER with a SLAVE of the same \
-                         brokerName); automatic failover (controller mode) is not built yet either",
-                    ));
-                }
-            }
-            "enableControllerMode" => {
-                if boolean(key, v)? {
-                    return Err(bad(
-                        key,
-                        v,
-                        "controller mode (automatic failover) is not built yet; run master/slave \
-                         pairs (brokerRole = SYNC_MASTER or ASYNC_MASTER with a SLAVE)",
+                         brokerName), or controller mode (enableControllerMode) for automatic \
+                         failover",
                     ));
                 }
             }
@@ -456,6 +458,9 @@ impl BrokerConfig {
                 "must be at least 65536",
             ));
         }
+        self.controller
+            .validate()
+            .map_err(|(key, value, reason)| bad(key, &value, reason))?;
         if self.broker_role == BrokerRole::Slave && self.broker_id == 0 {
             return Err(bad("brokerId", "0", "a SLAVE needs brokerId > 0"));
         }
@@ -583,7 +588,16 @@ mod tests {
         assert!(err.contains("enableDLegerCommitLog"), "{err}");
         assert!(err.contains("master/slave"), "{err}");
         assert!(err.contains("controller mode"), "{err}");
+        // Controller mode needs its controllers; then it overrides the role and id of the file.
         assert!(BrokerConfig::from_pairs(pairs(&[("enableControllerMode", "true")])).is_err());
+        let (cfg, _) = BrokerConfig::from_pairs(pairs(&[
+            ("enableControllerMode", "true"),
+            ("controllerAddr", "127.0.0.1:9878"),
+            ("brokerRole", "SYNC_MASTER"),
+        ]))
+        .unwrap();
+        assert_eq!(cfg.broker_role, BrokerRole::Slave);
+        assert_eq!(cfg.controller.controller_addr, vec!["127.0.0.1:9878"]);
         let (_, issues) = BrokerConfig::from_pairs(pairs(&[
             ("enableDLegerCommitLog", "false"),
             ("enableControllerMode", "false"),

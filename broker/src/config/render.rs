@@ -7,7 +7,7 @@ impl BrokerConfig {
     /// Every key this broker applies, with its value in the form `set` reads back.
     pub fn to_pairs(&self) -> Vec<(&'static str, String)> {
         let opt = |v: &Option<String>| v.clone().unwrap_or_default();
-        vec![
+        let mut pairs = vec![
             ("brokerClusterName", self.broker_cluster_name.clone()),
             ("brokerName", self.broker_name.clone()),
             ("brokerId", self.broker_id.to_string()),
@@ -166,7 +166,9 @@ impl BrokerConfig {
             ),
             ("metricsPort", self.metrics_port.to_string()),
             ("logLevel", self.log_level.clone()),
-        ]
+        ];
+        pairs.extend(self.controller.to_pairs());
+        pairs
     }
 
     /// The config as Java's `MixAll.properties2String` writes it: `key=value` lines.

@@ -402,7 +402,7 @@ pub async fn reset_offset(
     if topic.is_empty() {
         return blank("topic");
     }
-    if shard.cfg.broker_role == BrokerRole::Slave {
+    if shard.role() == BrokerRole::Slave {
         return error(rc::SYSTEM_ERROR, "Can not reset offset in slave broker");
     }
     let Some(ctl) = &shard.control else {

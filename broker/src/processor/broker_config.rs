@@ -20,7 +20,7 @@ const REFUSED_KEYS: &[&str] = &["storePathRootDir", "shardCount"];
 
 /// GET_BROKER_CONFIG: every key with the value in force.
 pub fn get(shard: &Shard) -> RemotingCommand {
-    ok().with_body(live::effective(&shard.cfg).to_properties_text())
+    ok().with_body(shard.effective_cfg().to_properties_text())
 }
 
 /// Checks `changes` against the config in force; answers the updated config.

@@ -19,7 +19,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         Ok(h) => h,
         Err(e) => return header_error(&e),
     };
-    if shard.cfg.broker_role == crate::config::BrokerRole::Slave {
+    if shard.role() == crate::config::BrokerRole::Slave {
         return error(
             rc::SLAVE_NOT_AVAILABLE,
             "the broker is a slave: END_TRANSACTION is forbidden",

@@ -17,6 +17,7 @@ pub(crate) mod client_manage;
 pub(crate) mod clone_group_offset;
 pub(crate) mod consumer_calls;
 pub(crate) mod consumer_offset;
+pub(crate) mod controller_mode;
 pub(crate) mod end_transaction;
 pub(crate) mod group_settings;
 pub(crate) mod message_query;
@@ -173,6 +174,8 @@ pub async fn process(shard: &Rc<Shard>, req: RemotingCommand, conn: ConnRef) -> 
         }
         code::CLONE_GROUP_OFFSET => clone_group_offset::handle(shard, &req, conn.shard).await,
         code::GET_BROKER_CONFIG => broker_config::get(shard),
+        code::NOTIFY_BROKER_ROLE_CHANGED => controller_mode::role_changed(shard, &req),
+        code::EXCHANGE_BROKER_HA_INFO => controller_mode::exchange_ha_info(shard),
         code::UPDATE_BROKER_CONFIG => broker_config::update(shard, &req).await,
         code::DELETE_SUBSCRIPTIONGROUP => subscription_group_admin::delete(shard, &req).await,
         code::GET_PRODUCER_CONNECTION_LIST => producer_connection::handle(shard, &req),

@@ -41,7 +41,7 @@ const POP_FROM_RETRY_PROBABILITY: u64 = 20;
 
 /// POP writes check points and acks: a slave, whose store is the master's copy, refuses it.
 pub fn refuse_on_slave(shard: &Shard) -> Option<RemotingCommand> {
-    (shard.cfg.broker_role == crate::config::BrokerRole::Slave).then(|| {
+    (shard.role() == crate::config::BrokerRole::Slave).then(|| {
         error(
             rc::NO_PERMISSION,
             format!(

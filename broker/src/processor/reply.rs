@@ -54,5 +54,9 @@ pub fn owner_put_error(e: &crate::shard::put::PutError) -> RemotingCommand {
     match e {
         crate::shard::put::PutError::Store(e) => put_error(e),
         crate::shard::put::PutError::Mesh(e) => error(rc::SYSTEM_ERROR, e.to_string()),
+        crate::shard::put::PutError::NotMaster => error(
+            rc::SERVICE_NOT_AVAILABLE,
+            crate::shard::put::PutError::NotMaster.to_string(),
+        ),
     }
 }

@@ -58,7 +58,8 @@ pub fn runs_on(request_code: i32) -> RunsOn {
         | code::UPDATE_BROKER_CONFIG
         | code::DELETE_SUBSCRIPTIONGROUP
         | code::QUERY_TOPIC_CONSUME_BY_WHO
-        | code::CLONE_GROUP_OFFSET => RunsOn::Control,
+        | code::CLONE_GROUP_OFFSET
+        | code::NOTIFY_BROKER_ROLE_CHANGED => RunsOn::Control,
         // Needs only the config or the subscription groups: every shard has them.
         code::CHECK_CLIENT_CONFIG | code::GET_BROKER_CONFIG | code::GET_SUBSCRIPTIONGROUP_CONFIG => {
             RunsOn::Receiver

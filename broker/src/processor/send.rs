@@ -62,7 +62,7 @@ async fn prepare(
             ),
         ));
     }
-    if cfg.broker_role == crate::config::BrokerRole::Slave {
+    if shard.role() == crate::config::BrokerRole::Slave {
         return Err(error(
             rc::SERVICE_NOT_AVAILABLE,
             format!(
@@ -70,6 +70,19 @@ async fn prepare(
                 cfg.broker_ip1
             ),
         ));
+    }
+    if cfg.controller.enabled {
+        // Controller mode: refused rather than acknowledged by fewer replicas than required.
+        let in_sync = shard.ha.sync_state_set.borrow().len().max(1);
+        if in_sync < cfg.controller.min_in_sync_replicas {
+            return Err(error(
+                rc::SYSTEM_ERROR,
+                format!(
+                    "in-sync replicas not enough: {in_sync} of minInSyncReplicas {}",
+                    cfg.controller.min_in_sync_replicas
+                ),
+            ));
+        }
     }
     topics::validate_topic_name(&header.topic).map_err(|why| error(rc::MESSAGE_ILLEGAL, why))?;
     if topics::is_not_allowed_send(&header.topic) {

@@ -67,7 +67,7 @@ pub async fn handle(
     response.set_ext(properties::TRACE_SWITCH, "true");
     // A slave's store takes no writes; RocketMQ's would refuse the put, which changes no answer.
     if shard.cfg.store_reply_message_enable
-        && shard.cfg.broker_role != crate::config::BrokerRole::Slave
+        && shard.role() != crate::config::BrokerRole::Slave
     {
         let record = MessageRecord {
             topic: header.topic.clone(),

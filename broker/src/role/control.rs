@@ -79,9 +79,13 @@ pub async fn register_now(shard: &Shard) -> usize {
         return 0;
     };
     ctl.registration_queued.set(false);
+    if shard.cfg.controller.enabled && shard.ha.role.get().is_none() {
+        // Controller mode: clients learn of this broker once the controllers gave it a role.
+        return 0;
+    }
     let wrapper = shard.topics.borrow().wrapper();
     ctl.registrar
-        .register_all(&shard.cfg, shard.shards, wrapper)
+        .register_all(&shard.effective_cfg(), shard.shards, wrapper)
         .await
 }
 
@@ -334,7 +338,9 @@ pub async fn shutdown_broker(shard: &Rc<Shard>) {
     }))
     .await;
     if let Some(ctl) = control(shard) {
-        ctl.registrar.unregister_all(&shard.cfg, shard.shards).await;
+        ctl.registrar
+            .unregister_all(&shard.effective_cfg(), shard.shards)
+            .await;
     }
     persist_topics(shard).await;
     persist_groups(shard).await;

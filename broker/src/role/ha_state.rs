@@ -1,11 +1,25 @@
 //! One shard's replication state (a field of `Shard`) and the figures it reports.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+
+use crate::config::BrokerRole;
 
 /// One shard's replication state (both roles; only the parts of its role are used).
 #[derive(Default)]
 pub struct HaShard {
+    /// The role and brokerId in force when the controllers chose them (controller mode); `None`: the
+    /// configured ones.
+    pub role: Cell<Option<(BrokerRole, u64)>>,
+    /// Slave (controller mode): this shard's replication task, cancelled when the shard becomes
+    /// master or follows another one.
+    pub(crate) replication: RefCell<Option<glommio::task::JoinHandle<()>>>,
+    /// Master (controller mode): the replicas in sync, this one included, by controller brokerId.
+    pub sync_state_set: RefCell<std::collections::BTreeSet<u64>>,
+    /// Controller mode: the brokerId the controllers gave this broker (not 0 when it is master).
+    pub controller_id: Cell<Option<u64>>,
+    /// Controller mode: the master-only services were started (once; a slave's puts are refused).
+    pub(crate) master_services_started: Cell<bool>,
     /// Master: the slaves' acks for this shard's stream.
     pub watermark: ha::Watermark,
     /// Master: raised on every append so senders stream at once.

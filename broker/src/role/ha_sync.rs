@@ -46,6 +46,9 @@ pub fn start(shard: &Rc<Shard>) {
             if Instant::now() < next_sync && !shard.ha.sync_soon.replace(false) {
                 continue;
             }
+            if shard.role() != crate::config::BrokerRole::Slave {
+                continue;
+            }
             next_sync = Instant::now() + SYNC_PERIOD;
             let from_ns = shard.ha.master_addr.borrow().clone();
             let from_ha = shard.ha.slave.master_addr.borrow().clone();

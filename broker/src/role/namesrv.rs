@@ -144,7 +144,8 @@ impl Registrar {
                 Ok(resp) if resp.code == response_code::SUCCESS => {
                     tracing::debug!("registered shard-broker {shard} with name server {addr}");
                     if let Ok(h) = RegisterBrokerResponseHeader::from_ext_fields(&resp.ext_fields) {
-                        if h.master_addr.is_some() {
+                        // In controller mode the controllers name the master, not these answers.
+                        if h.master_addr.is_some() && !cfg.controller.enabled {
                             self.masters
                                 .borrow_mut()
                                 .insert(shard, (h.ha_server_addr, h.master_addr));

@@ -139,6 +139,25 @@ impl Shard {
         }
     }
 
+    /// The role this broker plays now: the configured one, or the controllers' choice in controller
+    /// mode.
+    pub fn role(&self) -> crate::config::BrokerRole {
+        self.ha.role.get().map_or(self.cfg.broker_role, |(role, _)| role)
+    }
+
+    /// The brokerId this broker registers with now (0 for a master).
+    pub fn broker_id(&self) -> u64 {
+        self.ha.role.get().map_or(self.cfg.broker_id, |(_, id)| id)
+    }
+
+    /// The config with the role and brokerId in force (what registration and GET_BROKER_CONFIG use).
+    pub fn effective_cfg(&self) -> BrokerConfig {
+        let mut cfg = crate::config::live::effective(&self.cfg);
+        cfg.broker_role = self.role();
+        cfg.broker_id = self.broker_id();
+        cfg
+    }
+
     /// The shard owning a queue of the broker this shard is: itself when it is a broker of its own.
     pub fn owner_of(&self, topic: &str, queue_id: i32) -> usize {
         self.queue_owner(self.id, topic, queue_id)

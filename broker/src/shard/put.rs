@@ -56,6 +56,9 @@ pub enum PutError {
     Store(#[from] storage::PutError),
     #[error(transparent)]
     Mesh(#[from] MeshError),
+    /// Controller mode: the broker became a slave; only its new master takes writes.
+    #[error("the broker is a slave now and does not take writes")]
+    NotMaster,
 }
 
 /// On the owner: stores the records (one queue), counts them, and on a SYNC_MASTER waits for the slave.
@@ -63,6 +66,11 @@ pub async fn put_here(
     shard: &Shard,
     mut records: Vec<MessageRecord>,
 ) -> Result<PutOutcome, PutError> {
+    // Sends check the role first; this also stops the broker's own writers (delay and timer
+    // deliveries, transaction ops, retries) of a master the controllers turned into a slave.
+    if shard.role() == crate::config::BrokerRole::Slave {
+        return Err(PutError::NotMaster);
+    }
     let count = records.len() as u64;
     let bytes: u64 = records.iter().map(|r| r.body.len() as u64).sum();
     let result = if records.len() == 1 {

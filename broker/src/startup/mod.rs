@@ -93,8 +93,9 @@ pub fn store_config(cfg: &BrokerConfig, shard: usize) -> Result<StoreConfig, Bro
         .collect();
     sc.read_cache_bytes = cfg.read_cache_bytes as u64;
     sc.read_block_cache_bytes = cfg.read_block_cache_bytes as u64;
+    // In controller mode any replica may become master without a restart.
     sc.consume_durable_only = cfg.flush_disk_type == FlushDiskType::SyncFlush
-        && cfg.broker_role != crate::config::BrokerRole::Slave;
+        && (cfg.broker_role != crate::config::BrokerRole::Slave || cfg.controller.enabled);
     sc.validate().map_err(|e| BrokerError::Store {
         shard,
         reason: e.to_string(),
@@ -242,6 +243,9 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
         crate::feature::metrics::start(&shard)?;
         progress.enter(Stage::Registering);
         let registered = crate::role::control::register_now(&shard).await;
+        if cfg.controller.enabled {
+            crate::role::replicas::start(&shard);
+        }
         tracing::info!(
             "The broker[{}, {}] boot success. serializeType=JSON and name server is {} ({} accepted the registration)",
             cfg.broker_name,

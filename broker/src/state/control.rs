@@ -5,6 +5,7 @@
 use std::cell::{Cell, RefCell};
 
 use crate::role::namesrv::Registrar;
+use crate::role::replicas::Replicas;
 use crate::state::clients::ClientRegistry;
 use crate::state::rebalance_locks::RebalanceLocks;
 
@@ -18,6 +19,8 @@ pub struct Control {
     pub(crate) registration_round: glommio::sync::Semaphore,
     /// Serializes metadata writes so the newest state is written last.
     pub(crate) persist_lock: glommio::sync::Semaphore,
+    /// Controller mode: this broker's group as the controllers see it.
+    pub replicas: Replicas,
 }
 
 impl Control {
@@ -29,6 +32,7 @@ impl Control {
             registration_queued: Cell::new(false),
             registration_round: glommio::sync::Semaphore::new(1),
             persist_lock: glommio::sync::Semaphore::new(1),
+            replicas: Replicas::default(),
         }
     }
 }

@@ -118,7 +118,7 @@ pub async fn gather(shard: &Rc<Shard>) -> Snapshot {
         cluster: shard.cfg.broker_cluster_name.clone(),
         local: local_figures(),
         disk: disk_figures(&shard.cfg.store_path_root_dir),
-        is_slave: shard.cfg.broker_role == crate::config::BrokerRole::Slave,
+        is_slave: shard.role() == crate::config::BrokerRole::Slave,
         ..Snapshot::default()
     };
     for s in join_all(shard.every_shard().map(|s| s.stats()))

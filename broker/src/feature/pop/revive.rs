@@ -27,7 +27,7 @@ const RETRY_LATER_MS: i64 = 5_000;
 /// At start, before the shard serves: rebuilds check points, ordered commits and pop positions from
 /// the revive log, then starts reviving.
 pub async fn start(shard: &Rc<Shard>) -> Result<(), String> {
-    if shard.cfg.broker_role == crate::config::BrokerRole::Slave {
+    if shard.role() == crate::config::BrokerRole::Slave {
         // A slave's store is the master's copy: only the master pops and revives (as in Apache).
         return Ok(());
     }

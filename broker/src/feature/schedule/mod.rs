@@ -101,9 +101,15 @@ pub fn start(shard: &Rc<Shard>) {
         })
         .detach();
     }
-    if shard.cfg.broker_role == crate::config::BrokerRole::Slave {
-        return;
+    if shard.role() != crate::config::BrokerRole::Slave {
+        start_deliveries(shard);
     }
+}
+
+/// Starts the delivery task of every level this shard owns (a master's; also when a slave becomes
+/// master in controller mode).
+pub fn start_deliveries(shard: &Rc<Shard>) {
+    let levels = owned_levels(shard);
     // Deliveries run in their own latency-sensitive queue with a large share, so a due message is not
     // stuck behind the request tasks of a saturated shard.
     let tq = glommio::executor().create_task_queue(

@@ -159,7 +159,7 @@ fn load_watermark(path: &Path) -> i64 {
 /// Starts this shard's timer task (a master only; parked messages of a disabled timer are still
 /// delivered). Call once per shard after it is serving.
 pub fn start(shard: &Rc<Shard>) {
-    if shard.cfg.broker_role == crate::config::BrokerRole::Slave {
+    if shard.role() == crate::config::BrokerRole::Slave {
         return;
     }
     let queue_id = queue_of(shard, shard.id);

@@ -66,7 +66,7 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
         return Ok(());
     }
     // A slave's CommitLog is a copy of its master's: it must not append copies or ask producers.
-    if shard.cfg.broker_role == crate::config::BrokerRole::Slave {
+    if shard.role() == crate::config::BrokerRole::Slave {
         tracing::info!(
             "shard {}: slave: transaction check-backs are left to the master",
             shard.id

@@ -59,7 +59,13 @@ pub async fn resolve(
     // The op message makes the resolution survive a restart. Should it fail, the resolution still holds
     // while the broker runs; after a restart the producer would be checked again.
     let op = op_record(half.origin, shard.store_host, now_ms());
-    if let Err(e) = shard.store.put(op).await {
+    if shard.role() == crate::config::BrokerRole::Slave {
+        tracing::warn!(
+            "transaction at half offset {} resolved ({outcome:?}), but the broker is a slave now: \
+             its op message is left to the new master's check-back",
+            half.origin
+        );
+    } else if let Err(e) = shard.store.put(op).await {
         tracing::error!(
             "transaction at half offset {} resolved ({outcome:?}) but its op message was not stored: {e}",
             half.origin

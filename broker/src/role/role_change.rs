@@ -1,0 +1,57 @@
+//! Controller mode: what becoming master or slave does on one shard. The control shard's replica
+//! manager (`replicas`) decides; each shard applies it here on its own executor.
+
+use std::collections::BTreeSet;
+use std::rc::Rc;
+
+use crate::config::BrokerRole;
+use crate::shard::Shard;
+
+/// This shard becomes its group's master at `epoch`: replication from the old master stops (and
+/// has stopped before anything else changes), then the shard takes writes and starts the services
+/// only a master runs (delay and timer deliveries, transaction check-back, POP revive).
+pub async fn become_master(shard: &Rc<Shard>, epoch: i32, sync_state_set: BTreeSet<u64>) {
+    crate::role::ha::stop_replication(shard).await;
+    *shard.ha.master_ha_addr.borrow_mut() = None;
+    *shard.ha.master_addr.borrow_mut() = None;
+    *shard.ha.sync_state_set.borrow_mut() = sync_state_set;
+    shard.ha.role.set(Some((BrokerRole::SyncMaster, 0)));
+    tracing::info!(
+        "shard {}: master at epoch {epoch} from local offset {}",
+        shard.id,
+        storage::local_of(shard.store.max_physical_offset())
+    );
+    if shard.ha.master_services_started.replace(true) {
+        return;
+    }
+    crate::feature::schedule::start_deliveries(shard);
+    crate::feature::timer::start(shard);
+    if let Err(e) = crate::feature::transaction::start(shard).await {
+        tracing::error!("shard {}: transaction check-back not started: {e}", shard.id);
+    }
+    if let Err(e) = crate::feature::pop::revive::start(shard).await {
+        tracing::error!("shard {}: POP revive not started: {e}", shard.id);
+    }
+}
+
+/// This shard becomes a slave (brokerId `broker_id`) of the master whose shard-broker for this
+/// shard is at `master_addr`; replication starts once the master's HA address is known.
+pub async fn become_slave(shard: &Rc<Shard>, broker_id: u64, master_addr: String) {
+    shard.ha.role.set(Some((BrokerRole::Slave, broker_id)));
+    shard.ha.sync_state_set.borrow_mut().clear();
+    *shard.ha.master_ha_addr.borrow_mut() = None;
+    *shard.ha.master_addr.borrow_mut() = Some(master_addr);
+    crate::role::ha::follow_master(shard).await;
+}
+
+/// The master's HA address is known (every shard's streams go through its one HA port).
+pub fn master_ha_known(shard: &Shard, ha_addr: String) {
+    if shard.role() == BrokerRole::Slave {
+        *shard.ha.master_ha_addr.borrow_mut() = Some(ha_addr);
+    }
+}
+
+/// A new SyncStateSet for the master's sends to wait on.
+pub fn sync_state_set_changed(shard: &Shard, sync_state_set: BTreeSet<u64>) {
+    *shard.ha.sync_state_set.borrow_mut() = sync_state_set;
+}
