@@ -79,6 +79,16 @@ fn is_master(shard: &Shard) -> bool {
 
 /// Starts this shard's HA work for its role (called once the mesh serves).
 pub fn start(shard: &Rc<Shard>) -> Result<(), crate::BrokerError> {
+    if shard.cfg.controller.enabled {
+        // Either role may come at any time: slaves are refused while this broker is one, and
+        // replication starts when the controllers name a master (`follow_master`).
+        if shard.id == 0 {
+            start_listener(shard)?;
+            crate::role::ha_sync::start(shard);
+        }
+        start_lag_log(shard);
+        return Ok(());
+    }
     if is_master(shard) {
         if shard.id == 0 {
             start_listener(shard)?;
