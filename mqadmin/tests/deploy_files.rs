@@ -92,6 +92,30 @@ fn layout_configs_load_cleanly() {
     assert_eq!(seen, 11);
 }
 
+#[test]
+fn controller_mode_layout_loads_cleanly() {
+    let dir = repo_root().join("deploy/conf/2g-3r-controller");
+    let controller = controller::config::ControllerConfig::from_file_text(
+        &std::fs::read_to_string(repo_root().join("deploy/conf/controller-1.conf")).unwrap(),
+    )
+    .unwrap();
+    let controllers: Vec<String> = controller.peers.iter().map(|p| p.addr.to_string()).collect();
+    let mut replicas: std::collections::BTreeMap<String, usize> = Default::default();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let (cfg, issues) =
+            broker::config::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(issues.is_empty(), "{}: {issues:?}", path.display());
+        assert!(cfg.controller.enabled, "{}", path.display());
+        assert_eq!(cfg.controller.controller_addr, controllers, "{}", path.display());
+        assert!(cfg.controller.all_ack_in_sync_state_set, "{}", path.display());
+        *replicas.entry(cfg.broker_name).or_default() += 1;
+    }
+    let expected: std::collections::BTreeMap<String, usize> =
+        [("broker-a".to_owned(), 3), ("broker-b".to_owned(), 3)].into();
+    assert_eq!(replicas, expected);
+}
+
 fn verify(root: &Path, unit: &str) -> (bool, String) {
     let mut cmd = Command::new("systemd-analyze");
     cmd.arg("verify")
