@@ -1,20 +1,29 @@
 //! Controller mode with real processes: a controller, and three brokers of one group (SYNC_FLUSH,
-//! `allAckInSyncStateSet`) that get their ids and roles from it. The master is SIGKILLed under
-//! synchronous sends; a replica of the SyncStateSet becomes master, sends resume on it, and every
-//! acknowledged message is there at its queue offset. The old master restarts, rejoins as a slave
-//! of the new epoch, and ends with the same messages as the new master.
+//! `allAckInSyncStateSet`) that get their ids and roles from it.
+//!
+//! - The master is SIGKILLed under synchronous sends, right after it appended messages its stopped
+//!   replicas never got (answered with an error, never SEND_OK): a replica of the SyncStateSet becomes
+//!   master, sends resume on it, every acknowledged message is there at its queue offset; the old
+//!   master restarts, cuts its unreplicated tail by epoch, and ends with the new master's messages.
+//! - The master is cut off by a network partition (it runs in a network namespace of the test's, where
+//!   nftables drops every packet): a new master is elected; after the heal the old one follows it.
+//!
+//! Each prints the time from the master's death (or isolation) to the first acknowledged send on the
+//! new master: a benchmark figure, not an assertion.
 
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod fault_support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, pull_all, run_local, Broker};
+use common::{free_port, pull_all, run_local, send_signal, Broker};
+use fault_support::netns::NetNs;
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
 
@@ -23,6 +32,7 @@ const GROUP: &str = "broker-t";
 const TOPIC: &str = "FailoverTopic";
 /// Sends go to queue 0 of shard-broker 0 and of shard-broker 1 (two shards per broker).
 const SHARD_BROKERS: usize = 2;
+const LIMIT: Duration = Duration::from_secs(60);
 
 #[test]
 #[ignore = "not a test: the controller process the tests start and SIGKILL"]
@@ -39,17 +49,17 @@ fn controller_helper_process() {
     std::process::exit(0);
 }
 
-/// One controller in a child process (this test binary running the helper above).
+/// One controller in a child process (this test binary running the helper above), reached at `ip`.
 struct ControllerProc {
     addr: String,
     child: Child,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl ControllerProc {
-    fn start() -> ControllerProc {
+    fn start(ip: IpAddr) -> ControllerProc {
         let dir = tempfile::tempdir().unwrap();
-        let addr = format!("127.0.0.1:{}", free_port());
+        let addr = format!("{ip}:{}", free_port());
         let conf = dir.path().join("controller.conf");
         std::fs::write(
             &conf,
@@ -68,16 +78,31 @@ impl ControllerProc {
             .stderr(Stdio::from(log))
             .spawn()
             .unwrap();
-        let c = ControllerProc {
-            addr,
-            child,
-            _dir: dir,
-        };
+        let c = ControllerProc { addr, child, dir };
         let start = Instant::now();
-        while replica_info(&c.addr).is_none() && start.elapsed() < Duration::from_secs(20) {
+        while !c.answers() && start.elapsed() < Duration::from_secs(20) {
             std::thread::sleep(Duration::from_millis(100));
         }
         c
+    }
+
+    fn answers(&self) -> bool {
+        let addr = self.addr.clone();
+        run_local(async move {
+            let Ok(c) = Client::connect_str(&addr, Duration::from_secs(1)).await else {
+                return false;
+            };
+            c.invoke(
+                RemotingCommand::request(request_code::CONTROLLER_GET_METADATA_INFO),
+                Duration::from_secs(1),
+            )
+            .await
+            .is_ok_and(|r| r.code == response_code::SUCCESS)
+        })
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("controller.log")).unwrap_or_default()
     }
 }
 
@@ -88,9 +113,16 @@ impl Drop for ControllerProc {
     }
 }
 
-/// The group's master as the controller says: (brokerId, address, epoch, SyncStateSet). `None` while
-/// the controller has no leader or does not know the group.
-fn replica_info(controller: &str) -> Option<(Option<u64>, String, i32, BTreeSet<u64>)> {
+/// The group as the controller says.
+#[derive(Debug, Clone)]
+struct GroupInfo {
+    master_id: Option<u64>,
+    master_addr: String,
+    epoch: i32,
+    sync_state_set: BTreeSet<u64>,
+}
+
+fn replica_info(controller: &str) -> Option<GroupInfo> {
     let controller = controller.to_owned();
     run_local(async move {
         let c = Client::connect_str(&controller, Duration::from_secs(2))
@@ -108,28 +140,91 @@ fn replica_info(controller: &str) -> Option<(Option<u64>, String, i32, BTreeSet<
             return None;
         }
         let body: serde_json::Value = serde_json::from_slice(&resp.body).ok()?;
-        let set = body["syncStateSet"]
-            .as_array()?
-            .iter()
-            .filter_map(|v| v.as_u64())
-            .collect();
-        Some((
-            resp.ext("masterBrokerId").and_then(|v| v.parse().ok()),
-            resp.ext("masterAddress").unwrap_or_default().to_owned(),
-            resp.ext("masterEpoch")?.parse().ok()?,
-            set,
-        ))
+        Some(GroupInfo {
+            master_id: resp.ext("masterBrokerId").and_then(|v| v.parse().ok()),
+            master_addr: resp.ext("masterAddress").unwrap_or_default().to_owned(),
+            epoch: resp.ext("masterEpoch")?.parse().ok()?,
+            sync_state_set: body["syncStateSet"]
+                .as_array()?
+                .iter()
+                .filter_map(|v| v.as_u64())
+                .collect(),
+        })
     })
 }
 
-fn wait_for<T>(what: &str, limit: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = probe() {
-            return v;
+/// A controller, a name server and three brokers in controller mode.
+struct Group {
+    controller: ControllerProc,
+    brokers: Vec<Broker>,
+}
+
+impl Group {
+    /// Brokers advertise (and the controller and name server are reached at) `host_ip`; broker 0 runs
+    /// in `ns` when given, and is started (and made master) before the others.
+    fn start(host_ip: Ipv4Addr, ns: Option<&NetNs>) -> Group {
+        let namesrv = SocketAddr::from((Ipv4Addr::UNSPECIFIED, free_port()));
+        common::start_namesrv_in_process_with(common::namesrv_config(namesrv));
+        let controller = ControllerProc::start(IpAddr::V4(host_ip));
+        let extra = format!(
+            "enableControllerMode = true\ncontrollerAddr = \"{}\"\nnamesrvAddr = \"{host_ip}:{}\"\n\
+             flushDiskType = \"SYNC_FLUSH\"\nallAckInSyncStateSet = true\nregisterNameServerPeriod = 1000\n\
+             syncFlushTimeout = 3000\n",
+            controller.addr,
+            namesrv.port()
+        );
+        let first = match ns {
+            Some(ns) => Broker::builder().extra(&extra).netns(&ns.name, ns.ns_ip).start(),
+            None => Broker::builder()
+                .extra(&format!("{extra}brokerIP1 = \"{host_ip}\"\n"))
+                .start(),
+        };
+        let mut group = Group {
+            controller,
+            brokers: vec![first],
+        };
+        group.wait("the first broker to be master", |g| {
+            (g.master_addr == group.brokers[0].addr().to_string()).then_some(())
+        });
+        for _ in 0..2 {
+            group.brokers.push(
+                Broker::builder()
+                    .extra(&format!("{extra}brokerIP1 = \"{host_ip}\"\n"))
+                    .start(),
+            );
         }
-        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(100));
+        group.wait("3 replicas in sync", |g| (g.sync_state_set.len() == 3).then_some(()));
+        group
+    }
+
+    fn info(&self) -> Option<GroupInfo> {
+        replica_info(&self.controller.addr)
+    }
+
+    /// Waits until `probe` accepts what the controller says; panics with every log after `LIMIT`.
+    fn wait<T>(&self, what: &str, mut probe: impl FnMut(&GroupInfo) -> Option<T>) -> T {
+        let start = Instant::now();
+        loop {
+            let info = self.info();
+            if let Some(v) = info.as_ref().and_then(&mut probe) {
+                return v;
+            }
+            if start.elapsed() > LIMIT {
+                for b in &self.brokers {
+                    println!("---- broker {}:\n{}", b.addr(), b.log());
+                }
+                println!("---- controller:\n{}", self.controller.log());
+                panic!("{what}: not within {LIMIT:?} (controller says {info:?})");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn index_of(&self, addr: &str) -> usize {
+        self.brokers
+            .iter()
+            .position(|b| b.addr().to_string() == addr)
+            .unwrap_or_else(|| panic!("{addr} is none of the test's brokers"))
     }
 }
 
@@ -142,18 +237,15 @@ fn shard_broker(addr: &str, i: usize) -> SocketAddr {
 /// An acknowledged send: shard-broker, queue offset, body.
 type Acked = (usize, i64, Vec<u8>);
 
-/// One synchronous send; `Some` with its queue offset when acknowledged (SUCCESS).
-fn send_one(addr: SocketAddr, body: &[u8]) -> Result<i64, String> {
+/// One synchronous send: its queue offset when acknowledged (SUCCESS), else why not.
+fn send_one(addr: SocketAddr, body: &[u8], timeout: Duration) -> Result<i64, String> {
     let body = body.to_vec();
     run_local(async move {
         let c = Client::connect(addr, Duration::from_millis(500))
             .await
             .map_err(|e| e.to_string())?;
         let resp = c
-            .invoke(
-                common::send_request(TOPIC, 0, &body, ""),
-                Duration::from_secs(3),
-            )
+            .invoke(common::send_request(TOPIC, 0, &body, ""), timeout)
             .await
             .map_err(|e| e.to_string())?;
         if resp.code != response_code::SUCCESS {
@@ -177,110 +269,178 @@ fn read_queue(addr: SocketAddr) -> BTreeMap<i64, Vec<u8>> {
     })
 }
 
-#[test]
-fn master_sigkill_under_sync_sends_elects_an_in_sync_replica_and_loses_nothing_acknowledged() {
-    let namesrv = common::start_namesrv_in_process();
-    let controller = ControllerProc::start();
-    let extra = format!(
-        "enableControllerMode = true\ncontrollerAddr = \"{}\"\nnamesrvAddr = \"{namesrv}\"\n\
-         flushDiskType = \"SYNC_FLUSH\"\nallAckInSyncStateSet = true\nregisterNameServerPeriod = 1000\n\
-         syncFlushTimeout = 3000\n",
-        controller.addr
-    );
-    let mut brokers: Vec<Broker> = (0..3).map(|_| Broker::start(&extra)).collect();
-    let addr_of = |brokers: &[Broker], addr: &str| brokers.iter().position(|b| b.addr().to_string() == addr);
+struct Producer {
+    acked: Vec<Acked>,
+    seq: u64,
+}
 
-    // A master, and every replica in its SyncStateSet.
-    let start = Instant::now();
-    let (master_id, master_addr, epoch, _) = loop {
-        let info = replica_info(&controller.addr);
-        if let Some(found) = info.clone().filter(|(m, a, _, set)| m.is_some() && !a.is_empty() && set.len() == 3) {
-            break found;
-        }
-        if start.elapsed() > Duration::from_secs(60) {
-            for b in &brokers {
-                println!("---- broker {}:\n{}", b.addr(), b.log());
-            }
-            panic!("no master with 3 in-sync replicas within 60 s: {info:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let master = addr_of(&brokers, &master_addr).expect("the master is one of ours");
-    println!("master: brokerId {master_id:?} at {master_addr}, epoch {epoch}");
+impl Producer {
+    fn body(&mut self) -> Vec<u8> {
+        self.seq += 1;
+        format!("msg-{:06}-{}", self.seq, "x".repeat(200)).into_bytes()
+    }
 
-    // Sends, acknowledged only when all three have them, then the master is SIGKILLed mid-stream.
-    let mut acked: Vec<Acked> = Vec::new();
-    let mut seq = 0u64;
-    let mut next_body = || {
-        seq += 1;
-        format!("msg-{seq:06}-{}", "x".repeat(200)).into_bytes()
-    };
-    while acked.len() < 200 {
-        let i = acked.len() % SHARD_BROKERS;
-        let body = next_body();
-        match send_one(shard_broker(&master_addr, i), &body) {
-            Ok(offset) => acked.push((i, offset, body)),
-            Err(e) => panic!("send to the master before the failover failed: {e}"),
+    /// `count` acknowledged sends to the master at `addr`, alternating shard-brokers; every one must
+    /// succeed.
+    fn send_ok(&mut self, addr: &str, count: usize) {
+        for _ in 0..count {
+            let i = self.acked.len() % SHARD_BROKERS;
+            let body = self.body();
+            let offset = send_one(shard_broker(addr, i), &body, Duration::from_secs(5))
+                .unwrap_or_else(|e| panic!("send to the master {addr} failed: {e}"));
+            self.acked.push((i, offset, body));
         }
     }
-    brokers[master].kill9();
-    let killed = Instant::now();
 
-    // Keep sending to whoever the controller names, until sends succeed again.
-    let mut failures = 0;
-    let mut new_master = String::new();
-    let mut first_ok = None;
-    while acked.len() < 400 {
-        assert!(killed.elapsed() < Duration::from_secs(60), "no new master accepting sends within 60 s ({failures} failed sends)");
-        if let Some((Some(_), addr, e, _)) = replica_info(&controller.addr) {
-            if addr != master_addr && e > epoch {
-                new_master = addr;
+    /// Sends to whoever the controller names master once it is not `old` (at an epoch above `epoch`),
+    /// until `count` more are acknowledged; answers the new master and the time from `since` to its
+    /// first acknowledged send.
+    fn send_through_failover(
+        &mut self,
+        group: &Group,
+        old: &str,
+        epoch: i32,
+        since: Instant,
+        count: usize,
+    ) -> (String, Duration) {
+        let target = self.acked.len() + count;
+        let mut new_master = String::new();
+        let mut first_ok = None;
+        let mut refused = 0;
+        while self.acked.len() < target {
+            if since.elapsed() > LIMIT {
+                group.wait("a new master accepting sends", |_| None::<()>);
+            }
+            if let Some(g) = group.info() {
+                if g.master_addr != old && g.epoch > epoch && g.master_id.is_some() {
+                    new_master = g.master_addr;
+                }
+            }
+            if new_master.is_empty() {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            let i = self.acked.len() % SHARD_BROKERS;
+            let body = self.body();
+            match send_one(shard_broker(&new_master, i), &body, Duration::from_secs(5)) {
+                Ok(offset) => {
+                    first_ok.get_or_insert_with(|| since.elapsed());
+                    self.acked.push((i, offset, body));
+                }
+                Err(_) => {
+                    refused += 1;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
             }
         }
-        if new_master.is_empty() {
-            std::thread::sleep(Duration::from_millis(50));
-            continue;
-        }
-        let i = acked.len() % SHARD_BROKERS;
-        let body = next_body();
-        match send_one(shard_broker(&new_master, i), &body) {
-            Ok(offset) => {
-                first_ok.get_or_insert_with(|| killed.elapsed());
-                acked.push((i, offset, body));
-            }
-            Err(_) => {
-                failures += 1;
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        }
+        let took = first_ok.unwrap();
+        println!(
+            "new master {new_master}: first acknowledged send {took:?} after the old one's loss \
+             ({refused} sends refused or unanswered meanwhile)"
+        );
+        (new_master, took)
     }
-    let failover = first_ok.unwrap();
-    println!("master death to the first acknowledged send on the new master {new_master}: {failover:?} ({failures} sends refused meanwhile)");
 
-    // Every acknowledged message is on the new master at its queue offset; no offset holds two.
-    let check = |addr: &str, who: &str| {
+    /// Every acknowledged message is on the broker at `addr` at its queue offset.
+    fn check_on(&self, addr: &str, who: &str) {
         for i in 0..SHARD_BROKERS {
             let stored = read_queue(shard_broker(addr, i));
-            for (shard, offset, body) in acked.iter().filter(|(s, _, _)| *s == i) {
-                let got = stored.get(offset).unwrap_or_else(|| panic!("{who}: acknowledged offset {offset} of shard-broker {shard} missing"));
-                assert_eq!(got, body, "{who}: shard-broker {shard} offset {offset} holds another message");
+            for (_, offset, body) in self.acked.iter().filter(|(s, _, _)| *s == i) {
+                let got = stored.get(offset).unwrap_or_else(|| {
+                    panic!("{who}: acknowledged offset {offset} of shard-broker {i} missing")
+                });
+                assert_eq!(got, body, "{who}: shard-broker {i} offset {offset} holds another message");
             }
         }
-    };
-    check(&new_master, "new master");
-
-    // The old master comes back: a slave of the new epoch, with the new master's messages.
-    brokers[master].restart();
-    let old = brokers[master].addr().to_string();
-    wait_for("the old master back in the SyncStateSet", Duration::from_secs(60), || {
-        replica_info(&controller.addr).filter(|(_, a, _, set)| *a == new_master && set.len() == 3)
-    });
-    check(&old, "old master, now a slave");
-    for i in 0..SHARD_BROKERS {
-        assert_eq!(
-            read_queue(shard_broker(&old, i)),
-            read_queue(shard_broker(&new_master, i)),
-            "shard-broker {i}: the old master's queue differs from the new master's"
-        );
     }
+}
+
+/// Both brokers' queues are identical (a replica holds exactly its master's messages).
+fn same_queues(a: &str, b: &str) -> bool {
+    (0..SHARD_BROKERS).all(|i| read_queue(shard_broker(a, i)) == read_queue(shard_broker(b, i)))
+}
+
+#[test]
+fn master_sigkill_under_sync_sends_elects_an_in_sync_replica_and_loses_nothing_acknowledged() {
+    let mut group = Group::start(Ipv4Addr::LOCALHOST, None);
+    let first = group.info().unwrap();
+    let master_addr = first.master_addr.clone();
+    let master = group.index_of(&master_addr);
+    let mut producer = Producer {
+        acked: Vec::new(),
+        seq: 0,
+    };
+    producer.send_ok(&master_addr, 200);
+
+    // The replicas stop for a moment: the master appends (and syncs) messages they never get, and
+    // must not acknowledge them. Then it dies, before the replicas come back.
+    let replicas: Vec<i32> = (0..3).filter(|i| *i != master).map(|i| group.brokers[i].pid()).collect();
+    for pid in &replicas {
+        send_signal(*pid, libc::SIGSTOP);
+    }
+    let mut unacked = 0;
+    for _ in 0..4 {
+        let i = unacked % SHARD_BROKERS;
+        let body = producer.body();
+        match send_one(shard_broker(&master_addr, i), &body, Duration::from_millis(300)) {
+            Ok(offset) => panic!("acknowledged at offset {offset} although no replica has it"),
+            Err(_) => unacked += 1,
+        }
+    }
+    group.brokers[master].kill9();
+    let killed = Instant::now();
+    for pid in &replicas {
+        send_signal(*pid, libc::SIGCONT);
+    }
+
+    let (new_master, _) =
+        producer.send_through_failover(&group, &master_addr, first.epoch, killed, 200);
+    producer.check_on(&new_master, "new master");
+
+    // The old master returns: a replica of the new epoch that drops the tail nobody else has.
+    group.brokers[master].restart();
+    group.wait("the old master back in the SyncStateSet", |g| {
+        (g.master_addr == new_master && g.sync_state_set.len() == 3).then_some(())
+    });
+    producer.send_ok(&new_master, 20);
+    let start = Instant::now();
+    while !same_queues(&master_addr, &new_master) {
+        assert!(start.elapsed() < LIMIT, "the old master's queues never matched the new master's");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    producer.check_on(&master_addr, "old master, now a replica");
+}
+
+#[test]
+fn partitioned_master_is_replaced_and_follows_the_new_master_after_the_heal() {
+    if let Err(why) = NetNs::available() {
+        println!("SKIPPED: {why}");
+        return;
+    }
+    let ns = NetNs::create();
+    let group = Group::start(ns.host_ip, Some(&ns));
+    let first = group.info().unwrap();
+    let old = first.master_addr.clone();
+    assert_eq!(old, group.brokers[0].addr().to_string());
+    let mut producer = Producer {
+        acked: Vec::new(),
+        seq: 0,
+    };
+    producer.send_ok(&old, 100);
+
+    ns.set_loss(100);
+    let cut = Instant::now();
+    let (new_master, _) = producer.send_through_failover(&group, &old, first.epoch, cut, 100);
+    producer.check_on(&new_master, "new master");
+
+    ns.clear_loss();
+    group.wait("the old master back in the SyncStateSet", |g| {
+        (g.master_addr == new_master && g.sync_state_set.len() == 3).then_some(())
+    });
+    let start = Instant::now();
+    while !same_queues(&old, &new_master) {
+        assert!(start.elapsed() < LIMIT, "the old master's queues never matched the new master's");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    producer.check_on(&old, "old master, now a replica");
 }
