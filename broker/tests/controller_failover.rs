@@ -49,67 +49,118 @@ fn controller_helper_process() {
     std::process::exit(0);
 }
 
-/// One controller in a child process (this test binary running the helper above), reached at `ip`.
-struct ControllerProc {
-    addr: String,
-    child: Child,
+/// Controllers in child processes (this test binary running the helper above), reached at `ip`.
+struct Controllers {
+    addrs: Vec<String>,
+    children: Vec<Option<Child>>,
     dir: tempfile::TempDir,
 }
 
-impl ControllerProc {
-    fn start(ip: IpAddr) -> ControllerProc {
+impl Controllers {
+    fn start(count: usize, ip: IpAddr) -> Controllers {
         let dir = tempfile::tempdir().unwrap();
-        let addr = format!("{ip}:{}", free_port());
-        let conf = dir.path().join("controller.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "controllerDLegerGroup = test\ncontrollerDLegerPeers = n0-{addr}\n\
-                 controllerDLegerSelfId = n0\ncontrollerStorePath = {}\n",
-                dir.path().join("store").display()
-            ),
-        )
-        .unwrap();
-        let log = std::fs::File::create(dir.path().join("controller.log")).unwrap();
-        let child = Command::new(std::env::current_exe().unwrap())
-            .args(["controller_helper_process", "--exact", "--ignored", "--nocapture"])
-            .env(CONTROLLER_CONF_ENV, &conf)
-            .stdout(Stdio::from(log.try_clone().unwrap()))
-            .stderr(Stdio::from(log))
-            .spawn()
+        let mut ports: Vec<u16> = Vec::new();
+        while ports.len() < count {
+            let p = free_port();
+            if !ports.contains(&p) {
+                ports.push(p);
+            }
+        }
+        let addrs: Vec<String> = ports.iter().map(|p| format!("{ip}:{p}")).collect();
+        let peers: Vec<String> = addrs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| format!("n{i}-{a}"))
+            .collect();
+        let mut c = Controllers {
+            addrs,
+            children: Vec::new(),
+            dir,
+        };
+        for i in 0..count {
+            let conf = c.dir.path().join(format!("controller-{i}.conf"));
+            std::fs::write(
+                &conf,
+                format!(
+                    "controllerDLegerGroup = test\ncontrollerDLegerPeers = {}\n\
+                     controllerDLegerSelfId = n{i}\ncontrollerStorePath = {}\n",
+                    peers.join(";"),
+                    c.dir.path().join(format!("store-{i}")).display()
+                ),
+            )
             .unwrap();
-        let c = ControllerProc { addr, child, dir };
+            let log = std::fs::File::create(c.dir.path().join(format!("controller-{i}.log"))).unwrap();
+            let child = Command::new(std::env::current_exe().unwrap())
+                .args(["controller_helper_process", "--exact", "--ignored", "--nocapture"])
+                .env(CONTROLLER_CONF_ENV, &conf)
+                .stdout(Stdio::from(log.try_clone().unwrap()))
+                .stderr(Stdio::from(log))
+                .spawn()
+                .unwrap();
+            c.children.push(Some(child));
+        }
         let start = Instant::now();
-        while !c.answers() && start.elapsed() < Duration::from_secs(20) {
+        while c.leader().is_none() && start.elapsed() < Duration::from_secs(30) {
             std::thread::sleep(Duration::from_millis(100));
         }
         c
     }
 
-    fn answers(&self) -> bool {
-        let addr = self.addr.clone();
-        run_local(async move {
-            let Ok(c) = Client::connect_str(&addr, Duration::from_secs(1)).await else {
-                return false;
-            };
-            c.invoke(
-                RemotingCommand::request(request_code::CONTROLLER_GET_METADATA_INFO),
-                Duration::from_secs(1),
-            )
-            .await
-            .is_ok_and(|r| r.code == response_code::SUCCESS)
+    /// `controllerAddr` for the brokers.
+    fn list(&self) -> String {
+        self.addrs.join(";")
+    }
+
+    /// The raft leader's index, as it says itself.
+    fn leader(&self) -> Option<usize> {
+        (0..self.addrs.len()).find(|i| {
+            let addr = self.addrs[*i].clone();
+            self.children[*i].is_some()
+                && run_local(async move {
+                    let Ok(c) = Client::connect_str(&addr, Duration::from_secs(1)).await else {
+                        return false;
+                    };
+                    c.invoke(
+                        RemotingCommand::request(request_code::CONTROLLER_GET_METADATA_INFO),
+                        Duration::from_secs(1),
+                    )
+                    .await
+                    .is_ok_and(|r| r.code == response_code::SUCCESS && r.ext("isLeader") == Some("true"))
+                })
         })
     }
 
+    fn kill(&mut self, i: usize) {
+        if let Some(mut child) = self.children[i].take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
     fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("controller.log")).unwrap_or_default()
+        (0..self.addrs.len())
+            .map(|i| {
+                let text = std::fs::read_to_string(self.dir.path().join(format!("controller-{i}.log")));
+                format!("---- controller {i}:\n{}", text.unwrap_or_default())
+            })
+            .collect()
+    }
+
+    /// What the first controller that answers as leader says about the group.
+    fn replica_info(&self) -> Option<GroupInfo> {
+        self.addrs
+            .iter()
+            .zip(&self.children)
+            .filter(|(_, c)| c.is_some())
+            .find_map(|(a, _)| replica_info(a))
     }
 }
 
-impl Drop for ControllerProc {
+impl Drop for Controllers {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        for i in 0..self.children.len() {
+            self.kill(i);
+        }
     }
 }
 
@@ -155,22 +206,22 @@ fn replica_info(controller: &str) -> Option<GroupInfo> {
 
 /// A controller, a name server and three brokers in controller mode.
 struct Group {
-    controller: ControllerProc,
+    controllers: Controllers,
     brokers: Vec<Broker>,
 }
 
 impl Group {
     /// Brokers advertise (and the controller and name server are reached at) `host_ip`; broker 0 runs
     /// in `ns` when given, and is started (and made master) before the others.
-    fn start(host_ip: Ipv4Addr, ns: Option<&NetNs>) -> Group {
+    fn start(controllers: usize, host_ip: Ipv4Addr, ns: Option<&NetNs>) -> Group {
         let namesrv = SocketAddr::from((Ipv4Addr::UNSPECIFIED, free_port()));
         common::start_namesrv_in_process_with(common::namesrv_config(namesrv));
-        let controller = ControllerProc::start(IpAddr::V4(host_ip));
+        let controllers = Controllers::start(controllers, IpAddr::V4(host_ip));
         let extra = format!(
             "enableControllerMode = true\ncontrollerAddr = \"{}\"\nnamesrvAddr = \"{host_ip}:{}\"\n\
              flushDiskType = \"SYNC_FLUSH\"\nallAckInSyncStateSet = true\nregisterNameServerPeriod = 1000\n\
              syncFlushTimeout = 3000\n",
-            controller.addr,
+            controllers.list(),
             namesrv.port()
         );
         let first = match ns {
@@ -180,7 +231,7 @@ impl Group {
                 .start(),
         };
         let mut group = Group {
-            controller,
+            controllers,
             brokers: vec![first],
         };
         group.wait("the first broker to be master", |g| {
@@ -198,7 +249,7 @@ impl Group {
     }
 
     fn info(&self) -> Option<GroupInfo> {
-        replica_info(&self.controller.addr)
+        self.controllers.replica_info()
     }
 
     /// Waits until `probe` accepts what the controller says; panics with every log after `LIMIT`.
@@ -213,7 +264,7 @@ impl Group {
                 for b in &self.brokers {
                     println!("---- broker {}:\n{}", b.addr(), b.log());
                 }
-                println!("---- controller:\n{}", self.controller.log());
+                println!("{}", self.controllers.log());
                 panic!("{what}: not within {LIMIT:?} (controller says {info:?})");
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -362,7 +413,7 @@ fn same_queues(a: &str, b: &str) -> bool {
 
 #[test]
 fn master_sigkill_under_sync_sends_elects_an_in_sync_replica_and_loses_nothing_acknowledged() {
-    let mut group = Group::start(Ipv4Addr::LOCALHOST, None);
+    let mut group = Group::start(1, Ipv4Addr::LOCALHOST, None);
     let first = group.info().unwrap();
     let master_addr = first.master_addr.clone();
     let master = group.index_of(&master_addr);
@@ -418,7 +469,7 @@ fn partitioned_master_is_replaced_and_follows_the_new_master_after_the_heal() {
         return;
     }
     let ns = NetNs::create();
-    let group = Group::start(ns.host_ip, Some(&ns));
+    let group = Group::start(1, ns.host_ip, Some(&ns));
     let first = group.info().unwrap();
     let old = first.master_addr.clone();
     assert_eq!(old, group.brokers[0].addr().to_string());
@@ -443,4 +494,32 @@ fn partitioned_master_is_replaced_and_follows_the_new_master_after_the_heal() {
         std::thread::sleep(Duration::from_millis(200));
     }
     producer.check_on(&old, "old master, now a replica");
+}
+
+#[test]
+fn master_and_controller_leader_killed_together_still_fail_over() {
+    let mut group = Group::start(3, Ipv4Addr::LOCALHOST, None);
+    let first = group.info().unwrap();
+    let master_addr = first.master_addr.clone();
+    let master = group.index_of(&master_addr);
+    let mut producer = Producer {
+        acked: Vec::new(),
+        seq: 0,
+    };
+    producer.send_ok(&master_addr, 100);
+
+    // The master dies; half its heartbeat timeout later, so does the raft leader that would have
+    // elected its successor.
+    group.brokers[master].kill9();
+    let killed = Instant::now();
+    std::thread::sleep(Duration::from_millis(1500));
+    let leader = group.controllers.leader().expect("a raft leader");
+    group.controllers.kill(leader);
+    println!("raft leader n{leader} SIGKILLed {:?} after the master", killed.elapsed());
+
+    let (new_master, _) =
+        producer.send_through_failover(&group, &master_addr, first.epoch, killed, 100);
+    producer.check_on(&new_master, "new master");
+    let info = group.info().unwrap();
+    assert!(info.epoch > first.epoch, "epoch went from {} to {}", first.epoch, info.epoch);
 }

@@ -39,10 +39,20 @@ impl ReplicaState {
     }
 }
 
+/// What /metrics reports of controller mode.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReplicaFigures {
+    pub is_master: bool,
+    pub master_epoch: i32,
+    pub sync_state_set_size: usize,
+    pub role_changes: u64,
+}
+
 /// The replica manager of the control shard (a field of `Control`).
 pub struct Replicas {
     pub client: ControllerClient,
     pub state: RefCell<ReplicaState>,
+    role_changes: std::cell::Cell<u64>,
     /// One role change at a time, in the order they were decided.
     changing: glommio::sync::Semaphore,
 }
@@ -52,7 +62,20 @@ impl Default for Replicas {
         Replicas {
             client: ControllerClient::default(),
             state: RefCell::new(ReplicaState::default()),
+            role_changes: std::cell::Cell::new(0),
             changing: glommio::sync::Semaphore::new(1),
+        }
+    }
+}
+
+impl Replicas {
+    pub fn figures(&self) -> ReplicaFigures {
+        let st = self.state.borrow();
+        ReplicaFigures {
+            is_master: st.is_master(),
+            master_epoch: st.master_epoch,
+            sync_state_set_size: st.sync_state_set.len(),
+            role_changes: self.role_changes.get(),
         }
     }
 }
@@ -257,6 +280,7 @@ pub async fn apply(shard: &Rc<Shard>, info: MasterInfo) {
         sync_state_set: info.sync_state_set.clone(),
         sync_state_set_epoch: info.sync_state_set_epoch,
     };
+    r.role_changes.set(r.role_changes.get() + 1);
     let started = Instant::now();
     if master_id == me {
         let (epoch, set) = (info.master_epoch, info.sync_state_set);

@@ -48,6 +48,8 @@ pub struct Snapshot {
     pub disk: Option<DiskFigures>,
     /// This broker is a slave (HA figures are then the slave side's).
     pub is_slave: bool,
+    /// Controller mode: the group as the controllers last said.
+    pub controller: Option<crate::role::replicas::ReplicaFigures>,
 }
 
 pub fn local_figures() -> Vec<LocalFigures> {
@@ -119,6 +121,11 @@ pub async fn gather(shard: &Rc<Shard>) -> Snapshot {
         local: local_figures(),
         disk: disk_figures(&shard.cfg.store_path_root_dir),
         is_slave: shard.role() == crate::config::BrokerRole::Slave,
+        controller: shard
+            .control
+            .as_ref()
+            .filter(|_| shard.cfg.controller.enabled)
+            .map(|c| c.replicas.figures()),
         ..Snapshot::default()
     };
     for s in join_all(shard.every_shard().map(|s| s.stats()))

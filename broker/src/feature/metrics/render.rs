@@ -227,6 +227,34 @@ pub fn render(s: &Snapshot) -> String {
             lag,
         );
     }
+    if let Some(c) = &s.controller {
+        for (name, help, value) in [
+            (
+                "rocketmq_controller_is_master",
+                "1 while the controllers have made this broker its group's master.",
+                u64::from(c.is_master),
+            ),
+            (
+                "rocketmq_controller_master_epoch",
+                "The group's master epoch, as the controllers last said.",
+                u64::try_from(c.master_epoch).unwrap_or(0),
+            ),
+            (
+                "rocketmq_controller_sync_state_set_size",
+                "Replicas in the group's SyncStateSet (the master included).",
+                c.sync_state_set_size as u64,
+            ),
+        ] {
+            o.family(name, "gauge", help);
+            o.sample(name, "", value);
+        }
+        o.family(
+            "rocketmq_controller_role_changes_total",
+            "counter",
+            "Roles the controllers gave this broker since its start, the first one included.",
+        );
+        o.sample("rocketmq_controller_role_changes_total", "", c.role_changes);
+    }
     if s.is_slave {
         o.family(
             "rocketmq_ha_slave_connected",
@@ -418,6 +446,15 @@ mod tests {
         assert!(
             text.contains("rocketmq_ha_slaves{cluster=\"C\",broker=\"broker-a\",shard=\"1\"} 1\n")
         );
+        snap.controller = Some(crate::role::replicas::ReplicaFigures {
+            is_master: true,
+            master_epoch: 3,
+            sync_state_set_size: 2,
+            role_changes: 1,
+        });
+        let text = render(&snap);
+        assert!(text.contains("rocketmq_controller_master_epoch{cluster=\"C\",broker=\"broker-a\"} 3\n"), "{text}");
+        assert!(text.contains("rocketmq_controller_sync_state_set_size{cluster=\"C\",broker=\"broker-a\"} 2\n"));
         snap.is_slave = true;
         snap.shards[0].ha.slave_connected = true;
         let text = render(&snap);
