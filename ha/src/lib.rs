@@ -28,6 +28,7 @@
 // Bytes from the network are parsed here: no indexing or slicing that could panic on them.
 #![warn(clippy::indexing_slicing)]
 
+pub mod epochs;
 pub mod error;
 pub mod io;
 pub mod master;
@@ -40,4 +41,4 @@ pub use error::HaError;
 pub use master::{check_handshake, read_handshake, refuse, serve_slave, MasterShard};
 pub use signal::DataSignal;
 pub use slave::{run_slave, MasterAddr, SlaveConfig, SlaveStatus};
-pub use watermark::{Lag, WaitError, Watermark};
+pub use watermark::{Lag, SlaveInfo, WaitError, Watermark};

@@ -10,11 +10,12 @@ use futures_lite::AsyncWriteExt;
 use glommio::net::TcpStream;
 use storage::{local_of, shard_of, MessageStore};
 
+use crate::epochs::{decide_start, Start};
 use crate::error::HaError;
 use crate::io::{read_exact_within, write_all_within};
 use crate::signal::DataSignal;
 use crate::watermark::Watermark;
-use crate::wire::{self, Answer, FrameHeader, Handshake};
+use crate::wire::{self, AcceptExt, Answer, FrameHeader, Handshake};
 
 /// How long a slave may take to send its handshake and first report.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -25,14 +26,25 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Senders re-check the log at least this often even without a signal.
 const IDLE_POLL: Duration = Duration::from_millis(100);
 
-/// Reads a slave's handshake from a fresh connection.
+/// Reads a slave's handshake (either version) from a fresh connection.
 pub async fn read_handshake(stream: &mut TcpStream) -> Result<Handshake, HaError> {
     let mut fixed = [0u8; wire::HANDSHAKE_FIXED];
     read_exact_within(stream, &mut fixed, HANDSHAKE_TIMEOUT).await?;
-    let (count, id, name_len) = Handshake::decode_fixed(&fixed)?;
-    let mut name = vec![0u8; name_len];
+    let head = Handshake::decode_head(&fixed)?;
+    let mut name = vec![0u8; head.name_len];
     read_exact_within(stream, &mut name, HANDSHAKE_TIMEOUT).await?;
-    Ok(Handshake::from_parts(count, id, &name)?)
+    let mut hello = Handshake::from_parts(head.shard_count, head.shard_id, &name)?;
+    if head.version == wire::VERSION_2 {
+        let mut ext = [0u8; wire::HANDSHAKE_EXT_FIXED];
+        read_exact_within(stream, &mut ext, HANDSHAKE_TIMEOUT).await?;
+        let (broker_id, len) = Handshake::decode_ext_fixed(&ext)?;
+        let mut entries = vec![0u8; len];
+        read_exact_within(stream, &mut entries, HANDSHAKE_TIMEOUT).await?;
+        hello.version = wire::VERSION_2;
+        hello.broker_id = broker_id;
+        hello.epochs = wire::decode_epochs(&entries)?;
+    }
+    Ok(hello)
 }
 
 /// Checks a handshake against this master; `Err` is the reason sent back to the slave.
@@ -77,24 +89,53 @@ pub struct MasterShard {
     pub broker_addr: String,
 }
 
-/// Serves one slave whose handshake was accepted, on the shard owning the stream: reads its first
-/// offset report, answers, then streams frames until either side fails.
-pub async fn serve_slave(mut stream: TcpStream, ms: MasterShard) -> Result<(), HaError> {
+/// Serves one slave whose handshake `hello` was accepted, on the shard owning the stream: reads its
+/// first offset report, decides where it starts (a version 2 slave with epochs may have to cut its
+/// log first), answers, then streams frames until either side fails.
+pub async fn serve_slave(
+    mut stream: TcpStream,
+    ms: MasterShard,
+    hello: &Handshake,
+) -> Result<(), HaError> {
     let _ = stream.set_nodelay(true);
     let mut report = [0u8; wire::REPORT];
     read_exact_within(&mut stream, &mut report, HANDSHAKE_TIMEOUT).await?;
-    let from = wire::decode_report(&report)?;
-    if let Err(reason) = check_start(&ms.store, from) {
-        refuse(stream, &reason).await;
-        return Err(HaError::Refused(reason));
+    let reported = wire::decode_report(&report)?;
+    let start = plan_start(&ms.store, hello, reported)
+        .and_then(|start| check_start(&ms.store, start.offset()).map(|()| start));
+    let start = match start {
+        Ok(s) => s,
+        Err(reason) => {
+            refuse(stream, &reason).await;
+            return Err(HaError::Refused(reason));
+        }
+    };
+    let from = start.offset();
+    let mut answer = Answer::Accepted(ms.broker_addr.clone()).encode();
+    if hello.version == wire::VERSION_2 {
+        let truncate_offset = match start {
+            Start::Truncate(at) => at,
+            Start::From(_) => wire::NO_TRUNCATION,
+        };
+        answer.extend_from_slice(
+            &AcceptExt {
+                truncate_offset,
+                epochs: ms.store.epochs(),
+            }
+            .encode(),
+        );
+        if let Start::Truncate(at) = start {
+            tracing::warn!(
+                "HA shard {}: slave {} must cut its log from {} back to {} (data of an epoch this master never had)",
+                ms.store.shard_id(),
+                hello.broker_id,
+                local_of(reported),
+                local_of(at)
+            );
+        }
     }
-    write_all_within(
-        &mut stream,
-        &Answer::Accepted(ms.broker_addr.clone()).encode(),
-        WRITE_TIMEOUT,
-    )
-    .await?;
-    let conn = ms.watermark.connected(from);
+    write_all_within(&mut stream, &answer, WRITE_TIMEOUT).await?;
+    let conn = ms.watermark.connected_as(from, hello.broker_id);
     let closed = Rc::new(Cell::new(false));
     let (reader, writer) = futures_lite::io::split(stream);
     let acks = glommio::spawn_local(read_acks(reader, ms.clone(), conn, closed.clone()));
@@ -104,6 +145,36 @@ pub async fn serve_slave(mut stream: TcpStream, ms: MasterShard) -> Result<(), H
     // The ack reader ends on its own once the socket is gone; don't wait for a silent peer.
     drop(acks.cancel());
     result
+}
+
+impl Start {
+    fn offset(&self) -> i64 {
+        match *self {
+            Start::From(o) | Start::Truncate(o) => o,
+        }
+    }
+}
+
+/// Where a slave reporting `reported` starts: a version 2 slave that sent epochs by the epoch rule
+/// (`epochs::decide_start`), any other by its report (the classic rule, checked by `check_start`).
+fn plan_start(store: &MessageStore, hello: &Handshake, reported: i64) -> Result<Start, String> {
+    if hello.version != wire::VERSION_2 || hello.epochs.is_empty() {
+        return Ok(Start::From(reported));
+    }
+    if shard_of(reported) != store.shard_id() {
+        return Err(format!(
+            "offset {reported} is not in shard {}'s stream",
+            store.shard_id()
+        ));
+    }
+    let slave_has_data = local_of(reported) > 0;
+    decide_start(
+        &store.epochs(),
+        store.max_physical_offset(),
+        &hello.epochs,
+        reported,
+        slave_has_data,
+    )
 }
 
 /// Where a slave may start: its end must be a point of this shard's log that the master still holds.

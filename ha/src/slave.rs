@@ -1,6 +1,8 @@
 //! Slave side: one replication connection per shard to the master's HA port. Sends the handshake and
 //! its log end, appends each checked frame byte-identically, reports its new end after every append and
-//! at least every 5 s; on any error logs, closes, backs off and reconnects from its true end.
+//! at least every 5 s; on any error logs, closes, backs off and reconnects from its true end. In
+//! controller mode (a broker id set) it speaks version 2: it sends its epochs, cuts its log where the
+//! master says, and adopts the master's epochs before replicating.
 
 use std::cell::Cell;
 use std::net::SocketAddr;
@@ -15,7 +17,7 @@ use storage::MessageStore;
 use crate::error::HaError;
 use crate::io::{read_exact_within, write_all_within};
 use crate::signal::DataSignal;
-use crate::wire::{self, Answer, FrameHeader, Handshake};
+use crate::wire::{self, AcceptExt, Answer, FrameHeader, Handshake};
 
 /// The slave reports its end at least this often (heartbeat).
 pub const REPORT_INTERVAL: Duration = Duration::from_secs(5);
@@ -36,6 +38,9 @@ pub struct SlaveConfig {
     pub shard_count: u16,
     /// Largest frame accepted: the master's batch size, or one record when a record is larger.
     pub max_frame: usize,
+    /// The controller broker id in controller mode (handshake version 2, epochs and truncation);
+    /// `wire::NO_BROKER_ID` for classic master/slave (version 1).
+    pub broker_id: i64,
 }
 
 /// What a slave shard's replication is doing, for logs and runtime info.
@@ -113,12 +118,14 @@ async fn session(
         .map_err(|e| HaError::Other(format!("cannot connect: {e}")))?;
     let _ = stream.set_nodelay(true);
     let end = store.max_physical_offset();
-    let mut hello = Handshake {
-        shard_count: cfg.shard_count,
-        shard_id: shard,
-        broker_name: cfg.broker_name.clone(),
+    let mut handshake = Handshake::classic(cfg.shard_count, shard, &cfg.broker_name);
+    let controller_mode = cfg.broker_id != wire::NO_BROKER_ID;
+    if controller_mode {
+        handshake.version = wire::VERSION_2;
+        handshake.broker_id = cfg.broker_id;
+        handshake.epochs = store.epochs();
     }
-    .encode();
+    let mut hello = handshake.encode();
     hello.extend_from_slice(&wire::encode_report(end));
     write_all_within(&mut stream, &hello, ANSWER_TIMEOUT).await?;
     let mut fixed = [0u8; wire::ANSWER_FIXED];
@@ -134,6 +141,11 @@ async fn session(
         tracing::error!("HA shard {shard}: the master at {addr} refused replication: {reason}");
         return Err(HaError::Refused(reason));
     }
+    let end = if controller_mode {
+        adopt_master_history(&mut stream, store, end).await?
+    } else {
+        end
+    };
     tracing::info!(
         "HA shard {shard}: replicating from {addr}, starting at local offset {}",
         storage::local_of(end)
@@ -155,6 +167,38 @@ async fn session(
     // The reporter ends on the next wake-up; its error, if any, is already reflected in `result`.
     let _ = reporter.await;
     result
+}
+
+/// Version 2, after the acceptance: reads the truncation offset and the master's epochs, cuts the log
+/// if told to, and adopts the master's epoch history. Returns the log end replication starts from.
+async fn adopt_master_history(
+    stream: &mut TcpStream,
+    store: &MessageStore,
+    end: i64,
+) -> Result<i64, HaError> {
+    let shard = store.shard_id();
+    let mut fixed = [0u8; wire::ACCEPT_EXT_FIXED];
+    read_exact_within(stream, &mut fixed, ANSWER_TIMEOUT).await?;
+    let (truncate_offset, len) = AcceptExt::decode_fixed(&fixed)?;
+    let mut entries = vec![0u8; len];
+    read_exact_within(stream, &mut entries, ANSWER_TIMEOUT).await?;
+    let epochs = wire::decode_epochs(&entries)?;
+    if truncate_offset != wire::NO_TRUNCATION {
+        if truncate_offset > end {
+            return Err(HaError::Other(format!(
+                "the master says cut at {truncate_offset}, past this log's end {end}"
+            )));
+        }
+        tracing::warn!(
+            "HA shard {shard}: the master has no copy of local offsets {}..{} (written in an older epoch): cutting them",
+            storage::local_of(truncate_offset),
+            storage::local_of(end)
+        );
+        store.truncate_tail(truncate_offset).await?;
+    }
+    // Its data up to here is the master's; what comes next is too, so its history is ours.
+    store.set_epochs(epochs)?;
+    Ok(store.max_physical_offset())
 }
 
 /// Writes the slave's log end whenever it moved, and at least every `REPORT_INTERVAL`.

@@ -1,5 +1,7 @@
-//! The master side's view of its slaves for one shard: each connected slave's acknowledged offset, and
-//! SYNC_MASTER waiters released in groups (one ack releases every waiter at or below it).
+//! The master side's view of its slaves for one shard: each connected slave's acknowledged offset,
+//! broker id (controller mode) and when it was last caught up, and SYNC_MASTER waiters released in
+//! groups (one ack releases every waiter at or below it): `wait` needs any one slave, `wait_all` every
+//! slave of a given set of broker ids (controller mode's allAckInSyncStateSet).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -20,18 +22,54 @@ pub enum WaitError {
 
 #[derive(Debug, Clone, Copy)]
 struct Slave {
+    /// Controller broker id (`wire::NO_BROKER_ID` for a classic slave).
+    broker_id: i64,
     acked: i64,
     last_report: Instant,
-    /// When the slave last held everything the master had (for the lag in seconds).
-    caught_up_at: Instant,
+    connected_at: Instant,
+    /// When the slave last held everything the master had (RocketMQ's lastCaughtUpTime): the latest
+    /// time whose master log end the slave's acks have reached since. None: not yet.
+    caught_up_at: Option<Instant>,
+    /// The master's log end at the previous ack, and when: reaching it later means the slave was
+    /// caught up as of then.
+    prev_end: i64,
+    prev_at: Instant,
 }
 
 #[derive(Default)]
 struct State {
     slaves: HashMap<u64, Slave>,
     waiters: BTreeMap<(i64, u64), Waker>,
+    /// `wait_all` waiters, woken when an ack reaches their offset or a slave leaves.
+    set_waiters: BTreeMap<(i64, u64), Waker>,
     next_waiter: u64,
     next_conn: u64,
+}
+
+impl State {
+    /// The highest ack of any connection of `broker_id`, if one is connected.
+    fn acked_by(&self, broker_id: i64) -> Option<i64> {
+        self.slaves
+            .values()
+            .filter(|s| s.broker_id == broker_id)
+            .map(|s| s.acked)
+            .max()
+    }
+}
+
+/// One connected slave, for the broker (SyncStateSet upkeep, runtime info).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlaveInfo {
+    /// The connection's id in this watermark.
+    pub conn: u64,
+    /// Controller broker id (-1 for a classic slave).
+    pub broker_id: i64,
+    /// Everything below this offset is on the slave.
+    pub acked: i64,
+    /// Time since the slave last held everything the master had (None: not since it connected).
+    pub caught_up_age: Option<Duration>,
+    /// Time since its last report.
+    pub report_age: Duration,
 }
 
 /// A snapshot for runtime info and logs.
@@ -55,8 +93,13 @@ impl Watermark {
         Watermark::default()
     }
 
-    /// A slave connected; returns its id for `ack` and `disconnected`.
+    /// A slave connected (classic, no broker id); returns its id for `ack` and `disconnected`.
     pub fn connected(&self, offset: i64) -> u64 {
+        self.connected_as(offset, crate::wire::NO_BROKER_ID)
+    }
+
+    /// A slave with controller broker id `broker_id` connected, holding everything below `offset`.
+    pub fn connected_as(&self, offset: i64, broker_id: i64) -> u64 {
         let mut st = self.state.borrow_mut();
         st.next_conn += 1;
         let id = st.next_conn;
@@ -64,9 +107,14 @@ impl Watermark {
         st.slaves.insert(
             id,
             Slave {
+                broker_id,
                 acked: offset,
                 last_report: now,
-                caught_up_at: now,
+                connected_at: now,
+                caught_up_at: None,
+                // The master's end is not known yet.
+                prev_end: i64::MAX,
+                prev_at: now,
             },
         );
         id
@@ -76,12 +124,13 @@ impl Watermark {
         let wakers: Vec<Waker> = {
             let mut st = self.state.borrow_mut();
             st.slaves.remove(&id);
+            // Set waiters check whether their slaves are still there.
+            let mut w: Vec<Waker> = std::mem::take(&mut st.set_waiters).into_values().collect();
             if st.slaves.is_empty() {
                 // Waiters must learn at once that nobody will ack.
-                std::mem::take(&mut st.waiters).into_values().collect()
-            } else {
-                Vec::new()
+                w.extend(std::mem::take(&mut st.waiters).into_values());
             }
+            w
         };
         wakers.into_iter().for_each(Waker::wake);
     }
@@ -91,21 +140,72 @@ impl Watermark {
         let wakers: Vec<Waker> = {
             let mut st = self.state.borrow_mut();
             let now = Instant::now();
+            let mut acked = -1;
             if let Some(s) = st.slaves.get_mut(&id) {
                 s.acked = s.acked.max(offset);
                 s.last_report = now;
                 if s.acked >= master_end {
-                    s.caught_up_at = now;
+                    s.caught_up_at = Some(now);
+                } else if s.acked >= s.prev_end {
+                    // Caught up with where the master was at the previous ack.
+                    s.caught_up_at = s.caught_up_at.max(Some(s.prev_at));
                 }
+                s.prev_end = master_end;
+                s.prev_at = now;
+                acked = s.acked;
             }
             let best = st.slaves.values().map(|s| s.acked).max().unwrap_or(-1);
             // Everything at or below the best ack is released in one go.
             let rest = st.waiters.split_off(&(best, u64::MAX));
-            std::mem::replace(&mut st.waiters, rest)
+            let mut w: Vec<Waker> = std::mem::replace(&mut st.waiters, rest)
                 .into_values()
-                .collect()
+                .collect();
+            // Set waiters at or below this slave's ack may be complete now; they re-check.
+            let rest = st.set_waiters.split_off(&(acked, u64::MAX));
+            w.extend(std::mem::replace(&mut st.set_waiters, rest).into_values());
+            w
         };
         wakers.into_iter().for_each(Waker::wake);
+    }
+
+    /// Every connected slave, by connection.
+    pub fn slaves(&self) -> Vec<SlaveInfo> {
+        let st = self.state.borrow();
+        let now = Instant::now();
+        let mut out: Vec<SlaveInfo> = st
+            .slaves
+            .iter()
+            .map(|(conn, s)| SlaveInfo {
+                conn: *conn,
+                broker_id: s.broker_id,
+                acked: s.acked,
+                caught_up_age: s.caught_up_at.map(|t| now.saturating_duration_since(t)),
+                report_age: now.saturating_duration_since(s.last_report),
+            })
+            .collect();
+        out.sort_by_key(|s| s.conn);
+        out
+    }
+
+    /// Whether a slave with `broker_id` is connected and holds everything up to `master_end` now.
+    pub fn caught_up(&self, broker_id: i64, master_end: i64) -> bool {
+        self.state
+            .borrow()
+            .acked_by(broker_id)
+            .is_some_and(|a| a >= master_end)
+    }
+
+    /// Whether a slave with `broker_id` is connected and was caught up within `max_age` (or is now):
+    /// RocketMQ's test for keeping a slave in the SyncStateSet (haMaxTimeSlaveNotCatchup).
+    pub fn in_sync(&self, broker_id: i64, master_end: i64, max_age: Duration) -> bool {
+        let st = self.state.borrow();
+        let now = Instant::now();
+        st.slaves.values().any(|s| {
+            s.broker_id == broker_id
+                && (s.acked >= master_end
+                    || s.caught_up_at
+                        .is_some_and(|t| now.saturating_duration_since(t) <= max_age))
+        })
     }
 
     /// The best slave's acknowledged offset, or -1 when no slave is connected.
@@ -123,7 +223,7 @@ impl Watermark {
             behind_ms: best.map_or(0, |s| {
                 u64::try_from(
                     s.last_report
-                        .saturating_duration_since(s.caught_up_at)
+                        .saturating_duration_since(s.caught_up_at.unwrap_or(s.connected_at))
                         .as_millis(),
                 )
                 .unwrap_or(u64::MAX)
@@ -167,9 +267,84 @@ impl Watermark {
         futures_lite::future::or(waiting, timer).await
     }
 
+    /// Waits until every slave in `broker_ids` (the SyncStateSet less the master) acknowledged
+    /// `offset`, for at most `timeout`. An empty set needs nobody. SlaveNotAvailable at once when one
+    /// of them is not connected, and as soon as one leaves while waiting.
+    pub async fn wait_all(
+        &self,
+        offset: i64,
+        broker_ids: &[i64],
+        timeout: Duration,
+    ) -> Result<(), WaitError> {
+        if broker_ids.is_empty() {
+            return Ok(());
+        }
+        let id = {
+            let mut st = self.state.borrow_mut();
+            if broker_ids.iter().any(|b| st.acked_by(*b).is_none()) {
+                return Err(WaitError::SlaveNotAvailable);
+            }
+            st.next_waiter += 1;
+            st.next_waiter
+        };
+        let waiting = SetWait {
+            wm: self.clone(),
+            offset,
+            ids: broker_ids.to_vec(),
+            id,
+        };
+        let timer = async {
+            glommio::timer::sleep(timeout).await;
+            Err(WaitError::Timeout)
+        };
+        futures_lite::future::or(waiting, timer).await
+    }
+
     #[cfg(test)]
     fn waiter_count(&self) -> usize {
-        self.state.borrow().waiters.len()
+        let st = self.state.borrow();
+        st.waiters.len() + st.set_waiters.len()
+    }
+}
+
+struct SetWait {
+    wm: Watermark,
+    offset: i64,
+    ids: Vec<i64>,
+    id: u64,
+}
+
+impl Future for SetWait {
+    type Output = Result<(), WaitError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut st = self.wm.state.borrow_mut();
+        let mut done = true;
+        for b in &self.ids {
+            match st.acked_by(*b) {
+                None => {
+                    st.set_waiters.remove(&(self.offset, self.id));
+                    return Poll::Ready(Err(WaitError::SlaveNotAvailable));
+                }
+                Some(a) if a < self.offset => done = false,
+                Some(_) => {}
+            }
+        }
+        if done {
+            st.set_waiters.remove(&(self.offset, self.id));
+            return Poll::Ready(Ok(()));
+        }
+        st.set_waiters
+            .insert((self.offset, self.id), cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+impl Drop for SetWait {
+    fn drop(&mut self) {
+        if let Ok(mut st) = self.wm.state.try_borrow_mut() {
+            st.set_waiters.remove(&(self.offset, self.id));
+        }
     }
 }
 
@@ -291,6 +466,97 @@ mod tests {
             wm.disconnected(id);
             assert_eq!(t.await, Err(WaitError::SlaveNotAvailable));
             assert!(start.elapsed() < Duration::from_secs(1));
+        });
+    }
+
+    #[test]
+    fn wait_all_needs_every_slave_of_the_set() {
+        run(|| async {
+            let wm = Watermark::new();
+            let a = wm.connected_as(0, 1);
+            let b = wm.connected_as(0, 2);
+            let _classic = wm.connected(0);
+            // Nobody needed: at once.
+            assert_eq!(wm.wait_all(100, &[], Duration::from_secs(1)).await, Ok(()));
+            // Broker 3 is not connected: not available at once.
+            let start = Instant::now();
+            assert_eq!(
+                wm.wait_all(100, &[1, 3], Duration::from_secs(5)).await,
+                Err(WaitError::SlaveNotAvailable)
+            );
+            assert!(start.elapsed() < Duration::from_secs(1));
+            let mut tasks = Vec::new();
+            for off in [100i64, 200, 300] {
+                let w = wm.clone();
+                tasks.push(glommio::spawn_local(async move {
+                    w.wait_all(off, &[1, 2], Duration::from_secs(2)).await
+                }));
+            }
+            glommio::timer::sleep(Duration::from_millis(20)).await;
+            assert_eq!(wm.waiter_count(), 3);
+            // One slave far ahead releases nobody.
+            wm.ack(a, 1000, 1000);
+            glommio::timer::sleep(Duration::from_millis(20)).await;
+            assert_eq!(wm.waiter_count(), 3);
+            // The other one's ack at 200 releases 100 and 200 together.
+            wm.ack(b, 200, 1000);
+            glommio::timer::sleep(Duration::from_millis(20)).await;
+            assert_eq!(wm.waiter_count(), 1);
+            let mut results = Vec::new();
+            for t in tasks.drain(..2) {
+                results.push(t.await);
+            }
+            assert_eq!(results, vec![Ok(()), Ok(())]);
+            // Broker 2 leaves: the last waiter fails at once, not at its timeout.
+            let start = Instant::now();
+            wm.disconnected(b);
+            assert_eq!(
+                tasks.pop().unwrap().await,
+                Err(WaitError::SlaveNotAvailable)
+            );
+            assert!(start.elapsed() < Duration::from_secs(1));
+            assert_eq!(wm.waiter_count(), 0);
+            // A lone set times out when its slave never acks.
+            assert_eq!(
+                wm.wait_all(5000, &[1], Duration::from_millis(50)).await,
+                Err(WaitError::Timeout)
+            );
+        });
+    }
+
+    #[test]
+    fn slaves_are_listed_with_their_ids_and_catch_up_times() {
+        run(|| async {
+            let wm = Watermark::new();
+            let a = wm.connected_as(0, 1);
+            let b = wm.connected_as(0, 2);
+            glommio::timer::sleep(Duration::from_millis(60)).await;
+            // a reaches the master's end now; b stays behind the master's end at its previous ack.
+            wm.ack(a, 500, 500);
+            wm.ack(b, 100, 500);
+            let list = wm.slaves();
+            assert_eq!(
+                list.iter()
+                    .map(|s| (s.broker_id, s.acked))
+                    .collect::<Vec<_>>(),
+                vec![(1, 500), (2, 100)]
+            );
+            assert!(list[0].caught_up_age.unwrap() < Duration::from_millis(30));
+            assert_eq!(list[1].caught_up_age, None, "never caught up yet");
+            assert!(wm.caught_up(1, 500));
+            assert!(!wm.caught_up(2, 500));
+            assert!(!wm.caught_up(9, 0));
+            assert!(!wm.in_sync(2, 500, Duration::from_millis(30)));
+            // b reaches where the master was at its previous ack (500) while the master moved on:
+            // it was caught up as of that ack.
+            glommio::timer::sleep(Duration::from_millis(60)).await;
+            wm.ack(b, 500, 900);
+            let age = wm.slaves()[1].caught_up_age.unwrap();
+            assert!(age >= Duration::from_millis(60), "{age:?}");
+            assert!(age < Duration::from_millis(60 + 500), "{age:?}");
+            assert!(!wm.caught_up(2, 900));
+            assert!(wm.in_sync(2, 900, Duration::from_secs(1)));
+            assert!(!wm.in_sync(2, 900, Duration::from_millis(10)));
         });
     }
 

@@ -1,11 +1,26 @@
 //! The replication wire format: the slave's handshake, the master's answer, offset reports and data
 //! frames (see the crate docs for the layout). Pure encode/decode, no I/O.
 
+use storage::{check_epochs, EpochEntry, MAX_EPOCH_ENTRIES};
 use thiserror::Error;
 
 /// "RQHA": first bytes of a handshake and of the master's answer.
 pub const MAGIC: u32 = 0x5251_4841;
+/// Classic master/slave.
 pub const VERSION: u16 = 1;
+/// Controller mode: the handshake carries the slave's broker id and epochs, the acceptance the
+/// truncation offset and the master's epochs.
+pub const VERSION_2: u16 = 2;
+/// Broker id of a slave not in controller mode.
+pub const NO_BROKER_ID: i64 = -1;
+/// "No truncation" in a version 2 acceptance.
+pub const NO_TRUNCATION: i64 = -1;
+/// The fixed part of a version 2 handshake's extension: broker id, epoch count.
+pub const HANDSHAKE_EXT_FIXED: usize = 8 + 4;
+/// The fixed part of a version 2 acceptance's extension: truncation offset, epoch count.
+pub const ACCEPT_EXT_FIXED: usize = 8 + 4;
+/// One epoch entry on the wire: epoch, start offset.
+pub const EPOCH_ENTRY: usize = 4 + 8;
 /// Handshake without the broker name: magic, version, shard count, shard id, name length.
 pub const HANDSHAKE_FIXED: usize = 4 + 2 + 2 + 2 + 2;
 /// Answer without the message: magic, status, message length.
@@ -35,58 +50,193 @@ pub enum WireError {
     BadCrc { expected: u32, got: u32 },
     #[error("negative offset {0}")]
     NegativeOffset(i64),
+    #[error("bad epoch list: {0}")]
+    BadEpochs(String),
 }
 
-/// What a slave says first on a new connection: which shard's stream it wants.
+/// What a slave says first on a new connection: which shard's stream it wants, and in version 2 who
+/// it is and which epochs its log holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Handshake {
+    /// `VERSION` (classic) or `VERSION_2` (controller mode).
+    pub version: u16,
     pub shard_count: u16,
     pub shard_id: u16,
     pub broker_name: String,
+    /// The slave's controller broker id (`NO_BROKER_ID` in version 1).
+    pub broker_id: i64,
+    /// The slave's epoch entries for this shard (empty in version 1).
+    pub epochs: Vec<EpochEntry>,
+}
+
+/// The fixed part of a handshake, decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HandshakeHead {
+    pub version: u16,
+    pub shard_count: u16,
+    pub shard_id: u16,
+    pub name_len: usize,
+}
+
+/// Appends `count u32 | (epoch u32 | start i64) * count`.
+fn encode_epochs(out: &mut Vec<u8>, epochs: &[EpochEntry]) {
+    let list = epochs
+        .get(..epochs.len().min(MAX_EPOCH_ENTRIES))
+        .unwrap_or_default();
+    out.extend_from_slice(&(list.len() as u32).to_be_bytes());
+    for e in list {
+        out.extend_from_slice(&e.epoch.to_be_bytes());
+        out.extend_from_slice(&e.start_offset.to_be_bytes());
+    }
+}
+
+/// Checks an epoch count before its entries are read; returns their byte length.
+pub fn epochs_len(count: u32) -> Result<usize, WireError> {
+    let count = count as usize;
+    if count > MAX_EPOCH_ENTRIES {
+        return Err(WireError::BadEpochs(format!(
+            "{count} entries (at most {MAX_EPOCH_ENTRIES})"
+        )));
+    }
+    Ok(count * EPOCH_ENTRY)
+}
+
+/// Decodes `epochs_len` bytes of entries and checks their order.
+pub fn decode_epochs(b: &[u8]) -> Result<Vec<EpochEntry>, WireError> {
+    if b.len() % EPOCH_ENTRY != 0 {
+        return Err(WireError::BadEpochs(format!(
+            "{} bytes of entries",
+            b.len()
+        )));
+    }
+    let list: Vec<EpochEntry> = b
+        .chunks_exact(EPOCH_ENTRY)
+        .filter_map(|c| {
+            let epoch = u32::from_be_bytes(c.get(..4)?.try_into().ok()?);
+            let start_offset = i64::from_be_bytes(c.get(4..12)?.try_into().ok()?);
+            Some(EpochEntry {
+                epoch,
+                start_offset,
+            })
+        })
+        .collect();
+    check_epochs(&list).map_err(WireError::BadEpochs)?;
+    Ok(list)
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    b.get(at..at + 4)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, u32::from_be_bytes)
+}
+
+fn i64_at(b: &[u8], at: usize) -> i64 {
+    b.get(at..at + 8)
+        .and_then(|s| s.try_into().ok())
+        .map_or(0, i64::from_be_bytes)
 }
 
 impl Handshake {
+    /// A classic (version 1) handshake.
+    pub fn classic(shard_count: u16, shard_id: u16, broker_name: &str) -> Handshake {
+        Handshake {
+            version: VERSION,
+            shard_count,
+            shard_id,
+            broker_name: broker_name.to_owned(),
+            broker_id: NO_BROKER_ID,
+            epochs: Vec::new(),
+        }
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let name = self.broker_name.as_bytes();
         let name = name.get(..name.len().min(MAX_NAME)).unwrap_or_default();
         let mut out = Vec::with_capacity(HANDSHAKE_FIXED + name.len());
+        let version = if self.version == VERSION_2 {
+            VERSION_2
+        } else {
+            VERSION
+        };
         out.extend_from_slice(&MAGIC.to_be_bytes());
-        out.extend_from_slice(&VERSION.to_be_bytes());
+        out.extend_from_slice(&version.to_be_bytes());
         out.extend_from_slice(&self.shard_count.to_be_bytes());
         out.extend_from_slice(&self.shard_id.to_be_bytes());
         out.extend_from_slice(&(name.len() as u16).to_be_bytes());
         out.extend_from_slice(name);
+        if version == VERSION_2 {
+            out.extend_from_slice(&self.broker_id.to_be_bytes());
+            encode_epochs(&mut out, &self.epochs);
+        }
         out
     }
 
-    /// Decodes the fixed part; returns the name length still to read.
-    pub fn decode_fixed(b: &[u8; HANDSHAKE_FIXED]) -> Result<(u16, u16, usize), WireError> {
+    /// Decodes the fixed part (either version).
+    pub fn decode_head(b: &[u8; HANDSHAKE_FIXED]) -> Result<HandshakeHead, WireError> {
         let magic = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
         if magic != MAGIC {
             return Err(WireError::BadMagic(magic));
         }
         let version = u16::from_be_bytes([b[4], b[5]]);
-        if version != VERSION {
+        if version != VERSION && version != VERSION_2 {
             return Err(WireError::BadVersion(version));
         }
-        let count = u16::from_be_bytes([b[6], b[7]]);
-        let id = u16::from_be_bytes([b[8], b[9]]);
         let name_len = usize::from(u16::from_be_bytes([b[10], b[11]]));
         if name_len > MAX_NAME {
             return Err(WireError::BadName(name_len));
         }
-        Ok((count, id, name_len))
+        Ok(HandshakeHead {
+            version,
+            shard_count: u16::from_be_bytes([b[6], b[7]]),
+            shard_id: u16::from_be_bytes([b[8], b[9]]),
+            name_len,
+        })
     }
 
+    /// Decodes the fixed part; returns (shard count, shard id, name length still to read).
+    pub fn decode_fixed(b: &[u8; HANDSHAKE_FIXED]) -> Result<(u16, u16, usize), WireError> {
+        let h = Handshake::decode_head(b)?;
+        Ok((h.shard_count, h.shard_id, h.name_len))
+    }
+
+    /// Decodes a version 2 extension's fixed part: (broker id, byte length of the epochs to read).
+    pub fn decode_ext_fixed(b: &[u8; HANDSHAKE_EXT_FIXED]) -> Result<(i64, usize), WireError> {
+        Ok((i64_at(b, 0), epochs_len(u32_at(b, 8))?))
+    }
+
+    /// A version 1 handshake from its parts.
     pub fn from_parts(count: u16, id: u16, name: &[u8]) -> Result<Handshake, WireError> {
         let broker_name = std::str::from_utf8(name)
             .map_err(|_| WireError::BadName(name.len()))?
             .to_owned();
-        Ok(Handshake {
-            shard_count: count,
-            shard_id: id,
-            broker_name,
-        })
+        Ok(Handshake::classic(count, id, &broker_name))
+    }
+}
+
+/// What a version 2 acceptance adds after the master's address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcceptExt {
+    /// Where the slave must cut its log before replicating (`NO_TRUNCATION`: nowhere).
+    pub truncate_offset: i64,
+    /// The master's epoch entries for this shard.
+    pub epochs: Vec<EpochEntry>,
+}
+
+impl AcceptExt {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(ACCEPT_EXT_FIXED + self.epochs.len() * EPOCH_ENTRY);
+        out.extend_from_slice(&self.truncate_offset.to_be_bytes());
+        encode_epochs(&mut out, &self.epochs);
+        out
+    }
+
+    /// Decodes the fixed part: (truncation offset, byte length of the epochs to read).
+    pub fn decode_fixed(b: &[u8; ACCEPT_EXT_FIXED]) -> Result<(i64, usize), WireError> {
+        let offset = i64_at(b, 0);
+        if offset < NO_TRUNCATION {
+            return Err(WireError::NegativeOffset(offset));
+        }
+        Ok((offset, epochs_len(u32_at(b, 8))?))
     }
 }
 
@@ -233,12 +383,71 @@ mod tests {
     use super::*;
 
     #[test]
-    fn handshake_round_trip_and_rejects() {
+    fn version_2_handshake_and_acceptance_round_trip() {
+        let epochs = vec![
+            EpochEntry {
+                epoch: 1,
+                start_offset: 0,
+            },
+            EpochEntry {
+                epoch: 4,
+                start_offset: 9000,
+            },
+        ];
         let h = Handshake {
-            shard_count: 4,
-            shard_id: 3,
-            broker_name: "broker-a".into(),
+            version: VERSION_2,
+            broker_id: 7,
+            epochs: epochs.clone(),
+            ..Handshake::classic(2, 1, "broker-b")
         };
+        let bytes = h.encode();
+        let fixed: [u8; HANDSHAKE_FIXED] = bytes[..HANDSHAKE_FIXED].try_into().unwrap();
+        let head = Handshake::decode_head(&fixed).unwrap();
+        assert_eq!(
+            (head.version, head.shard_count, head.shard_id, head.name_len),
+            (2, 2, 1, 8)
+        );
+        let at = HANDSHAKE_FIXED + head.name_len;
+        let ext: [u8; HANDSHAKE_EXT_FIXED] =
+            bytes[at..at + HANDSHAKE_EXT_FIXED].try_into().unwrap();
+        let (id, len) = Handshake::decode_ext_fixed(&ext).unwrap();
+        assert_eq!((id, len), (7, 2 * EPOCH_ENTRY));
+        let rest = &bytes[at + HANDSHAKE_EXT_FIXED..];
+        assert_eq!(rest.len(), len);
+        assert_eq!(decode_epochs(rest).unwrap(), epochs);
+
+        let a = AcceptExt {
+            truncate_offset: 4096,
+            epochs: epochs.clone(),
+        };
+        let bytes = a.encode();
+        let fixed: [u8; ACCEPT_EXT_FIXED] = bytes[..ACCEPT_EXT_FIXED].try_into().unwrap();
+        assert_eq!(
+            AcceptExt::decode_fixed(&fixed).unwrap(),
+            (4096, 2 * EPOCH_ENTRY)
+        );
+        assert_eq!(decode_epochs(&bytes[ACCEPT_EXT_FIXED..]).unwrap(), epochs);
+    }
+
+    #[test]
+    fn bad_epoch_lists_rejected() {
+        assert!(epochs_len(u32::MAX).is_err());
+        // Out of order.
+        let mut b = Vec::new();
+        for (e, s) in [(3u32, 100i64), (2, 200)] {
+            b.extend_from_slice(&e.to_be_bytes());
+            b.extend_from_slice(&s.to_be_bytes());
+        }
+        assert!(matches!(decode_epochs(&b), Err(WireError::BadEpochs(_))));
+        assert!(decode_epochs(&b[..13]).is_err());
+        let mut fixed = [0u8; ACCEPT_EXT_FIXED];
+        fixed[..8].copy_from_slice(&(-5i64).to_be_bytes());
+        assert!(AcceptExt::decode_fixed(&fixed).is_err());
+    }
+
+    #[test]
+    fn handshake_round_trip_and_rejects() {
+        let h = Handshake::classic(4, 3, "broker-a");
         let bytes = h.encode();
         let fixed: [u8; HANDSHAKE_FIXED] = bytes[..HANDSHAKE_FIXED].try_into().unwrap();
         let (count, id, len) = Handshake::decode_fixed(&fixed).unwrap();

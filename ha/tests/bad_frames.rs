@@ -116,6 +116,7 @@ fn start_slave(store: &MessageStore, addr: SocketAddr) -> (Rc<ha::SlaveStatus>, 
             broker_name: "broker-x".into(),
             shard_count: 2,
             max_frame: 64 * 1024,
+            broker_id: ha::wire::NO_BROKER_ID,
         }),
         Rc::new(move || Some(addr)),
         status.clone(),
@@ -237,7 +238,7 @@ fn real_master_streams_to_real_slave_and_acks_release_waiters() {
             let mut s = listener.accept().await.expect("accept");
             let h = ha::read_handshake(&mut s).await.expect("handshake");
             ha::check_handshake(&h, 2, "broker-x").expect("accepted");
-            let _ = ha::serve_slave(s, m2).await;
+            let _ = ha::serve_slave(s, m2, &h).await;
         })
         .detach();
         let (_status, stop) = start_slave(&slave, addr);

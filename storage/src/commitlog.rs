@@ -509,6 +509,76 @@ impl CommitLog {
         })
     }
 
+    /// Cuts the log back to `end` while it is open: the bytes after it are zeroed on disk in its
+    /// segment (synced), later segments are deleted, memory and the block cache forget them, and
+    /// appends continue at `end`. The caller made everything durable first and holds appends off.
+    pub async fn cut_back(self: &Rc<Self>, end: u64) -> Result<(), StoreError> {
+        let chunk = self.buf.borrow().chunk_size();
+        let tail_start = end - end % chunk;
+        let tail = if end > tail_start {
+            self.read(tail_start, (end - tail_start) as usize)
+                .await?
+                .unwrap_or_default()
+                .to_vec()
+        } else {
+            Vec::new()
+        };
+        if tail.len() as u64 != end - tail_start {
+            return Err(StoreError::io(
+                self.dir.display(),
+                format!("cannot read the log's last bytes before {end}"),
+            ));
+        }
+        let seg_start = self.segment_start(end);
+        if let Some(seg) = self.segment_at(seg_start) {
+            let in_seg = end - seg_start;
+            let block = align_down(in_seg);
+            self.wait_for_zeroing(seg_start + block, u64::MAX).await;
+            let keep = (in_seg - block) as usize;
+            let mut buf = seg.file.alloc_dma_buffer(BLOCK as usize);
+            let bytes = buf.as_bytes_mut();
+            bytes.fill(0);
+            let kept = tail.get(tail.len() - keep..).unwrap_or_default();
+            if let Some(dst) = bytes.get_mut(..kept.len()) {
+                dst.copy_from_slice(kept);
+            }
+            let io = |e: glommio::GlommioError<()>| StoreError::io(seg.path.display(), e);
+            seg.file.write_at(buf, block).await.map_err(io)?;
+            // Drop the rest and allocate it again: it reads back as zeros.
+            seg.file
+                .truncate(align_up(in_seg.max(1)))
+                .await
+                .map_err(io)?;
+            seg.file
+                .pre_allocate(self.segment_size, false)
+                .await
+                .map_err(io)?;
+            seg.file.fdatasync().await.map_err(io)?;
+        }
+        let later: Vec<u64> = self
+            .segments
+            .borrow()
+            .range(seg_start + 1..)
+            .map(|(k, _)| *k)
+            .collect();
+        for start in later {
+            let seg = self.segments.borrow_mut().remove(&start);
+            if let Some(seg) = seg {
+                std::fs::remove_file(&seg.path)
+                    .map_err(|e| StoreError::io(seg.path.display(), e))?;
+            }
+        }
+        std::fs::File::open(&self.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| StoreError::io(self.dir.display(), e))?;
+        self.blocks.forget(self.blocks.block_start(end), u64::MAX);
+        *self.buf.borrow_mut() = LogBuffer::new(chunk, end, tail);
+        self.flushed.set(end);
+        self.flushed_records.set(self.appended_records.get());
+        self.floor.set(self.floor.get().min(end));
+        Ok(())
+    }
+
     /// Drops memory below both the block the next flush rewrites and the read cache window.
     fn trim_memory(&self) {
         let mut buf = self.buf.borrow_mut();

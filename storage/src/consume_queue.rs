@@ -281,6 +281,37 @@ impl ConsumeQueue {
         Ok(())
     }
 
+    /// Where runtime truncation to `offset` must rewrite this queue on disk: the file holding the unit
+    /// at `offset`, the 4 KiB-aligned position (in that file) of the block holding it, and the unit's
+    /// own position. None when the file is not there (nothing of it was ever flushed).
+    pub fn cut_block(&self, offset: i64) -> Option<(Rc<DmaFile>, u64, u64)> {
+        let file_start = self.file_start(offset);
+        let file = self.files.get(&file_start)?.clone();
+        let at = (offset - file_start) as u64 * CQ_UNIT;
+        Some((file, align_down(at), at))
+    }
+
+    /// Adopts a runtime truncation to `offset` (every unit was durable before it): `head` holds the
+    /// units of the block holding `offset` that stay. Returns the files wholly past the cut, already
+    /// forgotten here, for the caller to delete.
+    pub fn cut(&mut self, offset: i64, head: Vec<u8>) -> Vec<Rc<DmaFile>> {
+        let cut_file = self.file_start(offset);
+        let doomed: Vec<i64> = self.files.range(cut_file + 1..).map(|(k, _)| *k).collect();
+        let removed = doomed
+            .into_iter()
+            .filter_map(|start| self.files.remove(&start))
+            .collect();
+        self.max_offset = offset;
+        self.flushed = offset;
+        self.min_offset = self.min_offset.min(offset);
+        self.announced_max = self.announced_max.filter(|v| *v < offset);
+        self.mem_start_byte = self.aligned_byte(offset);
+        self.mem = head;
+        // The caller rewrote the block on disk already.
+        self.rewrite_tail = false;
+        removed
+    }
+
     /// The unit at `offset` if it is in memory.
     fn mem_entry(&self, offset: i64) -> Option<CqEntry> {
         let at = (offset as u64 * CQ_UNIT).checked_sub(self.mem_start_byte)? as usize;

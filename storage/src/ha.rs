@@ -99,6 +99,11 @@ impl MessageStore {
     ) -> Result<i64, StoreError> {
         let inner = &*self.inner;
         let log = &inner.log;
+        if inner.truncating.get() {
+            return Err(StoreError::ReadOnly(
+                "the CommitLog tail is being truncated".to_owned(),
+            ));
+        }
         let expected = self.max_physical_offset();
         if from_phys != expected {
             return Err(StoreError::NotContiguous {

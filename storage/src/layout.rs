@@ -7,6 +7,7 @@
 //! <root>/index/<20-digit creation time in ms>               IndexFiles
 //! <root>/checkpoint                                         durable points of the CommitLog and dispatch
 //! <root>/abort                                              present while the store runs
+//! <root>/epochFileCheckpoint                                controller mode: (epoch, start offset) history
 //! <root>/.dma-probe                                         read first to prime glommio's DMA detection
 //! ```
 
@@ -22,6 +23,8 @@ pub const INDEX_DIR: &str = "index";
 pub const CHECKPOINT_FILE: &str = "checkpoint";
 /// Marker present while the store runs; found at open it means the last stop was unclean.
 pub const ABORT_FILE: &str = "abort";
+/// The epoch history of the shard's CommitLog (controller mode), RocketMQ 5's name.
+pub const EPOCH_FILE: &str = "epochFileCheckpoint";
 /// The DMA probe file in the shard directory.
 pub const PROBE_FILE: &str = ".dma-probe";
 /// Suffix of a CommitLog segment that recovery moved aside (data past a cut).
@@ -46,6 +49,10 @@ pub fn index_dir(root: &Path) -> PathBuf {
 
 pub fn checkpoint_path(root: &Path) -> PathBuf {
     root.join(CHECKPOINT_FILE)
+}
+
+pub fn epoch_path(root: &Path) -> PathBuf {
+    root.join(EPOCH_FILE)
 }
 
 pub fn abort_marker(root: &Path) -> PathBuf {

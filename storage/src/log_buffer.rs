@@ -57,6 +57,10 @@ impl LogBuffer {
         self.write_pos
     }
 
+    pub fn chunk_size(&self) -> u64 {
+        self.chunk_size
+    }
+
     /// First offset still held in memory.
     pub fn mem_start(&self) -> u64 {
         self.chunks.front().map_or(self.write_pos, |c| c.start)

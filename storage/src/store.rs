@@ -17,6 +17,7 @@ use crate::commitlog::CommitLog;
 use crate::config::StoreConfig;
 use crate::consume_queue::{ConsumeQueue, CqEntry};
 use crate::dispatch::{goes_to_consume_queue, goes_to_index, DispatchProps};
+use crate::epoch_file::EpochFile;
 use crate::error::{PutError, StoreError};
 use crate::flush::{FlushSignal, FlushWaiters};
 use crate::index::{flush_index, IndexService};
@@ -93,6 +94,10 @@ pub(crate) struct Inner {
     pub background: RefCell<Vec<Task<()>>>,
     /// Retention's clock: forward steps of the wall clock while the store runs are ignored.
     pub retention_clock: RetentionClock,
+    /// Which master epoch wrote which part of the log (controller mode; empty otherwise).
+    pub epochs: RefCell<EpochFile>,
+    /// Set while `truncate_tail` runs: appends are refused.
+    pub truncating: Cell<bool>,
 }
 
 /// One shard's message store. Create and use it inside one glommio executor; clones share it.
@@ -109,6 +114,7 @@ impl MessageStore {
         std::fs::create_dir_all(&cfg.root_dir)
             .map_err(|e| StoreError::io(cfg.root_dir.display(), e))?;
         crate::probe::prime_dma_detection(&cfg.root_dir).await?;
+        let epochs = EpochFile::load(&cfg.root_dir)?;
         let rec = crate::recovery::recover(&cfg).await?;
         let writer = CheckpointWriter::open(&cfg.root_dir, rec.checkpoint_seq).await?;
         let queues: QueueMap = rec
@@ -143,6 +149,8 @@ impl MessageStore {
             flusher: RefCell::new(None),
             background: RefCell::new(Vec::new()),
             retention_clock: RetentionClock::new(now_ms()),
+            epochs: RefCell::new(epochs),
+            truncating: Cell::new(false),
             cfg,
         });
         inner.waiters.flushed.set(inner.log.flushed.get());
@@ -282,7 +290,9 @@ impl MessageStore {
         for a in arrivals {
             {
                 let mut q = a.queue.borrow_mut();
-                let seen = q.announced_max.map_or(a.max_offset, |v| v.max(a.max_offset));
+                let seen = q
+                    .announced_max
+                    .map_or(a.max_offset, |v| v.max(a.max_offset));
                 q.announced_max = (seen < q.max_offset).then_some(seen);
             }
             if let Some(p) = pending.take() {
@@ -306,6 +316,11 @@ impl MessageStore {
         }
         if self.inner.shutting_down.get() {
             return Err(PutError::ReadOnly("store is shutting down".to_owned()));
+        }
+        if self.inner.truncating.get() {
+            return Err(PutError::ReadOnly(
+                "the CommitLog tail is being truncated".to_owned(),
+            ));
         }
         let unflushed = self.inner.log.unflushed();
         if unflushed > 0 && unflushed.saturating_add(len) > self.inner.cfg.max_unflushed_bytes {
@@ -533,12 +548,18 @@ impl MessageStore {
 
     /// Flushes ConsumeQueues and the index, then writes the checkpoint.
     pub async fn flush_maintenance(&self) -> Result<(), StoreError> {
-        let inner = &*self.inner;
-        let _permit = inner
+        let _permit = self
+            .inner
             .maintenance
             .acquire_permit(1)
             .await
             .map_err(|e| StoreError::io("maintenance", e))?;
+        self.flush_maintenance_locked().await
+    }
+
+    /// `flush_maintenance` for a caller holding the maintenance permit.
+    pub(crate) async fn flush_maintenance_locked(&self) -> Result<(), StoreError> {
+        let inner = &*self.inner;
         // Keys still waiting for an index file are not durable: keep the old dispatch point then.
         let dispatched = if inner.index.borrow().has_pending() {
             inner.dispatch_durable.get()
@@ -563,6 +584,16 @@ impl MessageStore {
         let work = inner.index.borrow_mut().take_flush_work();
         let full = flush_index(work).await?;
         inner.index.borrow_mut().seal_full(&full);
+        self.write_checkpoint(commitlog_flushed, dispatched).await
+    }
+
+    /// Writes the checkpoint and, once durable, adopts its dispatch point.
+    pub(crate) async fn write_checkpoint(
+        &self,
+        commitlog_flushed: u64,
+        dispatched: u64,
+    ) -> Result<(), StoreError> {
+        let inner = &*self.inner;
         let writer = inner.checkpoint.borrow_mut().take();
         if let Some(mut w) = writer {
             let cp = Checkpoint {

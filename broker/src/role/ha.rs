@@ -186,7 +186,7 @@ async fn route_connection(shard: Rc<Shard>, mut stream: TcpStream) {
     }
     let target = usize::from(hello.shard_id);
     if target == shard.id {
-        serve(shard, stream, peer).await;
+        serve(shard, stream, peer, hello).await;
         return;
     }
     // The socket moves to its shard's executor as a duplicate descriptor; this one is closed here.
@@ -198,7 +198,7 @@ async fn route_connection(shard: Rc<Shard>, mut stream: TcpStream) {
             drop(stream);
             shard
                 .on(target)
-                .tell(move |owner| async move { adopt(&owner, fd, peer) })
+                .tell(move |owner| async move { adopt(&owner, fd, peer, hello) })
                 .await;
         }
         Err(e) => {
@@ -208,14 +208,14 @@ async fn route_connection(shard: Rc<Shard>, mut stream: TcpStream) {
 }
 
 /// On the owning shard: takes over a slave connection passed by shard 0.
-fn adopt(shard: &Rc<Shard>, fd: OwnedFd, peer: String) {
+fn adopt(shard: &Rc<Shard>, fd: OwnedFd, peer: String, hello: ha::wire::Handshake) {
     // SAFETY: `fd` is an open TCP socket descriptor duplicated for this shard alone; `into_raw_fd`
     // gives up its ownership, which the stream takes over.
     let stream = unsafe { TcpStream::from_raw_fd(fd.into_raw_fd()) };
-    glommio::spawn_local(serve(shard.clone(), stream, peer)).detach();
+    glommio::spawn_local(serve(shard.clone(), stream, peer, hello)).detach();
 }
 
-async fn serve(shard: Rc<Shard>, stream: TcpStream, peer: String) {
+async fn serve(shard: Rc<Shard>, stream: TcpStream, peer: String, hello: ha::wire::Handshake) {
     if !is_master(&shard) {
         ha::refuse(stream, "this broker is a SLAVE").await;
         return;
@@ -228,7 +228,7 @@ async fn serve(shard: Rc<Shard>, stream: TcpStream, peer: String) {
         broker_addr: shard.broker.broker_addr.clone(),
     };
     tracing::info!("HA shard {}: slave {peer} connected", shard.id);
-    match ha::serve_slave(stream, ms).await {
+    match ha::serve_slave(stream, ms, &hello).await {
         Ok(()) => tracing::info!("HA shard {}: slave {peer} disconnected", shard.id),
         Err(e) => tracing::warn!("HA shard {}: slave {peer} dropped: {e}", shard.id),
     }
@@ -272,6 +272,7 @@ fn replicate(shard: &Rc<Shard>, configured: Option<String>) -> glommio::Task<()>
             .ha_transfer_batch_size
             .max(shard.cfg.max_message_size)
             .saturating_add(64 * 1024),
+        broker_id: ha::wire::NO_BROKER_ID,
     });
     let weak = Rc::downgrade(shard);
     let master: ha::MasterAddr = Rc::new(move || {

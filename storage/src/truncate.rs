@@ -1,0 +1,241 @@
+//! Cutting the CommitLog's tail while the store is open (controller mode): a returning old master,
+//! now a slave, drops what it wrote in its old epoch that the new master never got.
+//!
+//! Order, so that a crash at any point leaves either the old log or the cut one: (1) appends are held
+//! off and everything written is made durable (CommitLog, ConsumeQueues, index, checkpoint); (2) the
+//! checkpoint is lowered to the cut point (recovery then scans from there); (3) the CommitLog bytes
+//! past the cut are zeroed and synced, later segments deleted; (4) ConsumeQueue units past the cut are
+//! dropped on disk and in memory; (5) the checkpoint is written again and the epochs past the cut are
+//! dropped. Index entries past the cut stay in their files: every key lookup re-reads the record at
+//! the offset and checks its topic, key and time (`query_by_key`), so a stale entry finds nothing or
+//! the new record that now holds the offset.
+
+use std::time::Duration;
+
+use protocol::message::record::{decode_view, peek_head, RecordHead, MIN_BLANK_LEN};
+
+use crate::commitlog::BLOCK;
+use crate::consume_queue::{ConsumeQueue, CqEntry};
+use crate::error::StoreError;
+use crate::offset::{local_of, physical, shard_of};
+use crate::store::MessageStore;
+
+/// Longest wait for the flusher to make the log durable before a cut.
+const DURABLE_WAIT: Duration = Duration::from_secs(30);
+
+/// Clears the store's `truncating` flag however `truncate_tail` ends.
+struct Truncating<'a>(&'a std::cell::Cell<bool>);
+
+impl Drop for Truncating<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}
+
+impl MessageStore {
+    /// Cuts the CommitLog back to the physical offset `offset` (a record boundary of this shard's
+    /// log): everything at and after it is gone, on disk too, and the next append (local or
+    /// replicated) lands at `offset`. ConsumeQueues lose their units past it, checkpoints and the
+    /// durable marks move back, caches forget the cut bytes, epochs starting at or after it are
+    /// dropped. Appends are refused while it runs. Meant for a slave that is not replicating.
+    pub async fn truncate_tail(&self, offset: i64) -> Result<(), StoreError> {
+        let inner = &*self.inner;
+        if offset < 0 || shard_of(offset) != inner.cfg.shard_id {
+            return Err(StoreError::WrongShard(offset));
+        }
+        let cut = local_of(offset);
+        let end = inner.log.write_pos();
+        if cut > end || cut < inner.log.min_offset() {
+            return Err(StoreError::Config(format!(
+                "cannot truncate shard {} to {cut}: its log holds [{}, {end})",
+                inner.cfg.shard_id,
+                inner.log.min_offset()
+            )));
+        }
+        if inner.shutting_down.get() {
+            return Err(StoreError::ReadOnly("store is shutting down".to_owned()));
+        }
+        if let Some(why) = inner.sync_failure.borrow().clone() {
+            return Err(StoreError::ReadOnly(why));
+        }
+        if inner.truncating.replace(true) {
+            return Err(StoreError::Config(
+                "a truncation of this shard already runs".to_owned(),
+            ));
+        }
+        let _flag = Truncating(&inner.truncating);
+        if cut == end {
+            return self.truncate_epochs_from(offset);
+        }
+        if !self.is_record_boundary(cut).await? {
+            return Err(StoreError::Config(format!(
+                "cannot truncate shard {} to {cut}: no record starts there",
+                inner.cfg.shard_id
+            )));
+        }
+        let _permit = inner
+            .maintenance
+            .acquire_permit(1)
+            .await
+            .map_err(|e| StoreError::io("maintenance", e))?;
+        // (1) Disk and memory agree once everything is durable.
+        if inner.log.flushed.get() < end {
+            self.request_flush();
+            let durable = self.wait_durable(physical(inner.cfg.shard_id, end));
+            let timer = async {
+                glommio::timer::sleep(DURABLE_WAIT).await;
+                Err(StoreError::io(
+                    "commitlog",
+                    format!("not durable within {DURABLE_WAIT:?}; truncation not started"),
+                ))
+            };
+            futures_lite::future::or(durable, timer).await?;
+        }
+        self.flush_maintenance_locked().await?;
+        // (2) Recovery after a crash from here on scans from the cut point.
+        let dispatched = inner.dispatch_durable.get().min(cut);
+        self.write_checkpoint(cut, dispatched).await?;
+        // (3)
+        inner.log.cut_back(cut).await?;
+        inner.waiters.flushed.set(cut);
+        // (4)
+        let queues: Vec<_> = inner
+            .queues
+            .borrow()
+            .values()
+            .flat_map(|m| m.values().cloned())
+            .collect();
+        for q in queues {
+            cut_queue(&q, offset).await?;
+        }
+        // (5)
+        self.write_checkpoint(cut, dispatched).await?;
+        self.truncate_epochs_from(offset)?;
+        tracing::warn!(
+            "shard {}: CommitLog truncated from {end} back to {cut} ({} bytes dropped)",
+            inner.cfg.shard_id,
+            end - cut
+        );
+        Ok(())
+    }
+
+    /// Whether a record (or the blank that ends a segment) starts at shard-local `local`.
+    async fn is_record_boundary(&self, local: u64) -> Result<bool, StoreError> {
+        let log = &self.inner.log;
+        if local == log.write_pos() || local % log.segment_size == 0 {
+            return Ok(true);
+        }
+        let Some(head) = log.read(local, MIN_BLANK_LEN).await? else {
+            return Ok(false);
+        };
+        match peek_head(&head) {
+            Ok(Some(RecordHead::Blank { total_size })) => {
+                Ok(local % log.segment_size + total_size as u64 == log.segment_size)
+            }
+            Ok(Some(RecordHead::Message { total_size })) => {
+                let Some(rec) = log.read(local, total_size).await? else {
+                    return Ok(false);
+                };
+                let phys = physical(self.inner.cfg.shard_id, local);
+                Ok(decode_view(&rec, true).is_ok_and(|v| v.physical_offset == phys))
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
+/// One unit of a queue, from memory or disk, without holding the queue borrowed across the read.
+async fn unit(
+    q: &std::cell::RefCell<ConsumeQueue>,
+    offset: i64,
+) -> Result<Option<CqEntry>, StoreError> {
+    let span = {
+        let q = q.borrow();
+        if let Some(v) = q.mem_entries(offset, 1) {
+            return Ok(v.first().and_then(|(_, e)| *e));
+        }
+        q.disk_span(offset, 1)
+    };
+    let Some((file, pos, len)) = span else {
+        return Ok(None);
+    };
+    if len == 0 {
+        return Ok(None);
+    }
+    let b = file
+        .read_at(pos, len)
+        .await
+        .map_err(|e| StoreError::io(q.borrow().dir().display(), e))?;
+    Ok(CqEntry::decode(&b))
+}
+
+/// Drops a queue's units whose records do not end below `cut_phys`, on disk (synced) and in memory.
+/// Every unit is durable when this runs.
+async fn cut_queue(
+    q: &std::rc::Rc<std::cell::RefCell<ConsumeQueue>>,
+    cut_phys: i64,
+) -> Result<(), StoreError> {
+    let (min, max) = {
+        let q = q.borrow();
+        (q.min_offset, q.max_offset)
+    };
+    // First unit whose record does not end inside the kept log (units are in log order).
+    let (mut lo, mut hi) = (min, max);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let inside = unit(q, mid)
+            .await?
+            .is_none_or(|e| e.phys + i64::from(e.size) <= cut_phys);
+        if inside {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    if lo >= max {
+        return Ok(());
+    }
+    let (plan, dir) = {
+        let q = q.borrow();
+        (q.cut_block(lo), q.dir().to_owned())
+    };
+    let io = |e: glommio::GlommioError<()>| StoreError::io(dir.display(), e);
+    let head = match &plan {
+        Some((file, pos, at)) => {
+            let keep = (*at - *pos) as usize;
+            if keep == 0 {
+                Vec::new()
+            } else {
+                let b = file.read_at(*pos, keep).await.map_err(io)?;
+                if b.len() != keep {
+                    return Err(StoreError::io(
+                        dir.display(),
+                        format!("short read before unit {lo} at {at}"),
+                    ));
+                }
+                b.to_vec()
+            }
+        }
+        None => Vec::new(),
+    };
+    let doomed = q.borrow_mut().cut(lo, head.clone());
+    if let Some((file, pos, _)) = plan {
+        let mut buf = file.alloc_dma_buffer(BLOCK as usize);
+        let bytes = buf.as_bytes_mut();
+        bytes.fill(0);
+        if let Some(dst) = bytes.get_mut(..head.len()) {
+            dst.copy_from_slice(&head);
+        }
+        file.write_at(buf, pos).await.map_err(io)?;
+        file.truncate(pos + BLOCK).await.map_err(io)?;
+        file.fdatasync().await.map_err(io)?;
+    }
+    for f in doomed {
+        f.remove().await.map_err(io)?;
+    }
+    tracing::warn!(
+        "ConsumeQueue {}: units from {lo} dropped (past the truncated CommitLog end)",
+        dir.display()
+    );
+    Ok(())
+}
