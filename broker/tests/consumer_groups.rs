@@ -391,7 +391,8 @@ fn the_groups_retry_max_times_and_retry_queue_nums_apply() {
 async fn group_config(client: &Client, group: &str) -> RemotingCommand {
     call(
         client,
-        RemotingCommand::request(request_code::GET_SUBSCRIPTIONGROUP_CONFIG).with_ext("group", group),
+        RemotingCommand::request(request_code::GET_SUBSCRIPTIONGROUP_CONFIG)
+            .with_ext("group", group),
     )
     .await
 }

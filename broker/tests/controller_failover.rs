@@ -22,7 +22,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, pull_all, run_local, send_signal, Broker};
+use common::{free_port, pull_all, run_local, Broker};
 use fault_support::netns::NetNs;
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
@@ -89,9 +89,15 @@ impl Controllers {
                 ),
             )
             .unwrap();
-            let log = std::fs::File::create(c.dir.path().join(format!("controller-{i}.log"))).unwrap();
+            let log =
+                std::fs::File::create(c.dir.path().join(format!("controller-{i}.log"))).unwrap();
             let child = Command::new(std::env::current_exe().unwrap())
-                .args(["controller_helper_process", "--exact", "--ignored", "--nocapture"])
+                .args([
+                    "controller_helper_process",
+                    "--exact",
+                    "--ignored",
+                    "--nocapture",
+                ])
                 .env(CONTROLLER_CONF_ENV, &conf)
                 .stdout(Stdio::from(log.try_clone().unwrap()))
                 .stderr(Stdio::from(log))
@@ -125,7 +131,9 @@ impl Controllers {
                         Duration::from_secs(1),
                     )
                     .await
-                    .is_ok_and(|r| r.code == response_code::SUCCESS && r.ext("isLeader") == Some("true"))
+                    .is_ok_and(|r| {
+                        r.code == response_code::SUCCESS && r.ext("isLeader") == Some("true")
+                    })
                 })
         })
     }
@@ -140,7 +148,8 @@ impl Controllers {
     fn log(&self) -> String {
         (0..self.addrs.len())
             .map(|i| {
-                let text = std::fs::read_to_string(self.dir.path().join(format!("controller-{i}.log")));
+                let text =
+                    std::fs::read_to_string(self.dir.path().join(format!("controller-{i}.log")));
                 format!("---- controller {i}:\n{}", text.unwrap_or_default())
             })
             .collect()
@@ -225,7 +234,10 @@ impl Group {
             namesrv.port()
         );
         let first = match ns {
-            Some(ns) => Broker::builder().extra(&extra).netns(&ns.name, ns.ns_ip).start(),
+            Some(ns) => Broker::builder()
+                .extra(&extra)
+                .netns(&ns.name, ns.ns_ip)
+                .start(),
             None => Broker::builder()
                 .extra(&format!("{extra}brokerIP1 = \"{host_ip}\"\n"))
                 .start(),
@@ -244,7 +256,9 @@ impl Group {
                     .start(),
             );
         }
-        group.wait("3 replicas in sync", |g| (g.sync_state_set.len() == 3).then_some(()));
+        group.wait("3 replicas in sync", |g| {
+            (g.sync_state_set.len() == 3).then_some(())
+        });
         group
     }
 
@@ -400,15 +414,27 @@ impl Producer {
                 let got = stored.get(offset).unwrap_or_else(|| {
                     panic!("{who}: acknowledged offset {offset} of shard-broker {i} missing")
                 });
-                assert_eq!(got, body, "{who}: shard-broker {i} offset {offset} holds another message");
+                assert_eq!(
+                    got, body,
+                    "{who}: shard-broker {i} offset {offset} holds another message"
+                );
             }
         }
     }
 }
 
-/// Both brokers' queues are identical (a replica holds exactly its master's messages).
-fn same_queues(a: &str, b: &str) -> bool {
-    (0..SHARD_BROKERS).all(|i| read_queue(shard_broker(a, i)) == read_queue(shard_broker(b, i)))
+/// Waits until both brokers' queues are identical (a replica holds exactly its master's messages).
+fn wait_same_queues(replica: &str, master: &str) {
+    let start = Instant::now();
+    while !(0..SHARD_BROKERS)
+        .all(|i| read_queue(shard_broker(replica, i)) == read_queue(shard_broker(master, i)))
+    {
+        assert!(
+            start.elapsed() < LIMIT,
+            "{replica}'s queues never matched its master's"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }
 
 #[test]
@@ -422,44 +448,72 @@ fn master_sigkill_under_sync_sends_elects_an_in_sync_replica_and_loses_nothing_a
         seq: 0,
     };
     producer.send_ok(&master_addr, 200);
-
-    // The replicas stop for a moment: the master appends (and syncs) messages they never get, and
-    // must not acknowledge them. Then it dies, before the replicas come back.
-    let replicas: Vec<i32> = (0..3).filter(|i| *i != master).map(|i| group.brokers[i].pid()).collect();
-    for pid in &replicas {
-        send_signal(*pid, libc::SIGSTOP);
-    }
-    let mut unacked = 0;
-    for _ in 0..4 {
-        let i = unacked % SHARD_BROKERS;
-        let body = producer.body();
-        match send_one(shard_broker(&master_addr, i), &body, Duration::from_millis(300)) {
-            Ok(offset) => panic!("acknowledged at offset {offset} although no replica has it"),
-            Err(_) => unacked += 1,
-        }
-    }
     group.brokers[master].kill9();
     let killed = Instant::now();
-    for pid in &replicas {
-        send_signal(*pid, libc::SIGCONT);
-    }
 
     let (new_master, _) =
         producer.send_through_failover(&group, &master_addr, first.epoch, killed, 200);
     producer.check_on(&new_master, "new master");
 
-    // The old master returns: a replica of the new epoch that drops the tail nobody else has.
+    // The old master returns as a replica of the new epoch and catches up.
     group.brokers[master].restart();
     group.wait("the old master back in the SyncStateSet", |g| {
         (g.master_addr == new_master && g.sync_state_set.len() == 3).then_some(())
     });
     producer.send_ok(&new_master, 20);
-    let start = Instant::now();
-    while !same_queues(&master_addr, &new_master) {
-        assert!(start.elapsed() < LIMIT, "the old master's queues never matched the new master's");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_same_queues(&master_addr, &new_master);
     producer.check_on(&master_addr, "old master, now a replica");
+}
+
+#[test]
+fn returning_old_master_cuts_the_tail_no_other_replica_got() {
+    let mut group = Group::start(1, Ipv4Addr::LOCALHOST, None);
+    let first = group.info().unwrap();
+    let master_addr = first.master_addr.clone();
+    let master = group.index_of(&master_addr);
+    let mut producer = Producer {
+        acked: Vec::new(),
+        seq: 0,
+    };
+    producer.send_ok(&master_addr, 100);
+    // The replicas acknowledge appends before their flush (500 ms): let them flush, then kill both.
+    std::thread::sleep(Duration::from_secs(1));
+    let replicas: Vec<usize> = (0..3).filter(|i| *i != master).collect();
+    for i in &replicas {
+        group.brokers[*i].kill9();
+    }
+    // The master stores (and syncs) what no replica will have, and acknowledges none of it.
+    for n in 0..4 {
+        let body = producer.body();
+        if let Ok(offset) = send_one(
+            shard_broker(&master_addr, n % SHARD_BROKERS),
+            &body,
+            Duration::from_secs(5),
+        ) {
+            panic!("acknowledged at offset {offset} although no replica has it");
+        }
+    }
+    group.brokers[master].kill9();
+    let killed = Instant::now();
+    for i in &replicas {
+        group.brokers[*i].restart();
+    }
+    let (new_master, _) =
+        producer.send_through_failover(&group, &master_addr, first.epoch, killed, 100);
+
+    group.brokers[master].restart();
+    group.wait("the old master back in the SyncStateSet", |g| {
+        (g.master_addr == new_master && g.sync_state_set.len() == 3).then_some(())
+    });
+    wait_same_queues(&master_addr, &new_master);
+    producer.check_on(&master_addr, "old master, now a replica");
+    assert!(
+        group.brokers[master]
+            .log()
+            .contains("written in an older epoch"),
+        "the old master never cut its unreplicated tail:\n{}",
+        group.brokers[master].log()
+    );
 }
 
 #[test]
@@ -488,11 +542,7 @@ fn partitioned_master_is_replaced_and_follows_the_new_master_after_the_heal() {
     group.wait("the old master back in the SyncStateSet", |g| {
         (g.master_addr == new_master && g.sync_state_set.len() == 3).then_some(())
     });
-    let start = Instant::now();
-    while !same_queues(&old, &new_master) {
-        assert!(start.elapsed() < LIMIT, "the old master's queues never matched the new master's");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_same_queues(&old, &new_master);
     producer.check_on(&old, "old master, now a replica");
 }
 
@@ -515,11 +565,19 @@ fn master_and_controller_leader_killed_together_still_fail_over() {
     std::thread::sleep(Duration::from_millis(1500));
     let leader = group.controllers.leader().expect("a raft leader");
     group.controllers.kill(leader);
-    println!("raft leader n{leader} SIGKILLed {:?} after the master", killed.elapsed());
+    println!(
+        "raft leader n{leader} SIGKILLed {:?} after the master",
+        killed.elapsed()
+    );
 
     let (new_master, _) =
         producer.send_through_failover(&group, &master_addr, first.epoch, killed, 100);
     producer.check_on(&new_master, "new master");
     let info = group.info().unwrap();
-    assert!(info.epoch > first.epoch, "epoch went from {} to {}", first.epoch, info.epoch);
+    assert!(
+        info.epoch > first.epoch,
+        "epoch went from {} to {}",
+        first.epoch,
+        info.epoch
+    );
 }

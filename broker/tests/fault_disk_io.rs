@@ -465,7 +465,9 @@ fn consumers_see_a_record_only_once_its_sync_completed() {
         .env("FAILPOINTS", "commitlog_stall@0=return(3000)")
         .start();
     assert!(
-        broker.log().contains("fail points configured from FAILPOINTS"),
+        broker
+            .log()
+            .contains("fail points configured from FAILPOINTS"),
         "not a failpoints build?\n{}",
         broker.log()
     );
@@ -507,7 +509,10 @@ fn consumers_see_a_record_only_once_its_sync_completed() {
         assert_eq!(&recs[0].body[..], b"not yet durable");
         let late = answered_at.saturating_duration_since(synced_at);
         println!("long poll answered {late:?} after the send's sync");
-        assert!(late < Duration::from_secs(2), "long poll answered {late:?} after the sync");
+        assert!(
+            late < Duration::from_secs(2),
+            "long poll answered {late:?} after the sync"
+        );
     });
     drop(broker);
 }

@@ -84,7 +84,9 @@ impl ControllerModeConfig {
             "controllerHeartBeatTimeoutMills" => {
                 number(v).map(|n| self.controller_heartbeat_timeout_ms = n)
             }
-            "syncBrokerMetadataPeriod" => number(v).map(|n| self.sync_broker_metadata_period_ms = n),
+            "syncBrokerMetadataPeriod" => {
+                number(v).map(|n| self.sync_broker_metadata_period_ms = n)
+            }
             "checkSyncStateSetPeriod" => number(v).map(|n| self.check_sync_state_set_period_ms = n),
             "brokerElectionPriority" => number(v).map(|n| self.broker_election_priority = n),
             "haMaxTimeSlaveNotCatchup" => {
@@ -108,8 +110,14 @@ impl ControllerModeConfig {
         }
         for (key, value) in [
             ("brokerHeartbeatInterval", self.broker_heartbeat_interval_ms),
-            ("syncBrokerMetadataPeriod", self.sync_broker_metadata_period_ms),
-            ("checkSyncStateSetPeriod", self.check_sync_state_set_period_ms),
+            (
+                "syncBrokerMetadataPeriod",
+                self.sync_broker_metadata_period_ms,
+            ),
+            (
+                "checkSyncStateSetPeriod",
+                self.check_sync_state_set_period_ms,
+            ),
         ] {
             if value == 0 {
                 return Err((key, "0".into(), "must be at least 1 ms"));
@@ -166,7 +174,10 @@ mod tests {
         assert_eq!(c.set("enableControllerMode", "true"), Some(Ok(())));
         assert_eq!(c.set("controllerAddr", "a:9878; b:9878;"), Some(Ok(())));
         assert_eq!(c.controller_addr, vec!["a:9878", "b:9878"]);
-        assert_eq!(c.set("allAckInSyncStateSet", "yes"), Some(Err("expected true or false")));
+        assert_eq!(
+            c.set("allAckInSyncStateSet", "yes"),
+            Some(Err("expected true or false"))
+        );
         assert_eq!(c.set("minInSyncReplicas", "2"), Some(Ok(())));
         assert_eq!(c.min_in_sync_replicas, 2);
         assert_eq!(c.set("brokerRole", "SLAVE"), None);

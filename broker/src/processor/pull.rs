@@ -149,7 +149,11 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         }
         // Register, then look again without an await in between, so no arrival is missed.
         let arrival = shard.waiters.register(&header.topic, header.queue_id);
-        if shard.store.visible_max_offset(&header.topic, header.queue_id) > header.queue_offset {
+        if shard
+            .store
+            .visible_max_offset(&header.topic, header.queue_id)
+            > header.queue_offset
+        {
             may_park = false;
             continue;
         }

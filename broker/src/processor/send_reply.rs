@@ -66,9 +66,7 @@ pub async fn handle(
     response.set_ext(properties::MSG_REGION, "DefaultRegion");
     response.set_ext(properties::TRACE_SWITCH, "true");
     // A slave's store takes no writes; RocketMQ's would refuse the put, which changes no answer.
-    if shard.cfg.store_reply_message_enable
-        && shard.role() != crate::config::BrokerRole::Slave
-    {
+    if shard.cfg.store_reply_message_enable && shard.role() != crate::config::BrokerRole::Slave {
         let record = MessageRecord {
             topic: header.topic.clone(),
             queue_id,

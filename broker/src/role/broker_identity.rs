@@ -36,8 +36,7 @@ fn load(shard: &Shard) -> Result<Option<u64>, String> {
     };
     let id: Identity = serde_json::from_slice(&text)
         .map_err(|e| format!("{} is not a broker identity: {e}", path.display()))?;
-    if id.cluster_name != shard.cfg.broker_cluster_name || id.broker_name != shard.cfg.broker_name
-    {
+    if id.cluster_name != shard.cfg.broker_cluster_name || id.broker_name != shard.cfg.broker_name {
         return Err(format!(
             "{} belongs to {}/{}, not {}/{}: remove it to join this group as a new replica",
             path.display(),

@@ -272,7 +272,14 @@ fn replicate(shard: &Rc<Shard>, configured: Option<String>) -> glommio::Task<()>
             .ha_transfer_batch_size
             .max(shard.cfg.max_message_size)
             .saturating_add(64 * 1024),
-        broker_id: ha::wire::NO_BROKER_ID,
+        // Controller mode: handshake version 2 (this replica's id and epochs, truncation by epoch).
+        broker_id: shard
+            .ha
+            .controller_id
+            .get()
+            .filter(|_| shard.cfg.controller.enabled)
+            .and_then(|id| i64::try_from(id).ok())
+            .unwrap_or(ha::wire::NO_BROKER_ID),
     });
     let weak = Rc::downgrade(shard);
     let master: ha::MasterAddr = Rc::new(move || {
@@ -294,11 +301,29 @@ fn replicate(shard: &Rc<Shard>, configured: Option<String>) -> glommio::Task<()>
     ))
 }
 
-/// Controller mode: the slaves of this shard that held all of its log within the last `limit_ms`,
-/// by controller brokerId.
-pub fn caught_up_slaves(shard: &Shard, limit_ms: u64) -> std::collections::BTreeSet<u64> {
-    let _ = (shard, limit_ms);
-    std::collections::BTreeSet::new()
+/// Controller mode: the slaves of this shard that belong in the SyncStateSet, by controller brokerId:
+/// a member stays while it held all of this shard's log within the last `limit_ms`
+/// (`haMaxTimeSlaveNotCatchup`), a newcomer joins once it holds all of it now.
+pub fn caught_up_slaves(
+    shard: &Shard,
+    limit_ms: u64,
+    members: &std::collections::BTreeSet<u64>,
+) -> std::collections::BTreeSet<u64> {
+    let end = shard.store.max_physical_offset();
+    let limit = Duration::from_millis(limit_ms);
+    let wm = &shard.ha.watermark;
+    wm.slaves()
+        .iter()
+        .filter_map(|s| u64::try_from(s.broker_id).ok())
+        .filter(|id| {
+            let id_wire = i64::try_from(*id).unwrap_or(i64::MAX);
+            if members.contains(id) {
+                wm.in_sync(id_wire, end, limit)
+            } else {
+                wm.caught_up(id_wire, end)
+            }
+        })
+        .collect()
 }
 
 /// After a put on the owning shard: wakes the senders and, on a SYNC_MASTER, waits until a slave
@@ -310,11 +335,29 @@ pub async fn after_put(shard: &Shard, stored: &[PutOk]) -> Result<(), ha::WaitEr
         return Ok(());
     }
     let controller = &shard.cfg.controller;
-    if controller.enabled
-        && (!controller.all_ack_in_sync_state_set || shard.ha.sync_state_set.borrow().len() <= 1)
-    {
-        // Apache's default in controller mode: the master alone acknowledges (inSyncReplicas 1).
-        return Ok(());
+    if controller.enabled {
+        if !controller.all_ack_in_sync_state_set {
+            // Apache's default in controller mode: the master alone acknowledges (inSyncReplicas 1).
+            return Ok(());
+        }
+        let me = shard.ha.controller_id.get();
+        let others: Vec<i64> = shard
+            .ha
+            .sync_state_set
+            .borrow()
+            .iter()
+            .filter(|id| Some(**id) != me)
+            .filter_map(|id| i64::try_from(*id).ok())
+            .collect();
+        let Some(end) = stored
+            .iter()
+            .map(|ok| ok.physical_offset.saturating_add(i64::from(ok.size)))
+            .max()
+        else {
+            return Ok(());
+        };
+        let timeout = Duration::from_millis(shard.cfg.sync_flush_timeout_ms.max(1));
+        return shard.ha.watermark.wait_all(end, &others, timeout).await;
     }
     let Some(end) = stored
         .iter()

@@ -142,7 +142,8 @@ fn failed(what: &str, resp: &RemotingCommand) -> String {
 /// Starts controller mode on the control shard (after every shard serves).
 pub fn start(shard: &Rc<Shard>) {
     let Some(r) = replicas(shard) else { return };
-    r.client.set_addrs(shard.cfg.controller.controller_addr.clone());
+    r.client
+        .set_addrs(shard.cfg.controller.controller_addr.clone());
     let shard = shard.clone();
     glommio::spawn_local(async move { run(shard).await }).detach();
 }
@@ -304,7 +305,10 @@ pub async fn apply(shard: &Rc<Shard>, info: MasterInfo) {
             .map(|i| shard_broker_addr(&shard.cfg, &master_addr, i, shards))
             .collect();
         join_all(shard.every_shard().map(|s| {
-            let addr = addrs.get(s.id()).cloned().unwrap_or_else(|| master_addr.clone());
+            let addr = addrs
+                .get(s.id())
+                .cloned()
+                .unwrap_or_else(|| master_addr.clone());
             s.run(move |s| async move { role_change::become_slave(&s, me, addr).await })
         }))
         .await;
@@ -373,7 +377,9 @@ async fn learn_master_ha_addr(shard: Rc<Shard>, master_addr: String, epoch: i32)
                 return;
             }
             Err(e) if !logged => {
-                tracing::info!("controller mode: master {master_addr} not ready for replication yet: {e}");
+                tracing::info!(
+                    "controller mode: master {master_addr} not ready for replication yet: {e}"
+                );
                 logged = true;
             }
             Err(_) => {}
@@ -411,10 +417,11 @@ async fn heartbeat_loop(shard: Rc<Shard>) {
     let period = Duration::from_millis(cfg.controller.broker_heartbeat_interval_ms);
     let mut unanswered_since: Option<Instant> = None;
     loop {
-        let ends = join_all(shard.every_shard().map(|s| {
-            s.run(|s| async move { storage::local_of(s.store.max_physical_offset()) })
-        }))
-        .await;
+        let ends =
+            join_all(shard.every_shard().map(|s| {
+                s.run(|s| async move { storage::local_of(s.store.max_physical_offset()) })
+            }))
+            .await;
         let max_offset = ends
             .into_iter()
             .filter_map(Result::ok)
@@ -519,7 +526,8 @@ async fn sync_state_set_loop(shard: Rc<Shard>) {
         };
         let limit = shard.cfg.controller.ha_max_time_slave_not_catchup_ms;
         let per_shard = join_all(shard.every_shard().map(|s| {
-            s.run(move |s| async move { crate::role::ha::caught_up_slaves(&s, limit) })
+            let members = current.sync_state_set.clone();
+            s.run(move |s| async move { crate::role::ha::caught_up_slaves(&s, limit, &members) })
         }))
         .await;
         // A replica is in sync when it is caught up on every shard.
@@ -629,16 +637,27 @@ mod tests {
                 .with_body(br#"{"brokerMemberGroup":{},"syncStateSet":[]}"#.to_vec()),
         );
         assert!(!none.has_master());
-        assert!(MasterInfo::from_command(&RemotingCommand::request(0).with_body(b"x".to_vec()))
-            .sync_state_set
-            .is_empty());
+        assert!(
+            MasterInfo::from_command(&RemotingCommand::request(0).with_body(b"x".to_vec()))
+                .sync_state_set
+                .is_empty()
+        );
     }
 
     #[test]
     fn slave_shard_i_follows_master_shard_broker_i() {
         let cfg = crate::config::BrokerConfig::default();
-        assert_eq!(shard_broker_addr(&cfg, "10.0.0.2:10911", 1, 2), "10.0.0.2:10915");
-        assert_eq!(shard_broker_addr(&cfg, "10.0.0.2:10911", 0, 2), "10.0.0.2:10911");
-        assert_eq!(shard_broker_addr(&cfg, "10.0.0.2:10911", 0, 1), "10.0.0.2:10911");
+        assert_eq!(
+            shard_broker_addr(&cfg, "10.0.0.2:10911", 1, 2),
+            "10.0.0.2:10915"
+        );
+        assert_eq!(
+            shard_broker_addr(&cfg, "10.0.0.2:10911", 0, 2),
+            "10.0.0.2:10911"
+        );
+        assert_eq!(
+            shard_broker_addr(&cfg, "10.0.0.2:10911", 0, 1),
+            "10.0.0.2:10911"
+        );
     }
 }

@@ -12,6 +12,12 @@ use crate::shard::Shard;
 /// only a master runs (delay and timer deliveries, transaction check-back, POP revive).
 pub async fn become_master(shard: &Rc<Shard>, epoch: i32, sync_state_set: BTreeSet<u64>) {
     crate::role::ha::stop_replication(shard).await;
+    // The log from its end on is this epoch's: what a returning old master truncates by.
+    match u32::try_from(epoch).map(|e| shard.store.begin_epoch(e)) {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::error!("shard {}: epoch {epoch} not recorded: {e}", shard.id),
+        Err(_) => tracing::error!("shard {}: epoch {epoch} out of range", shard.id),
+    }
     *shard.ha.master_ha_addr.borrow_mut() = None;
     *shard.ha.master_addr.borrow_mut() = None;
     *shard.ha.sync_state_set.borrow_mut() = sync_state_set;
@@ -27,7 +33,10 @@ pub async fn become_master(shard: &Rc<Shard>, epoch: i32, sync_state_set: BTreeS
     crate::feature::schedule::start_deliveries(shard);
     crate::feature::timer::start(shard);
     if let Err(e) = crate::feature::transaction::start(shard).await {
-        tracing::error!("shard {}: transaction check-back not started: {e}", shard.id);
+        tracing::error!(
+            "shard {}: transaction check-back not started: {e}",
+            shard.id
+        );
     }
     if let Err(e) = crate::feature::pop::revive::start(shard).await {
         tracing::error!("shard {}: POP revive not started: {e}", shard.id);

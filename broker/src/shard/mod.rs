@@ -142,7 +142,10 @@ impl Shard {
     /// The role this broker plays now: the configured one, or the controllers' choice in controller
     /// mode.
     pub fn role(&self) -> crate::config::BrokerRole {
-        self.ha.role.get().map_or(self.cfg.broker_role, |(role, _)| role)
+        self.ha
+            .role
+            .get()
+            .map_or(self.cfg.broker_role, |(role, _)| role)
     }
 
     /// The brokerId this broker registers with now (0 for a master).

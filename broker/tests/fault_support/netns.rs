@@ -160,10 +160,16 @@ impl NetNs {
     /// Drops `percent` of the packets entering and leaving the namespace (replacing earlier rules).
     pub fn set_loss(&self, percent: u32) {
         self.clear_loss();
+        // numgen's range is 0-99: 100% is a plain drop (a partition).
+        let matcher = if percent >= 100 {
+            String::new()
+        } else {
+            format!("numgen random mod 100 < {percent} ")
+        };
         let rules = format!(
             "table inet {TABLE} {{\n\
-             chain input {{ type filter hook input priority 0; numgen random mod 100 < {percent} counter drop; }}\n\
-             chain output {{ type filter hook output priority 0; numgen random mod 100 < {percent} counter drop; }}\n\
+             chain input {{ type filter hook input priority 0; {matcher}counter drop; }}\n\
+             chain output {{ type filter hook output priority 0; {matcher}counter drop; }}\n\
              }}\n"
         );
         let file = std::env::temp_dir().join(format!("{}.nft", self.name));

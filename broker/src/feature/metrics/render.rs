@@ -453,8 +453,15 @@ mod tests {
             role_changes: 1,
         });
         let text = render(&snap);
-        assert!(text.contains("rocketmq_controller_master_epoch{cluster=\"C\",broker=\"broker-a\"} 3\n"), "{text}");
-        assert!(text.contains("rocketmq_controller_sync_state_set_size{cluster=\"C\",broker=\"broker-a\"} 2\n"));
+        assert!(
+            text.contains(
+                "rocketmq_controller_master_epoch{cluster=\"C\",broker=\"broker-a\"} 3\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains(
+            "rocketmq_controller_sync_state_set_size{cluster=\"C\",broker=\"broker-a\"} 2\n"
+        ));
         snap.is_slave = true;
         snap.shards[0].ha.slave_connected = true;
         let text = render(&snap);
