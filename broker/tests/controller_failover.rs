@@ -217,44 +217,48 @@ fn replica_info(controller: &str) -> Option<GroupInfo> {
 struct Group {
     controllers: Controllers,
     brokers: Vec<Broker>,
+    host_ip: Ipv4Addr,
 }
 
 impl Group {
-    /// Brokers advertise (and the controller and name server are reached at) `host_ip`; broker 0 runs
-    /// in `ns` when given, and is started (and made master) before the others.
-    fn start(controllers: usize, host_ip: Ipv4Addr, ns: Option<&NetNs>) -> Group {
+    /// Brokers advertise (and the controller and name server are reached at) `host_ip`. Broker 0 is
+    /// started first and becomes master; `ns` puts broker `index` in that network namespace; `extra`
+    /// settings are added to every broker's.
+    fn start(
+        controllers: usize,
+        host_ip: Ipv4Addr,
+        ns: Option<(&NetNs, usize)>,
+        extra: &str,
+    ) -> Group {
         let namesrv = SocketAddr::from((Ipv4Addr::UNSPECIFIED, free_port()));
         common::start_namesrv_in_process_with(common::namesrv_config(namesrv));
         let controllers = Controllers::start(controllers, IpAddr::V4(host_ip));
         let extra = format!(
             "enableControllerMode = true\ncontrollerAddr = \"{}\"\nnamesrvAddr = \"{host_ip}:{}\"\n\
              flushDiskType = \"SYNC_FLUSH\"\nallAckInSyncStateSet = true\nregisterNameServerPeriod = 1000\n\
-             syncFlushTimeout = 3000\n",
+             syncFlushTimeout = 3000\n{extra}\n",
             controllers.list(),
             namesrv.port()
         );
-        let first = match ns {
-            Some(ns) => Broker::builder()
+        let start_broker = |i: usize| match ns {
+            Some((ns, index)) if index == i => Broker::builder()
                 .extra(&extra)
                 .netns(&ns.name, ns.ns_ip)
                 .start(),
-            None => Broker::builder()
+            _ => Broker::builder()
                 .extra(&format!("{extra}brokerIP1 = \"{host_ip}\"\n"))
                 .start(),
         };
         let mut group = Group {
             controllers,
-            brokers: vec![first],
+            brokers: vec![start_broker(0)],
+            host_ip,
         };
         group.wait("the first broker to be master", |g| {
-            (g.master_addr == group.brokers[0].addr().to_string()).then_some(())
+            (g.master_addr == group.addr(0)).then_some(())
         });
-        for _ in 0..2 {
-            group.brokers.push(
-                Broker::builder()
-                    .extra(&format!("{extra}brokerIP1 = \"{host_ip}\"\n"))
-                    .start(),
-            );
+        for i in 1..3 {
+            group.brokers.push(start_broker(i));
         }
         group.wait("3 replicas in sync", |g| {
             (g.sync_state_set.len() == 3).then_some(())
@@ -285,10 +289,16 @@ impl Group {
         }
     }
 
+    /// The address broker `i` advertises (its namespace's, or the host's).
+    fn addr(&self, i: usize) -> String {
+        let b = &self.brokers[i];
+        let ip = if b.ip == Ipv4Addr::LOCALHOST { self.host_ip } else { b.ip };
+        format!("{ip}:{}", b.port)
+    }
+
     fn index_of(&self, addr: &str) -> usize {
-        self.brokers
-            .iter()
-            .position(|b| b.addr().to_string() == addr)
+        (0..self.brokers.len())
+            .find(|i| self.addr(*i) == addr)
             .unwrap_or_else(|| panic!("{addr} is none of the test's brokers"))
     }
 }
@@ -439,7 +449,7 @@ fn wait_same_queues(replica: &str, master: &str) {
 
 #[test]
 fn master_sigkill_under_sync_sends_elects_an_in_sync_replica_and_loses_nothing_acknowledged() {
-    let mut group = Group::start(1, Ipv4Addr::LOCALHOST, None);
+    let mut group = Group::start(1, Ipv4Addr::LOCALHOST, None, "");
     let first = group.info().unwrap();
     let master_addr = first.master_addr.clone();
     let master = group.index_of(&master_addr);
@@ -467,7 +477,7 @@ fn master_sigkill_under_sync_sends_elects_an_in_sync_replica_and_loses_nothing_a
 
 #[test]
 fn returning_old_master_cuts_the_tail_no_other_replica_got() {
-    let mut group = Group::start(1, Ipv4Addr::LOCALHOST, None);
+    let mut group = Group::start(1, Ipv4Addr::LOCALHOST, None, "");
     let first = group.info().unwrap();
     let master_addr = first.master_addr.clone();
     let master = group.index_of(&master_addr);
@@ -523,10 +533,10 @@ fn partitioned_master_is_replaced_and_follows_the_new_master_after_the_heal() {
         return;
     }
     let ns = NetNs::create();
-    let group = Group::start(1, ns.host_ip, Some(&ns));
+    let group = Group::start(1, ns.host_ip, Some((&ns, 0)), "");
     let first = group.info().unwrap();
     let old = first.master_addr.clone();
-    assert_eq!(old, group.brokers[0].addr().to_string());
+    assert_eq!(old, group.addr(0));
     let mut producer = Producer {
         acked: Vec::new(),
         seq: 0,
@@ -548,7 +558,7 @@ fn partitioned_master_is_replaced_and_follows_the_new_master_after_the_heal() {
 
 #[test]
 fn master_and_controller_leader_killed_together_still_fail_over() {
-    let mut group = Group::start(3, Ipv4Addr::LOCALHOST, None);
+    let mut group = Group::start(3, Ipv4Addr::LOCALHOST, None, "");
     let first = group.info().unwrap();
     let master_addr = first.master_addr.clone();
     let master = group.index_of(&master_addr);
@@ -580,4 +590,105 @@ fn master_and_controller_leader_killed_together_still_fail_over() {
         first.epoch,
         info.epoch
     );
+}
+
+/// A send that must be refused: its answer code and remark.
+fn send_refused(addr: SocketAddr, body: &[u8]) -> (i32, String) {
+    let body = body.to_vec();
+    run_local(async move {
+        let c = Client::connect(addr, Duration::from_secs(1)).await.unwrap();
+        let resp = c
+            .invoke(common::send_request(TOPIC, 0, &body, ""), Duration::from_secs(5))
+            .await
+            .unwrap();
+        (resp.code, resp.remark.unwrap_or_default())
+    })
+}
+
+#[test]
+fn slow_replica_leaves_the_sync_state_set_and_is_never_elected() {
+    if let Err(why) = NetNs::available() {
+        println!("SKIPPED: {why}");
+        return;
+    }
+    let ns = NetNs::create();
+    let mut group = Group::start(1, ns.host_ip, Some((&ns, 2)), "haMaxTimeSlaveNotCatchup = 2000\n");
+    let first = group.info().unwrap();
+    let master_addr = first.master_addr.clone();
+    let (healthy, slow) = (group.addr(1), group.addr(2));
+    let mut producer = Producer { acked: Vec::new(), seq: 0 };
+    producer.send_ok(&master_addr, 20);
+
+    // Replica 2's link loses most packets: it falls behind, the master drops it from the SyncStateSet
+    // (haMaxTimeSlaveNotCatchup 2 s), and sends stop waiting for it.
+    ns.set_loss(70);
+    let slowed = Instant::now();
+    let mut slowest_late = Duration::ZERO;
+    let mut shrunk_after = None;
+    let mut answers: BTreeMap<String, u32> = BTreeMap::new();
+    while slowed.elapsed() < Duration::from_secs(12) {
+        let i = producer.acked.len() % SHARD_BROKERS;
+        let body = [producer.body(), vec![b'y'; 32 * 1024]].concat();
+        let sent = Instant::now();
+        match send_one(shard_broker(&master_addr, i), &body, Duration::from_secs(5)) {
+            Ok(offset) => {
+                producer.acked.push((i, offset, body));
+                if shrunk_after.is_some() {
+                    slowest_late = slowest_late.max(sent.elapsed());
+                }
+                *answers.entry("SEND_OK".into()).or_default() += 1;
+            }
+            Err(e) => *answers.entry(e.chars().take(40).collect()).or_default() += 1,
+        }
+        if shrunk_after.is_none() && group.info().is_some_and(|g| g.sync_state_set.len() == 2) {
+            shrunk_after = Some(slowed.elapsed());
+        }
+    }
+    let shrunk_after = shrunk_after.expect("the slow replica never left the SyncStateSet");
+    println!(
+        "slow replica out of the SyncStateSet {shrunk_after:?} after its link slowed; answers {answers:?}; \
+         slowest acknowledged send after that {slowest_late:?}"
+    );
+    assert!(slowest_late < Duration::from_secs(2), "sends still waited for the slow replica");
+
+    // The master dies: the in-sync replica takes over, never the slow one (alive or not).
+    let master = group.index_of(&master_addr);
+    group.brokers[master].kill9();
+    let killed = Instant::now();
+    let (new_master, _) =
+        producer.send_through_failover(&group, &master_addr, first.epoch, killed, 20);
+    assert_eq!(new_master, healthy, "the new master must be the in-sync replica, not {slow}");
+    producer.check_on(&new_master, "new master");
+
+    // The link heals: the slow replica catches up with the new master and is in sync again.
+    ns.clear_loss();
+    group.wait("the slow replica back in the SyncStateSet", |g| {
+        (g.master_addr == new_master && g.sync_state_set.len() == 2).then_some(())
+    });
+    wait_same_queues(&slow, &new_master);
+}
+
+#[test]
+fn too_few_in_sync_replicas_refuse_sends_instead_of_acknowledging_them() {
+    let mut group = Group::start(
+        1,
+        Ipv4Addr::LOCALHOST,
+        None,
+        "minInSyncReplicas = 2\nhaMaxTimeSlaveNotCatchup = 1000\n",
+    );
+    let master_addr = group.info().unwrap().master_addr;
+    let mut producer = Producer { acked: Vec::new(), seq: 0 };
+    producer.send_ok(&master_addr, 10);
+    group.brokers[1].kill9();
+    group.brokers[2].kill9();
+    group.wait("a SyncStateSet of the master alone", |g| (g.sync_state_set.len() == 1).then_some(()));
+    let body = producer.body();
+    let (code, remark) = send_refused(shard_broker(&master_addr, 0), &body);
+    assert_eq!(code, response_code::SYSTEM_ERROR, "{remark}");
+    assert!(remark.contains("in-sync replicas not enough"), "{remark}");
+    // A replica returns and catches up: sends are acknowledged again.
+    group.brokers[1].restart();
+    group.wait("two replicas in sync", |g| (g.sync_state_set.len() == 2).then_some(()));
+    producer.send_ok(&master_addr, 10);
+    producer.check_on(&master_addr, "master");
 }
