@@ -25,6 +25,9 @@ pub enum Mode {
     Refuse,
     /// At most this many bytes per second in each direction of each connection (a slow link).
     Bandwidth(u64),
+    /// `Bandwidth`, and each chunk (at most 64 KiB) held this much longer: a slow, distant link. The
+    /// hold is not pipelined: it lowers the rate too, a little.
+    BandwidthHold(u64, Duration),
     /// Hold each chunk read for a random delay in `0..=max` (drawn per chunk from a generator seeded
     /// with `seed` and the connection's number), so that what two connections write in one order
     /// arrives in the other. Bytes of one connection keep their order: reordering them would corrupt
@@ -269,6 +272,9 @@ fn pump(conn: Arc<Conn>, state: Arc<State>, to_upstream: bool) {
         let delay = match mode {
             Mode::Delay(d) => Some(d),
             Mode::Bandwidth(rate) => Some(Duration::from_secs_f64(n as f64 / rate.max(1) as f64)),
+            Mode::BandwidthHold(rate, hold) => {
+                Some(Duration::from_secs_f64(n as f64 / rate.max(1) as f64) + hold)
+            }
             Mode::Reorder { max, seed } => {
                 let rng = rng.get_or_insert_with(|| {
                     SplitMix64(seed ^ (conn.number << 1 | u64::from(to_upstream)))
