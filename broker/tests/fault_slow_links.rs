@@ -93,7 +93,7 @@ fn large_messages_through_a_slow_client_link_time_out_and_never_corrupt() {
                 let (client, ledger, counts) = (client.clone(), ledger.clone(), counts.clone());
                 tasks.push(glommio::spawn_local(async move {
                     let b = body(&format!("burst-c{c}-t{t}"), 256 << 10);
-                    let queue = (t % 4) as i32;
+                    let queue = t % 4;
                     let limit = Duration::from_secs(2);
                     send_until_acked(&client, via, queue, b, limit, &ledger, &counts).await;
                 }));
