@@ -114,8 +114,8 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
     pub async fn flush_unless_stalled(&mut self, stall: Duration) -> Result<(), RemotingError> {
         while !self.buf.is_empty() {
             let (inner, buf) = (&mut self.inner, &self.buf);
-            let written = crate::with_timeout(stall, async move { Ok(inner.write(buf).await?) })
-                .await?;
+            let written =
+                crate::with_timeout(stall, async move { Ok(inner.write(buf).await?) }).await?;
             if written == 0 {
                 return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into());
             }

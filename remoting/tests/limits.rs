@@ -433,5 +433,8 @@ fn a_slow_peer_that_keeps_reading_is_not_cut_off() {
     );
     assert_eq!(server.closed.load(Ordering::SeqCst), 0);
     // The bound it must not enforce: the reading took longer than the stall limit, several times.
-    assert!(took > Duration::from_secs(3), "the reader was not slow: {took:?}");
+    assert!(
+        took > Duration::from_secs(3),
+        "the reader was not slow: {took:?}"
+    );
 }
