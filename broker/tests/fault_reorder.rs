@@ -447,3 +447,36 @@ fn reordered_pulls_and_offset_commits_keep_the_last_arriving_commit() {
         broker.log()
     );
 }
+
+#[test]
+fn broker_registrations_travel_on_one_connection_with_nothing_to_reorder() {
+    let namesrv = start_namesrv_in_process();
+    let proxy = FaultProxy::start(namesrv);
+    proxy.set_mode(reorder());
+    let broker = Broker::start(&format!(
+        "namesrvAddr = \"{}\"\nregisterNameServerPeriod = 1000",
+        proxy.addr()
+    ));
+    run_local(async {
+        fault_support::routes::wait_route(namesrv, "TBW102", Duration::from_secs(20)).await;
+        // A topic change registers at once, besides the periodic registrations.
+        let direct = connect(broker.addr()).await;
+        let r = send(&direct, "BornThroughReorder", 0, b"x", "").await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        fault_support::routes::wait_route(namesrv, "BornThroughReorder", Duration::from_secs(20))
+            .await;
+        glommio::timer::sleep(Duration::from_secs(3)).await;
+    });
+    let (up, down) = proxy.bytes_carried();
+    println!(
+        "broker -> name server through the reordering proxy: {} connection(s), {up} B up, {down} B \
+         back, {} chunks overtaken",
+        proxy.accepted(),
+        proxy.reordered_chunks()
+    );
+    // Both shard-brokers register on one connection per name server, each request after the
+    // previous answer: no two requests are in flight, so none can overtake another.
+    assert_eq!(proxy.accepted(), 1, "registration connections");
+    assert_eq!(proxy.reordered_chunks(), 0, "chunks overtaken");
+    assert!(up > 0 && down > 0);
+}
