@@ -52,20 +52,32 @@ impl NameServer {
         u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    /// Drops brokers silent for too long and closes their channels; returns their addresses.
+    /// Drops brokers silent for too long and closes their channels; returns their addresses. A
+    /// channel that a live broker registered on too stays open: the shard-brokers of one process
+    /// share one connection, and closing it would drop the live ones with the silent one.
     pub fn expire_silent_brokers(&self) -> Vec<String> {
         let default_ms = u64::try_from(self.config.broker_expire.as_millis()).unwrap_or(u64::MAX);
         let now = self.now_ms();
-        let gone = self.table.borrow_mut().expire(now, default_ms);
-        gone.into_iter()
-            .map(|(addr, connection_id)| {
-                let channel = self.channels.borrow_mut().remove(&connection_id);
-                if let Some(channel) = channel {
-                    channel.close();
-                }
-                addr
-            })
-            .collect()
+        let (gone, to_close) = {
+            let mut table = self.table.borrow_mut();
+            let gone = table.expire(now, default_ms);
+            let mut to_close: Vec<u64> = gone
+                .iter()
+                .map(|(_, connection_id)| *connection_id)
+                .filter(|id| !table.connection_in_use(*id))
+                .collect();
+            to_close.sort_unstable();
+            to_close.dedup();
+            (gone, to_close)
+        };
+        // Closing runs the connection's close handler, which borrows the table: not borrowed here.
+        for connection_id in to_close {
+            let channel = self.channels.borrow_mut().remove(&connection_id);
+            if let Some(channel) = channel {
+                channel.close();
+            }
+        }
+        gone.into_iter().map(|(addr, _)| addr).collect()
     }
 
     /// Hands controller requests to an embedded controller from now on.

@@ -334,6 +334,13 @@ impl RouteTable {
         gone
     }
 
+    /// Whether a live broker registered on connection `connection_id` last.
+    pub fn connection_in_use(&self, connection_id: u64) -> bool {
+        self.live
+            .values()
+            .any(|live| live.connection_id == connection_id)
+    }
+
     /// Drops every broker silent for longer than its limit (its own, else `default_expire_ms`).
     /// Removes brokers silent for longer than their limit; returns `(address, connection id)` of each.
     pub fn expire(&mut self, now_ms: u64, default_expire_ms: u64) -> Vec<(String, u64)> {

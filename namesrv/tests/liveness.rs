@@ -137,6 +137,57 @@ fn silent_brokers_expire_and_data_version_queries_keep_a_broker_alive() {
 }
 
 #[test]
+fn an_expired_broker_does_not_take_a_live_one_on_its_connection_with_it() {
+    // The shard-brokers of one process register on one connection: one of them going silent must
+    // not drop the others, which keep registering on it.
+    let server =
+        NameServerProcess::start(&["--broker-expire-ms", "800", "--scan-interval-ms", "50"]);
+    let addr = server.addr;
+    run_local(move || async move {
+        let shared = connect(addr).await;
+        let observer = connect(addr).await;
+        for (name, broker_addr, topic) in [
+            ("broker-silent", "127.0.0.1:10911", "S"),
+            ("broker-live", "127.0.0.1:10915", "L"),
+        ] {
+            let response = invoke(
+                &shared,
+                register_request(&broker(name, broker_addr), topic_table(&[(topic, 1)], 1)),
+            )
+            .await;
+            assert_eq!(response.code, response_code::SUCCESS);
+        }
+        // 1.6 s of broker-live re-registering every 100 ms on the shared connection.
+        for i in 0..16 {
+            glommio::timer::sleep(Duration::from_millis(100)).await;
+            let response = shared
+                .invoke(
+                    register_request(
+                        &broker("broker-live", "127.0.0.1:10915"),
+                        topic_table(&[("L", 1)], 1),
+                    ),
+                    TIMEOUT,
+                )
+                .await;
+            assert!(
+                matches!(&response, Ok(r) if r.code == response_code::SUCCESS),
+                "re-registration {i} of the live broker on the shared connection: {response:?}"
+            );
+        }
+        assert_eq!(
+            registered_broker_names(&observer).await,
+            vec!["broker-live".to_owned()],
+            "the silent broker expires, the live one stays"
+        );
+        assert_eq!(
+            invoke(&observer, route_request("L")).await.code,
+            response_code::SUCCESS
+        );
+        assert!(!shared.is_closed(), "the live broker's connection was closed");
+    });
+}
+
+#[test]
 fn garbage_bytes_close_only_that_connection() {
     let server = NameServerProcess::start(&[]);
     let addr = server.addr;

@@ -2,9 +2,9 @@
 
 use std::cell::Cell;
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use futures_lite::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use protocol::command::RemotingCommand;
 use protocol::frame::{decode_frame, encode_frame};
@@ -107,6 +107,22 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
         }
         self.inner.flush().await?;
         Ok(())
+    }
+
+    /// Sends everything buffered, failing with `Timeout` only when the peer takes no byte at all for
+    /// `stall`: a slow reader that keeps reading is not stalled, however long the whole buffer takes.
+    pub async fn flush_unless_stalled(&mut self, stall: Duration) -> Result<(), RemotingError> {
+        while !self.buf.is_empty() {
+            let (inner, buf) = (&mut self.inner, &self.buf);
+            let written =
+                crate::with_timeout(stall, async move { Ok(inner.write(buf).await?) }).await?;
+            if written == 0 {
+                return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into());
+            }
+            self.buf.advance(written);
+        }
+        let inner = &mut self.inner;
+        crate::with_timeout(stall, async move { Ok(inner.flush().await?) }).await
     }
 
     /// Buffers and sends one command.

@@ -172,7 +172,8 @@ async fn write_loop<W: futures_lite::AsyncWrite + Unpin>(
             next = poll_once(rx.recv()).await.flatten();
         }
         let flushed = match stall {
-            Some(limit) => crate::with_timeout(limit, writer.flush()).await,
+            // A deadline for the whole write would cut off a slow peer that keeps reading.
+            Some(limit) => writer.flush_unless_stalled(limit).await,
             None => writer.flush().await,
         };
         match flushed {

@@ -354,3 +354,87 @@ fn connections_past_the_maximum_are_refused() {
         ping(s, 12).expect("admitted connections keep working");
     }
 }
+
+#[test]
+fn a_slow_peer_that_keeps_reading_is_not_cut_off() {
+    // Each response is a write of its own (over the 1 MiB batch), and takes the reader ~2 s at its
+    // rate: twice the stall limit. A peer that takes bytes all the while has not stalled.
+    const BODY: usize = 3 * 1024 * 1024;
+    const RESPONSES: i32 = 3;
+    const RATE: f64 = 1.5e6;
+    let limits = ConnectionLimits {
+        max_in_flight: 16,
+        max_pending_response_bytes: 64 * 1024 * 1024,
+        write_stall_timeout: Some(Duration::from_secs(1)),
+        idle_timeout: None,
+        frame_timeout: None,
+    };
+    let server = start(limits, 100, BODY);
+    let mut slow = connect(server.addr);
+    // A small receive buffer, so that the server's writes wait for this reader's pace.
+    let small: libc::c_int = 64 * 1024;
+    // SAFETY: setsockopt on a socket this test owns, with a correctly sized int.
+    unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(&slow),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            (&small as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+    let mut burst = Vec::new();
+    for i in 0..RESPONSES {
+        burst.extend_from_slice(&frame(BIG, i));
+    }
+    slow.write_all(&burst).expect("requests sent");
+    // Let the server fill every buffer on the way, then read steadily at RATE.
+    std::thread::sleep(Duration::from_millis(300));
+    let began = Instant::now();
+    let mut received = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    let complete = |bytes: &[u8]| {
+        let mut buf = BytesMut::from(bytes);
+        let mut n = 0;
+        while let Ok(Some(_)) = decode_frame(&mut buf) {
+            n += 1;
+        }
+        n
+    };
+    while began.elapsed() < Duration::from_secs(30) {
+        let due = Duration::from_secs_f64(received.len() as f64 / RATE);
+        if let Some(wait) = due.checked_sub(began.elapsed()) {
+            std::thread::sleep(wait);
+        }
+        match slow.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => received.extend_from_slice(&chunk[..n]),
+        }
+        if received.len() >= RESPONSES as usize * BODY && complete(&received) == RESPONSES {
+            break;
+        }
+    }
+    let took = began.elapsed();
+    let mut buf = BytesMut::from(&received[..]);
+    let mut opaques = Vec::new();
+    while let Ok(Some(resp)) = decode_frame(&mut buf) {
+        assert_eq!(resp.body.len(), BODY);
+        opaques.push(resp.opaque);
+    }
+    eprintln!(
+        "slow reader: {} B in {took:?}, responses {opaques:?}, server closed {} connection(s)",
+        received.len(),
+        server.closed.load(Ordering::SeqCst)
+    );
+    assert_eq!(
+        opaques,
+        (0..RESPONSES).collect::<Vec<_>>(),
+        "a reader taking bytes all the while was cut off after {took:?}"
+    );
+    assert_eq!(server.closed.load(Ordering::SeqCst), 0);
+    // The bound it must not enforce: the reading took longer than the stall limit, several times.
+    assert!(
+        took > Duration::from_secs(3),
+        "the reader was not slow: {took:?}"
+    );
+}

@@ -25,6 +25,9 @@ const LISTEN_LIMIT: Duration = Duration::from_secs(20);
 
 /// The env var that turns the helper test into a name server listening on its value.
 pub const NAMESRV_HELPER_ENV: &str = "FAULT_NAMESRV_LISTEN";
+/// The env var that sets the helper name server's broker expiry in milliseconds (RocketMQ's 120 s
+/// when absent); it then scans every 500 ms.
+pub const NAMESRV_EXPIRE_ENV: &str = "FAULT_NAMESRV_EXPIRE_MS";
 
 /// Waits until something accepts TCP connections on `addr`; `Err` after `limit`.
 fn wait_listening(addr: SocketAddr, limit: Duration) -> Result<(), ()> {
@@ -95,9 +98,24 @@ pub fn namesrv_helper_main() {
     else {
         return;
     };
-    if let Err(e) = namesrv::run(namesrv_config(addr), |bound| {
-        println!("namesrv listening on {bound}")
-    }) {
+    // The name server's log lines (RUST_LOG, info by default) go to the helper's log file.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
+    let mut cfg = namesrv_config(addr);
+    if let Some(ms) = std::env::var(NAMESRV_EXPIRE_ENV)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        cfg.broker_expire = Duration::from_millis(ms);
+        cfg.scan_interval = Duration::from_millis(500);
+    }
+    if let Err(e) = namesrv::run(cfg, |bound| println!("namesrv listening on {bound}")) {
         eprintln!("namesrv helper: {e}");
         std::process::exit(1);
     }
@@ -110,6 +128,8 @@ pub struct NamesrvProcess {
     /// The exact name of the helper test in the calling test binary.
     helper: &'static str,
     log: PathBuf,
+    /// Environment of the helper process besides its address (e.g. `NAMESRV_EXPIRE_ENV`).
+    envs: Vec<(String, String)>,
     child: Option<Child>,
 }
 
@@ -117,10 +137,23 @@ impl NamesrvProcess {
     /// Starts a name server on a free port through the helper test `helper` (output appended to
     /// `log`) and waits until it listens.
     pub fn start(helper: &'static str, log: PathBuf) -> NamesrvProcess {
+        Self::start_with_env(helper, log, &[])
+    }
+
+    /// As [`NamesrvProcess::start`], with environment variables for the helper process.
+    pub fn start_with_env(
+        helper: &'static str,
+        log: PathBuf,
+        envs: &[(&str, &str)],
+    ) -> NamesrvProcess {
         let mut p = NamesrvProcess {
             addr: SocketAddr::from(([127, 0, 0, 1], free_port())),
             helper,
             log,
+            envs: envs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
             child: None,
         };
         p.spawn();
@@ -144,6 +177,7 @@ impl NamesrvProcess {
                 "1",
             ])
             .env(NAMESRV_HELPER_ENV, self.addr.to_string())
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
             .env("RUST_LOG", "info")
             .stdout(Stdio::from(log.try_clone().expect("log fd")))
             .stderr(Stdio::from(log))
@@ -161,6 +195,11 @@ impl NamesrvProcess {
             std::thread::sleep(Duration::from_millis(50));
         }
         panic!("namesrv helper not listening in 20 s: {}", self.log_text());
+    }
+
+    /// The process id (0 when not running).
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().map_or(0, |c| c.id() as i32)
     }
 
     pub fn log_text(&self) -> String {

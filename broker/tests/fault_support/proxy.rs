@@ -1,6 +1,8 @@
 //! A loopback TCP proxy that injects network faults between two of our processes: it forwards, delays,
-//! stalls (holds bytes, keeps the connections open), refuses new connections, or cuts the open ones
-//! (with a reset), optionally after letting a given number of client bytes through (a torn frame).
+//! reorders across connections, limits bandwidth, stalls (holds bytes, keeps the connections open),
+//! refuses new connections, or cuts the open ones (with a reset), optionally after letting a given
+//! number of client bytes through (a torn frame). It counts the bytes it carried and the chunks that
+//! overtook one another.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -23,6 +25,14 @@ pub enum Mode {
     Refuse,
     /// At most this many bytes per second in each direction of each connection (a slow link).
     Bandwidth(u64),
+    /// `Bandwidth`, and each chunk (at most 64 KiB) held this much longer: a slow, distant link. The
+    /// hold is not pipelined: it lowers the rate too, a little.
+    BandwidthHold(u64, Duration),
+    /// Hold each chunk read for a random delay in `0..=max` (drawn per chunk from a generator seeded
+    /// with `seed` and the connection's number), so that what two connections write in one order
+    /// arrives in the other. Bytes of one connection keep their order: reordering them would corrupt
+    /// the TCP stream, which no network does (TCP reassembles what IP reorders).
+    Reorder { max: Duration, seed: u64 },
 }
 
 struct Conn {
@@ -33,6 +43,8 @@ struct Conn {
     budget: AtomicU64,
     /// Directions that have finished (the connection is gone when both have).
     pumps_done: AtomicU8,
+    /// The connection's number in accept order (seeds its reordering delays).
+    number: u64,
 }
 
 impl Conn {
@@ -71,6 +83,15 @@ struct State {
     conns: Mutex<Vec<Arc<Conn>>>,
     stopping: AtomicBool,
     accepted: AtomicU64,
+    /// Bytes written to the upstream side, and to the client side.
+    to_upstream: AtomicU64,
+    to_client: AtomicU64,
+    /// Chunks numbered in the order they were read, from every connection and direction.
+    chunks_read: AtomicU64,
+    /// The highest number of a chunk written so far.
+    newest_written: AtomicU64,
+    /// Chunks written after a chunk read later than them (on another connection) was written.
+    overtaken: AtomicU64,
 }
 
 /// A running proxy from `addr()` to an upstream address. Dropping it stops it and cuts everything.
@@ -96,6 +117,11 @@ impl FaultProxy {
             conns: Mutex::new(Vec::new()),
             stopping: AtomicBool::new(false),
             accepted: AtomicU64::new(0),
+            to_upstream: AtomicU64::new(0),
+            to_client: AtomicU64::new(0),
+            chunks_read: AtomicU64::new(0),
+            newest_written: AtomicU64::new(0),
+            overtaken: AtomicU64::new(0),
         });
         let st = state.clone();
         let accept_thread = std::thread::spawn(move || accept_loop(listener, upstream, st));
@@ -140,6 +166,20 @@ impl FaultProxy {
         self.state.accepted.load(Ordering::Acquire)
     }
 
+    /// Bytes carried so far: (client to upstream, upstream to client).
+    pub fn bytes_carried(&self) -> (u64, u64) {
+        (
+            self.state.to_upstream.load(Ordering::Acquire),
+            self.state.to_client.load(Ordering::Acquire),
+        )
+    }
+
+    /// Chunks forwarded while reordering (`Mode::Reorder`) that arrived after a chunk read later
+    /// than them on another connection or direction: how much reordering actually happened.
+    pub fn reordered_chunks(&self) -> u64 {
+        self.state.overtaken.load(Ordering::Acquire)
+    }
+
     /// Connections currently open through the proxy.
     pub fn open_connections(&self) -> usize {
         let mut conns = lock(&self.state.conns);
@@ -170,7 +210,7 @@ fn accept_loop(listener: TcpListener, upstream: SocketAddr, state: Arc<State>) {
             return;
         }
         let Ok(client) = incoming else { continue };
-        state.accepted.fetch_add(1, Ordering::AcqRel);
+        let number = state.accepted.fetch_add(1, Ordering::AcqRel);
         if *lock(&state.mode) == Mode::Refuse {
             set_linger_zero(&client);
             drop(client);
@@ -188,6 +228,7 @@ fn accept_loop(listener: TcpListener, upstream: SocketAddr, state: Arc<State>) {
             dead: AtomicBool::new(false),
             budget: AtomicU64::new(u64::MAX),
             pumps_done: AtomicU8::new(0),
+            number,
         });
         lock(&state.conns).push(conn.clone());
         for to_upstream in [true, false] {
@@ -217,17 +258,30 @@ fn pump(conn: Arc<Conn>, state: Arc<State>, to_upstream: bool) {
         (&conn.upstream, &conn.client)
     };
     let mut buf = vec![0u8; 64 * 1024];
+    let mut rng = None;
     loop {
         let n = match src.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
         };
+        let chunk = state.chunks_read.fetch_add(1, Ordering::AcqRel) + 1;
         if !wait_while_stalled(&conn, &state) {
             return;
         }
-        let delay = match *lock(&state.mode) {
+        let mode = *lock(&state.mode);
+        let delay = match mode {
             Mode::Delay(d) => Some(d),
             Mode::Bandwidth(rate) => Some(Duration::from_secs_f64(n as f64 / rate.max(1) as f64)),
+            Mode::BandwidthHold(rate, hold) => {
+                Some(Duration::from_secs_f64(n as f64 / rate.max(1) as f64) + hold)
+            }
+            Mode::Reorder { max, seed } => {
+                let rng = rng.get_or_insert_with(|| {
+                    SplitMix64(seed ^ (conn.number << 1 | u64::from(to_upstream)))
+                });
+                let max_us = u64::try_from(max.as_micros()).unwrap_or(u64::MAX);
+                Some(Duration::from_micros(rng.next() % max_us.saturating_add(1)))
+            }
             _ => None,
         };
         if let Some(d) = delay {
@@ -247,6 +301,16 @@ fn pump(conn: Arc<Conn>, state: Arc<State>, to_upstream: bool) {
         if dst.write_all(buf.get(..len).unwrap_or_default()).is_err() {
             break;
         }
+        let carried = if to_upstream {
+            &state.to_upstream
+        } else {
+            &state.to_client
+        };
+        carried.fetch_add(len as u64, Ordering::AcqRel);
+        let newest = state.newest_written.fetch_max(chunk, Ordering::AcqRel);
+        if newest > chunk && matches!(mode, Mode::Reorder { .. }) {
+            state.overtaken.fetch_add(1, Ordering::AcqRel);
+        }
         if cut_after {
             conn.cut();
             return;
@@ -256,5 +320,18 @@ fn pump(conn: Arc<Conn>, state: Arc<State>, to_upstream: bool) {
     let _ = dst.shutdown(Shutdown::Write);
     if conn.pumps_done.fetch_add(1, Ordering::AcqRel) == 1 {
         conn.dead.store(true, Ordering::Release);
+    }
+}
+
+/// The SplitMix64 generator: seeded, reproducible delays without a dependency.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
     }
 }
