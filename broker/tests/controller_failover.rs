@@ -292,7 +292,11 @@ impl Group {
     /// The address broker `i` advertises (its namespace's, or the host's).
     fn addr(&self, i: usize) -> String {
         let b = &self.brokers[i];
-        let ip = if b.ip == Ipv4Addr::LOCALHOST { self.host_ip } else { b.ip };
+        let ip = if b.ip == Ipv4Addr::LOCALHOST {
+            self.host_ip
+        } else {
+            b.ip
+        };
         format!("{ip}:{}", b.port)
     }
 
@@ -598,7 +602,10 @@ fn send_refused(addr: SocketAddr, body: &[u8]) -> (i32, String) {
     run_local(async move {
         let c = Client::connect(addr, Duration::from_secs(1)).await.unwrap();
         let resp = c
-            .invoke(common::send_request(TOPIC, 0, &body, ""), Duration::from_secs(5))
+            .invoke(
+                common::send_request(TOPIC, 0, &body, ""),
+                Duration::from_secs(5),
+            )
             .await
             .unwrap();
         (resp.code, resp.remark.unwrap_or_default())
@@ -612,11 +619,19 @@ fn slow_replica_leaves_the_sync_state_set_and_is_never_elected() {
         return;
     }
     let ns = NetNs::create();
-    let mut group = Group::start(1, ns.host_ip, Some((&ns, 2)), "haMaxTimeSlaveNotCatchup = 2000\n");
+    let mut group = Group::start(
+        1,
+        ns.host_ip,
+        Some((&ns, 2)),
+        "haMaxTimeSlaveNotCatchup = 2000\n",
+    );
     let first = group.info().unwrap();
     let master_addr = first.master_addr.clone();
     let (healthy, slow) = (group.addr(1), group.addr(2));
-    let mut producer = Producer { acked: Vec::new(), seq: 0 };
+    let mut producer = Producer {
+        acked: Vec::new(),
+        seq: 0,
+    };
     producer.send_ok(&master_addr, 20);
 
     // Replica 2's link loses most packets: it falls behind, the master drops it from the SyncStateSet
@@ -649,7 +664,10 @@ fn slow_replica_leaves_the_sync_state_set_and_is_never_elected() {
         "slow replica out of the SyncStateSet {shrunk_after:?} after its link slowed; answers {answers:?}; \
          slowest acknowledged send after that {slowest_late:?}"
     );
-    assert!(slowest_late < Duration::from_secs(2), "sends still waited for the slow replica");
+    assert!(
+        slowest_late < Duration::from_secs(2),
+        "sends still waited for the slow replica"
+    );
 
     // The master dies: the in-sync replica takes over, never the slow one (alive or not).
     let master = group.index_of(&master_addr);
@@ -657,7 +675,10 @@ fn slow_replica_leaves_the_sync_state_set_and_is_never_elected() {
     let killed = Instant::now();
     let (new_master, _) =
         producer.send_through_failover(&group, &master_addr, first.epoch, killed, 20);
-    assert_eq!(new_master, healthy, "the new master must be the in-sync replica, not {slow}");
+    assert_eq!(
+        new_master, healthy,
+        "the new master must be the in-sync replica, not {slow}"
+    );
     producer.check_on(&new_master, "new master");
 
     // The link heals: the slow replica catches up with the new master and is in sync again.
@@ -677,18 +698,25 @@ fn too_few_in_sync_replicas_refuse_sends_instead_of_acknowledging_them() {
         "minInSyncReplicas = 2\nhaMaxTimeSlaveNotCatchup = 1000\n",
     );
     let master_addr = group.info().unwrap().master_addr;
-    let mut producer = Producer { acked: Vec::new(), seq: 0 };
+    let mut producer = Producer {
+        acked: Vec::new(),
+        seq: 0,
+    };
     producer.send_ok(&master_addr, 10);
     group.brokers[1].kill9();
     group.brokers[2].kill9();
-    group.wait("a SyncStateSet of the master alone", |g| (g.sync_state_set.len() == 1).then_some(()));
+    group.wait("a SyncStateSet of the master alone", |g| {
+        (g.sync_state_set.len() == 1).then_some(())
+    });
     let body = producer.body();
     let (code, remark) = send_refused(shard_broker(&master_addr, 0), &body);
     assert_eq!(code, response_code::SYSTEM_ERROR, "{remark}");
     assert!(remark.contains("in-sync replicas not enough"), "{remark}");
     // A replica returns and catches up: sends are acknowledged again.
     group.brokers[1].restart();
-    group.wait("two replicas in sync", |g| (g.sync_state_set.len() == 2).then_some(()));
+    group.wait("two replicas in sync", |g| {
+        (g.sync_state_set.len() == 2).then_some(())
+    });
     producer.send_ok(&master_addr, 10);
     producer.check_on(&master_addr, "master");
 }

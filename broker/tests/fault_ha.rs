@@ -305,3 +305,45 @@ fn slow_ha_link_acknowledges_no_faster_than_it_carries_and_loses_nothing() {
     });
     drop(proxy);
 }
+
+#[test]
+fn delayed_ha_link_makes_each_acknowledgement_wait_for_the_slave_and_loses_nothing() {
+    const DELAY: Duration = Duration::from_millis(80);
+    let Some((master, proxy, slave)) = start_pair("shardCount = 1\n") else {
+        return;
+    };
+    let ledger = Ledger::default();
+    run_local(async {
+        let client = connect(master.addr()).await;
+        send_until_success(&client, &ledger, "connect", Duration::from_secs(30)).await;
+        proxy.set_mode(Mode::Delay(DELAY));
+        let mut fastest = Duration::MAX;
+        for i in 0..20 {
+            let (code, took) =
+                send_once(&client, &ledger, 0, format!("delayed-{i}").into_bytes()).await;
+            assert_eq!(
+                code,
+                response_code::SUCCESS,
+                "send {i} through a delayed HA link"
+            );
+            fastest = fastest.min(took);
+        }
+        println!("HA link delayed {DELAY:?} each way: fastest acknowledged send {fastest:?}");
+        // The data reaches the slave one delay later and its ack comes back one more: no SEND_OK
+        // can come before the slave had the message.
+        assert!(
+            fastest >= DELAY,
+            "acknowledged in {fastest:?}, before the slave could have it"
+        );
+        proxy.set_mode(Mode::Pass);
+        ledger
+            .verify(&connect(master.addr()).await)
+            .await
+            .assert_no_loss("delayed HA link, on the master");
+        ledger
+            .verify(&connect(slave.addr()).await)
+            .await
+            .assert_no_loss("delayed HA link, on the slave");
+    });
+    drop(proxy);
+}
