@@ -720,3 +720,71 @@ fn too_few_in_sync_replicas_refuse_sends_instead_of_acknowledging_them() {
     producer.send_ok(&master_addr, 10);
     producer.check_on(&master_addr, "master");
 }
+
+#[test]
+fn elect_master_hands_the_role_to_a_chosen_replica_and_the_running_old_master_follows_it() {
+    let group = Group::start(1, Ipv4Addr::LOCALHOST, None, "");
+    let first = group.info().unwrap();
+    let old = first.master_addr.clone();
+    let mut producer = Producer {
+        acked: Vec::new(),
+        seq: 0,
+    };
+    producer.send_ok(&old, 50);
+    let chosen = *first
+        .sync_state_set
+        .iter()
+        .find(|id| Some(**id) != first.master_id)
+        .unwrap();
+    // mqadmin electMaster: CONTROLLER_ELECT_MASTER designating a replica.
+    let controller = group.controllers.addrs[0].clone();
+    let answer = run_local(async move {
+        let c = Client::connect_str(&controller, Duration::from_secs(2))
+            .await
+            .unwrap();
+        c.invoke(
+            RemotingCommand::request(request_code::CONTROLLER_ELECT_MASTER)
+                .with_ext("clusterName", "TestCluster")
+                .with_ext("brokerName", GROUP)
+                .with_ext("brokerId", &chosen.to_string())
+                .with_ext("designateElect", "true"),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap()
+    });
+    assert_eq!(answer.code, response_code::SUCCESS, "{:?}", answer.remark);
+    let new_master = group.wait("the chosen replica as master", |g| {
+        (g.master_id == Some(chosen) && g.epoch > first.epoch).then(|| g.master_addr.clone())
+    });
+    // The old master, still running, turns replica: it refuses sends, the new master takes them.
+    let start = Instant::now();
+    loop {
+        let body = producer.body();
+        match send_one(shard_broker(&old, 0), &body, Duration::from_secs(2)) {
+            Err(e)
+                if e.contains("slave")
+                    || e.contains(&response_code::SERVICE_NOT_AVAILABLE.to_string()) =>
+            {
+                break
+            }
+            Err(e) => panic!("unexpected answer from the old master: {e}"),
+            Ok(offset) => {
+                // Taken before it heard of the new epoch; a SEND_OK must then be on the new master.
+                producer.acked.push((0, offset, body));
+                assert!(
+                    start.elapsed() < LIMIT,
+                    "the old master never stopped taking sends"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+    producer.send_ok(&new_master, 50);
+    group.wait("three replicas in sync under the new master", |g| {
+        (g.master_addr == new_master && g.sync_state_set.len() == 3).then_some(())
+    });
+    wait_same_queues(&old, &new_master);
+    producer.check_on(&new_master, "new master");
+    producer.check_on(&old, "old master, now a replica");
+}
