@@ -26,6 +26,14 @@ pub struct ProxyConfig {
     pub min_invisible_time: Duration,
     /// `maxMessageSize`: the largest body a SendMessage may carry (the brokers' default).
     pub max_message_size: usize,
+    /// `tlsServerMode` (Apache: the `tls.server.mode` system property): `permissive` serves TLS and
+    /// plaintext on the one port, `enforcing` TLS only, `disabled` plaintext only.
+    pub tls_mode: crate::tls::TlsMode,
+    /// `tlsTestModeEnable`: TLS with a self-signed certificate made at start (Apache's default);
+    /// false: the certificate chain and key of `tlsCertPath` / `tlsKeyPath` (PEM).
+    pub tls_test_mode: bool,
+    pub tls_cert_path: Option<String>,
+    pub tls_key_path: Option<String>,
 }
 
 impl Default for ProxyConfig {
@@ -40,6 +48,10 @@ impl Default for ProxyConfig {
             acl_file: None,
             min_invisible_time: Duration::from_secs(10),
             max_message_size: 4 * 1024 * 1024,
+            tls_mode: crate::tls::TlsMode::Permissive,
+            tls_test_mode: true,
+            tls_cert_path: None,
+            tls_key_path: None,
         }
     }
 }
@@ -93,6 +105,15 @@ impl ProxyConfig {
             "maxMessageSize" => {
                 self.max_message_size = usize::try_from(num(value)?).map_err(|e| e.to_string())?
             }
+            "tlsServerMode" => self.tls_mode = crate::tls::TlsMode::parse(value)?,
+            "tlsTestModeEnable" => {
+                self.tls_test_mode = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("{value:?} is not true or false"))?
+            }
+            "tlsCertPath" => self.tls_cert_path = Some(value.trim().to_string()),
+            "tlsKeyPath" => self.tls_key_path = Some(value.trim().to_string()),
             _ => tracing::warn!("unknown config key {key} ignored"),
         }
         Ok(())

@@ -11,3 +11,4 @@ pub mod service;
 pub mod session;
 pub mod state;
 pub mod status;
+pub mod tls;

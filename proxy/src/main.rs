@@ -88,23 +88,17 @@ async fn serve(cfg: ProxyConfig, acl: Option<Acl>) -> Result<(), String> {
             Arc::new(move || p.metrics.render(p.sessions.len())),
         ));
     }
+    let acceptor = proxy::tls::acceptor(&proxy.cfg)?;
     let listener = tokio::net::TcpListener::bind(grpc_addr)
         .await
         .map_err(|e| format!("cannot listen on {grpc_addr}: {e}"))?;
     tracing::info!(
-        "proxy serving apache.rocketmq.v2.MessagingService on {grpc_addr}, name servers {:?}",
+        "proxy serving apache.rocketmq.v2.MessagingService on {grpc_addr} (TLS {:?}{}), name servers {:?}",
+        proxy.cfg.tls_mode,
+        if proxy.cfg.tls_test_mode { ", self-signed certificate" } else { "" },
         proxy.cfg.namesrv_addr
     );
-    // Small gRPC replies must not wait for Nagle's algorithm (a 40 ms delayed-ACK stall each).
-    let incoming = tokio_stream::StreamExt::map(
-        tokio_stream::wrappers::TcpListenerStream::new(listener),
-        |conn| {
-            if let Ok(c) = &conn {
-                let _ = c.set_nodelay(true);
-            }
-            conn
-        },
-    );
+    let incoming = proxy::tls::incoming(listener, acceptor, proxy.cfg.tls_mode);
     let service = MessagingServiceServer::new(Service { proxy })
         .max_decoding_message_size(64 * 1024 * 1024);
     let shutdown = async {

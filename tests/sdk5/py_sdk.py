@@ -3,6 +3,7 @@ our proxy: `py_sdk.py <scenario> <proxy endpoint> <topic> [args]`. Each scenario
 exits non-zero with the reason on stderr when something is wrong; on success it prints one JSON line."""
 
 import json
+import os
 import sys
 import threading
 import time
@@ -23,6 +24,10 @@ def fail(msg):
 def check(cond, msg):
     if not cond:
         fail(msg)
+
+
+# SDK5_TLS=1: connect with TLS (the proxy's certificate is checked against GRPC_DEFAULT_SSL_ROOTS_FILE_PATH).
+TLS = os.environ.get("SDK5_TLS") == "1"
 
 
 def config(endpoint, ak="", sk=""):
@@ -55,7 +60,8 @@ def handle_queue(msg):
 
 
 def consumer(endpoint, group, topic, ak="", sk="", tag="*"):
-    c = SimpleConsumer(config(endpoint, ak, sk), group, {topic: FilterExpression(tag)}, await_duration=3)
+    c = SimpleConsumer(config(endpoint, ak, sk), group, {topic: FilterExpression(tag)}, await_duration=3,
+                       tls_enable=TLS)
     c.startup()
     return c
 
@@ -73,7 +79,7 @@ def receive_until(c, want, deadline_s, invisible_s=15, ack=True):
 
 
 def normal(endpoint, topic, group):
-    p = Producer(config(endpoint), (topic,))
+    p = Producer(config(endpoint), (topic,), tls_enable=TLS)
     p.startup()
     n = 20
     ids = {}

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -74,12 +75,14 @@ class Setup:
         if not wait_port(self.port, 30):
             raise CaseFailure("proxy did not listen on %d" % self.port)
         self.endpoint = "127.0.0.1:%d" % self.port
+        # Extra environment of the SDK processes (TLS switches and trusted roots).
+        self.client_env = {}
 
     def sdk(self, scenario, *args, timeout=120):
         out = os.path.join(self.workdir, "%s.out" % scenario)
         err = os.path.join(self.workdir, "%s.err" % scenario)
         # The SDK writes its logs under ~/logs.
-        env = dict(os.environ, HOME=self.workdir)
+        env = dict(os.environ, HOME=self.workdir, **self.client_env)
         with open(out, "wb") as o, open(err, "wb") as e:
             proc = subprocess.Popen([PY, SDK, scenario, self.endpoint] + list(args), stdout=o, stderr=e,
                                     env=env, start_new_session=True)
@@ -98,7 +101,7 @@ class Setup:
         """A Node.js SDK scenario (node/node_sdk.js)."""
         out = os.path.join(self.workdir, "node-%s.out" % scenario)
         err = os.path.join(self.workdir, "node-%s.err" % scenario)
-        env = dict(os.environ, HOME=self.workdir)
+        env = dict(os.environ, HOME=self.workdir, **self.client_env)
         with open(out, "wb") as o, open(err, "wb") as e:
             proc = subprocess.Popen(["node", NODE_SDK, scenario, self.endpoint] + list(args), stdout=o,
                                     stderr=e, env=env, cwd=os.path.dirname(NODE_SDK), start_new_session=True)
@@ -347,6 +350,60 @@ def case_rust_transaction(s):
     print("   ", rust_sdk(s, "transaction", "RustTx", "GID_rust_tx"))
 
 
+def make_certificates(workdir):
+    """A test CA and a certificate for 127.0.0.1 signed by it (openssl): (ca.pem, server.pem, server.key)."""
+    ca, ca_key = os.path.join(workdir, "ca.pem"), os.path.join(workdir, "ca.key")
+    cert, key = os.path.join(workdir, "server.pem"), os.path.join(workdir, "server.key")
+    csr, ext = os.path.join(workdir, "server.csr"), os.path.join(workdir, "server.ext")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+                "extendedKeyUsage=serverAuth\n")
+    for cmd in (["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca, "-days", "2",
+                 "-subj", "/CN=sdk5 test CA"],
+                ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=127.0.0.1"],
+                ["x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert,
+                 "-days", "2", "-extfile", ext]):
+        subprocess.run(["openssl"] + cmd, check=True, capture_output=True, timeout=60)
+    return ca, cert, key
+
+
+def tls_setup(workdir, mode):
+    ca, cert, key = make_certificates(workdir)
+    proxy_cfg = {"tlsServerMode": '"%s"' % mode, "tlsTestModeEnable": "false",
+                 "tlsCertPath": '"%s"' % cert, "tlsKeyPath": '"%s"' % key}
+    return proxy_cfg, ca
+
+
+def plaintext_refused(port):
+    """A plaintext HTTP/2 preface to the port: True when the proxy closes the connection unanswered."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        try:
+            return sock.recv(64) == b""
+        except ConnectionResetError:
+            return True
+
+
+def case_tls_permissive(s):
+    """One port, both ways: the Node.js SDK over TLS (checking the certificate against the test CA) and the
+    Python SDK in plaintext."""
+    s.cluster.create_topic("SdkTlsNode")
+    s.cluster.create_topic("SdkPlain")
+    s.client_env = {"SDK5_TLS": "1", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": s.ca}
+    print("   ", s.node("normal", "SdkTlsNode", "GID_tls_node"))
+    s.client_env = {}
+    print("   ", s.sdk("normal", "SdkPlain", "GID_plain"))
+
+
+def case_tls_enforcing(s):
+    """TLS only: the Python SDK over TLS (certificate checked against the test CA); a plaintext client is
+    turned away."""
+    s.cluster.create_topic("SdkTlsPy")
+    s.client_env = {"SDK5_TLS": "1", "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": s.ca}
+    print("   ", s.sdk("normal", "SdkTlsPy", "GID_tls_py"))
+    check(plaintext_refused(s.port), "a plaintext connection was served although tlsServerMode = enforcing")
+
+
 def case_normal(s):
     s.cluster.create_topic("SdkNormal")
     print("   ", s.sdk("normal", "SdkNormal", "GID_normal"))
@@ -471,6 +528,8 @@ CASES = {
     "node_fifo": (case_node_fifo, None, None, "forward"),
     "node_redelivery": (case_node_redelivery, None, None),
     "node_push": (case_node_push, None, None),
+    "tls_permissive": (case_tls_permissive, None, "tls:permissive"),
+    "tls_enforcing": (case_tls_enforcing, None, "tls:enforcing"),
     "node_transaction": (case_node_transaction,
                          {"transactionTimeOut": "2000", "transactionCheckInterval": "1000"}, None),
 }
@@ -492,10 +551,14 @@ def main():
         workdir = tempfile.mkdtemp(prefix="sdk5-%s-" % name)
         if broker_cfg == "acl":
             broker_cfg, proxy_cfg = acl_setup(workdir)
+        ca = None
+        if isinstance(proxy_cfg, str) and proxy_cfg.startswith("tls:"):
+            proxy_cfg, ca = tls_setup(workdir, proxy_cfg[len("tls:"):])
         started = time.time()
         setup = None
         try:
             setup = Setup(workdir, broker_cfg, proxy_cfg, *routing)
+            setup.ca = ca
             fn(setup)
             print("PASS %s (%.1fs)" % (name, time.time() - started))
             if not args.keep:

@@ -15,11 +15,14 @@ function check(cond, msg) {
   if (!cond) fail(msg);
 }
 
+// SDK5_TLS=1: connect with TLS (grpc-js checks the proxy's certificate against GRPC_DEFAULT_SSL_ROOTS_FILE_PATH).
+const SSL = process.env.SDK5_TLS === '1';
+
 const sleep = ms => new Promise(r => setTimeout(r, ms));
 
 async function consumeAll(endpoint, topic, group, want, deadlineMs) {
   const c = new SimpleConsumer({
-    endpoints: endpoint, sslEnabled: false, consumerGroup: group, awaitDuration: 3000,
+    endpoints: endpoint, sslEnabled: SSL, consumerGroup: group, awaitDuration: 3000,
     subscriptions: new Map().set(topic, '*'),
   });
   await c.startup();
@@ -36,7 +39,7 @@ async function consumeAll(endpoint, topic, group, want, deadlineMs) {
 }
 
 async function normal(endpoint, topic, group) {
-  const p = new Producer({ endpoints: endpoint, sslEnabled: false, topic });
+  const p = new Producer({ endpoints: endpoint, sslEnabled: SSL, topic });
   await p.startup();
   const n = 10;
   const ids = new Map();
@@ -62,7 +65,7 @@ async function normal(endpoint, topic, group) {
 
 function simpleConsumer(endpoint, topic, group) {
   return new SimpleConsumer({
-    endpoints: endpoint, sslEnabled: false, consumerGroup: group, awaitDuration: 3000,
+    endpoints: endpoint, sslEnabled: SSL, consumerGroup: group, awaitDuration: 3000,
     subscriptions: new Map().set(topic, '*'),
   });
 }
@@ -72,7 +75,7 @@ function simpleConsumer(endpoint, topic, group) {
 // run.py checks (send order per group, no gap, the held message back once and holding its group), and
 // whether a PushConsumer of the group was told by the proxy's settings to consume in FIFO order.
 async function fifo(endpoint, topic, group) {
-  const p = new Producer({ endpoints: endpoint, sslEnabled: false, topic });
+  const p = new Producer({ endpoints: endpoint, sslEnabled: SSL, topic });
   await p.startup();
   const groups = [ 0, 1, 2, 3 ].map(g => `node-${g}`);
   for (let i = 0; i < 6; i++) {
@@ -103,7 +106,7 @@ async function fifo(endpoint, topic, group) {
   }
   for (const c of consumers) await c.shutdown();
   const push = new PushConsumer({
-    endpoints: endpoint, sslEnabled: false, consumerGroup: group,
+    endpoints: endpoint, sslEnabled: SSL, consumerGroup: group,
     subscriptions: new Map().set(topic, '*'),
     messageListener: { consume: () => ConsumeResult.SUCCESS },
   });
@@ -114,7 +117,7 @@ async function fifo(endpoint, topic, group) {
 
 // receive, ack, changeInvisibleDuration and redelivery after the invisible time.
 async function redelivery(endpoint, topic, group) {
-  const p = new Producer({ endpoints: endpoint, sslEnabled: false, topic });
+  const p = new Producer({ endpoints: endpoint, sslEnabled: SSL, topic });
   await p.startup();
   await p.send({ topic, body: Buffer.from('redeliver-me') });
   await p.send({ topic, body: Buffer.from('keep-invisible') });
@@ -159,13 +162,13 @@ async function redelivery(endpoint, topic, group) {
 // A PushConsumer (QueryAssignment, ReceiveMessage, AckMessage) consumes every message exactly once.
 async function push(endpoint, topic, group) {
   const n = 12;
-  const p = new Producer({ endpoints: endpoint, sslEnabled: false, topic });
+  const p = new Producer({ endpoints: endpoint, sslEnabled: SSL, topic });
   await p.startup();
   for (let i = 0; i < n; i++) await p.send({ topic, body: Buffer.from(`push-${i}`) });
   await p.shutdown();
   const got = [];
   const c = new PushConsumer({
-    endpoints: endpoint, sslEnabled: false, consumerGroup: group,
+    endpoints: endpoint, sslEnabled: SSL, consumerGroup: group,
     subscriptions: new Map().set(topic, '*'),
     messageListener: {
       consume(m) {
@@ -194,7 +197,7 @@ async function transaction(endpoint, topic, group) {
       return TransactionResolution.COMMIT;
     },
   };
-  const p = new Producer({ endpoints: endpoint, sslEnabled: false, topic, checker });
+  const p = new Producer({ endpoints: endpoint, sslEnabled: SSL, topic, checker });
   await p.startup();
   let t = p.beginTransaction();
   await p.send({ topic, body: Buffer.from('node-commit') }, t);
