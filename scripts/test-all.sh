@@ -7,36 +7,41 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each step's start, with the minutes since the run began, so a slow step shows in CI's log.
+step() { echo "== [$(date -u +%H:%M:%S), +$((SECONDS / 60)) min] $*"; }
+
 # Clippy type-checks every target (benches and examples included, so they cannot rot): a separate
 # `cargo check` would only repeat that work.
-echo "== cargo clippy of every target, warnings as errors (lint levels: Cargo.toml, clippy.toml)"
+step "cargo clippy of every target, warnings as errors (lint levels: Cargo.toml, clippy.toml)"
 cargo clippy --workspace --all-targets -- -D warnings
 
-echo "== no import cycles between the files of broker/src and storage/src"
+step "no import cycles between the files of broker/src and storage/src"
 scripts/import-cycles.py broker/src storage/src
 
-echo "== test host packages (network namespaces, nftables)"
+step "test host packages (network namespaces, nftables)"
 scripts/setup-test-host.sh
 
-echo "== cargo test --workspace (every test binary runs; any failure fails the run)"
+step "cargo test --workspace (every test binary runs; any failure fails the run)"
 cargo test --workspace --no-fail-fast
 
-echo "== broker suites that cross shards, again with one broker per process (shardRouting = forward)"
+step "broker suites that cross shards, again with one broker per process (shardRouting = forward)"
 TEST_SHARD_ROUTING=forward cargo test -p broker --no-fail-fast --test send_pull --test consumer_groups \
     --test request_reply --test sql_filter --test delay_retry --test restart --test clients_admin --test pop
 
-echo "== disk faults through the storage crate's fail points (a test-only build: --features failpoints)"
+step "disk faults through the storage crate's fail points (a test-only build: --features failpoints)"
 cargo clippy -p broker -p storage --features broker/failpoints,storage/failpoints --all-targets -- -D warnings
 cargo test -p broker --features failpoints --no-fail-fast --test fault_disk_io
 
+step "fuzzing"
 scripts/fuzz-ci.sh
 
+step "the web console in Chromium"
 scripts/console-browser-test.sh
 
-echo "== interop tests with real clients"
+step "interop tests with real clients"
 tests/interop/setup.sh
 tests/interop/.venv/bin/python tests/interop/run.py "$@"
 
-echo "== RocketMQ 5 SDK tests through the gRPC proxy (tests/sdk5, a few minutes)"
+step "RocketMQ 5 SDK tests through the gRPC proxy (tests/sdk5, a few minutes)"
 tests/sdk5/setup.sh
 timeout 900 tests/sdk5/.venv/bin/python tests/sdk5/run.py
