@@ -137,6 +137,9 @@ impl MessageStore {
             .flat_map(|m| m.values().cloned())
             .collect();
         for q in queues {
+            if let Some(e) = crate::fault::injected_error("truncate_queue", inner.cfg.shard_id) {
+                return Err(StoreError::io("consumequeue", e));
+            }
             cut_queue(&q, offset).await?;
         }
         // (5)
