@@ -31,6 +31,7 @@ TEST_SHARD_ROUTING=forward cargo test -p broker --no-fail-fast --test send_pull 
 step "disk faults through the storage crate's fail points (a test-only build: --features failpoints)"
 cargo clippy -p broker -p storage --features broker/failpoints,storage/failpoints --all-targets -- -D warnings
 cargo test -p broker --features failpoints --no-fail-fast --test fault_disk_io
+cargo test -p storage --features failpoints --no-fail-fast --test truncate_failure
 
 step "fuzzing"
 scripts/fuzz-ci.sh

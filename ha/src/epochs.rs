@@ -47,6 +47,15 @@ pub enum Start {
     Truncate(i64),
 }
 
+impl Start {
+    /// Where replication starts.
+    pub fn offset(&self) -> i64 {
+        match *self {
+            Start::From(o) | Start::Truncate(o) => o,
+        }
+    }
+}
+
 /// The rule for a slave that sent its epochs: a slave whose log goes past the common point cuts it
 /// there; a slave with data but no epoch in common with the master is refused (`Err`, the reason). A
 /// slave without epochs is not decided here (the classic rule applies).

@@ -2,13 +2,25 @@
 //!
 //! One TCP stream per shard, from the slave's shard N to the master's HA port (`haListenPort`):
 //!
-//! - Slave -> master, once: handshake `magic u32 "RQHA" | version u16 (1) | shard count u16 |
-//!   shard id u16 | name length u16 | brokerName (UTF-8, <= 255 bytes)`, then its log end for that
-//!   shard as an offset report.
+//! - Slave -> master, once: handshake `magic u32 "RQHA" | version u16 (1 or 2) | shard count u16 |
+//!   shard id u16 | name length u16 | brokerName (UTF-8, <= 255 bytes)`; version 2 (controller mode)
+//!   goes on with `broker id i64 (the slave's controller broker id) | epoch count u32 |
+//!   (epoch u32 | start offset i64) * count` (the slave's epoch entries for that shard, oldest first;
+//!   at most 100 000). Then its log end for that shard as an offset report.
 //! - Master -> slave, once: answer `magic u32 | status u8 (0 accepted, 1 refused) | length u16 | text`,
 //!   text = the master's remoting address when accepted (for the metadata copy), else the reason.
+//!   An acceptance of a version 2 handshake goes on with `truncation offset i64 (-1 = none) |
+//!   epoch count u32 | (epoch u32 | start offset i64) * count` (the master's epoch entries).
 //!   Refused (then closed): shard-count or brokerName mismatch, a slave ahead of the master (its log
-//!   diverged), or one that needs data the master already deleted.
+//!   diverged), or one that needs data the master already deleted; in version 2, a slave holding
+//!   data whose epochs share none with the master's.
+//! - Which start a version 2 slave that sent epochs gets (`epochs`, RocketMQ 5's rule): walking the
+//!   slave's entries from its last, the first epoch the master also has with the same start offset
+//!   gives the common point = min(the slave's end of that epoch, the master's end of it), an epoch's
+//!   end being the next entry's start or the log end. Below the slave's log end, the slave must cut its
+//!   log there (`MessageStore::truncate_tail`) and replication starts from it. The slave then adopts
+//!   the master's epoch entries (`set_epochs`) and replicates. A slave without epochs, and any version
+//!   1 slave, gets the classic rule (its end must lie within the master's log) and keeps no epochs.
 //! - Slave -> master, repeatedly: offset report `i64` = the slave's log end (physical offset, shard id in
 //!   the top bits), after every append and at least every 5 s (heartbeat). A master drops a slave
 //!   silent for 20 s.
@@ -20,10 +32,12 @@
 //!   `append_replicated` (same physical offsets, ConsumeQueues and index rebuilt), reports. Any mismatch: log line, close,
 //!   reconnect from the true end; nothing unchecked is ever written.
 //!
-//! Master side (`master`): whichever shard accepts reads the handshake; the broker hands the socket to
-//! the shard owning that stream, whose `serve_slave` task reads that shard's store. Acks feed the
+//! Master side (`master`): whichever shard accepts reads the handshake; the broker hands the socket
+//! and the handshake to the shard owning that stream, whose `serve_slave` task reads that shard's store. Acks feed the
 //! shard's `Watermark`, which SYNC_MASTER sends wait on (grouped: one ack releases every waiter at or
-//! below it). Slave side (`slave`): `run_slave` per shard, reconnecting with back-off.
+//! below it); it also knows each slave's broker id and when it was last caught up, and `wait_all` waits
+//! for every slave of a SyncStateSet. Slave side (`slave`): `run_slave` per shard, reconnecting with
+//! back-off; version 2 when `SlaveConfig::broker_id` is set (controller mode), else version 1.
 
 // Bytes from the network are parsed here: no indexing or slicing that could panic on them.
 #![warn(clippy::indexing_slicing)]

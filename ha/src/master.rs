@@ -147,14 +147,6 @@ pub async fn serve_slave(
     result
 }
 
-impl Start {
-    fn offset(&self) -> i64 {
-        match *self {
-            Start::From(o) | Start::Truncate(o) => o,
-        }
-    }
-}
-
 /// Where a slave reporting `reported` starts: a version 2 slave that sent epochs by the epoch rule
 /// (`epochs::decide_start`), any other by its report (the classic rule, checked by `check_start`).
 fn plan_start(store: &MessageStore, hello: &Handshake, reported: i64) -> Result<Start, String> {

@@ -53,6 +53,9 @@ pub struct SlaveStatus {
     pub bytes: Cell<u64>,
     /// Connections closed because of a bad frame or a store refusal.
     pub rejected: Cell<u64>,
+    /// Times the master had this slave cut its log's tail (controller mode), and bytes cut.
+    pub truncations: Cell<u64>,
+    pub truncated_bytes: Cell<u64>,
     /// The master's remoting address, as it said when accepting.
     pub master_addr: std::cell::RefCell<Option<String>>,
 }
@@ -142,7 +145,15 @@ async fn session(
         return Err(HaError::Refused(reason));
     }
     let end = if controller_mode {
-        adopt_master_history(&mut stream, store, end).await?
+        let new_end = adopt_master_history(&mut stream, store, end).await?;
+        if new_end < end {
+            status.truncations.set(status.truncations.get() + 1);
+            let cut = u64::try_from(end - new_end).unwrap_or_default();
+            status
+                .truncated_bytes
+                .set(status.truncated_bytes.get() + cut);
+        }
+        new_end
     } else {
         end
     };

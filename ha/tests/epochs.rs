@@ -245,6 +245,8 @@ fn returning_old_master_cuts_its_diverged_tail_and_ends_identical() {
         })
         .await;
         assert_eq!(a.epochs(), epochs(&[(1, 0), (2, common)]));
+        assert_eq!(a_status.truncations.get(), 1);
+        assert_eq!(a_status.truncated_bytes.get() as i64, a_end - common);
         assert_eq!(a.epochs(), b.epochs());
         assert_same_log(&a, &b).await;
         let (ab, bb) = (bodies(&a).await, bodies(&b).await);
@@ -349,6 +351,32 @@ fn slave_with_no_common_epoch_is_refused_and_keeps_its_log() {
         // An empty slave with epochs but no data may start.
         let (ok, _) = raw_v2(addr, epochs(&[(2, 0)]), storage::physical(SHARD, 0)).await;
         assert!(ok);
+
+        // A handshake with a damaged epoch list (out of order) is dropped without an answer; the
+        // master goes on serving.
+        let mut raw = TcpStream::connect(addr).await.unwrap();
+        let mut hello = Handshake::classic(1, SHARD, NAME).encode();
+        hello[5] = 2; // version 2
+        hello.extend_from_slice(&9i64.to_be_bytes());
+        hello.extend_from_slice(&2u32.to_be_bytes());
+        for (e, start) in [(4u32, 100i64), (3, 200)] {
+            hello.extend_from_slice(&e.to_be_bytes());
+            hello.extend_from_slice(&start.to_be_bytes());
+        }
+        hello.extend_from_slice(&wire::encode_report(0));
+        raw.write_all(&hello).await.unwrap();
+        let mut buf = [0u8; 16];
+        let n = futures_lite::future::or(async { raw.read(&mut buf).await.unwrap_or(0) }, async {
+            glommio::timer::sleep(Duration::from_secs(15)).await;
+            usize::MAX
+        })
+        .await;
+        assert_eq!(n, 0, "closed without an answer");
+        let (ok, reason) = raw_v2(addr, s.epochs(), s.max_physical_offset()).await;
+        assert!(
+            !ok && reason.contains("shares no epoch"),
+            "still serving: {reason}"
+        );
     });
 }
 

@@ -217,6 +217,21 @@ impl EpochFile {
         self.save(list)
     }
 
+    /// Drops the entries whose data ends at or below `offset` (the log's data below it was deleted):
+    /// an entry ends where the next one starts; the last one never goes.
+    pub fn truncate_before(&mut self, offset: i64) -> Result<(), StoreError> {
+        let keep_from = self
+            .entries
+            .windows(2)
+            .take_while(|w| w.get(1).is_some_and(|next| next.start_offset <= offset))
+            .count();
+        if keep_from == 0 {
+            return Ok(());
+        }
+        let list = self.entries.get(keep_from..).unwrap_or_default().to_vec();
+        self.save(list)
+    }
+
     /// Replaces the list (a slave adopting its master's history).
     pub fn set(&mut self, list: Vec<EpochEntry>) -> Result<(), StoreError> {
         check_epochs(&list).map_err(StoreError::Config)?;
@@ -266,6 +281,14 @@ mod tests {
         // A begin below a later start drops that entry.
         f.begin(5, 50).unwrap();
         assert_eq!(f.entries(), &[e(1, 0), e(5, 50)]);
+        f.set(vec![e(1, 0), e(2, 100), e(4, 300)]).unwrap();
+        f.truncate_before(99).unwrap();
+        assert_eq!(f.entries(), &[e(1, 0), e(2, 100), e(4, 300)]);
+        f.truncate_before(100).unwrap();
+        assert_eq!(f.entries(), &[e(2, 100), e(4, 300)]);
+        f.truncate_before(10_000).unwrap();
+        assert_eq!(f.entries(), &[e(4, 300)], "the last entry stays");
+        f.set(vec![e(1, 0), e(5, 50)]).unwrap();
         assert!(f.set(vec![e(2, 0), e(2, 10)]).is_err());
         assert!(f.set(vec![e(2, 10), e(3, 5)]).is_err());
         assert!(f.set(vec![e(2, -1)]).is_err());

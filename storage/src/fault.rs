@@ -11,6 +11,7 @@
 //! | `commitlog_fdatasync@<shard>` | the CommitLog fdatasync fails with errno `arg` (default EIO) after its writes succeeded |
 //! | `commitlog_stall@<shard>` | the CommitLog fdatasync finishes `arg` ms late (the executor keeps serving meanwhile, as with a slow io_uring request) |
 //! | `segment_read` | a read of a CommitLog segment file whose path contains `arg` (every segment when empty) fails with EIO |
+//! | `truncate_queue@<shard>` | `truncate_tail` fails with errno `arg` (default EIO) when it cuts a ConsumeQueue, after the CommitLog was cut |
 //!
 //! Counts and chains come from the `fail` crate, e.g. `commitlog_fdatasync@0=20*off->1*return->off`:
 //! the 21st sync of shard 0 fails, the ones after succeed.

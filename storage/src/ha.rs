@@ -101,7 +101,8 @@ impl MessageStore {
         let log = &inner.log;
         if inner.truncating.get() {
             return Err(StoreError::ReadOnly(
-                "the CommitLog tail is being truncated".to_owned(),
+                self.read_only_reason()
+                    .unwrap_or_else(|| "the CommitLog tail is being truncated".to_owned()),
             ));
         }
         let expected = self.max_physical_offset();

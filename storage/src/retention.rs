@@ -127,6 +127,10 @@ impl MessageStore {
             return Ok(report);
         }
         let min_phys = physical(cfg.shard_id, inner.log.min_offset());
+        // Epochs whose data is all deleted go too (RocketMQ's truncatePrefixByOffset).
+        if let Err(e) = inner.epochs.borrow_mut().truncate_before(min_phys) {
+            tracing::error!("shard {}: pruning the epoch file failed: {e}", cfg.shard_id);
+        }
         let queues: Vec<_> = inner
             .queues
             .borrow()

@@ -6,7 +6,8 @@
 //! checkpoint is lowered to the cut point (recovery then scans from there); (3) the CommitLog bytes
 //! past the cut are zeroed and synced, later segments deleted; (4) ConsumeQueue units past the cut are
 //! dropped on disk and in memory; (5) the checkpoint is written again and the epochs past the cut are
-//! dropped. Index entries past the cut stay in their files: every key lookup re-reads the record at
+//! dropped. A failure after (2) leaves the store refusing every append (local and replicated) until a
+//! restart, whose recovery finds the old log or the cut one. Index entries past the cut stay in their files: every key lookup re-reads the record at
 //! the offset and checks its topic, key and time (`query_by_key`), so a stale entry finds nothing or
 //! the new record that now holds the offset.
 
@@ -25,6 +26,13 @@ const DURABLE_WAIT: Duration = Duration::from_secs(30);
 
 /// Clears the store's `truncating` flag however `truncate_tail` ends.
 struct Truncating<'a>(&'a std::cell::Cell<bool>);
+
+impl Truncating<'_> {
+    /// Leaves the flag set for good: appends stay refused until a restart.
+    fn keep_set(self) {
+        std::mem::forget(self);
+    }
+}
 
 impl Drop for Truncating<'_> {
     fn drop(&mut self) {
@@ -63,7 +71,7 @@ impl MessageStore {
                 "a truncation of this shard already runs".to_owned(),
             ));
         }
-        let _flag = Truncating(&inner.truncating);
+        let flag = Truncating(&inner.truncating);
         if cut == end {
             return self.truncate_epochs_from(offset);
         }
@@ -95,6 +103,29 @@ impl MessageStore {
         // (2) Recovery after a crash from here on scans from the cut point.
         let dispatched = inner.dispatch_durable.get().min(cut);
         self.write_checkpoint(cut, dispatched).await?;
+        if let Err(e) = self.cut_from(offset, dispatched).await {
+            // Memory and disk may disagree now; the lowered checkpoint and the abort marker make the
+            // next start's recovery rebuild everything from the cut point.
+            let why = format!(
+                "truncating the CommitLog to {cut} failed half-way ({e}); the store takes no writes until the broker restarts"
+            );
+            tracing::error!("shard {}: {why}", inner.cfg.shard_id);
+            *inner.sync_failure.borrow_mut() = Some(why);
+            flag.keep_set();
+            return Err(e);
+        }
+        tracing::warn!(
+            "shard {}: CommitLog truncated from {end} back to {cut} ({} bytes dropped)",
+            inner.cfg.shard_id,
+            end - cut
+        );
+        Ok(())
+    }
+
+    /// Steps (3) to (5), once the checkpoint points at the cut.
+    async fn cut_from(&self, offset: i64, dispatched: u64) -> Result<(), StoreError> {
+        let inner = &*self.inner;
+        let cut = local_of(offset);
         // (3)
         inner.log.cut_back(cut).await?;
         inner.waiters.flushed.set(cut);
@@ -106,17 +137,14 @@ impl MessageStore {
             .flat_map(|m| m.values().cloned())
             .collect();
         for q in queues {
+            if let Some(e) = crate::fault::injected_error("truncate_queue", inner.cfg.shard_id) {
+                return Err(StoreError::io("consumequeue", e));
+            }
             cut_queue(&q, offset).await?;
         }
         // (5)
         self.write_checkpoint(cut, dispatched).await?;
-        self.truncate_epochs_from(offset)?;
-        tracing::warn!(
-            "shard {}: CommitLog truncated from {end} back to {cut} ({} bytes dropped)",
-            inner.cfg.shard_id,
-            end - cut
-        );
-        Ok(())
+        self.truncate_epochs_from(offset)
     }
 
     /// Whether a record (or the blank that ends a segment) starts at shard-local `local`.

@@ -198,3 +198,48 @@ fn disk_pressure_deletes_oldest_and_warning_level_refuses_writes() {
         store.shutdown().await;
     });
 }
+
+#[test]
+fn epochs_whose_data_is_deleted_are_pruned() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_owned();
+    run(move || async move {
+        let mut cfg = small_config(&path, FlushDiskType::SyncFlush);
+        cfg.disk_max_used_space_ratio = 101;
+        cfg.disk_space_warning_level_ratio = 101;
+        cfg.disk_space_clean_forcibly_ratio = 101;
+        let store = MessageStore::open(cfg).await.expect("open");
+        let put = |i: u64| store.put(message("R", 0, &body(i, 900), "", "", ""));
+        // Epoch 2 begins once the second segment file exists (the first is half full), epoch 3 once
+        // the third does (in the second segment).
+        store.begin_epoch(1).unwrap();
+        let mut i = 0;
+        while store.commitlog_segments().len() < 2 {
+            put(i).await.expect("put");
+            i += 1;
+        }
+        store.begin_epoch(2).unwrap();
+        while store.commitlog_segments().len() < 3 {
+            put(i).await.expect("put");
+            i += 1;
+        }
+        store.begin_epoch(3).unwrap();
+        put(i).await.expect("put");
+        let segments = store.commitlog_segments();
+        let seg_path = |phys: i64| {
+            path.join(COMMITLOG_DIR)
+                .join(format!("{:020}", local_of(phys)))
+        };
+        age_file(&seg_path(segments[0]), 100);
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .expect("clock")
+            .as_millis() as i64;
+        let report = store.run_retention(now, true).await.expect("retention");
+        assert_eq!(report.commitlog_segments.len(), 1);
+        // Epoch 1's data was all in the deleted segment; epoch 2 began in it and goes on.
+        let epochs: Vec<u32> = store.epochs().iter().map(|e| e.epoch).collect();
+        assert_eq!(epochs, vec![2, 3]);
+        store.shutdown().await;
+    });
+}

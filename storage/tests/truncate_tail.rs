@@ -335,3 +335,57 @@ fn sigkill_right_after_the_cut_does_not_resurrect_the_tail() {
 fn sigkill_after_the_cut_and_new_appends_keeps_only_the_new_data() {
     kill_after_cut(12);
 }
+
+#[test]
+fn pulls_and_puts_during_a_cut_neither_panic_nor_land_in_the_cut() {
+    run(|| async {
+        let dir = tempfile::tempdir().unwrap();
+        let store = MessageStore::open(config(dir.path())).await.unwrap();
+        let mut puts = put_range(&store, 0..150).await;
+        let dropped = puts.split_off(40);
+        let cut = dropped[0].1.physical_offset;
+        let stop = std::rc::Rc::new(std::cell::Cell::new(false));
+        // Readers pull both queues from the start over and over while the cut runs.
+        let mut readers = Vec::new();
+        for q in 0..2 {
+            let (store, stop) = (store.clone(), stop.clone());
+            readers.push(glommio::spawn_local(async move {
+                let mut pulls = 0u64;
+                while !stop.get() {
+                    let mut off = 0;
+                    loop {
+                        let r = store
+                            .get_messages(TOPIC, q, off, 8, 1 << 20, None)
+                            .await
+                            .expect("pull during the cut");
+                        pulls += 1;
+                        if r.records.is_empty() {
+                            break;
+                        }
+                        off = r.next_begin_offset;
+                    }
+                    glommio::yield_if_needed().await;
+                }
+                pulls
+            }));
+        }
+        glommio::timer::sleep(Duration::from_millis(5)).await;
+        let cutting = {
+            let store = store.clone();
+            glommio::spawn_local(async move { store.truncate_tail(cut).await })
+        };
+        // Let the cut start (it runs until its first wait), then try to put: refused.
+        glommio::timer::sleep(Duration::from_micros(1)).await;
+        let during = store.put(msg(777)).await;
+        cutting.await.expect("truncate");
+        stop.set(true);
+        for r in readers {
+            assert!(r.await > 0);
+        }
+        let err = during.expect_err("a put during the cut was taken");
+        assert!(err.to_string().contains("truncated"), "{err}");
+        assert_eq!(store.max_physical_offset(), cut);
+        check_store(&store, &puts, &dropped).await;
+        store.shutdown().await;
+    });
+}
