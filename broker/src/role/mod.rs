@@ -9,5 +9,6 @@ pub(crate) mod ha;
 pub(crate) mod ha_state;
 pub(crate) mod ha_sync;
 pub(crate) mod namesrv;
+pub(crate) mod replica_state;
 pub(crate) mod replicas;
 pub(crate) mod role_change;

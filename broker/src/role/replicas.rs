@@ -6,79 +6,19 @@
 //! The whole process is one replica of its group (its `brokerName`): every shard changes role at
 //! once, and shard-broker `i` of a slave follows shard-broker `i` of the master.
 
-use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use protocol::{request_code, response_code, RemotingCommand};
 
-use crate::role::controller_client::ControllerClient;
+use crate::role::replica_state::{ReplicaState, Replicas};
 use crate::role::role_change;
 use crate::shard::mesh::join_all;
 use crate::shard::Shard;
 
 /// Pause between tries of a step that failed (no controller leader, no answer).
 const RETRY: Duration = Duration::from_millis(500);
-
-/// The control shard's view of its group, as the controllers last said.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReplicaState {
-    /// This broker's id in its group (from CONTROLLER_APPLY_BROKER_ID; kept in `brokerIdentity.json`).
-    pub broker_id: Option<u64>,
-    pub master_epoch: i32,
-    pub master_broker_id: Option<u64>,
-    pub master_addr: Option<String>,
-    pub sync_state_set: BTreeSet<u64>,
-    pub sync_state_set_epoch: i32,
-}
-
-impl ReplicaState {
-    fn is_master(&self) -> bool {
-        self.broker_id.is_some() && self.master_broker_id == self.broker_id
-    }
-}
-
-/// What /metrics reports of controller mode.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ReplicaFigures {
-    pub is_master: bool,
-    pub master_epoch: i32,
-    pub sync_state_set_size: usize,
-    pub role_changes: u64,
-}
-
-/// The replica manager of the control shard (a field of `Control`).
-pub struct Replicas {
-    pub client: ControllerClient,
-    pub state: RefCell<ReplicaState>,
-    role_changes: std::cell::Cell<u64>,
-    /// One role change at a time, in the order they were decided.
-    changing: glommio::sync::Semaphore,
-}
-
-impl Default for Replicas {
-    fn default() -> Self {
-        Replicas {
-            client: ControllerClient::default(),
-            state: RefCell::new(ReplicaState::default()),
-            role_changes: std::cell::Cell::new(0),
-            changing: glommio::sync::Semaphore::new(1),
-        }
-    }
-}
-
-impl Replicas {
-    pub fn figures(&self) -> ReplicaFigures {
-        let st = self.state.borrow();
-        ReplicaFigures {
-            is_master: st.is_master(),
-            master_epoch: st.master_epoch,
-            sync_state_set_size: st.sync_state_set.len(),
-            role_changes: self.role_changes.get(),
-        }
-    }
-}
 
 /// What a controller answered about a group's master (REGISTER_BROKER, ELECT_MASTER,
 /// GET_REPLICA_INFO, NOTIFY_BROKER_ROLE_CHANGED).

@@ -5,7 +5,7 @@
 use std::cell::{Cell, RefCell};
 
 use crate::role::namesrv::Registrar;
-use crate::role::replicas::Replicas;
+use crate::role::replica_state::Replicas;
 use crate::state::clients::ClientRegistry;
 use crate::state::rebalance_locks::RebalanceLocks;
 

@@ -49,7 +49,7 @@ pub struct Snapshot {
     /// This broker is a slave (HA figures are then the slave side's).
     pub is_slave: bool,
     /// Controller mode: the group as the controllers last said.
-    pub controller: Option<crate::role::replicas::ReplicaFigures>,
+    pub controller: Option<crate::role::replica_state::ReplicaFigures>,
 }
 
 pub fn local_figures() -> Vec<LocalFigures> {

@@ -446,7 +446,7 @@ mod tests {
         assert!(
             text.contains("rocketmq_ha_slaves{cluster=\"C\",broker=\"broker-a\",shard=\"1\"} 1\n")
         );
-        snap.controller = Some(crate::role::replicas::ReplicaFigures {
+        snap.controller = Some(crate::role::replica_state::ReplicaFigures {
             is_master: true,
             master_epoch: 3,
             sync_state_set_size: 2,
