@@ -71,16 +71,19 @@ def _spawn_producers(ctx, cluster):
         producers.append(Producer(name, prefix, proc))
     proc = ctx.clients.spawn("py", "cpp", ["produce", "--topic", TOPIC, "--prefix", "focpp", "--count", "1000000",
                                            "--mode", "sync", "--keep-going", "--send-timeout-ms", "3000",
-                                           "--pace-ms", "10", "--group", "fo-cpp"])
+                                           "--pace-ms", "10", "--group", "fo-cpp", "--stop-file", stop_file])
     producers.append(Producer("cpp", "focpp", proc))
     return producers, stop_file
 
 
-def _wait(what, predicate, timeout, producers=()):
+def _wait(what, predicate, timeout, cluster, producers):
     end = time.monotonic() + timeout
     while not predicate():
         for p in producers:
             check(p.proc.alive(), "%s exited early: %s" % (p.name, harness.tail(p.proc.base + ".stderr", 20)))
+        check(cluster.namesrv.alive() and cluster.controller.alive(),
+              "the name server (exit %s) or the controller (exit %s) exited"
+              % (cluster.namesrv.popen.poll(), cluster.controller.popen.poll()))
         check(time.monotonic() < end, "%s: not within %ss" % (what, timeout))
         time.sleep(0.2)
 
@@ -186,13 +189,13 @@ def failover_master_sigkill(ctx):
     ctx.cluster = cluster
     ctx.clients = harness.Clients(ctx.workdir, cluster)
     cluster.start()
-    first = cluster.info()
+    first = cluster.wait_group(lambda info: True, "the controller's answer", 10)
     old = cluster.refresh_master()
     # On the master; the replicas copy the topic table from it (SlaveSynchronize, 3 s after their start).
     cluster.create_topic(TOPIC, QUEUES)
     producers, stop_file = _spawn_producers(ctx, cluster)
     _wait("20 acknowledged sends from every producer",
-          lambda: all(len(p.acked()) >= 20 for p in producers), 90, producers)
+          lambda: all(len(p.acked()) >= 20 for p in producers), 90, cluster, producers)
     time.sleep(random.uniform(0.3, 1.5))
 
     killed = time.monotonic()
@@ -212,7 +215,7 @@ def failover_master_sigkill(ctx):
 
     _wait("every producer acknowledged on the new master",
           lambda: all(len([r for r in p.acked() if r["t_ms"] > killed_ms]) >= 10 for p in producers),
-          RESUME_LIMIT_S - (time.monotonic() - killed), producers)
+          RESUME_LIMIT_S - (time.monotonic() - killed), cluster, producers)
 
     # The old master returns as a replica of the new epoch while the producers still send.
     cluster.start_replica(old)
@@ -222,9 +225,11 @@ def failover_master_sigkill(ctx):
     with open(stop_file, "w"):
         pass
     for p in producers:
-        # The Java programs stop at the file; the C++ one runs until SIGTERM.
-        p.result = ctx.clients.finish(p.proc, 0.5 if p.name == "cpp" else 20)
-        check(not p.records("error"), "%s: %s" % (p.name, p.result.describe()))
+        # Each stops at the file, after its send in flight (a message stored whose result the producer
+        # never reported would look sent by nobody).
+        p.result = ctx.clients.finish(p.proc, 20)
+        check(not p.result.timed_out and p.records("done") and not p.records("error"),
+              "%s did not stop cleanly: %s" % (p.name, p.result.describe()))
 
     for p in producers:
         before, after, first_s, gap_s = _figures(p, killed_ms)

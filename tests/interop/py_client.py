@@ -59,7 +59,7 @@ def produce(args):
     errors = 0
     i = args.start
     end = args.start + args.count
-    while i < end:
+    while i < end and not (args.stop_file and os.path.exists(args.stop_file)):
         try:
             if args.mode == "sync":
                 res = producer.send_sync(build_message(args.topic, args.prefix, i))
@@ -223,6 +223,7 @@ def main():
     p.add_argument("--keep-going", action="store_true", help="log send errors and continue")
     p.add_argument("--max-errors", type=int, default=1000000)
     p.add_argument("--pace-ms", type=int, default=0, help="pause after each send")
+    p.add_argument("--stop-file", help="stop sending once this file exists")
     p.set_defaults(func=produce)
 
     for name, func in (("push", push), ("pull", pull)):
