@@ -28,6 +28,7 @@ import time
 
 import harness
 import messages
+import remoting
 from caselib import case, check
 from cases_ha import pull_queue
 from controller_cluster import ControllerCluster
@@ -173,6 +174,16 @@ def check_replica(ctx, producers, stored, who):
     return dups
 
 
+def _listed_as_replica(cluster, replica):
+    """The name server lists every shard-broker of `replica` under a brokerId other than 0, and none as 0."""
+    brokers = remoting.cluster_brokers(cluster.namesrv_addr)
+    for name, addr in zip(cluster.broker_names, replica.shard_addrs):
+        ids = [i for i, a in brokers.get(name, {}).items() if a == addr]
+        if not ids or "0" in ids:
+            return False
+    return True
+
+
 def _figures(p, killed_ms):
     """(acks before the kill, after, first ack after the kill in s, longest gap between acks in s)."""
     times = sorted(r["t_ms"] for r in p.acked())
@@ -221,6 +232,8 @@ def failover_master_sigkill(ctx):
     cluster.start_replica(old)
     cluster.wait_group(lambda i: i["masterAddress"] == new.addr and len(i["syncStateSet"]) == len(cluster.replicas),
                        "the old master back in the SyncStateSet", 60)
+    _wait("the old master listed by the name server as a replica (brokerId > 0)",
+          lambda: _listed_as_replica(cluster, old), 30, cluster, producers)
     time.sleep(1.0)
     with open(stop_file, "w"):
         pass
