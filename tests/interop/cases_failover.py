@@ -1,9 +1,11 @@
 """Failover in controller mode with real producers: Apache's 4.9.8 Java client (route poll 1 s, and its
 default 30 s) and the C++ client send synchronously and without pause while the master of a three-replica
 group (controller_cluster.py) is SIGKILLed; the controller elects an in-sync replica, which registers with
-the name server as brokerId 0, and every producer must resume on it.
+the name server as brokerId 0, and every producer must resume on it. The killed master restarts, must rejoin
+the SyncStateSet and be listed as a replica while the producers still send; then its successor is SIGKILLed
+the same way, so the queues hold messages of three epochs.
 
-Then the checker reads every queue of the topic on the new master, with raw PULL_MESSAGE (as cases_ha.py):
+Then the checker reads every queue of the topic on the last master, with raw PULL_MESSAGE (as cases_ha.py):
 
 - every acknowledged (SEND_OK) message is there byte-identical (body, tags, keys, user properties, msgId): the
   Java client's at the (shard-broker, queue id, queue offset) of its SendResult, the C++ client's at the queue
@@ -15,10 +17,9 @@ Then the checker reads every queue of the topic on the new master, with raw PULL
   attempts (the Java client's attempts are counted by a SendMessageHook, its own retries included; the C++
   client makes at most 3, its retryTimes 2 + 1, and the program never repeats a message).
 
-The old master restarts (a replica now, of the new epoch), rejoins the SyncStateSet while the producers still
-send, its queues become the new master's, and the same checks run on it. The figures (election time, each
-producer's first acknowledged send after the kill and its longest gap between acknowledged sends) are
-printed as notes.
+The same checks run on the two replicas (both returned old masters) once their queues equal the master's. The
+figures (election times, each producer's first acknowledged send after each kill and its longest gap between
+acknowledged sends) are printed as notes.
 """
 
 import collections
@@ -44,6 +45,8 @@ POLL_1S_GAP_LIMIT_S = 10.0
 SEND_OK = ("SEND_OK", "OK", "SendOk")
 # The C++ client's attempts per send: retryTimes (2) + 1.
 CPP_MAX_ATTEMPTS = 3
+# Masters SIGKILLed one after the other.
+ROUNDS = 2
 
 
 class Producer:
@@ -184,13 +187,53 @@ def _listed_as_replica(cluster, replica):
     return True
 
 
-def _figures(p, killed_ms):
-    """(acks before the kill, after, first ack after the kill in s, longest gap between acks in s)."""
+def _longest_gap(p):
+    """The longest time between two acknowledged sends of a producer, in s."""
     times = sorted(r["t_ms"] for r in p.acked())
-    after = [t for t in times if t > killed_ms]
-    gap = max((b - a for a, b in zip(times, times[1:])), default=0)
-    first = (after[0] - killed_ms) / 1000.0 if after else None
-    return len(times) - len(after), len(after), first, gap / 1000.0
+    return max((b - a for a, b in zip(times, times[1:])), default=0) / 1000.0
+
+
+def _failover_round(ctx, cluster, producers, number):
+    """SIGKILL the master; a new one within the goal; every producer resumes on it; the killed one returns as
+    a replica (in the SyncStateSet, listed by the name server with brokerId > 0). Answers the new master."""
+    before = cluster.wait_group(lambda info: True, "the controller's answer", 10)
+    old = cluster.refresh_master()
+    killed = time.monotonic()
+    killed_ms = int(time.time() * 1000)
+    cluster.kill_replica(old)
+    info = cluster.wait_group(lambda i: i["masterAddress"] != old.addr and i["masterEpoch"] > before["masterEpoch"],
+                              "a new master", 30)
+    elected_s = time.monotonic() - killed
+    new = cluster.refresh_master()
+    cluster.wait_master_registered(new, 30)
+    registered_s = time.monotonic() - killed
+    ctx.note("round %d: master %s (epoch %d) SIGKILLed; the controller named %s (epoch %d, SyncStateSet %s) after "
+             "%.2f s, the name server listed it as brokerId 0 after %.2f s"
+             % (number, old.addr, before["masterEpoch"], new.addr, info["masterEpoch"], info["syncStateSet"],
+                elected_s, registered_s))
+    check(elected_s <= ELECTION_GOAL_S, "round %d: new master after %.2f s, over the %.0f s goal"
+          % (number, elected_s, ELECTION_GOAL_S))
+
+    _wait("every producer acknowledged on the new master",
+          lambda: all(len([r for r in p.acked() if r["t_ms"] > killed_ms]) >= 10 for p in producers),
+          RESUME_LIMIT_S - (time.monotonic() - killed), cluster, producers)
+    ctx.note("round %d: first acknowledged send after the kill: %s" % (number, ", ".join(
+        "%s +%.2f s" % (p.name, (min(r["t_ms"] for r in p.acked() if r["t_ms"] > killed_ms) - killed_ms) / 1000.0)
+        for p in producers)))
+
+    # The old master returns as a replica of the new epoch while the producers still send.
+    log_start = os.path.getsize(old.log)
+    cluster.start_replica(old)
+    cluster.wait_group(lambda i: i["masterAddress"] == new.addr and len(i["syncStateSet"]) == len(cluster.replicas),
+                       "round %d: the old master back in the SyncStateSet" % number, 60)
+    _wait("round %d: the old master listed by the name server as a replica (brokerId > 0)" % number,
+          lambda: _listed_as_replica(cluster, old), 30, cluster, producers)
+    with open(old.log, encoding="utf-8", errors="replace") as f:
+        f.seek(log_start)
+        cut = "written in an older epoch" in f.read()
+    ctx.note("round %d: the old master %s on its return"
+             % (number, "cut an unreplicated tail" if cut else "had no unreplicated tail to cut"))
+    return new
 
 
 @case("java_py_failover_controller_master_sigkill", timeout=300)
@@ -200,40 +243,18 @@ def failover_master_sigkill(ctx):
     ctx.cluster = cluster
     ctx.clients = harness.Clients(ctx.workdir, cluster)
     cluster.start()
-    first = cluster.wait_group(lambda info: True, "the controller's answer", 10)
-    old = cluster.refresh_master()
+    cluster.refresh_master()
     # On the master; the replicas copy the topic table from it (SlaveSynchronize, 3 s after their start).
     cluster.create_topic(TOPIC, QUEUES)
     producers, stop_file = _spawn_producers(ctx, cluster)
     _wait("20 acknowledged sends from every producer",
           lambda: all(len(p.acked()) >= 20 for p in producers), 90, cluster, producers)
-    time.sleep(random.uniform(0.3, 1.5))
+    # Two failovers: the first master, then its successor (the replica that returned in round 1 may be
+    # elected), so messages of three epochs share the queues.
+    for number in range(1, ROUNDS + 1):
+        time.sleep(random.uniform(0.3, 1.5))
+        master = _failover_round(ctx, cluster, producers, number)
 
-    killed = time.monotonic()
-    killed_ms = int(time.time() * 1000)
-    cluster.kill_replica(old)
-    info = cluster.wait_group(lambda i: i["masterAddress"] != old.addr and i["masterEpoch"] > first["masterEpoch"],
-                              "a new master", 30)
-    elected_s = time.monotonic() - killed
-    new = cluster.refresh_master()
-    cluster.wait_master_registered(new, 30)
-    registered_s = time.monotonic() - killed
-    ctx.note("master %s (epoch %d) SIGKILLed; the controller named %s (epoch %d, SyncStateSet %s) after %.2f s, "
-             "the name server listed it as brokerId 0 after %.2f s"
-             % (old.addr, first["masterEpoch"], new.addr, info["masterEpoch"], info["syncStateSet"], elected_s,
-                registered_s))
-    check(elected_s <= ELECTION_GOAL_S, "new master after %.2f s, over the %.0f s goal" % (elected_s, ELECTION_GOAL_S))
-
-    _wait("every producer acknowledged on the new master",
-          lambda: all(len([r for r in p.acked() if r["t_ms"] > killed_ms]) >= 10 for p in producers),
-          RESUME_LIMIT_S - (time.monotonic() - killed), cluster, producers)
-
-    # The old master returns as a replica of the new epoch while the producers still send.
-    cluster.start_replica(old)
-    cluster.wait_group(lambda i: i["masterAddress"] == new.addr and len(i["syncStateSet"]) == len(cluster.replicas),
-                       "the old master back in the SyncStateSet", 60)
-    _wait("the old master listed by the name server as a replica (brokerId > 0)",
-          lambda: _listed_as_replica(cluster, old), 30, cluster, producers)
     time.sleep(1.0)
     with open(stop_file, "w"):
         pass
@@ -243,31 +264,29 @@ def failover_master_sigkill(ctx):
         p.result = ctx.clients.finish(p.proc, 20)
         check(not p.result.timed_out and p.records("done") and not p.records("error"),
               "%s did not stop cleanly: %s" % (p.name, p.result.describe()))
-
     for p in producers:
-        before, after, first_s, gap_s = _figures(p, killed_ms)
-        ctx.note("%s: %d acknowledged before the kill, %d after; first after the kill at +%.2f s; longest gap "
-                 "between acknowledged sends %.2f s; %d send error(s)"
-                 % (p.name, before, after, first_s, gap_s, len(p.records("send_error"))))
+        gap_s = _longest_gap(p)
+        ctx.note("%s: %d acknowledged, longest gap between acknowledged sends %.2f s, %d send error(s)"
+                 % (p.name, len(p.acked()), gap_s, len(p.records("send_error"))))
         if p.name == "java-poll-1s":
             check(gap_s <= POLL_1S_GAP_LIMIT_S, "%s: longest gap %.2f s over %.0f s" % (p.name, gap_s,
                                                                                        POLL_1S_GAP_LIMIT_S))
 
-    on_new = read_topic(new.shard_addrs, cluster.broker_names)
-    dups = check_replica(ctx, producers, on_new, "new master %s" % new.addr)
-    # The returning replica ends with exactly the new master's queues.
-    end = time.monotonic() + 60
-    while True:
-        on_old = read_topic(old.shard_addrs, cluster.broker_names)
-        if on_old == on_new:
-            break
-        behind = {k: (len(v), len(on_old.get(k, {}))) for k, v in on_new.items() if on_old.get(k) != v}
-        check(time.monotonic() < end, "old master %s never held the new master's queues: (new, old) counts %s"
-              % (old.addr, behind))
-        time.sleep(0.5)
-    check_replica(ctx, producers, on_old, "old master %s, now a replica" % old.addr)
+    on_master = read_topic(master.shard_addrs, cluster.broker_names)
+    dups = check_replica(ctx, producers, on_master, "master %s" % master.addr)
+    # The replicas, both returned old masters among them, end with exactly the master's queues.
+    for replica in cluster.replicas:
+        if replica is master:
+            continue
+        end = time.monotonic() + 60
+        while True:
+            stored = read_topic(replica.shard_addrs, cluster.broker_names)
+            if stored == on_master:
+                break
+            behind = {k: (len(v), len(stored.get(k, {}))) for k, v in on_master.items() if stored.get(k) != v}
+            check(time.monotonic() < end, "replica %s never held the master's queues: (master, replica) counts %s"
+                  % (replica.addr, behind))
+            time.sleep(0.5)
+        check_replica(ctx, producers, stored, "replica %s" % replica.addr)
     ctx.note("stored copies beyond the first (at-least-once duplicates): %s; %d messages on each replica"
-             % (dups, sum(len(q) for q in on_new.values())))
-    cut = "written in an older epoch" in open(old.log, encoding="utf-8", errors="replace").read()
-    ctx.note("the old master %s on its return"
-             % ("cut an unreplicated tail" if cut else "had no unreplicated tail to cut"))
+             % (dups, sum(len(q) for q in on_master.values())))
