@@ -179,7 +179,10 @@ def check_replica(ctx, producers, stored, who):
 
 def _listed_as_replica(cluster, replica):
     """The name server lists every shard-broker of `replica` under a brokerId other than 0, and none as 0."""
-    brokers = remoting.cluster_brokers(cluster.namesrv_addr)
+    try:
+        brokers = remoting.cluster_brokers(cluster.namesrv_addr)
+    except (OSError, remoting.RemotingError, ValueError):
+        return False
     for name, addr in zip(cluster.broker_names, replica.shard_addrs):
         ids = [i for i, a in brokers.get(name, {}).items() if a == addr]
         if not ids or "0" in ids:
