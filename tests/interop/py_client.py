@@ -59,11 +59,12 @@ def produce(args):
     errors = 0
     i = args.start
     end = args.start + args.count
-    while i < end:
+    while i < end and not (args.stop_file and os.path.exists(args.stop_file)):
         try:
             if args.mode == "sync":
                 res = producer.send_sync(build_message(args.topic, args.prefix, i))
-                emit({"kind": "sent", "i": i, "status": res.status.name, "msg_id": res.msg_id, "offset": res.offset})
+                emit({"kind": "sent", "i": i, "status": res.status.name, "msg_id": res.msg_id, "offset": res.offset,
+                      "t_ms": int(time.time() * 1000)})
                 i += 1
             elif args.mode == "oneway":
                 producer.send_oneway(build_message(args.topic, args.prefix, i))
@@ -86,13 +87,16 @@ def produce(args):
                 raise SystemExit("unknown mode %s" % args.mode)
         except Exception as err:  # the C++ client raises its own exception types
             errors += 1
-            emit({"kind": "send_error", "i": i, "error": "%s: %s" % (type(err).__name__, err)})
+            emit({"kind": "send_error", "i": i, "error": "%s: %s" % (type(err).__name__, err),
+                  "t_ms": int(time.time() * 1000)})
             if not args.keep_going or errors > args.max_errors:
                 emit({"kind": "done", "errors": errors})
                 os._exit(1)
             time.sleep(0.05)
             if args.mode != "batch":
                 i += 1
+        if args.pace_ms:
+            time.sleep(args.pace_ms / 1000.0)
     emit({"kind": "done", "errors": errors})
     producer.shutdown()
     os._exit(0)
@@ -218,6 +222,8 @@ def main():
     p.add_argument("--send-timeout-ms", type=int, default=5000)
     p.add_argument("--keep-going", action="store_true", help="log send errors and continue")
     p.add_argument("--max-errors", type=int, default=1000000)
+    p.add_argument("--pace-ms", type=int, default=0, help="pause after each send")
+    p.add_argument("--stop-file", help="stop sending once this file exists")
     p.set_defaults(func=produce)
 
     for name, func in (("push", push), ("pull", pull)):

@@ -14,6 +14,8 @@ UPDATE_AND_CREATE_TOPIC = 17
 GET_MAX_OFFSET = 30
 GET_ROUTEINFO_BY_TOPIC = 105
 GET_BROKER_CLUSTER_INFO = 106
+# A controller's (controller mode): who is master of a broker group, and its SyncStateSet.
+CONTROLLER_GET_REPLICA_INFO = 1004
 
 SUCCESS = 0
 TOPIC_NOT_EXIST = 17
@@ -127,3 +129,19 @@ def create_topic(broker_addr, topic, queue_nums=4):
     resp = request(broker_addr, UPDATE_AND_CREATE_TOPIC, fields)
     if resp.code != SUCCESS:
         raise RemotingError("UPDATE_AND_CREATE_TOPIC answered %d %r" % (resp.code, resp.remark))
+
+
+def replica_info(controller_addr, broker_name):
+    """What the controller says of broker group `broker_name`: {"masterBrokerId": int or None, "masterAddress":
+    str, "masterEpoch": int, "syncStateSet": [brokerId...]}; None when it answers with an error (not the
+    raft leader, an unknown group)."""
+    resp = request(controller_addr, CONTROLLER_GET_REPLICA_INFO, {"brokerName": broker_name})
+    if resp.code != SUCCESS:
+        return None
+    master_id = resp.ext_fields.get("masterBrokerId")
+    return {
+        "masterBrokerId": int(master_id) if master_id not in (None, "") else None,
+        "masterAddress": resp.ext_fields.get("masterAddress") or "",
+        "masterEpoch": int(resp.ext_fields.get("masterEpoch", 0)),
+        "syncStateSet": sorted(int(b) for b in (resp.json_body().get("syncStateSet") or [])),
+    }

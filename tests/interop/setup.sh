@@ -3,8 +3,8 @@
 # (the official C++ client inside) in tests/interop/.venv, Apache RocketMQ 4.9.8's Java client (the
 # shared kit, whose setup.sh installs a JDK with apt) and the programs in java/ compiled against it,
 # the small program on crates.io `rocketmq-client-rust = "1.0.0"` (its own workspace, release build),
-# and our broker + name server (debug builds, where run.py looks for them: $CARGO_TARGET_DIR or
-# target/, then debug/).
+# and our broker, name server and controller (debug builds, where run.py looks for them:
+# $CARGO_TARGET_DIR or target/, then debug/).
 # Safe to run again: each step is skipped or incremental when already done.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -48,8 +48,8 @@ if [ "$(cat "$java_build/classes.hash" 2>/dev/null)" != "$java_hash" ]; then
 fi
 printf '{"kit": "%s", "cache": "%s"}\n' "$kit" "$RMQ_CACHE" > "$java_build/kit.json"
 
-echo "interop setup: broker and name server under test"
-(cd "$repo" && cargo build --quiet -p broker -p namesrv)
+echo "interop setup: broker, name server and controller under test"
+(cd "$repo" && cargo build --quiet -p broker -p namesrv -p controller)
 
 echo "interop setup: rust client (rocketmq-client-rust 1.0.0; slow the first time)"
 # Always its own target dir (where run.py looks), whatever CARGO_TARGET_DIR says for the main workspace.
