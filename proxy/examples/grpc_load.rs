@@ -1,12 +1,12 @@
 //! A gRPC load generator for the proxy, on the generated client: `send` (SendMessage from many
 //! concurrent callers: TPS and latency percentiles) and `receive-ack` (ReceiveMessage in batches of 32,
-//! then one AckMessage per batch, until `--count` distinct messages are acked; then checks that none
-//! comes back after the invisible time, which fails the run).
+//! then one AckMessage per batch, from `--receivers` callers per broker, until `--count` distinct
+//! messages are acked; then checks that none comes back after the invisible time, which fails the run).
 //!
 //! cargo run --release -p proxy --example grpc_load -- send --endpoint 127.0.0.1:8081 --topic T \
 //!     --seconds 10 --concurrency 64 --size 128
 //! cargo run --release -p proxy --example grpc_load -- receive-ack --endpoint 127.0.0.1:8081 --topic T \
-//!     --group G --broker broker-a --count 100000
+//!     --group G --broker broker-a,broker-b --receivers 4 --count 100000
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -27,9 +27,13 @@ struct Args {
     topic: String,
     #[arg(long, default_value = "GID_grpc_load")]
     group: String,
-    /// receive-ack: the broker name of the assignment to receive from (QueryAssignment gives them).
+    /// receive-ack: the broker names of the assignments to receive from, `,`-separated
+    /// (QueryAssignment gives them).
     #[arg(long)]
     broker: Option<String>,
+    /// receive-ack: concurrent receive+ack callers per broker.
+    #[arg(long, default_value_t = 1)]
+    receivers: usize,
     #[arg(long, default_value_t = 10)]
     seconds: u64,
     #[arg(long, default_value_t = 64)]
@@ -62,6 +66,21 @@ fn request<T>(body: T) -> tonic::Request<T> {
         tonic::metadata::MetadataValue::from_static("grpc-load"),
     );
     r
+}
+
+/// This process's CPU time so far (user + system), from /proc/self/stat; 0 where unreadable.
+fn own_cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return 0.0;
+    };
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name; 100 ticks a second.
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 fn percentile(sorted: &[u64], p: f64) -> u64 {
@@ -134,12 +153,13 @@ async fn send(client: MessagingServiceClient<Channel>, a: &Args) -> Result<(), S
     }
     all.sort_unstable();
     println!(
-        "{{\"mode\":\"send\",\"ok\":{},\"errors\":{errors},\"tps\":{:.0},\"p50_us\":{},\"p99_us\":{},\"p999_us\":{}}}",
+        "{{\"mode\":\"send\",\"ok\":{},\"errors\":{errors},\"tps\":{:.0},\"p50_us\":{},\"p99_us\":{},\"p999_us\":{},\"cpu_s\":{:.2}}}",
         all.len(),
         all.len() as f64 / started.elapsed().as_secs_f64(),
         percentile(&all, 0.5),
         percentile(&all, 0.99),
-        percentile(&all, 0.999)
+        percentile(&all, 0.999),
+        own_cpu_seconds()
     );
     Ok(())
 }
@@ -196,23 +216,38 @@ async fn receive_batch(
     Ok(out)
 }
 
-async fn receive_ack(mut c: MessagingServiceClient<Channel>, a: &Args) -> Result<(), String> {
-    let broker = a.broker.clone().ok_or("--broker is required")?;
-    let started = Instant::now();
-    let mut acked: HashSet<String> = HashSet::new();
-    let mut batches = 0u64;
+/// What the receivers of one run share.
+struct Received {
+    acked: std::sync::Mutex<HashSet<String>>,
+    batches: std::sync::atomic::AtomicU64,
+}
+
+impl Received {
+    fn acked(&self) -> usize {
+        self.acked.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+}
+
+/// One caller: receive a batch, ack it in one AckMessage, until nothing more comes (or `--count`).
+async fn receive_ack_loop(
+    mut c: MessagingServiceClient<Channel>,
+    a: Arc<Args>,
+    broker: String,
+    shared: Arc<Received>,
+    started: Instant,
+) -> Result<(), String> {
     loop {
-        let msgs = receive_batch(&mut c, a, &broker, a.invisible_ms).await?;
-        if msgs.is_empty() && (a.count == 0 || acked.len() >= a.count) {
-            break;
+        let msgs = receive_batch(&mut c, &a, &broker, a.invisible_ms).await?;
+        if msgs.is_empty() && (a.count == 0 || shared.acked() >= a.count) {
+            return Ok(());
         }
         if msgs.is_empty() {
             if started.elapsed() > Duration::from_secs(120) {
-                return Err(format!("only {} of {} messages came", acked.len(), a.count));
+                return Err(format!("only {} of {} messages came", shared.acked(), a.count));
             }
             continue;
         }
-        batches += 1;
+        shared.batches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let entries: Vec<AckMessageEntry> = msgs
             .iter()
             .filter_map(|m| {
@@ -233,6 +268,7 @@ async fn receive_ack(mut c: MessagingServiceClient<Channel>, a: &Args) -> Result
             .await
             .map_err(|e| e.to_string())?
             .into_inner();
+        let mut acked = shared.acked.lock().unwrap_or_else(|e| e.into_inner());
         for (e, r) in entries.iter().zip(&resp.entries) {
             if r.status.as_ref().is_none_or(|s| s.code != Code::Ok as i32) {
                 return Err(format!("ack of {} failed: {:?}", e.message_id, r.status));
@@ -240,24 +276,67 @@ async fn receive_ack(mut c: MessagingServiceClient<Channel>, a: &Args) -> Result
             acked.insert(e.message_id.clone());
         }
         if a.count > 0 && acked.len() >= a.count {
-            break;
+            return Ok(());
         }
     }
+}
+
+async fn receive_ack(c: MessagingServiceClient<Channel>, a: Args) -> Result<(), String> {
+    let brokers: Vec<String> = a
+        .broker
+        .as_deref()
+        .ok_or("--broker is required")?
+        .split(',')
+        .map(str::trim)
+        .filter(|b| !b.is_empty())
+        .map(str::to_string)
+        .collect();
+    let a = Arc::new(a);
+    let shared = Arc::new(Received {
+        acked: Default::default(),
+        batches: Default::default(),
+    });
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for broker in &brokers {
+        for _ in 0..a.receivers.max(1) {
+            tasks.push(tokio::spawn(receive_ack_loop(
+                c.clone(),
+                a.clone(),
+                broker.clone(),
+                shared.clone(),
+                started,
+            )));
+        }
+    }
+    for t in tasks {
+        t.await.map_err(|e| e.to_string())??;
+    }
     let took = started.elapsed();
+    let cpu_before_check = own_cpu_seconds();
+    let acked = std::mem::take(&mut *shared.acked.lock().unwrap_or_else(|e| e.into_inner()));
     // Acked messages must not come back once their invisible time is over.
     tokio::time::sleep(Duration::from_millis(a.invisible_ms as u64 + 2_000)).await;
-    let again = receive_batch(&mut c, a, &broker, a.invisible_ms).await?;
-    let redelivered: Vec<String> = again
-        .iter()
-        .filter_map(|m| m.system_properties.as_ref().map(|s| s.message_id.clone()))
-        .filter(|id| acked.contains(id))
-        .collect();
+    let mut redelivered: Vec<String> = Vec::new();
+    for broker in &brokers {
+        let again = receive_batch(&mut c.clone(), &a, broker, a.invisible_ms).await?;
+        redelivered.extend(
+            again
+                .iter()
+                .filter_map(|m| m.system_properties.as_ref().map(|s| s.message_id.clone()))
+                .filter(|id| acked.contains(id)),
+        );
+    }
     println!(
-        "{{\"mode\":\"receive-ack\",\"acked\":{},\"batches\":{batches},\"seconds\":{:.2},\"msgs_per_s\":{:.0},\"redelivered\":{}}}",
+        "{{\"mode\":\"receive-ack\",\"brokers\":{},\"receivers_per_broker\":{},\"acked\":{},\"batches\":{},\"seconds\":{:.2},\"msgs_per_s\":{:.0},\"redelivered\":{},\"cpu_s\":{:.2}}}",
+        brokers.len(),
+        a.receivers.max(1),
         acked.len(),
+        shared.batches.load(std::sync::atomic::Ordering::Relaxed),
         took.as_secs_f64(),
         acked.len() as f64 / took.as_secs_f64(),
-        redelivered.len()
+        redelivered.len(),
+        cpu_before_check
     );
     if !redelivered.is_empty() {
         return Err(format!("{} acked messages came back: {:?}", redelivered.len(), &redelivered[..redelivered.len().min(5)]));
@@ -277,7 +356,7 @@ async fn main() {
     };
     let r = match a.mode.as_str() {
         "send" => send(client, &a).await,
-        "receive-ack" => receive_ack(client, &a).await,
+        "receive-ack" => receive_ack(client, a).await,
         m => Err(format!("unknown mode {m}")),
     };
     if let Err(e) = r {

@@ -34,6 +34,9 @@ pub struct ProxyConfig {
     pub tls_test_mode: bool,
     pub tls_cert_path: Option<String>,
     pub tls_key_path: Option<String>,
+    /// `grpcThreadPoolNums`: the runtime's worker threads, which serve every gRPC and remoting
+    /// connection; 0 (default) is one per CPU. Fewer where the proxy shares its cores.
+    pub grpc_threads: usize,
 }
 
 impl Default for ProxyConfig {
@@ -52,6 +55,7 @@ impl Default for ProxyConfig {
             tls_test_mode: true,
             tls_cert_path: None,
             tls_key_path: None,
+            grpc_threads: 0,
         }
     }
 }
@@ -114,6 +118,7 @@ impl ProxyConfig {
             }
             "tlsCertPath" => self.tls_cert_path = Some(value.trim().to_string()),
             "tlsKeyPath" => self.tls_key_path = Some(value.trim().to_string()),
+            "grpcThreadPoolNums" => self.grpc_threads = num(value)? as usize,
             _ => tracing::warn!("unknown config key {key} ignored"),
         }
         Ok(())

@@ -56,10 +56,11 @@ impl Proxy {
     }
 
     pub fn learn_broker(&self, addr: &str, name: &str) {
-        self.broker_names
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(addr.to_string(), name.to_string());
+        let mut names = self.broker_names.lock().unwrap_or_else(|e| e.into_inner());
+        // Every send passes here: no allocation when nothing changed.
+        if names.get(addr).map(String::as_str) != Some(name) {
+            names.insert(addr.to_string(), name.to_string());
+        }
     }
 
     pub fn broker_name_of(&self, addr: &str) -> Option<String> {

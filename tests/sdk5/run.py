@@ -159,38 +159,50 @@ def case_push(s):
     print("   ", s.sdk("push", "SdkPush", "GID_push"))
 
 
-def case_dlq(s):
-    # The group retries once (retryMaxTimes = 1): two deliveries, then the dead-letter queue.
-    body = json.dumps({"groupName": "GID_dlq", "consumeEnable": True, "consumeFromMinEnable": True,
+def dlq_case(s, run_sdk, topic, group):
+    """A message never acked by `run_sdk`'s consumer of a group that retries once (retryMaxTimes = 1):
+    two deliveries, then exactly it in %DLQ%group."""
+    body = json.dumps({"groupName": group, "consumeEnable": True, "consumeFromMinEnable": True,
                        "consumeBroadcastEnable": True, "retryQueueNums": 1, "retryMaxTimes": 1,
                        "brokerId": 0, "whichBrokerWhenConsumeSlowly": 1}).encode()
     for _, addr in s.cluster.shard_brokers():
         resp = remoting.request(addr, 200, {}, body)
         check(resp.code == 0, "creating the group answered %d %r" % (resp.code, resp.remark))
-    s.cluster.create_topic("SdkDlq")
-    print("   ", s.sdk("dlq", "SdkDlq", "GID_dlq", "2"))
+    s.cluster.create_topic(topic)
+    print("   ", run_sdk("dlq", topic, group, "2"))
+    dlq_topic = "%DLQ%" + group
     end = time.time() + 10
     while True:
         dead = 0
         for _, addr in s.cluster.shard_brokers():
-            r = remoting.request(addr, remoting.GET_MAX_OFFSET, {"topic": "%DLQ%GID_dlq", "queueId": 0})
+            r = remoting.request(addr, remoting.GET_MAX_OFFSET, {"topic": dlq_topic, "queueId": 0})
             if r.code == 0:
                 dead += int(r.ext_fields.get("offset", 0))
         if dead == 1 or time.time() > end:
             break
         time.sleep(0.2)
-    check(dead == 1, "%%DLQ%%GID_dlq holds %d messages, want the poison one" % dead)
+    check(dead == 1, "%s holds %d messages, want the poison one" % (dlq_topic, dead))
 
 
-def case_kill9(s):
-    """SYNC_FLUSH broker SIGKILLed while an SDK sends through the proxy, restarted: every acknowledged send
-    is received through the same proxy (which reconnects by itself)."""
-    s.cluster.create_topic("SdkKill")
+def case_dlq(s):
+    dlq_case(s, s.sdk, "SdkDlq", "GID_dlq")
+
+
+def case_node_dlq(s):
+    dlq_case(s, s.node, "NodeDlq", "GID_node_dlq")
+
+
+def kill9_case(s, producer_cmd, run_sdk, topic, group):
+    """SYNC_FLUSH broker SIGKILLed while an SDK producer (`producer_cmd`) sends through the proxy, then
+    restarted: every acknowledged send is received by `run_sdk`'s consumer through the same proxy (which
+    reconnects by itself)."""
+    s.cluster.create_topic(topic)
     acked = os.path.join(s.workdir, "acked.txt")
-    prod = subprocess.Popen([PY, SDK, "produce_acked", s.endpoint, "SdkKill", "400", acked],
+    prod = subprocess.Popen(producer_cmd + ["produce_acked", s.endpoint, topic, "400", acked],
                             stdout=open(os.path.join(s.workdir, "produce.out"), "wb"),
                             stderr=open(os.path.join(s.workdir, "produce.err"), "wb"),
-                            env=dict(os.environ, HOME=s.workdir), start_new_session=True)
+                            env=dict(os.environ, HOME=s.workdir), start_new_session=True,
+                            cwd=os.path.dirname(producer_cmd[-1]))
     try:
         end = time.time() + 60
         while time.time() < end and (not os.path.exists(acked) or sum(1 for _ in open(acked)) < 50):
@@ -206,7 +218,15 @@ def case_kill9(s):
     check(code == 0, "producer failed: %s" % harness.tail(os.path.join(s.workdir, "produce.err")))
     with open(os.path.join(s.workdir, "produce.out")) as f:
         print("   ", f.read().strip())
-    print("   ", s.sdk("consume_all", "SdkKill", "GID_kill", acked, timeout=150))
+    print("   ", run_sdk("consume_all", topic, group, acked, timeout=150))
+
+
+def case_kill9(s):
+    kill9_case(s, [PY, SDK], s.sdk, "SdkKill", "GID_kill")
+
+
+def case_node_kill9(s):
+    kill9_case(s, ["node", NODE_SDK], s.node, "NodeKill", "GID_node_kill")
 
 
 def case_node_normal(s):
@@ -528,6 +548,8 @@ CASES = {
     "node_fifo": (case_node_fifo, None, None, "forward"),
     "node_redelivery": (case_node_redelivery, None, None),
     "node_push": (case_node_push, None, None),
+    "node_dlq": (case_node_dlq, None, None),
+    "node_kill9_sync_flush": (case_node_kill9, {"flushDiskType": "SYNC_FLUSH"}, None),
     "tls_permissive": (case_tls_permissive, None, "tls:permissive"),
     "tls_enforcing": (case_tls_enforcing, None, "tls:enforcing"),
     "node_transaction": (case_node_transaction,

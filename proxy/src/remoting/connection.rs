@@ -48,6 +48,8 @@ pub struct Connection {
 
 /// Frames written ahead of the socket before senders wait.
 const OUT_QUEUE: usize = 4096;
+/// Bytes of queued frames gathered into one socket write.
+const WRITE_BATCH: usize = 64 * 1024;
 
 impl Connection {
     pub async fn connect(
@@ -65,8 +67,25 @@ impl Connection {
 
         let writer_closed = closed.clone();
         tokio::spawn(async move {
+            // Under load many frames wait at once: they go out in one write, not one write each.
+            let mut batch = BytesMut::new();
             while let Some(frame) = out_rx.recv().await {
-                if wr.write_all(&frame).await.is_err() {
+                let mut ok = true;
+                if let Ok(next) = out_rx.try_recv() {
+                    batch.clear();
+                    batch.extend_from_slice(&frame);
+                    batch.extend_from_slice(&next);
+                    while batch.len() < WRITE_BATCH {
+                        match out_rx.try_recv() {
+                            Ok(f) => batch.extend_from_slice(&f),
+                            Err(_) => break,
+                        }
+                    }
+                    ok = wr.write_all(&batch).await.is_ok();
+                } else if wr.write_all(&frame).await.is_err() {
+                    ok = false;
+                }
+                if !ok {
                     break;
                 }
             }

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use protocol::body::from_json;
+use protocol::body::perm;
 use protocol::body::TopicRouteData;
 use protocol::{request_code, response_code, RemotingCommand};
 
@@ -14,9 +15,58 @@ use crate::status::ProxyError;
 
 const ROUTE_TTL: Duration = Duration::from_secs(3);
 
+/// One queue a message can be sent to: on a writable queue data of a broker with a live master.
+#[derive(Debug, Clone)]
+pub struct WritableQueue {
+    pub broker_name: Arc<str>,
+    pub master_addr: Arc<str>,
+    pub queue_id: i32,
+}
+
+/// A route as fetched, with its writable queues listed once (every send picks from them).
+pub struct CachedRoute {
+    pub route: Arc<TopicRouteData>,
+    /// Ordered by broker name, then queue id.
+    pub writable: Vec<WritableQueue>,
+}
+
+impl CachedRoute {
+    fn new(route: TopicRouteData) -> CachedRoute {
+        let mut datas: Vec<_> = route.queue_datas.iter().collect();
+        datas.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
+        let mut writable = Vec::new();
+        for q in datas {
+            if !perm::is_writeable(q.perm) {
+                continue;
+            }
+            let Some(addr) = route
+                .broker_datas
+                .iter()
+                .find(|b| b.broker_name == q.broker_name)
+                .and_then(|b| b.master_addr())
+            else {
+                continue;
+            };
+            let broker_name: Arc<str> = Arc::from(q.broker_name.as_str());
+            let master_addr: Arc<str> = Arc::from(addr);
+            for queue_id in 0..q.write_queue_nums {
+                writable.push(WritableQueue {
+                    broker_name: broker_name.clone(),
+                    master_addr: master_addr.clone(),
+                    queue_id,
+                });
+            }
+        }
+        CachedRoute {
+            route: Arc::new(route),
+            writable,
+        }
+    }
+}
+
 pub struct Routes {
     namesrv: Vec<String>,
-    cache: Mutex<HashMap<String, (Instant, Arc<TopicRouteData>)>>,
+    cache: Mutex<HashMap<String, (Instant, Arc<CachedRoute>)>>,
 }
 
 impl Routes {
@@ -29,6 +79,11 @@ impl Routes {
 
     /// The route of `topic`, from the cache when fresh, else from the first name server that answers.
     pub async fn get(&self, pool: &Pool, topic: &str) -> Result<Arc<TopicRouteData>, ProxyError> {
+        Ok(self.get_cached(pool, topic).await?.route.clone())
+    }
+
+    /// [`Routes::get`] with the route's writable queues.
+    pub async fn get_cached(&self, pool: &Pool, topic: &str) -> Result<Arc<CachedRoute>, ProxyError> {
         if let Some((at, r)) = self
             .cache
             .lock()
@@ -39,7 +94,7 @@ impl Routes {
                 return Ok(r.clone());
             }
         }
-        let route = Arc::new(self.fetch(pool, topic).await?);
+        let route = Arc::new(CachedRoute::new(self.fetch(pool, topic).await?));
         self.cache
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -6,7 +6,6 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use protocol::body::perm;
 use protocol::header::SendMessageResponseHeader;
 use protocol::header::CommandHeader;
 use protocol::message::properties::java_string_hash;
@@ -88,26 +87,8 @@ async fn send_one(
     let producer_group = topic.clone();
     let props = remoting_properties(msg, &producer_group)?;
 
-    let route = proxy.routes.get(&proxy.pool, &topic).await?;
-    let mut queues: Vec<(String, String, i32)> = Vec::new();
-    let mut datas: Vec<_> = route.queue_datas.iter().collect();
-    datas.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
-    for q in datas {
-        if !perm::is_writeable(q.perm) {
-            continue;
-        }
-        let Some(addr) = route
-            .broker_datas
-            .iter()
-            .find(|b| b.broker_name == q.broker_name)
-            .and_then(|b| b.master_addr())
-        else {
-            continue;
-        };
-        for id in 0..q.write_queue_nums {
-            queues.push((q.broker_name.clone(), addr.to_string(), id));
-        }
-    }
+    let route = proxy.routes.get_cached(&proxy.pool, &topic).await?;
+    let queues = &route.writable;
     if queues.is_empty() {
         return Err(ProxyError::Unavailable(format!(
             "topic {topic} has no writable queue on a live master"
@@ -116,23 +97,24 @@ async fn send_one(
     let group = msg
         .system_properties
         .as_ref()
-        .and_then(|s| s.message_group.clone())
+        .and_then(|s| s.message_group.as_deref())
         .filter(|g| !g.is_empty());
-    let index = match &group {
+    let index = match group {
         Some(g) => java_string_hash(g).unsigned_abs() as usize % queues.len(),
         None => proxy.next_queue.fetch_add(1, Ordering::Relaxed) % queues.len(),
     };
-    let Some((broker_name, addr, queue_id)) = queues.get(index).cloned() else {
+    let Some(queue) = queues.get(index) else {
         return Err(ProxyError::Internal("queue index out of range".into()));
     };
-    proxy.learn_broker(&addr, &broker_name);
+    let (broker_name, addr, queue_id) = (&*queue.broker_name, &*queue.master_addr, queue.queue_id);
+    proxy.learn_broker(addr, broker_name);
 
     if let Some(at) = msg
         .system_properties
         .as_ref()
         .and_then(|s| s.delivery_timestamp.as_ref())
     {
-        check_delay(proxy, caller, &addr, &broker_name, timestamp_ms(at)).await?;
+        check_delay(proxy, caller, addr, broker_name, timestamp_ms(at)).await?;
     }
 
     let sys = if kind == SendKind::Transaction {
@@ -159,11 +141,11 @@ async fn send_one(
         .with_ext("reconsumeTimes", "0")
         .with_ext("unitMode", "false")
         .with_ext("batch", "false")
-        .with_ext("bname", &broker_name);
+        .with_ext("bname", broker_name);
     cmd.set_body(msg.body.clone());
     let resp = proxy
         .pool
-        .invoke(&addr, cmd, caller.creds.as_ref(), None)
+        .invoke(addr, cmd, caller.creds.as_ref(), None)
         .await?;
     if resp.code != response_code::SUCCESS {
         return Err(ProxyError::from_remoting(&resp, &format!("send to {broker_name}")));
@@ -180,7 +162,7 @@ async fn send_one(
         let (_, commit_log_offset) = protocol::message::msgid::parse_offset_msg_id(&header.msg_id)
             .map_err(|e| ProxyError::Internal(format!("bad offsetMsgId from {broker_name}: {e}")))?;
         TransactionId {
-            broker_name,
+            broker_name: broker_name.to_string(),
             tran_state_table_offset: header.queue_offset,
             commit_log_offset,
         }

@@ -3,6 +3,7 @@
 // stderr when something is wrong; prints one JSON line on success.
 'use strict';
 
+const fs = require('fs');
 const { ConsumeResult, Producer, PushConsumer, SimpleConsumer } = require('rocketmq-client-nodejs');
 const { TransactionResolution } = require('rocketmq-client-nodejs/proto/apache/rocketmq/v2/definition_pb');
 
@@ -217,6 +218,64 @@ async function transaction(endpoint, topic, group) {
   console.log(JSON.stringify({ received: got, checked }));
 }
 
-const scenarios = { normal, fifo, redelivery, push, transaction };
+// Never acked: after `attempts` deliveries (the group's retryMaxTimes + 1) it goes to %DLQ%group, which
+// run.py checks; no delivery after the last attempt.
+async function dlq(endpoint, topic, group, attempts) {
+  attempts = Number(attempts);
+  const p = new Producer({ endpoints: endpoint, sslEnabled: SSL, topic });
+  await p.startup();
+  await p.send({ topic, body: Buffer.from('poison') });
+  await p.shutdown();
+  const c = simpleConsumer(endpoint, topic, group);
+  await c.startup();
+  const seen = [];
+  let end = Date.now() + 60000;
+  while (Date.now() < end && seen.length < attempts) {
+    for (const m of await c.receive(32, 1000)) seen.push(m.deliveryAttempt);
+  }
+  const want = [ ...Array(attempts).keys() ].map(i => i + 1);
+  check(JSON.stringify(seen) === JSON.stringify(want), `delivery attempts ${seen}, want ${want}`);
+  const more = [];
+  end = Date.now() + 6000;
+  while (Date.now() < end) {
+    for (const m of await c.receive(32, 1000)) more.push(m.deliveryAttempt);
+  }
+  check(more.length === 0, `delivered again after the last attempt: attempts ${more}`);
+  await c.shutdown();
+  console.log(JSON.stringify({ attempts: seen }));
+}
+
+// Sends `count` messages one by one, appending the body of each acknowledged send to outPath and
+// ignoring failures: the broker is killed meanwhile.
+async function produce_acked(endpoint, topic, count, outPath) {
+  count = Number(count);
+  const p = new Producer({ endpoints: endpoint, sslEnabled: SSL, topic });
+  await p.startup();
+  const fd = fs.openSync(outPath, 'w');
+  let ok = 0;
+  for (let i = 0; i < count; i++) {
+    try {
+      await p.send({ topic, body: Buffer.from(`acked-${i}`) });
+      fs.writeSync(fd, `acked-${i}\n`);
+      ok++;
+    } catch (e) {
+      await sleep(50);
+    }
+  }
+  fs.closeSync(fd);
+  await p.shutdown();
+  console.log(JSON.stringify({ acked: ok, tried: count }));
+}
+
+// Every body listed in ackedPath is received (and acked).
+async function consume_all(endpoint, topic, group, ackedPath) {
+  const want = new Set(fs.readFileSync(ackedPath, 'utf8').split('\n').filter(l => l));
+  const seen = await consumeAll(endpoint, topic, group, want.size, 90000);
+  const missing = [ ...want ].filter(b => !seen.has(b));
+  check(missing.length === 0, `${missing.length} acknowledged messages lost: ${missing.slice(0, 20)}`);
+  console.log(JSON.stringify({ acked: want.size, received: seen.size }));
+}
+
+const scenarios = { normal, fifo, redelivery, push, transaction, dlq, produce_acked, consume_all };
 const [ name, ...args ] = process.argv.slice(2);
 scenarios[name](...args).then(() => process.exit(0), e => fail(e && e.stack || String(e)));
