@@ -130,10 +130,15 @@ async fn send(client: MessagingServiceClient<Channel>, a: &Args) -> Result<(), S
                 };
                 let t = Instant::now();
                 let r = c
-                    .send_message(request(SendMessageRequest { messages: vec![msg] }))
+                    .send_message(request(SendMessageRequest {
+                        messages: vec![msg],
+                    }))
                     .await;
                 let ok = r.is_ok_and(|r| {
-                    r.get_ref().status.as_ref().is_some_and(|s| s.code == Code::Ok as i32)
+                    r.get_ref()
+                        .status
+                        .as_ref()
+                        .is_some_and(|s| s.code == Code::Ok as i32)
                 });
                 if ok {
                     lat.push(t.elapsed().as_micros() as u64);
@@ -193,7 +198,10 @@ async fn receive_batch(
             nanos: ((invisible_ms % 1000) * 1_000_000) as i32,
         }),
         auto_renew: false,
-        long_polling_timeout: Some(prost_types::Duration { seconds: 1, nanos: 0 }),
+        long_polling_timeout: Some(prost_types::Duration {
+            seconds: 1,
+            nanos: 0,
+        }),
         attempt_id: None,
     };
     let mut stream = c
@@ -243,11 +251,17 @@ async fn receive_ack_loop(
         }
         if msgs.is_empty() {
             if started.elapsed() > Duration::from_secs(120) {
-                return Err(format!("only {} of {} messages came", shared.acked(), a.count));
+                return Err(format!(
+                    "only {} of {} messages came",
+                    shared.acked(),
+                    a.count
+                ));
             }
             continue;
         }
-        shared.batches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        shared
+            .batches
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let entries: Vec<AckMessageEntry> = msgs
             .iter()
             .filter_map(|m| {
@@ -339,7 +353,11 @@ async fn receive_ack(c: MessagingServiceClient<Channel>, a: Args) -> Result<(), 
         cpu_before_check
     );
     if !redelivered.is_empty() {
-        return Err(format!("{} acked messages came back: {:?}", redelivered.len(), &redelivered[..redelivered.len().min(5)]));
+        return Err(format!(
+            "{} acked messages came back: {:?}",
+            redelivered.len(),
+            &redelivered[..redelivered.len().min(5)]
+        ));
     }
     Ok(())
 }

@@ -21,25 +21,23 @@ impl Acl {
     /// Reads `accounts` (accessKey, secretKey) from a plain_acl.yml.
     pub fn load(path: &str) -> Result<Acl, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
-        let docs = yaml_rust2::YamlLoader::load_from_str(&text)
-            .map_err(|e| format!("{path}: {e}"))?;
+        let docs =
+            yaml_rust2::YamlLoader::load_from_str(&text).map_err(|e| format!("{path}: {e}"))?;
         let mut accounts = HashMap::new();
         for doc in &docs {
             if let Some(list) = doc["accounts"].as_vec() {
                 for a in list {
-                    if let (Some(ak), Some(sk)) = (a["accessKey"].as_str(), a["secretKey"].as_str()) {
+                    if let (Some(ak), Some(sk)) = (a["accessKey"].as_str(), a["secretKey"].as_str())
+                    {
                         accounts.insert(ak.to_string(), sk.to_string());
                     }
                 }
             }
         }
-        let own = accounts
-            .iter()
-            .min()
-            .map(|(ak, sk)| Credentials {
-                access_key: ak.clone(),
-                secret_key: sk.clone(),
-            });
+        let own = accounts.iter().min().map(|(ak, sk)| Credentials {
+            access_key: ak.clone(),
+            secret_key: sk.clone(),
+        });
         if own.is_none() {
             return Err(format!("{path}: no accounts with accessKey and secretKey"));
         }

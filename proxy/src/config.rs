@@ -182,7 +182,8 @@ mod tests {
 
     #[test]
     fn the_deploy_config_loads_with_apaches_port() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/conf/proxy.toml");
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/conf/proxy.toml");
         let c = ProxyConfig::load(&path).unwrap();
         assert_eq!(c.grpc_server_port, 8081);
         assert_eq!(c, ProxyConfig::default());

@@ -23,14 +23,49 @@ pub const TRAN_PREPARED_QUEUE_OFFSET: &str = "TRAN_PREPARED_QUEUE_OFFSET";
 /// Properties RocketMQ reserves: they are not the user's, so they are not handed back as user properties.
 fn is_system_property(key: &str) -> bool {
     const RESERVED: &[&str] = &[
-        "KEYS", "TAGS", "WAIT", "DELAY", "RETRY_TOPIC", "REAL_TOPIC", "REAL_QID", "TRAN_MSG",
-        "PGROUP", "MIN_OFFSET", "MAX_OFFSET", "BUYER_ID", "ORIGIN_MESSAGE_ID", "TRANSFER_FLAG",
-        "CORRECTION_FLAG", "MQ2_FLAG", "RECONSUME_TIME", "MSG_REGION", "TRACE_ON", "UNIQ_KEY",
-        "MAX_RECONSUME_TIMES", "CONSUME_START_TIME", "POP_CK", "POP_CK_OFFSET", "1ST_POP_TIME",
-        "TRAN_PREPARED_QUEUE_OFFSET", "TRANSACTION_CHECK_TIMES", "CHECK_IMMUNITY_TIME_IN_SECONDS",
-        "INSTANCE_ID", "CORRELATION_ID", "REPLY_TO_CLIENT", "TTL", "ARRIVE_TIME", "PUSH_REPLY_TIME",
-        "CLUSTER", "MSG_TYPE", "INNER_MULTI_DISPATCH", "INNER_MULTI_QUEUE_OFFSET", "INNER_NUM",
-        "INNER_BASE", "TRACE_CONTEXT", "DLQ_ORIGIN_TOPIC", "DLQ_ORIGIN_MESSAGE_ID",
+        "KEYS",
+        "TAGS",
+        "WAIT",
+        "DELAY",
+        "RETRY_TOPIC",
+        "REAL_TOPIC",
+        "REAL_QID",
+        "TRAN_MSG",
+        "PGROUP",
+        "MIN_OFFSET",
+        "MAX_OFFSET",
+        "BUYER_ID",
+        "ORIGIN_MESSAGE_ID",
+        "TRANSFER_FLAG",
+        "CORRECTION_FLAG",
+        "MQ2_FLAG",
+        "RECONSUME_TIME",
+        "MSG_REGION",
+        "TRACE_ON",
+        "UNIQ_KEY",
+        "MAX_RECONSUME_TIMES",
+        "CONSUME_START_TIME",
+        "POP_CK",
+        "POP_CK_OFFSET",
+        "1ST_POP_TIME",
+        "TRAN_PREPARED_QUEUE_OFFSET",
+        "TRANSACTION_CHECK_TIMES",
+        "CHECK_IMMUNITY_TIME_IN_SECONDS",
+        "INSTANCE_ID",
+        "CORRELATION_ID",
+        "REPLY_TO_CLIENT",
+        "TTL",
+        "ARRIVE_TIME",
+        "PUSH_REPLY_TIME",
+        "CLUSTER",
+        "MSG_TYPE",
+        "INNER_MULTI_DISPATCH",
+        "INNER_MULTI_QUEUE_OFFSET",
+        "INNER_NUM",
+        "INNER_BASE",
+        "TRACE_CONTEXT",
+        "DLQ_ORIGIN_TOPIC",
+        "DLQ_ORIGIN_MESSAGE_ID",
     ];
     RESERVED.contains(&key) || key.starts_with("TIMER_") || key.starts_with("__")
 }
@@ -59,10 +94,7 @@ pub fn send_kind(msg: &pb::Message) -> SendKind {
 }
 
 /// The remoting properties of an SDK message. `deliver_at_ms` is set for delayed messages.
-pub fn remoting_properties(
-    msg: &pb::Message,
-    producer_group: &str,
-) -> Result<String, ProxyError> {
+pub fn remoting_properties(msg: &pb::Message, producer_group: &str) -> Result<String, ProxyError> {
     let sp = msg
         .system_properties
         .as_ref()
@@ -157,7 +189,10 @@ pub fn to_sdk_message(
         flate2::read::ZlibDecoder::new(view.body)
             .read_to_end(&mut out)
             .map_err(|e| {
-                ProxyError::Code(pb::Code::MessageCorrupted, format!("cannot inflate body: {e}"))
+                ProxyError::Code(
+                    pb::Code::MessageCorrupted,
+                    format!("cannot inflate body: {e}"),
+                )
             })?;
         body = out;
     }
@@ -194,7 +229,12 @@ pub fn to_sdk_message(
     let sp = SystemProperties {
         tag: properties::get(props, TAGS).map(str::to_string),
         keys: properties::get(props, KEYS)
-            .map(|k| k.split(' ').filter(|s| !s.is_empty()).map(str::to_string).collect())
+            .map(|k| {
+                k.split(' ')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default(),
         message_id,
         body_digest: Some(Digest {

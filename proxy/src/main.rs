@@ -60,7 +60,9 @@ fn run(args: Args) -> Result<(), String> {
     let acl = match (cfg.acl_enable, &cfg.acl_file) {
         (false, _) => None,
         (true, Some(f)) => Some(Acl::load(f)?),
-        (true, None) => return Err("aclEnable = true needs aclFile (the brokers' plain_acl.yml)".into()),
+        (true, None) => {
+            return Err("aclEnable = true needs aclFile (the brokers' plain_acl.yml)".into())
+        }
     };
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if cfg.grpc_threads > 0 {
@@ -109,8 +111,8 @@ async fn serve(cfg: ProxyConfig, acl: Option<Acl>) -> Result<(), String> {
         proxy.cfg.namesrv_addr
     );
     let incoming = proxy::tls::incoming(listener, acceptor, proxy.cfg.tls_mode);
-    let service = MessagingServiceServer::new(Service { proxy })
-        .max_decoding_message_size(64 * 1024 * 1024);
+    let service =
+        MessagingServiceServer::new(Service { proxy }).max_decoding_message_size(64 * 1024 * 1024);
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };

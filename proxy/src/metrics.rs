@@ -39,7 +39,11 @@ impl Metrics {
         let rpcs = self.rpcs.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let _ = writeln!(out, "# TYPE rocketmq_proxy_rpc_calls_total counter");
         for (m, r) in &rpcs {
-            let _ = writeln!(out, "rocketmq_proxy_rpc_calls_total{{method=\"{m}\"}} {}", r.calls);
+            let _ = writeln!(
+                out,
+                "rocketmq_proxy_rpc_calls_total{{method=\"{m}\"}} {}",
+                r.calls
+            );
         }
         let _ = writeln!(out, "# TYPE rocketmq_proxy_rpc_failures_total counter");
         for (m, r) in &rpcs {
@@ -59,10 +63,17 @@ impl Metrics {
         }
         for (name, v) in [
             ("rocketmq_proxy_messages_sent_total", &self.messages_sent),
-            ("rocketmq_proxy_messages_received_total", &self.messages_received),
+            (
+                "rocketmq_proxy_messages_received_total",
+                &self.messages_received,
+            ),
             ("rocketmq_proxy_messages_acked_total", &self.messages_acked),
         ] {
-            let _ = writeln!(out, "# TYPE {name} counter\n{name} {}", v.load(Ordering::Relaxed));
+            let _ = writeln!(
+                out,
+                "# TYPE {name} counter\n{name} {}",
+                v.load(Ordering::Relaxed)
+            );
         }
         let _ = writeln!(
             out,

@@ -94,8 +94,8 @@ fn from_pem(cert_path: &str, key_path: &str) -> Result<Identity, String> {
     if chain.is_empty() {
         return Err(format!("tlsCertPath {cert_path}: no certificate in it"));
     }
-    let key =
-        PrivateKeyDer::from_pem_file(key_path).map_err(|e| format!("tlsKeyPath {key_path}: {e}"))?;
+    let key = PrivateKeyDer::from_pem_file(key_path)
+        .map_err(|e| format!("tlsKeyPath {key_path}: {e}"))?;
     Ok((chain, key))
 }
 
@@ -221,7 +221,10 @@ async fn sort(stream: TcpStream, acceptor: Option<TlsAcceptor>, mode: TlsMode) -
         .await
         .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "no first byte in time"))??;
     if peeked == 0 {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "closed at once"));
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "closed at once",
+        ));
     }
     if first[0] == TLS_HANDSHAKE {
         let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream))
@@ -273,8 +276,10 @@ mod tests {
             _: &tokio_rustls::rustls::pki_types::ServerName<'_>,
             _: &[u8],
             _: tokio_rustls::rustls::pki_types::UnixTime,
-        ) -> Result<tokio_rustls::rustls::client::danger::ServerCertVerified, tokio_rustls::rustls::Error>
-        {
+        ) -> Result<
+            tokio_rustls::rustls::client::danger::ServerCertVerified,
+            tokio_rustls::rustls::Error,
+        > {
             Ok(tokio_rustls::rustls::client::danger::ServerCertVerified::assertion())
         }
 
@@ -283,8 +288,10 @@ mod tests {
             message: &[u8],
             cert: &CertificateDer<'_>,
             dss: &tokio_rustls::rustls::DigitallySignedStruct,
-        ) -> Result<tokio_rustls::rustls::client::danger::HandshakeSignatureValid, tokio_rustls::rustls::Error>
-        {
+        ) -> Result<
+            tokio_rustls::rustls::client::danger::HandshakeSignatureValid,
+            tokio_rustls::rustls::Error,
+        > {
             tokio_rustls::rustls::crypto::verify_tls12_signature(
                 message,
                 cert,
@@ -298,8 +305,10 @@ mod tests {
             message: &[u8],
             cert: &CertificateDer<'_>,
             dss: &tokio_rustls::rustls::DigitallySignedStruct,
-        ) -> Result<tokio_rustls::rustls::client::danger::HandshakeSignatureValid, tokio_rustls::rustls::Error>
-        {
+        ) -> Result<
+            tokio_rustls::rustls::client::danger::HandshakeSignatureValid,
+            tokio_rustls::rustls::Error,
+        > {
             tokio_rustls::rustls::crypto::verify_tls13_signature(
                 message,
                 cert,
@@ -327,15 +336,17 @@ mod tests {
             let tcp = TcpStream::connect(addr).await.unwrap();
             if tls_client {
                 let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
-                let mut config = tokio_rustls::rustls::ClientConfig::builder_with_provider(provider.clone())
-                    .with_safe_default_protocol_versions()
-                    .unwrap()
-                    .dangerous()
-                    .with_custom_certificate_verifier(Arc::new(TrustAll(provider)))
-                    .with_no_client_auth();
+                let mut config =
+                    tokio_rustls::rustls::ClientConfig::builder_with_provider(provider.clone())
+                        .with_safe_default_protocol_versions()
+                        .unwrap()
+                        .dangerous()
+                        .with_custom_certificate_verifier(Arc::new(TrustAll(provider)))
+                        .with_no_client_auth();
                 config.alpn_protocols = vec![b"h2".to_vec()];
                 let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
-                let name = tokio_rustls::rustls::pki_types::ServerName::try_from("localhost").unwrap();
+                let name =
+                    tokio_rustls::rustls::pki_types::ServerName::try_from("localhost").unwrap();
                 let mut tls = connector.connect(name, tcp).await.unwrap();
                 assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
                 tls.write_all(b"PRI * HTTP/2.0").await.unwrap();

@@ -83,7 +83,11 @@ impl Routes {
     }
 
     /// [`Routes::get`] with the route's writable queues.
-    pub async fn get_cached(&self, pool: &Pool, topic: &str) -> Result<Arc<CachedRoute>, ProxyError> {
+    pub async fn get_cached(
+        &self,
+        pool: &Pool,
+        topic: &str,
+    ) -> Result<Arc<CachedRoute>, ProxyError> {
         if let Some((at, r)) = self
             .cache
             .lock()

@@ -65,7 +65,9 @@ macro_rules! unary {
             Ok(caller) => $handler(&proxy, &caller, $req.into_inner()).await,
             Err(e) => Err(e),
         };
-        proxy.metrics.record($name, result.is_ok(), started.elapsed());
+        proxy
+            .metrics
+            .record($name, result.is_ok(), started.elapsed());
         let resp = result.unwrap_or_else(|e| {
             tracing::debug!(concat!($name, " failed: {}"), e);
             let mut resp = $resp::default();
@@ -82,7 +84,13 @@ impl MessagingService for Service {
         &self,
         request: Request<QueryRouteRequest>,
     ) -> Result<Response<QueryRouteResponse>, Status> {
-        unary!(self, request, "QueryRoute", route::query_route, QueryRouteResponse)
+        unary!(
+            self,
+            request,
+            "QueryRoute",
+            route::query_route,
+            QueryRouteResponse
+        )
     }
 
     async fn heartbeat(
@@ -96,7 +104,13 @@ impl MessagingService for Service {
         &self,
         request: Request<SendMessageRequest>,
     ) -> Result<Response<SendMessageResponse>, Status> {
-        unary!(self, request, "SendMessage", send::send_message, SendMessageResponse)
+        unary!(
+            self,
+            request,
+            "SendMessage",
+            send::send_message,
+            SendMessageResponse
+        )
     }
 
     async fn query_assignment(
@@ -141,7 +155,13 @@ impl MessagingService for Service {
         &self,
         request: Request<AckMessageRequest>,
     ) -> Result<Response<AckMessageResponse>, Status> {
-        unary!(self, request, "AckMessage", pop::ack_message, AckMessageResponse)
+        unary!(
+            self,
+            request,
+            "AckMessage",
+            pop::ack_message,
+            AckMessageResponse
+        )
     }
 
     async fn forward_message_to_dead_letter_queue(
@@ -172,21 +192,27 @@ impl MessagingService for Service {
         &self,
         _request: Request<UpdateOffsetRequest>,
     ) -> Result<Response<UpdateOffsetResponse>, Status> {
-        Err(Status::unimplemented("UpdateOffset is not served by this proxy"))
+        Err(Status::unimplemented(
+            "UpdateOffset is not served by this proxy",
+        ))
     }
 
     async fn get_offset(
         &self,
         _request: Request<GetOffsetRequest>,
     ) -> Result<Response<GetOffsetResponse>, Status> {
-        Err(Status::unimplemented("GetOffset is not served by this proxy"))
+        Err(Status::unimplemented(
+            "GetOffset is not served by this proxy",
+        ))
     }
 
     async fn query_offset(
         &self,
         _request: Request<QueryOffsetRequest>,
     ) -> Result<Response<QueryOffsetResponse>, Status> {
-        Err(Status::unimplemented("QueryOffset is not served by this proxy"))
+        Err(Status::unimplemented(
+            "QueryOffset is not served by this proxy",
+        ))
     }
 
     async fn end_transaction(
@@ -244,14 +270,18 @@ impl MessagingService for Service {
         &self,
         _request: Request<RecallMessageRequest>,
     ) -> Result<Response<RecallMessageResponse>, Status> {
-        Err(Status::unimplemented("RecallMessage is not served by this proxy"))
+        Err(Status::unimplemented(
+            "RecallMessage is not served by this proxy",
+        ))
     }
 
     async fn sync_lite_subscription(
         &self,
         _request: Request<SyncLiteSubscriptionRequest>,
     ) -> Result<Response<SyncLiteSubscriptionResponse>, Status> {
-        Err(Status::unimplemented("lite topics are not served by this proxy"))
+        Err(Status::unimplemented(
+            "lite topics are not served by this proxy",
+        ))
     }
 }
 

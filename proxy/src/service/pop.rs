@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use protocol::body::{to_json, BatchAck, BatchAckMessageRequestBody};
 use protocol::header::extra_info::{
     info_key, info_offset_key, parse_order_count_info, parse_start_offset_info, ExtraInfo,
     RetryMark,
@@ -19,7 +20,6 @@ use protocol::header::{
     ChangeInvisibleTimeResponseHeader, CommandHeader, PopMessageRequestHeader,
     PopMessageResponseHeader,
 };
-use protocol::body::{to_json, BatchAck, BatchAckMessageRequestBody};
 use protocol::message::properties::{self, POP_CK};
 use protocol::message::record::decode_view;
 use protocol::{request_code, response_code, RemotingCommand};
@@ -99,7 +99,10 @@ pub async fn receive_message(
         Some(f) if !f.expression.is_empty() => ("TAG", f.expression.clone()),
         _ => ("TAG", "*".to_string()),
     };
-    let addr = proxy.routes.master_of(&proxy.pool, &topic, &broker_name).await?;
+    let addr = proxy
+        .routes
+        .master_of(&proxy.pool, &topic, &broker_name)
+        .await?;
     let group_settings = proxy
         .groups
         .get(&proxy.pool, &addr, &group, caller.creds.as_ref())
@@ -122,8 +125,8 @@ pub async fn receive_message(
         order: Some(fifo),
         attempt_id: req.attempt_id.clone(),
     };
-    let cmd = RemotingCommand::request(request_code::POP_MESSAGE)
-        .with_ext_fields(header.to_ext_fields());
+    let cmd =
+        RemotingCommand::request(request_code::POP_MESSAGE).with_ext_fields(header.to_ext_fields());
     let timeout = proxy.pool.timeout + Duration::from_millis(u64::try_from(poll_ms).unwrap_or(0));
     let resp = proxy
         .pool
@@ -203,7 +206,11 @@ pub async fn receive_message(
         if fifo {
             // As RocketMQ's client reads it: the message's own count, else its queue's.
             let count = order_counts
-                .get(&info_offset_key(view.topic, view.queue_id, view.queue_offset))
+                .get(&info_offset_key(
+                    view.topic,
+                    view.queue_id,
+                    view.queue_offset,
+                ))
                 .or_else(|| order_counts.get(&info_key(view.topic, view.queue_id)));
             if let Some(c) = count.filter(|c| **c > 0) {
                 reconsume_times = *c;
@@ -282,8 +289,8 @@ async fn ack_one(
         extra_info: h.extra_info.to_string(),
         offset: h.queue_offset(),
     };
-    let cmd = RemotingCommand::request(request_code::ACK_MESSAGE)
-        .with_ext_fields(header.to_ext_fields());
+    let cmd =
+        RemotingCommand::request(request_code::ACK_MESSAGE).with_ext_fields(header.to_ext_fields());
     let resp = proxy
         .pool
         .invoke(&addr, cmd, caller.creds.as_ref(), None)
@@ -305,10 +312,12 @@ pub async fn ack_message(
     let statuses = if req.entries.len() == 1 {
         let mut one = Vec::new();
         for e in &req.entries {
-            one.push(match ack_one(proxy, caller, &group, &topic, &e.receipt_handle).await {
-                Ok(()) => ok(),
-                Err(err) => err.status(),
-            });
+            one.push(
+                match ack_one(proxy, caller, &group, &topic, &e.receipt_handle).await {
+                    Ok(()) => ok(),
+                    Err(err) => err.status(),
+                },
+            );
         }
         one
     } else {
@@ -366,9 +375,15 @@ async fn batch_ack(
         };
         let x = &h.extra_info;
         let bit = u32::try_from(h.queue_offset().saturating_sub(x.ck_queue_offset));
-        let Ok(bit) = bit.map_err(|_| ()).and_then(|b| if b < 65_536 { Ok(b) } else { Err(()) }) else {
+        let Ok(bit) = bit
+            .map_err(|_| ())
+            .and_then(|b| if b < 65_536 { Ok(b) } else { Err(()) })
+        else {
             if let Some(s) = statuses.get_mut(i) {
-                *s = Some(status(Code::InvalidReceiptHandle, "queue offset outside its check point"));
+                *s = Some(status(
+                    Code::InvalidReceiptHandle,
+                    "queue offset outside its check point",
+                ));
             }
             continue;
         };
@@ -389,7 +404,10 @@ async fn batch_ack(
         slot.1.push(bit);
     }
     for (broker_name, cks) in by_broker {
-        let indexes: Vec<usize> = cks.values().flat_map(|(ix, _)| ix.iter().copied()).collect();
+        let indexes: Vec<usize> = cks
+            .values()
+            .flat_map(|(ix, _)| ix.iter().copied())
+            .collect();
         let body = BatchAckMessageRequestBody {
             broker_name: Some(broker_name.clone()),
             acks: cks
@@ -408,9 +426,16 @@ async fn batch_ack(
                 .collect(),
         };
         let result = async {
-            let addr = proxy.routes.master_of(&proxy.pool, topic, &broker_name).await?;
-            let cmd = RemotingCommand::request(request_code::BATCH_ACK_MESSAGE).with_body(to_json(&body));
-            let resp = proxy.pool.invoke(&addr, cmd, caller.creds.as_ref(), None).await?;
+            let addr = proxy
+                .routes
+                .master_of(&proxy.pool, topic, &broker_name)
+                .await?;
+            let cmd =
+                RemotingCommand::request(request_code::BATCH_ACK_MESSAGE).with_body(to_json(&body));
+            let resp = proxy
+                .pool
+                .invoke(&addr, cmd, caller.creds.as_ref(), None)
+                .await?;
             if resp.code != response_code::SUCCESS {
                 return Err(ProxyError::from_remoting(&resp, "batch ack"));
             }
@@ -465,7 +490,10 @@ pub async fn change_invisible_duration(
         .as_ref()
         .map(duration_ms)
         .ok_or_else(|| {
-            ProxyError::Code(Code::IllegalInvisibleTime, "invisible_duration is required".into())
+            ProxyError::Code(
+                Code::IllegalInvisibleTime,
+                "invisible_duration is required".into(),
+            )
         })?;
     check_invisible(proxy, invisible_ms)?;
     let h = ReceiptHandle::decode(&req.receipt_handle)?;
@@ -560,7 +588,10 @@ async fn dead_letter(
         .invoke(&addr, cmd, caller.creds.as_ref(), None)
         .await?;
     if resp.code != response_code::SUCCESS {
-        return Err(ProxyError::from_remoting(&resp, "forward to dead-letter queue"));
+        return Err(ProxyError::from_remoting(
+            &resp,
+            "forward to dead-letter queue",
+        ));
     }
     ack_one(proxy, caller, group, topic, receipt_handle).await
 }

@@ -29,7 +29,9 @@ impl ReceiptHandle {
             .map_err(|_| invalid(format!("receipt handle {text:?} is not this proxy's")))?;
         let extra_info = ExtraInfo::parse(info).map_err(|e| invalid(e.to_string()))?;
         if extra_info.queue_offset.is_none() {
-            return Err(invalid(format!("receipt handle {text:?} has no queue offset")));
+            return Err(invalid(format!(
+                "receipt handle {text:?} has no queue offset"
+            )));
         }
         Ok(ReceiptHandle {
             extra_info,
@@ -39,7 +41,9 @@ impl ReceiptHandle {
 
     /// The message's queue offset (always present in handles this proxy made).
     pub fn queue_offset(&self) -> i64 {
-        self.extra_info.queue_offset.unwrap_or(self.extra_info.ck_queue_offset)
+        self.extra_info
+            .queue_offset
+            .unwrap_or(self.extra_info.ck_queue_offset)
     }
 }
 
@@ -53,10 +57,7 @@ mod tests {
         assert_eq!(h.extra_info.broker_name, "broker-a");
         assert_eq!(h.queue_offset(), 12);
         assert_eq!(h.commit_log_offset, 4096);
-        assert_eq!(
-            ReceiptHandle::decode(&h.encode()).unwrap(),
-            h
-        );
+        assert_eq!(ReceiptHandle::decode(&h.encode()).unwrap(), h);
         for bad in ["", "x", "10 1 2 0 0 b 3 4 y", "10 1 2 0 0 b 3 4"] {
             let e = ReceiptHandle::decode(bad).unwrap_err();
             assert_eq!(e.code(), Code::InvalidReceiptHandle, "{bad}");

@@ -6,8 +6,8 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use protocol::header::SendMessageResponseHeader;
 use protocol::header::CommandHeader;
+use protocol::header::SendMessageResponseHeader;
 use protocol::message::properties::java_string_hash;
 use protocol::message::record::sys_flag;
 use protocol::{request_code, response_code, RemotingCommand};
@@ -69,7 +69,10 @@ async fn send_one(
         .filter(|t| !t.is_empty())
         .ok_or_else(|| ProxyError::Code(Code::IllegalTopic, "topic is required".into()))?;
     if msg.body.is_empty() {
-        return Err(ProxyError::Code(Code::MessageBodyEmpty, "message body is empty".into()));
+        return Err(ProxyError::Code(
+            Code::MessageBodyEmpty,
+            "message body is empty".into(),
+        ));
     }
     if msg.body.len() > proxy.cfg.max_message_size {
         return Err(ProxyError::Code(
@@ -148,7 +151,10 @@ async fn send_one(
         .invoke(addr, cmd, caller.creds.as_ref(), None)
         .await?;
     if resp.code != response_code::SUCCESS {
-        return Err(ProxyError::from_remoting(&resp, &format!("send to {broker_name}")));
+        return Err(ProxyError::from_remoting(
+            &resp,
+            &format!("send to {broker_name}"),
+        ));
     }
     let header = SendMessageResponseHeader::from_ext_fields(&resp.ext_fields)
         .map_err(|e| ProxyError::Internal(format!("bad send response from {broker_name}: {e}")))?;
@@ -160,7 +166,9 @@ async fn send_one(
         .unwrap_or_default();
     let transaction_id = if kind == SendKind::Transaction {
         let (_, commit_log_offset) = protocol::message::msgid::parse_offset_msg_id(&header.msg_id)
-            .map_err(|e| ProxyError::Internal(format!("bad offsetMsgId from {broker_name}: {e}")))?;
+            .map_err(|e| {
+                ProxyError::Internal(format!("bad offsetMsgId from {broker_name}: {e}"))
+            })?;
         TransactionId {
             broker_name: broker_name.to_string(),
             tran_state_table_offset: header.queue_offset,

@@ -129,11 +129,13 @@ fn settings_in_force(proxy: &Proxy, mut s: Settings, group: GroupSettings) -> Se
             p.max_body_size = i32::try_from(proxy.cfg.max_message_size).unwrap_or(i32::MAX);
             s.backoff_policy = Some(RetryPolicy {
                 max_attempts: 3,
-                strategy: Some(retry_policy::Strategy::ExponentialBackoff(ExponentialBackoff {
-                    initial: Some(ms_duration(10)),
-                    max: Some(ms_duration(1_000)),
-                    multiplier: 2.0,
-                })),
+                strategy: Some(retry_policy::Strategy::ExponentialBackoff(
+                    ExponentialBackoff {
+                        initial: Some(ms_duration(10)),
+                        max: Some(ms_duration(1_000)),
+                        multiplier: 2.0,
+                    },
+                )),
             });
         }
         Some(settings::PubSub::Subscription(sub)) => {
@@ -146,15 +148,17 @@ fn settings_in_force(proxy: &Proxy, mut s: Settings, group: GroupSettings) -> Se
             // The SDKs' FIFO push consumers then consume a message group one message at a time.
             sub.fifo = Some(group.consume_message_orderly);
             // RocketMQ's delay levels from the third on: the waits between a push consumer's retries.
-            let next = [10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200]
-                .iter()
-                .map(|s| ms_duration(s * 1000))
-                .collect();
+            let next = [
+                10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200,
+            ]
+            .iter()
+            .map(|s| ms_duration(s * 1000))
+            .collect();
             s.backoff_policy = Some(RetryPolicy {
                 max_attempts: group.max_attempts(),
-                strategy: Some(retry_policy::Strategy::CustomizedBackoff(CustomizedBackoff {
-                    next,
-                })),
+                strategy: Some(retry_policy::Strategy::CustomizedBackoff(
+                    CustomizedBackoff { next },
+                )),
             });
         }
         None => {}

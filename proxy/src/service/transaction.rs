@@ -6,10 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use protocol::body::{HeartbeatData, ProducerData};
 use protocol::body::to_json;
-use protocol::header::{CheckTransactionStateRequestHeader, EndTransactionRequestHeader};
+use protocol::body::{HeartbeatData, ProducerData};
 use protocol::header::CommandHeader;
+use protocol::header::{CheckTransactionStateRequestHeader, EndTransactionRequestHeader};
 use protocol::message::record::{decode_view, sys_flag};
 use protocol::{request_code, response_code, RemotingCommand};
 
@@ -64,7 +64,10 @@ pub async fn end_transaction(
     let tx = TransactionId::decode(&req.transaction_id).ok_or_else(|| {
         ProxyError::Code(
             Code::InvalidTransactionId,
-            format!("transaction id {:?} was not made by this proxy", req.transaction_id),
+            format!(
+                "transaction id {:?} was not made by this proxy",
+                req.transaction_id
+            ),
         )
     })?;
     let commit_or_rollback = match TransactionResolution::try_from(req.resolution) {
@@ -111,12 +114,18 @@ pub async fn serve_inbound(
     while let Some(req) = inbound.recv().await {
         if req.command.code == request_code::CHECK_TRANSACTION_STATE {
             if let Err(e) = forward_check(&proxy, &req) {
-                tracing::info!("transaction check-back from {} not forwarded: {e}", req.addr);
+                tracing::info!(
+                    "transaction check-back from {} not forwarded: {e}",
+                    req.addr
+                );
             }
         } else if !req.command.is_oneway() {
             let resp = req.command.response_to(
                 response_code::REQUEST_CODE_NOT_SUPPORTED,
-                Some(format!("the proxy does not serve request code {}", req.command.code)),
+                Some(format!(
+                    "the proxy does not serve request code {}",
+                    req.command.code
+                )),
             );
             if let Ok(frame) = protocol::frame::encode_to_bytes(&resp) {
                 let _ = req.reply.send(frame).await;
@@ -141,12 +150,14 @@ fn forward_check(proxy: &Proxy, req: &Inbound) -> Result<(), String> {
     let message = to_sdk_message(&view, None, None, "").map_err(|e| e.to_string())?;
     let cmd = TelemetryCommand {
         status: Some(ok()),
-        command: Some(telemetry_command::Command::RecoverOrphanedTransactionCommand(
-            RecoverOrphanedTransactionCommand {
-                message: Some(message),
-                transaction_id: tx.encode(),
-            },
-        )),
+        command: Some(
+            telemetry_command::Command::RecoverOrphanedTransactionCommand(
+                RecoverOrphanedTransactionCommand {
+                    message: Some(message),
+                    transaction_id: tx.encode(),
+                },
+            ),
+        ),
     };
     let sender = proxy
         .sessions
@@ -170,7 +181,10 @@ pub async fn register_producers(proxy: Arc<Proxy>, kick: Arc<tokio::sync::Notify
             for b in &route.broker_datas {
                 if let Some(addr) = b.master_addr() {
                     proxy.learn_broker(addr, &b.broker_name);
-                    by_broker.entry(addr.to_string()).or_default().push(topic.clone());
+                    by_broker
+                        .entry(addr.to_string())
+                        .or_default()
+                        .push(topic.clone());
                 }
             }
         }
@@ -185,7 +199,11 @@ pub async fn register_producers(proxy: Arc<Proxy>, kick: Arc<tokio::sync::Notify
             };
             let mut cmd = RemotingCommand::request(request_code::HEART_BEAT);
             cmd.set_body(to_json(&data));
-            if let Err(e) = proxy.pool.invoke(&addr, cmd, proxy_creds(&proxy), None).await {
+            if let Err(e) = proxy
+                .pool
+                .invoke(&addr, cmd, proxy_creds(&proxy), None)
+                .await
+            {
                 tracing::debug!("producer heartbeat to {addr} failed: {e}");
             }
         }
