@@ -21,11 +21,7 @@ fn route_masters(route: &TopicRouteData) -> Vec<(String, String, i32)> {
         .queue_datas
         .iter()
         .filter_map(|q| {
-            let addr = route
-                .broker_datas
-                .iter()
-                .find(|b| b.broker_name == q.broker_name)
-                .and_then(|b| b.master_addr())?;
+            let addr = route.master_addr_of(&q.broker_name)?;
             Some((
                 q.broker_name.clone(),
                 addr.to_owned(),

@@ -83,12 +83,18 @@ fn addr_list(list: &str) -> Result<Vec<String>, ClientError> {
         .map(str::to_owned)
         .collect();
     if addrs.is_empty() {
-        return Err(ClientError::Invalid("no controller address given (-a)".into()));
+        return Err(ClientError::Invalid(
+            "no controller address given (-a)".into(),
+        ));
     }
     Ok(addrs)
 }
 
-async fn invoke(addr: &str, cmd: RemotingCommand, timeout: Duration) -> Result<RemotingCommand, ClientError> {
+async fn invoke(
+    addr: &str,
+    cmd: RemotingCommand,
+    timeout: Duration,
+) -> Result<RemotingCommand, ClientError> {
     let client = Client::connect_str(addr, timeout).await?;
     Ok(client.invoke(cmd, timeout).await?)
 }
@@ -101,10 +107,15 @@ async fn leader(list: &str, timeout: Duration) -> Result<String, ClientError> {
         match invoke(&addr, cmd, timeout).await.and_then(expect_success) {
             Ok(resp) if resp.ext("isLeader") == Some("true") => return Ok(addr),
             Ok(resp) => {
-                if let Some(leader) = resp.ext("controllerLeaderAddress").filter(|a| !a.is_empty()) {
+                if let Some(leader) = resp
+                    .ext("controllerLeaderAddress")
+                    .filter(|a| !a.is_empty())
+                {
                     return Ok(leader.to_owned());
                 }
-                last_error = Some(ClientError::Invalid(format!("controller {addr} knows no leader")));
+                last_error = Some(ClientError::Invalid(format!(
+                    "controller {addr} knows no leader"
+                )));
             }
             Err(e) => last_error = Some(e),
         }
@@ -129,8 +140,16 @@ pub async fn run(command: ControllerCommand, timeout: Duration) -> Result<Report
                 .collect();
             let mut lines = vec![
                 format!("{:<24}{}", "#ControllerGroup", ext(&resp, "group")),
-                format!("{:<24}{}", "#ControllerLeaderId", ext(&resp, "controllerLeaderId")),
-                format!("{:<24}{}", "#ControllerLeaderAddress", ext(&resp, "controllerLeaderAddress")),
+                format!(
+                    "{:<24}{}",
+                    "#ControllerLeaderId",
+                    ext(&resp, "controllerLeaderId")
+                ),
+                format!(
+                    "{:<24}{}",
+                    "#ControllerLeaderAddress",
+                    ext(&resp, "controllerLeaderAddress")
+                ),
             ];
             lines.extend(peers.iter().map(|p| format!("{:<24}{p}", "#Peer:")));
             Ok(Report::lines(
@@ -152,13 +171,19 @@ pub async fn run(command: ControllerCommand, timeout: Duration) -> Result<Report
                 .filter(|n| !n.is_empty())
                 .collect();
             let leader = leader(&args.addr.controllers, timeout).await?;
-            let cmd = request(request_code::CONTROLLER_GET_SYNC_STATE_DATA, ExtFields::new())
-                .with_body(serde_json::to_vec(&names).unwrap_or_default());
+            let cmd = request(
+                request_code::CONTROLLER_GET_SYNC_STATE_DATA,
+                ExtFields::new(),
+            )
+            .with_body(serde_json::to_vec(&names).unwrap_or_default());
             let resp = expect_success(invoke(&leader, cmd, timeout).await?)?;
             let body: Value = serde_json::from_slice(&resp.body)
                 .map_err(|e| ClientError::Invalid(format!("bad BrokerReplicasInfo body: {e}")))?;
             let mut lines = Vec::new();
-            let table = body["replicasInfoTable"].as_object().cloned().unwrap_or_default();
+            let table = body["replicasInfoTable"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
             for (name, info) in &table {
                 let replica = |r: &Value| {
                     format!(
@@ -169,19 +194,38 @@ pub async fn run(command: ControllerCommand, timeout: Duration) -> Result<Report
                         r["alive"]
                     )
                 };
-                let in_sync = info["inSyncReplicas"].as_array().cloned().unwrap_or_default();
-                let not_in_sync = info["notInSyncReplicas"].as_array().cloned().unwrap_or_default();
+                let in_sync = info["inSyncReplicas"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                let not_in_sync = info["notInSyncReplicas"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
                 lines.push(format!("\n#brokerName\t{name}"));
                 lines.push(format!("#MasterBrokerId\t{}", info["masterBrokerId"]));
-                lines.push(format!("#MasterAddr\t{}", info["masterAddress"].as_str().unwrap_or("null")));
+                lines.push(format!(
+                    "#MasterAddr\t{}",
+                    info["masterAddress"].as_str().unwrap_or("null")
+                ));
                 lines.push(format!("#MasterEpoch\t{}", info["masterEpoch"]));
                 lines.push(format!("#SyncStateSetEpoch\t{}", info["syncStateSetEpoch"]));
                 lines.push(format!("#SyncStateSetNums\t{}", in_sync.len()));
-                lines.extend(in_sync.iter().map(|r| format!("\n#InSyncReplica:\t{}", replica(r))));
-                lines.extend(not_in_sync.iter().map(|r| format!("\n#NotInSyncReplica:\t{}", replica(r))));
+                lines.extend(
+                    in_sync
+                        .iter()
+                        .map(|r| format!("\n#InSyncReplica:\t{}", replica(r))),
+                );
+                lines.extend(
+                    not_in_sync
+                        .iter()
+                        .map(|r| format!("\n#NotInSyncReplica:\t{}", replica(r))),
+                );
             }
             for missing in names.iter().filter(|n| !table.contains_key(**n)) {
-                lines.push(format!("\n#brokerName\t{missing}\tnot registered in the controller"));
+                lines.push(format!(
+                    "\n#brokerName\t{missing}\tnot registered in the controller"
+                ));
             }
             Ok(Report::lines(lines, body))
         }
@@ -220,7 +264,9 @@ pub async fn run(command: ControllerCommand, timeout: Duration) -> Result<Report
                 let cmd = request(request_code::GET_CONTROLLER_CONFIG, ExtFields::new());
                 let resp = expect_success(invoke(&addr, cmd, timeout).await?)?;
                 let config: BTreeMap<String, String> =
-                    parse_properties(&String::from_utf8_lossy(&resp.body)).into_iter().collect();
+                    parse_properties(&String::from_utf8_lossy(&resp.body))
+                        .into_iter()
+                        .collect();
                 lines.extend(config_lines(&addr, &config));
                 all.insert(addr, json!(config));
             }
@@ -229,7 +275,9 @@ pub async fn run(command: ControllerCommand, timeout: Duration) -> Result<Report
         ControllerCommand::UpdateControllerConfig(args) => {
             let (key, value) = (args.key.trim(), args.value.trim());
             if key.is_empty() || key.contains(['=', ':', '\n']) || value.contains('\n') {
-                return Err(ClientError::Invalid(format!("bad config key/value {key:?}={value:?}")));
+                return Err(ClientError::Invalid(format!(
+                    "bad config key/value {key:?}={value:?}"
+                )));
             }
             let addrs = addr_list(&args.addr.controllers)?;
             for addr in &addrs {
@@ -239,7 +287,9 @@ pub async fn run(command: ControllerCommand, timeout: Duration) -> Result<Report
                     .map_err(|e| ClientError::Invalid(format!("controller {addr}: {e}")))?;
             }
             Ok(Report::lines(
-                vec![format!("update controller config success!{addrs:?}\n{key} : {value}")],
+                vec![format!(
+                    "update controller config success!{addrs:?}\n{key} : {value}"
+                )],
                 json!({"key": key, "value": value, "controllers": addrs}),
             ))
         }

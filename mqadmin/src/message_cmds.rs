@@ -226,10 +226,7 @@ pub async fn query_by_offset(
 ) -> Result<Report, ClientError> {
     let route = admin.route(topic).await?;
     let addr = route
-        .broker_datas
-        .iter()
-        .find(|b| b.broker_name == broker_name)
-        .and_then(|b| b.master_addr())
+        .master_addr_of(broker_name)
         .ok_or_else(|| ClientError::NoBrokerAddr(broker_name.to_owned()))?
         .to_owned();
     let queue = MessageQueue {

@@ -192,12 +192,7 @@ pub async fn topic_status(admin: &Admin, topic: &str) -> Result<Report, ClientEr
     let mut queue_datas = route.queue_datas.clone();
     queue_datas.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
     for q in &queue_datas {
-        let Some(addr) = route
-            .broker_datas
-            .iter()
-            .find(|b| b.broker_name == q.broker_name)
-            .and_then(|b| b.master_addr())
-        else {
+        let Some(addr) = route.master_addr_of(&q.broker_name) else {
             continue;
         };
         let client = admin.broker(addr).await?;

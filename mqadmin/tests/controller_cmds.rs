@@ -61,13 +61,21 @@ fn call(rt: &tokio::runtime::Runtime, addr: &str, r: RemotingCommand) -> Remotin
 fn controller_commands() {
     // target/<profile>/controller, next to this test executable's deps/.
     let exe = std::env::current_exe().unwrap();
-    let controller_bin = exe.parent().and_then(|d| d.parent()).unwrap().join("controller");
+    let controller_bin = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .unwrap()
+        .join("controller");
     assert!(
         controller_bin.is_file(),
         "{} is missing: build it first (`cargo build -p controller`; `cargo test --workspace` does)",
         controller_bin.display()
     );
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let addr = format!("127.0.0.1:{port}");
     let dir = tempfile::tempdir().unwrap();
     let conf = dir.path().join("controller.conf");
@@ -98,21 +106,33 @@ fn controller_commands() {
                 break v;
             }
         }
-        assert!(start.elapsed() < Duration::from_secs(20), "controller not leading");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "controller not leading"
+        );
         std::thread::sleep(Duration::from_millis(200));
     };
     assert_eq!(meta["group"], "g1");
     assert_eq!(meta["controllerLeaderAddress"], addr.as_str());
     let (ok, text, _) = mqadmin(&["getControllerMetaData", "-a", &addr]);
-    assert!(ok && text.contains("#ControllerLeaderAddress") && text.contains(&format!("n0-{addr}")), "{text}");
+    assert!(
+        ok && text.contains("#ControllerLeaderAddress") && text.contains(&format!("n0-{addr}")),
+        "{text}"
+    );
 
     // Two replicas of broker-a heartbeat; 1 becomes master, then the SyncStateSet is {1, 2}.
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let beating = Arc::new(AtomicBool::new(true));
     let beat_addr = addr.clone();
     let beat_flag = beating.clone();
     let beats = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         while beat_flag.load(Ordering::SeqCst) {
             for id in 1..=2u64 {
                 let r = req(
@@ -125,7 +145,8 @@ fn controller_commands() {
                         ("heartbeatTimeoutMills", "10000".into()),
                     ],
                 );
-                let _ = rt.block_on(PeerClient::new(beat_addr.clone()).call(r, Duration::from_secs(2)));
+                let _ =
+                    rt.block_on(PeerClient::new(beat_addr.clone()).call(r, Duration::from_secs(2)));
             }
             std::thread::sleep(Duration::from_millis(300));
         }
@@ -151,14 +172,22 @@ fn controller_commands() {
         &addr,
         req(
             request_code::CONTROLLER_ELECT_MASTER,
-            &[("clusterName", "c".into()), ("brokerName", "broker-a".into()), ("brokerId", "1".into())],
+            &[
+                ("clusterName", "c".into()),
+                ("brokerName", "broker-a".into()),
+                ("brokerId", "1".into()),
+            ],
         ),
     );
     assert_eq!(r.code, 0, "{r:?}");
     std::thread::sleep(Duration::from_millis(500));
     let mut alter = req(
         request_code::CONTROLLER_ALTER_SYNC_STATE_SET,
-        &[("brokerName", "broker-a".into()), ("masterBrokerId", "1".into()), ("masterEpoch", "1".into())],
+        &[
+            ("brokerName", "broker-a".into()),
+            ("masterBrokerId", "1".into()),
+            ("masterEpoch", "1".into()),
+        ],
     );
     alter.set_body(r#"{"syncStateSet":[1,2],"syncStateSetEpoch":1}"#);
     let r = call(&rt, &addr, alter);
@@ -166,27 +195,83 @@ fn controller_commands() {
 
     let v = mqadmin_json(&["getSyncStateSet", "-a", &addr, "-b", "broker-a"]);
     let group = &v["replicasInfoTable"]["broker-a"];
-    assert_eq!((group["masterBrokerId"].as_u64(), group["masterEpoch"].as_i64()), (Some(1), Some(1)), "{v}");
+    assert_eq!(
+        (
+            group["masterBrokerId"].as_u64(),
+            group["masterEpoch"].as_i64()
+        ),
+        (Some(1), Some(1)),
+        "{v}"
+    );
     assert_eq!(group["inSyncReplicas"].as_array().unwrap().len(), 2, "{v}");
     let (ok, text, _) = mqadmin(&["getSyncStateSet", "-a", &addr, "-b", "broker-a"]);
-    assert!(ok && text.contains("#SyncStateSetNums\t2") && text.contains("alive=true"), "{text}");
+    assert!(
+        ok && text.contains("#SyncStateSetNums\t2") && text.contains("alive=true"),
+        "{text}"
+    );
 
     // electMaster moves the master to 2 and bumps the epoch; an unknown replica is refused.
-    let v = mqadmin_json(&["electMaster", "-a", &addr, "-c", "c", "-b", "broker-a", "-i", "2"]);
-    assert_eq!((v["masterBrokerId"].as_str(), v["masterEpoch"].as_str()), (Some("2"), Some("2")), "{v}");
+    let v = mqadmin_json(&[
+        "electMaster",
+        "-a",
+        &addr,
+        "-c",
+        "c",
+        "-b",
+        "broker-a",
+        "-i",
+        "2",
+    ]);
+    assert_eq!(
+        (v["masterBrokerId"].as_str(), v["masterEpoch"].as_str()),
+        (Some("2"), Some("2")),
+        "{v}"
+    );
     let v = mqadmin_json(&["getSyncStateSet", "-a", &addr, "-b", "broker-a"]);
-    assert_eq!(v["replicasInfoTable"]["broker-a"]["masterBrokerId"], 2, "{v}");
-    let (ok, _, err) = mqadmin(&["electMaster", "-a", &addr, "-c", "c", "-b", "broker-a", "-i", "7"]);
-    assert!(!ok && err.contains("CONTROLLER_ELECT_MASTER_FAILED"), "{err}");
+    assert_eq!(
+        v["replicasInfoTable"]["broker-a"]["masterBrokerId"], 2,
+        "{v}"
+    );
+    let (ok, _, err) = mqadmin(&[
+        "electMaster",
+        "-a",
+        &addr,
+        "-c",
+        "c",
+        "-b",
+        "broker-a",
+        "-i",
+        "7",
+    ]);
+    assert!(
+        !ok && err.contains("CONTROLLER_ELECT_MASTER_FAILED"),
+        "{err}"
+    );
 
     // Config: read, change, read back; unknown keys are refused.
     let v = mqadmin_json(&["getControllerConfig", "-a", &addr]);
     assert_eq!(v[addr.as_str()]["enableElectUncleanMaster"], "false", "{v}");
-    let (ok, _, err) = mqadmin(&["updateControllerConfig", "-a", &addr, "-k", "enableElectUncleanMaster", "-v", "true"]);
+    let (ok, _, err) = mqadmin(&[
+        "updateControllerConfig",
+        "-a",
+        &addr,
+        "-k",
+        "enableElectUncleanMaster",
+        "-v",
+        "true",
+    ]);
     assert!(ok, "{err}");
     let v = mqadmin_json(&["getControllerConfig", "-a", &addr]);
     assert_eq!(v[addr.as_str()]["enableElectUncleanMaster"], "true", "{v}");
-    let (ok, _, err) = mqadmin(&["updateControllerConfig", "-a", &addr, "-k", "noSuchKey", "-v", "1"]);
+    let (ok, _, err) = mqadmin(&[
+        "updateControllerConfig",
+        "-a",
+        &addr,
+        "-k",
+        "noSuchKey",
+        "-v",
+        "1",
+    ]);
     assert!(!ok && err.contains("unknown controller setting"), "{err}");
 
     beating.store(false, Ordering::SeqCst);

@@ -27,7 +27,10 @@ fn controller_configs_load_cleanly() {
         assert!(!c.enable_elect_unclean_master);
         peers.push(c.peers);
     }
-    assert!(peers.windows(2).all(|w| w[0] == w[1]), "the three files list other peers");
+    assert!(
+        peers.windows(2).all(|w| w[0] == w[1]),
+        "the three files list other peers"
+    );
 }
 
 #[test]
@@ -99,7 +102,11 @@ fn controller_mode_layout_loads_cleanly() {
         &std::fs::read_to_string(repo_root().join("deploy/conf/controller-1.conf")).unwrap(),
     )
     .unwrap();
-    let controllers: Vec<String> = controller.peers.iter().map(|p| p.addr.to_string()).collect();
+    let controllers: Vec<String> = controller
+        .peers
+        .iter()
+        .map(|p| p.addr.to_string())
+        .collect();
     let mut replicas: std::collections::BTreeMap<String, usize> = Default::default();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
@@ -107,8 +114,17 @@ fn controller_mode_layout_loads_cleanly() {
             broker::config::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert!(issues.is_empty(), "{}: {issues:?}", path.display());
         assert!(cfg.controller.enabled, "{}", path.display());
-        assert_eq!(cfg.controller.controller_addr, controllers, "{}", path.display());
-        assert!(cfg.controller.all_ack_in_sync_state_set, "{}", path.display());
+        assert_eq!(
+            cfg.controller.controller_addr,
+            controllers,
+            "{}",
+            path.display()
+        );
+        assert!(
+            cfg.controller.all_ack_in_sync_state_set,
+            "{}",
+            path.display()
+        );
         *replicas.entry(cfg.broker_name).or_default() += 1;
     }
     let expected: std::collections::BTreeMap<String, usize> =
@@ -203,7 +219,11 @@ fn installed_units_verify() {
         .unwrap();
     assert!(copy.success());
 
-    for unit in ["namesrv.service", "broker@broker-a.service", "controller.service"] {
+    for unit in [
+        "namesrv.service",
+        "broker@broker-a.service",
+        "controller.service",
+    ] {
         let (ok, text) = verify(root.path(), unit);
         assert!(ok, "systemd-analyze verify {unit}: {text}");
     }

@@ -67,6 +67,16 @@ pub struct TopicRouteData {
     pub topic_queue_mapping_by_broker: Option<serde_json::Value>,
 }
 
+impl TopicRouteData {
+    /// The master address of the broker group `broker_name` in this route, if it has a live master.
+    pub fn master_addr_of(&self, broker_name: &str) -> Option<&str> {
+        self.broker_datas
+            .iter()
+            .find(|b| b.broker_name == broker_name)
+            .and_then(|b| b.master_addr())
+    }
+}
+
 /// Permission bits of topics and queues (RocketMQ's `PermName`).
 pub mod perm {
     pub const PRIORITY: i32 = 0x8;

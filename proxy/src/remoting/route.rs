@@ -39,12 +39,7 @@ impl CachedRoute {
             if !perm::is_writeable(q.perm) {
                 continue;
             }
-            let Some(addr) = route
-                .broker_datas
-                .iter()
-                .find(|b| b.broker_name == q.broker_name)
-                .and_then(|b| b.master_addr())
-            else {
+            let Some(addr) = route.master_addr_of(&q.broker_name) else {
                 continue;
             };
             let broker_name: Arc<str> = Arc::from(q.broker_name.as_str());
@@ -138,10 +133,7 @@ impl Routes {
     ) -> Result<String, ProxyError> {
         let route = self.get(pool, topic).await?;
         route
-            .broker_datas
-            .iter()
-            .find(|b| b.broker_name == broker_name)
-            .and_then(|b| b.master_addr())
+            .master_addr_of(broker_name)
             .map(str::to_string)
             .ok_or_else(|| {
                 ProxyError::Unavailable(format!("broker {broker_name} has no master for {topic}"))
