@@ -340,6 +340,28 @@ LG_COMMON=(--namesrv "$NAMESRV_ADDR" --topic BenchTopic --threads "$LOADGEN_THRE
 PRODUCE=(--size "$SIZE")
 TIMED=(--warmup "$WARMUP" --duration "$DURATION")
 
+# s4_cached_share PEER SHARDS DIR REPEAT: notes how much of the S4 backlog was in memory when the consume
+# began. Apache: the CommitLog's pages in the page cache (fincore). Ours: the log's in-memory window
+# (readCacheBytes, 64 MiB per shard unless OUR_EXTRA_CONFIG sets it); everything older is read from
+# disk through the block cache, which starts empty.
+s4_cached_share() {
+    local peer=$1 shards=$2 dir=$3 rep=$4 backlog=$((BACKLOG_MB * 1024 * 1024)) cached how
+    case "$peer" in
+    apache)
+        command -v fincore >/dev/null || { note "apache S4 repeat $rep: fincore missing, cached share not measured"; return 0; }
+        cached=$(fincore --bytes --noheadings --output RES "$dir"/store/commitlog/* 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+        how="CommitLog pages in the page cache (fincore)" ;;
+    ours | ours-forward)
+        local window
+        window=$(printf '%b\n' "$OUR_EXTRA_CONFIG" | sed -n 's/^ *readCacheBytes *= *\([0-9]*\).*/\1/p' | tail -1)
+        cached=$(( ${window:-67108864} * shards ))
+        how="readCacheBytes window x $shards shards; the rest read from disk" ;;
+    *) return 0 ;;
+    esac
+    [ "$cached" -gt "$backlog" ] && cached=$backlog
+    note "$peer S4 repeat $rep: $((cached / 1048576)) of $BACKLOG_MB MiB backlog in memory when the consume began ($((cached * 100 / backlog))%; $how)"
+}
+
 # run_scenario PEER SCENARIO REPEAT: one run with a fresh store; records the JSON and the broker's and
 # name server's CPU per message over the loadgen run (after the preload for S4).
 run_scenario() {
@@ -367,6 +389,7 @@ run_scenario() {
             local count=$((BACKLOG_MB * 1024 * 1024 / SIZE))
             "$LOADGEN" produce "${LG_COMMON[@]}" "${PRODUCE[@]}" --count "$count" --mode sync --inflight 16 --batch 32 \
                 --json "$dir/preload.json" >"$dir/preload.log" 2>&1 || ok=0
+            [ "$ok" = 1 ] && s4_cached_share "$peer" "$shards" "$dir" "$rep"
             t0=$(cpu_ticks "$BROKER_PID" "$NS_PID")
             [ "$ok" = 1 ] && { "$LOADGEN" consume "${LG_COMMON[@]}" --count "$count" --from earliest --pull-batch 32 \
                 --json "$json" >"$dir/loadgen.log" 2>&1 || ok=0; } ;;
