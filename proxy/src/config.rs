@@ -39,6 +39,9 @@ pub struct ProxyConfig {
     pub grpc_threads: usize,
 }
 
+/// The most runtime worker threads `grpcThreadPoolNums` may ask for.
+const MAX_GRPC_THREADS: usize = 1024;
+
 impl Default for ProxyConfig {
     fn default() -> Self {
         ProxyConfig {
@@ -118,7 +121,12 @@ impl ProxyConfig {
             }
             "tlsCertPath" => self.tls_cert_path = Some(value.trim().to_string()),
             "tlsKeyPath" => self.tls_key_path = Some(value.trim().to_string()),
-            "grpcThreadPoolNums" => self.grpc_threads = num(value)? as usize,
+            "grpcThreadPoolNums" => {
+                self.grpc_threads = usize::try_from(num(value)?)
+                    .ok()
+                    .filter(|n| *n <= MAX_GRPC_THREADS)
+                    .ok_or_else(|| format!("{value:?}: at most {MAX_GRPC_THREADS} threads"))?
+            }
             _ => tracing::warn!("unknown config key {key} ignored"),
         }
         Ok(())
@@ -194,5 +202,9 @@ mod tests {
         let mut c = ProxyConfig::default();
         assert!(c.set("grpcServerPort", "99999").is_err());
         assert!(c.set("aclEnable", "yes").is_err());
+        assert!(c.set("grpcThreadPoolNums", "100000").is_err());
+        assert!(c.set("grpcThreadPoolNums", "-1").is_err());
+        c.set("grpcThreadPoolNums", "4").unwrap();
+        assert_eq!(c.grpc_threads, 4);
     }
 }

@@ -70,22 +70,23 @@ impl Connection {
             // Under load many frames wait at once: they go out in one write, not one write each.
             let mut batch = BytesMut::new();
             while let Some(frame) = out_rx.recv().await {
-                let mut ok = true;
-                if let Ok(next) = out_rx.try_recv() {
-                    batch.clear();
-                    batch.extend_from_slice(&frame);
-                    batch.extend_from_slice(&next);
-                    while batch.len() < WRITE_BATCH {
-                        match out_rx.try_recv() {
-                            Ok(f) => batch.extend_from_slice(&f),
-                            Err(_) => break,
+                let written = match out_rx.try_recv() {
+                    // Only this one waiting: written as it is, no copy.
+                    Err(_) => wr.write_all(&frame).await,
+                    Ok(next) => {
+                        batch.clear();
+                        batch.extend_from_slice(&frame);
+                        batch.extend_from_slice(&next);
+                        while batch.len() < WRITE_BATCH {
+                            let Ok(more) = out_rx.try_recv() else {
+                                break;
+                            };
+                            batch.extend_from_slice(&more);
                         }
+                        wr.write_all(&batch).await
                     }
-                    ok = wr.write_all(&batch).await.is_ok();
-                } else if wr.write_all(&frame).await.is_err() {
-                    ok = false;
-                }
-                if !ok {
+                };
+                if written.is_err() {
                     break;
                 }
             }
