@@ -211,17 +211,20 @@ fn controller_commands() {
     );
 
     // electMaster moves the master to 2 and bumps the epoch; an unknown replica is refused.
-    let v = mqadmin_json(&[
-        "electMaster",
-        "-a",
-        &addr,
-        "-c",
-        "c",
-        "-b",
-        "broker-a",
-        "-i",
-        "2",
-    ]);
+    let elect = |id: &'static str| {
+        [
+            "electMaster",
+            "-a",
+            addr.as_str(),
+            "-c",
+            "c",
+            "-b",
+            "broker-a",
+            "-i",
+            id,
+        ]
+    };
+    let v = mqadmin_json(&elect("2"));
     assert_eq!(
         (v["masterBrokerId"].as_str(), v["masterEpoch"].as_str()),
         (Some("2"), Some("2")),
@@ -232,17 +235,7 @@ fn controller_commands() {
         v["replicasInfoTable"]["broker-a"]["masterBrokerId"], 2,
         "{v}"
     );
-    let (ok, _, err) = mqadmin(&[
-        "electMaster",
-        "-a",
-        &addr,
-        "-c",
-        "c",
-        "-b",
-        "broker-a",
-        "-i",
-        "7",
-    ]);
+    let (ok, _, err) = mqadmin(&elect("7"));
     assert!(
         !ok && err.contains("CONTROLLER_ELECT_MASTER_FAILED"),
         "{err}"
