@@ -45,7 +45,20 @@ fuzz_one() {
         >"$work/$target.log" 2>&1 || rc=$?
     echo "== fuzzed $target for ${FUZZ_SECONDS}s (exit $rc)"
     tail -n 25 "$work/$target.log"
-    [ "$rc" = 0 ] || touch "$work/$target.failed"
+    if [ "$rc" != 0 ]; then
+        touch "$work/$target.failed"
+        # The crash reason sits far above the tail: print it, and the input, so a CI log alone
+        # is enough to reproduce (the CI checkout and its fuzz/artifacts are gone afterwards).
+        echo "== $target: why it failed"
+        grep -E -A12 "panicked|==ERROR|ERROR: libFuzzer|deadly signal|SUMMARY" "$work/$target.log" | head -n 60 || true
+        local input
+        for input in fuzz/artifacts/"$target"/*; do
+            [ -f "$input" ] || continue
+            echo "== $target: input $input ($(stat -c %s "$input") bytes), base64:"
+            head -c 65536 "$input" | base64 -w 0
+            echo
+        done
+    fi
 }
 
 running=0

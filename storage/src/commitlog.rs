@@ -298,8 +298,17 @@ impl CommitLog {
         self.closed.set(true);
     }
 
+    /// Waits until no segment is being created in the background. Opening a file must not race with
+    /// its directory going away (a store deleted after shutdown, segments removed by a cut): glommio
+    /// panics when the path is gone between its open and its `statfs`.
+    pub async fn wait_segment_creation(&self) {
+        while self.creating.get().is_some() {
+            glommio::timer::sleep(Duration::from_micros(100)).await;
+        }
+    }
+
     fn preallocate(self: &Rc<Self>, next: u64) {
-        if self.creating.get().is_some() || self.segment_at(next).is_some() {
+        if self.closed.get() || self.creating.get().is_some() || self.segment_at(next).is_some() {
             return;
         }
         self.creating.set(Some(next));
@@ -529,6 +538,7 @@ impl CommitLog {
                 format!("cannot read the log's last bytes before {end}"),
             ));
         }
+        self.wait_segment_creation().await;
         let seg_start = self.segment_start(end);
         if let Some(seg) = self.segment_at(seg_start) {
             let in_seg = end - seg_start;
@@ -780,6 +790,36 @@ mod tests {
             // Unflushed appends past the first segment's end: no file exists for either segment.
             log.append_raw(&vec![1u8; SEGMENT as usize + 5000], 0);
             assert_eq!(log.min_offset(), 0);
+        });
+    }
+
+    #[test]
+    fn closing_waits_for_a_background_segment_creation() {
+        in_executor(|| async {
+            let dir = tempfile::tempdir().expect("tempdir");
+            crate::probe::prime_dma_detection(dir.path())
+                .await
+                .expect("probe");
+            let log = Rc::new(CommitLog::new(
+                dir.path().to_owned(),
+                SEGMENT,
+                SegmentMap::new(),
+                0,
+                Vec::new(),
+                0,
+                0,
+            ));
+            // The write position starts a segment with no file: its creation runs in the background.
+            log.prepare_first_segment();
+            assert_eq!(log.creating.get(), Some(0));
+            log.close();
+            log.wait_segment_creation().await;
+            assert_eq!(log.creating.get(), None);
+            assert!(log.segment_at(0).is_some(), "the creation finished, not abandoned");
+            // Once closed, no new creation starts (its directory may be deleted next).
+            log.prepare_first_segment();
+            log.preallocate(SEGMENT);
+            assert_eq!(log.creating.get(), None);
         });
     }
 

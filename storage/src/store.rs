@@ -617,6 +617,7 @@ impl MessageStore {
             return;
         }
         inner.log.close();
+        inner.log.wait_segment_creation().await;
         inner.signal.raise();
         let flusher = inner.flusher.borrow_mut().take();
         if let Some(task) = flusher {
