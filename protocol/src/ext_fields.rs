@@ -1,11 +1,15 @@
 //! `ExtFields`: a command's string-to-string header fields, stored compactly and in arrival order.
 //!
-//! All keys and values live back to back in one `String`, so decoding a header costs two
-//! allocations however many fields it has. Order is kept (encoding is deterministic); a key
-//! appears at most once (a later duplicate on the wire replaces the earlier one, like Java's
-//! `HashMap.put`). Lookups are linear, which is fastest for the dozen or so fields a header has.
+//! Keys and values are ranges of one text: for a received ROCKETMQ header that text is the frame's
+//! own bytes (shared, not copied: decoding allocates only the index of ranges), otherwise one `String`
+//! they were appended to. Order is kept (encoding is deterministic); a key appears at most once (a
+//! later duplicate on the wire replaces the earlier one, like Java's `HashMap.put`). Lookups are
+//! linear, which is fastest for the dozen or so fields a header has.
 
 use std::fmt::{self, Write as _};
+use std::ops::Range;
+
+use bytes::Bytes;
 
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeMap;
@@ -20,10 +24,49 @@ struct Entry {
     value_end: usize,
 }
 
+/// The bytes the entries' ranges point into.
+#[derive(Clone)]
+enum Text {
+    /// Keys and values appended here (built by this process, or unescaped from a JSON header).
+    Owned(String),
+    /// A received ROCKETMQ header, shared with its frame. Between the fields lie binary lengths, so
+    /// only the entries' ranges are text: each was checked to be UTF-8 when it was recorded
+    /// ([`FrameFieldsBuilder::push`]), and the bytes never change.
+    Frame(Bytes),
+}
+
+impl Default for Text {
+    fn default() -> Self {
+        Text::Owned(String::new())
+    }
+}
+
+impl Text {
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Text::Owned(s) => s.as_bytes(),
+            Text::Frame(b) => b,
+        }
+    }
+
+    /// The text of an entry's key or value range ("" for a range that is not one).
+    fn str_at(&self, start: usize, end: usize) -> &str {
+        match self {
+            Text::Owned(s) => s.get(start..end).unwrap_or(""),
+            Text::Frame(b) => match b.get(start..end) {
+                // SAFETY: only called with the ranges of entries, and every entry of a Frame text was
+                // checked to be UTF-8 when recorded (FrameFieldsBuilder::push); Bytes are immutable.
+                Some(v) => unsafe { std::str::from_utf8_unchecked(v) },
+                None => "",
+            },
+        }
+    }
+}
+
 /// Ordered map of header field name to value (see the module docs).
 #[derive(Clone, Default)]
 pub struct ExtFields {
-    text: String,
+    text: Text,
     entries: Vec<Entry>,
 }
 
@@ -35,7 +78,7 @@ impl ExtFields {
     /// Room for `fields` entries whose keys and values total `text_bytes` bytes.
     pub fn with_capacity(fields: usize, text_bytes: usize) -> Self {
         ExtFields {
-            text: String::with_capacity(text_bytes),
+            text: Text::Owned(String::with_capacity(text_bytes)),
             entries: Vec::with_capacity(fields),
         }
     }
@@ -49,11 +92,11 @@ impl ExtFields {
     }
 
     fn key_of(&self, e: &Entry) -> &str {
-        self.text.get(e.key_start..e.key_end).unwrap_or("")
+        self.text.str_at(e.key_start, e.key_end)
     }
 
     fn value_of(&self, e: &Entry) -> &str {
-        self.text.get(e.value_start..e.value_end).unwrap_or("")
+        self.text.str_at(e.value_start, e.value_end)
     }
 
     /// Whether entry `e` has this key; compares length and first byte before calling memcmp.
@@ -95,30 +138,60 @@ impl ExtFields {
         });
     }
 
+    /// The fields' text as a `String` that can grow: a frame's shared bytes are copied out first,
+    /// field by field (the first edit of a received header).
+    fn owned_text(&mut self) -> Option<&mut String> {
+        if let Text::Frame(_) = self.text {
+            let mut owned = String::with_capacity(self.text_len() + 64);
+            for e in self.entries.iter_mut() {
+                let key_start = owned.len();
+                owned.push_str(self.text.str_at(e.key_start, e.key_end));
+                let key_end = owned.len();
+                owned.push_str(self.text.str_at(e.value_start, e.value_end));
+                *e = Entry {
+                    key_start,
+                    key_end,
+                    value_start: key_end,
+                    value_end: owned.len(),
+                };
+            }
+            self.text = Text::Owned(owned);
+        }
+        match &mut self.text {
+            Text::Owned(s) => Some(s),
+            Text::Frame(_) => None,
+        }
+    }
+
     /// Sets `key` to the text `write_value` appends to the string it is given (a value built in
     /// place, without a `String` of its own).
     pub fn insert_with(&mut self, key: &str, write_value: impl FnOnce(&mut String)) {
-        match self.position(key) {
+        let position = self.position(key);
+        let Some(text) = self.owned_text() else {
+            return;
+        };
+        match position {
             Some(i) => {
                 // The old value's bytes stay behind as garbage; headers are rebuilt far more often than edited.
-                let value_start = self.text.len();
-                write_value(&mut self.text);
-                let value_end = self.text.len();
+                let value_start = text.len();
+                write_value(text);
+                let value_end = text.len();
                 if let Some(e) = self.entries.get_mut(i) {
                     e.value_start = value_start;
                     e.value_end = value_end;
                 }
             }
             None => {
-                let key_start = self.text.len();
-                self.text.push_str(key);
-                let key_end = self.text.len();
-                write_value(&mut self.text);
+                let key_start = text.len();
+                text.push_str(key);
+                let key_end = text.len();
+                write_value(text);
+                let value_end = text.len();
                 self.entries.push(Entry {
                     key_start,
                     key_end,
                     value_start: key_end,
-                    value_end: self.text.len(),
+                    value_end,
                 });
             }
         }
@@ -165,15 +238,19 @@ impl ExtFields {
     /// [`ExtFields::finish_decoding`]).
     #[cfg(test)]
     pub(crate) fn push_decoded(&mut self, key: &str, value: &str) {
-        let key_start = self.text.len();
-        self.text.push_str(key);
-        let key_end = self.text.len();
-        self.text.push_str(value);
+        let Some(text) = self.owned_text() else {
+            return;
+        };
+        let key_start = text.len();
+        text.push_str(key);
+        let key_end = text.len();
+        text.push_str(value);
+        let value_end = text.len();
         self.entries.push(Entry {
             key_start,
             key_end,
             value_start: key_end,
-            value_end: self.text.len(),
+            value_end,
         });
     }
 
@@ -203,6 +280,8 @@ impl ExtFields {
 /// keys means "maybe", and only then does [`ExtFields::finish_decoding`] run.
 #[derive(Default)]
 pub(crate) struct DuplicateCheck {
+    /// One-byte keys seen, as a 256-bit set (exact; SEND_MESSAGE_V2's fields are all one letter).
+    one_byte: [u64; 4],
     signatures: [u64; DUPLICATE_CHECK_KEYS],
     count: usize,
     maybe: bool,
@@ -213,6 +292,14 @@ const DUPLICATE_CHECK_KEYS: usize = 16;
 impl DuplicateCheck {
     pub(crate) fn note(&mut self, key: &[u8]) {
         if self.maybe {
+            return;
+        }
+        if let [b] = key {
+            let bit = 1u64 << (b & 63);
+            if let Some(word) = self.one_byte.get_mut(usize::from(b >> 6)) {
+                self.maybe = *word & bit != 0;
+                *word |= bit;
+            }
             return;
         }
         // Built in a register: assembling bytes in memory and reloading them stalls the CPU.
@@ -256,42 +343,6 @@ impl ExtFieldsBuilder {
         }
     }
 
-    /// A builder over a copy of a header's field region, whose fields are then marked with
-    /// [`ExtFieldsBuilder::push_range`] where they lie (one copy of the region instead of one per
-    /// key and value). Bytes between fields stay in the text unseen; they must be made UTF-8
-    /// with [`ExtFieldsBuilder::blank`].
-    pub(crate) fn over(region: Vec<u8>, fields: usize) -> Self {
-        ExtFieldsBuilder {
-            raw: region,
-            entries: Vec::with_capacity(fields),
-            duplicates: DuplicateCheck::default(),
-        }
-    }
-
-    /// Zeroes the `N` bytes of the text at `at` (bytes between fields that are not text, e.g. binary
-    /// lengths). A constant length makes it a single store, not a call to memset.
-    pub(crate) fn blank<const N: usize>(&mut self, at: usize) {
-        if let Some(bytes) = self.raw.get_mut(at..at.saturating_add(N)) {
-            bytes.copy_from_slice(&[0; N]);
-        }
-    }
-
-    /// Records a field whose key and value lie at these ranges of the text.
-    pub(crate) fn push_range(
-        &mut self,
-        key: std::ops::Range<usize>,
-        value: std::ops::Range<usize>,
-    ) {
-        self.duplicates
-            .note(self.raw.get(key.clone()).unwrap_or(&[]));
-        self.entries.push(Entry {
-            key_start: key.start,
-            key_end: key.end,
-            value_start: value.start,
-            value_end: value.end,
-        });
-    }
-
     /// The text written so far; a decoder that unescapes appends a key or value here, then calls
     /// [`ExtFieldsBuilder::push_written`].
     pub(crate) fn raw_mut(&mut self) -> &mut Vec<u8> {
@@ -325,7 +376,7 @@ impl ExtFieldsBuilder {
             return None;
         }
         let mut out = ExtFields {
-            text,
+            text: Text::Owned(text),
             entries: self.entries,
         };
         if self.duplicates.maybe_duplicates() {
@@ -333,6 +384,77 @@ impl ExtFieldsBuilder {
         }
         Some(out)
     }
+}
+
+/// Collects the fields of a received ROCKETMQ header where they lie in its bytes: nothing is
+/// copied, and the fields share the frame's memory (see [`Text::Frame`]).
+pub(crate) struct FrameFieldsBuilder {
+    header: Bytes,
+    entries: Vec<Entry>,
+    duplicates: DuplicateCheck,
+    /// A range of the header found to be all ASCII: fields inside it need no UTF-8 check of their own.
+    ascii: Range<usize>,
+}
+
+impl FrameFieldsBuilder {
+    pub(crate) fn new(header: Bytes, fields: usize) -> Self {
+        FrameFieldsBuilder {
+            header,
+            entries: Vec::with_capacity(fields),
+            duplicates: DuplicateCheck::default(),
+            ascii: 0..0,
+        }
+    }
+
+    /// Checks the fields' region in one pass (word at a time): when it is all ASCII, length
+    /// prefixes included (values under 128 bytes), fields inside it skip their own checks.
+    pub(crate) fn check_ascii(&mut self, region: Range<usize>) {
+        if self.header.get(region.clone()).is_some_and(<[u8]>::is_ascii) {
+            self.ascii = region;
+        }
+    }
+
+    /// The header's bytes, which the ranges given to [`FrameFieldsBuilder::push`] index.
+    pub(crate) fn header(&self) -> &[u8] {
+        &self.header
+    }
+
+    /// Records the field whose key and value lie at these ranges of the header; false (nothing
+    /// recorded) when either is outside it or not UTF-8 on its own.
+    pub(crate) fn push(&mut self, key: Range<usize>, value: Range<usize>) -> bool {
+        let (Some(k), Some(v)) = (self.header.get(key.clone()), self.header.get(value.clone()))
+        else {
+            return false;
+        };
+        let in_ascii = self.ascii.start <= key.start && value.end <= self.ascii.end;
+        if !(in_ascii || (is_utf8(k) && is_utf8(v))) {
+            return false;
+        }
+        self.duplicates.note(k);
+        self.entries.push(Entry {
+            key_start: key.start,
+            key_end: key.end,
+            value_start: value.start,
+            value_end: value.end,
+        });
+        true
+    }
+
+    pub(crate) fn finish(self) -> ExtFields {
+        let mut out = ExtFields {
+            text: Text::Frame(self.header),
+            entries: self.entries,
+        };
+        if self.duplicates.maybe_duplicates() {
+            out.finish_decoding();
+        }
+        out
+    }
+}
+
+/// UTF-8 check with a fast path for the usual ASCII field.
+fn is_utf8(b: &[u8]) -> bool {
+    b.is_ascii() || std::str::from_utf8(b).is_ok()
 }
 
 impl PartialEq for ExtFields {
@@ -404,27 +526,32 @@ impl<'de> Visitor<'de> for ExtFieldsVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExtFields, A::Error> {
         let fields = map.size_hint().unwrap_or(8).min(64);
-        let mut out = ExtFields::with_capacity(fields, fields * 24);
+        let mut text = String::with_capacity(fields * 24);
+        let mut entries = Vec::with_capacity(fields);
         let mut duplicates = DuplicateCheck::default();
         loop {
-            let key_start = out.text.len();
-            if map.next_key_seed(AppendStr(&mut out.text))?.is_none() {
+            let key_start = text.len();
+            if map.next_key_seed(AppendStr(&mut text))?.is_none() {
                 break;
             }
-            let key_end = out.text.len();
-            duplicates.note(out.text.as_bytes().get(key_start..key_end).unwrap_or(&[]));
-            if map.next_value_seed(AppendValue(&mut out.text))? {
-                out.entries.push(Entry {
+            let key_end = text.len();
+            duplicates.note(text.as_bytes().get(key_start..key_end).unwrap_or(&[]));
+            if map.next_value_seed(AppendValue(&mut text))? {
+                entries.push(Entry {
                     key_start,
                     key_end,
                     value_start: key_end,
-                    value_end: out.text.len(),
+                    value_end: text.len(),
                 });
             } else {
                 // null: drop the key that was already appended.
-                out.text.truncate(key_start);
+                text.truncate(key_start);
             }
         }
+        let mut out = ExtFields {
+            text: Text::Owned(text),
+            entries,
+        };
         if duplicates.maybe_duplicates() {
             out.finish_decoding();
         }

@@ -5,7 +5,7 @@
 //! hostile length costs nothing. Frames over 16 MiB (length prefix included, as Netty's
 //! `LengthFieldBasedFrameDecoder` counts them in RocketMQ) are refused.
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use crate::codec::binary::{self, BinaryEncodeError, BinaryHeaderError};
 use crate::codec::json;
@@ -100,26 +100,23 @@ pub fn decode_frame(buf: &mut BytesMut) -> Result<Option<RemotingCommand>, Frame
     if buf.len() < total {
         return Ok(None);
     }
-    let frame = buf.split_to(total).freeze();
-    let header_end = PREFIX_LEN + header_len;
-    let header = frame.get(PREFIX_LEN..header_end).unwrap_or(&[]);
-    let body = if header_end < total {
-        frame.slice(header_end..)
-    } else {
-        Bytes::new()
-    };
+    // total >= PREFIX_LEN (a length of at least 4) and header_len <= total - PREFIX_LEN (checked).
+    let mut header = buf.split_to(total).freeze();
+    header.advance(PREFIX_LEN);
+    let body = header.split_off(header_len);
     decode_header(serialize_type, header, body)
 }
 
-/// Decodes a header of the given type; `body` becomes the command's body.
+/// Decodes a header of the given type; `body` becomes the command's body. A ROCKETMQ header's
+/// fields keep sharing `header`'s memory.
 pub fn decode_header(
     serialize_type: SerializeType,
-    header: &[u8],
+    header: Bytes,
     body: Bytes,
 ) -> Result<Option<RemotingCommand>, FrameError> {
     let cmd = match serialize_type {
         SerializeType::Json => {
-            json::decode(header, body).map_err(|e| FrameError::Json(e.to_string()))?
+            json::decode(&header, body).map_err(|e| FrameError::Json(e.to_string()))?
         }
         SerializeType::RocketMq => binary::decode(header, body)?,
     };

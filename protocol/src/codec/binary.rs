@@ -8,7 +8,7 @@
 use bytes::{BufMut, Bytes};
 
 use crate::command::{RemotingCommand, SerializeType};
-use crate::ext_fields::ExtFieldsBuilder;
+use crate::ext_fields::FrameFieldsBuilder;
 use crate::language::LanguageCode;
 
 /// Why a binary header is malformed.
@@ -60,49 +60,66 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Decodes a binary header; the body comes from the frame.
-pub fn decode(header: &[u8], body: Bytes) -> Result<RemotingCommand, BinaryHeaderError> {
-    let mut r = Reader { buf: header };
+fn be_i16(b: &[u8], at: usize) -> Option<i16> {
+    Some(i16::from_be_bytes(b.get(at..at.checked_add(2)?)?.try_into().ok()?))
+}
+
+fn be_i32(b: &[u8], at: usize) -> Option<i32> {
+    Some(i32::from_be_bytes(b.get(at..at.checked_add(4)?)?.try_into().ok()?))
+}
+
+/// Decodes a binary header; the body comes from the frame. The fields are read where they lie in
+/// `header` (shared with the frame, not copied).
+pub fn decode(header: Bytes, body: Bytes) -> Result<RemotingCommand, BinaryHeaderError> {
+    let mut r = Reader { buf: &header };
     let code = i32::from(r.i16("code")?);
     let [language] = r.array::<1>("language")?;
     let version = i32::from(r.i16("version")?);
     let opaque = r.i32("opaque")?;
     let flag = r.i32("flag")?;
     let remark = r.str_i32("remark")?;
+    let remark = (!remark.is_empty()).then(|| remark.to_owned());
     let ext_len = usize::try_from(r.i32("extFields")?)
         .map_err(|_| BinaryHeaderError::NegativeLength("extFields"))?;
-    // One copy of the whole region; the fields are marked where they lie in it and the length
-    // prefixes between them are zeroed (so the text is UTF-8 when every key and value is).
-    let region = r.take(ext_len, "extFields")?;
-    let mut fields = ExtFieldsBuilder::over(region.to_vec(), (ext_len / 8).min(32));
-    let mut ext = Reader { buf: region };
-    let at = |ext: &Reader| region.len() - ext.buf.len();
-    while !ext.buf.is_empty() {
-        let key_len_at = at(&ext);
-        let key_len = usize::try_from(ext.i16("extFields key")?)
-            .map_err(|_| BinaryHeaderError::NegativeLength("extFields key"))?;
-        let key_start = key_len_at + 2;
-        ext.take(key_len, "extFields key")?;
-        let key_end = at(&ext);
-        let value_len = usize::try_from(ext.i32("extFields value")?)
-            .map_err(|_| BinaryHeaderError::NegativeLength("extFields value"))?;
-        let value_start = key_end + 4;
-        ext.take(value_len, "extFields value")?;
-        fields.blank::<2>(key_len_at);
-        fields.blank::<4>(key_end);
-        fields.push_range(key_start..key_end, value_start..at(&ext));
+    if ext_len > r.buf.len() {
+        return Err(BinaryHeaderError::Truncated("extFields"));
     }
-    let ext_fields = fields
-        .finish()
-        .ok_or(BinaryHeaderError::NotUtf8("extFields"))?;
+    let start = header.len() - r.buf.len();
+    let end = start + ext_len;
+    let mut fields = FrameFieldsBuilder::new(header, (ext_len / 8).min(32));
+    fields.check_ascii(start..end);
+    let mut at = start;
+    while at < end {
+        let bytes = fields.header().get(..end).unwrap_or_default();
+        let key_len = be_i16(bytes, at).ok_or(BinaryHeaderError::Truncated("extFields key"))?;
+        let key_len = usize::try_from(key_len)
+            .map_err(|_| BinaryHeaderError::NegativeLength("extFields key"))?;
+        let key = at + 2..at + 2 + key_len;
+        if key.end > end {
+            return Err(BinaryHeaderError::Truncated("extFields key"));
+        }
+        let value_len = be_i32(bytes, key.end)
+            .ok_or(BinaryHeaderError::Truncated("extFields value"))?;
+        let value_len = usize::try_from(value_len)
+            .map_err(|_| BinaryHeaderError::NegativeLength("extFields value"))?;
+        let value_start = key.end + 4;
+        let value = value_start..value_start.saturating_add(value_len);
+        if value.end > end {
+            return Err(BinaryHeaderError::Truncated("extFields value"));
+        }
+        at = value.end;
+        if !fields.push(key, value) {
+            return Err(BinaryHeaderError::NotUtf8("extFields"));
+        }
+    }
     Ok(RemotingCommand {
         code,
         language: LanguageCode::from_code(language),
         version,
         opaque,
         flag,
-        remark: (!remark.is_empty()).then(|| remark.to_owned()),
-        ext_fields,
+        remark,
+        ext_fields: fields.finish(),
         body,
         serialize_type: SerializeType::RocketMq,
     })
@@ -173,11 +190,11 @@ mod tests {
         // Key 0xC3 and value 0xA9 form a valid "é" together but are invalid on their own.
         let bad = header_with_ext(&[0, 1, 0xC3, 0, 0, 0, 1, 0xA9]);
         assert_eq!(
-            decode(&bad, Bytes::new()),
+            decode(Bytes::from(bad.clone()), Bytes::new()),
             Err(BinaryHeaderError::NotUtf8("extFields"))
         );
         let good = header_with_ext(&[0, 2, 0xC3, 0xA9, 0, 0, 0, 1, b'v']);
-        let cmd = decode(&good, Bytes::new()).unwrap();
+        let cmd = decode(Bytes::from(good), Bytes::new()).unwrap();
         assert_eq!(cmd.ext("é"), Some("v"));
         assert_eq!(cmd.code, 10);
         assert_eq!(cmd.opaque, 1);
@@ -186,23 +203,61 @@ mod tests {
     #[test]
     fn duplicate_keys_keep_the_last_value() {
         let dup = header_with_ext(&[0, 1, b'k', 0, 0, 0, 1, b'1', 0, 1, b'k', 0, 0, 0, 1, b'2']);
-        let cmd = decode(&dup, Bytes::new()).unwrap();
+        let cmd = decode(Bytes::from(dup), Bytes::new()).unwrap();
         assert_eq!(cmd.ext_fields.len(), 1);
         assert_eq!(cmd.ext("k"), Some("2"));
+    }
+
+    #[test]
+    fn fields_read_in_place_can_be_edited() {
+        // Values of 200 bytes: their length prefix is not ASCII, so the region as a whole is not text.
+        let long = "v".repeat(200);
+        let mut ext = Vec::new();
+        for (k, v) in [("a", "1"), ("topic", long.as_str()), ("b", "é")] {
+            ext.extend_from_slice(&(k.len() as i16).to_be_bytes());
+            ext.extend_from_slice(k.as_bytes());
+            ext.extend_from_slice(&(v.len() as i32).to_be_bytes());
+            ext.extend_from_slice(v.as_bytes());
+        }
+        let mut cmd = decode(Bytes::from(header_with_ext(&ext)), Bytes::new()).unwrap();
+        assert_eq!(
+            cmd.ext_fields.iter().collect::<Vec<_>>(),
+            vec![("a", "1"), ("topic", long.as_str()), ("b", "é")]
+        );
+        let mut out = Vec::new();
+        encode(&cmd, &mut out).unwrap();
+        assert_eq!(decode(Bytes::from(out), Bytes::new()).unwrap(), cmd);
+        // The first edit copies the fields out of the frame; order and values stay.
+        cmd.set_ext("a", "2");
+        cmd.set_ext("c", "3");
+        assert!(cmd.ext_fields.remove("topic"));
+        assert_eq!(
+            cmd.ext_fields.iter().collect::<Vec<_>>(),
+            vec![("a", "2"), ("b", "é"), ("c", "3")]
+        );
+    }
+
+    #[test]
+    fn one_letter_duplicates_are_found() {
+        let dup = header_with_ext(&[
+            0, 1, b'a', 0, 0, 0, 1, b'1', 0, 1, b'b', 0, 0, 0, 0, 0, 1, b'a', 0, 0, 0, 1, b'3',
+        ]);
+        let cmd = decode(Bytes::from(dup), Bytes::new()).unwrap();
+        assert_eq!(cmd.ext_fields.iter().collect::<Vec<_>>(), vec![("b", ""), ("a", "3")]);
     }
 
     #[test]
     fn negative_and_overlong_lengths_are_errors() {
         let negative = header_with_ext(&[0xFF, 0xFF]);
         assert_eq!(
-            decode(&negative, Bytes::new()),
+            decode(Bytes::from(negative), Bytes::new()),
             Err(BinaryHeaderError::NegativeLength("extFields key"))
         );
         let mut overlong = header_with_ext(&[]);
         overlong.truncate(overlong.len() - 4);
         overlong.extend_from_slice(&100i32.to_be_bytes());
         assert_eq!(
-            decode(&overlong, Bytes::new()),
+            decode(Bytes::from(overlong), Bytes::new()),
             Err(BinaryHeaderError::Truncated("extFields"))
         );
     }

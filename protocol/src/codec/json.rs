@@ -11,7 +11,7 @@ use bytes::{BufMut, Bytes};
 use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use super::text::{put_i64, put_json_str};
+use super::text::{put_i64, put_json_str, put_json_text};
 use crate::command::{RemotingCommand, SerializeType};
 use crate::ext_fields::ExtFields;
 use crate::language::LanguageCode;
@@ -93,13 +93,13 @@ pub fn encode(cmd: &RemotingCommand, out: &mut impl BufMut) {
     put_i64(out, i64::from(cmd.code));
     if !cmd.ext_fields.is_empty() {
         out.put_slice(b",\"extFields\":{");
-        for (i, (k, v)) in cmd.ext_fields.iter().enumerate() {
+        for (i, (k, v)) in cmd.ext_fields.iter_bytes().enumerate() {
             if i > 0 {
                 out.put_u8(b',');
             }
-            put_json_str(out, k);
+            put_json_text(out, k);
             out.put_u8(b':');
-            put_json_str(out, v);
+            put_json_text(out, v);
         }
         out.put_u8(b'}');
     }

@@ -82,8 +82,13 @@ pub(crate) fn find_escape(bytes: &[u8]) -> Option<usize> {
 /// `\u0001`/`\u0002` separators of message properties) are escaped; other UTF-8 passes through.
 /// Runs without escapes are copied in one piece.
 pub(crate) fn put_json_str(out: &mut impl BufMut, s: &str) {
+    put_json_text(out, s.as_bytes());
+}
+
+/// [`put_json_str`] of text held as bytes (UTF-8 already checked: only ASCII bytes are escaped).
+pub(crate) fn put_json_text(out: &mut impl BufMut, text: &[u8]) {
     out.put_u8(b'"');
-    let mut rest = s.as_bytes();
+    let mut rest = text;
     while let Some(i) = find_escape(rest) {
         out.put_slice(rest.get(..i).unwrap_or(&[]));
         let b = rest.get(i).copied().unwrap_or(0);
