@@ -138,6 +138,12 @@ impl ExtFields {
         });
     }
 
+    /// Copies the fields out of a frame they share (see [`Text::Frame`]), so that holding them does
+    /// not hold the frame's memory.
+    pub(crate) fn unshare(&mut self) {
+        let _ = self.owned_text();
+    }
+
     /// The fields' text as a `String` that can grow: a frame's shared bytes are copied out first,
     /// field by field (the first edit of a received header).
     fn owned_text(&mut self) -> Option<&mut String> {

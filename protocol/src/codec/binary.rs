@@ -112,6 +112,12 @@ pub fn decode(header: Bytes, body: Bytes) -> Result<RemotingCommand, BinaryHeade
             return Err(BinaryHeaderError::NotUtf8("extFields"));
         }
     }
+    let mut ext_fields = fields.finish();
+    if body.is_empty() {
+        // A frame's memory is part of the connection's read buffer. A command with a body holds it
+        // anyway; one without (a pull, parked up to its suspend timeout) must not start to.
+        ext_fields.unshare();
+    }
     Ok(RemotingCommand {
         code,
         language: LanguageCode::from_code(language),
@@ -119,7 +125,7 @@ pub fn decode(header: Bytes, body: Bytes) -> Result<RemotingCommand, BinaryHeade
         opaque,
         flag,
         remark,
-        ext_fields: fields.finish(),
+        ext_fields,
         body,
         serialize_type: SerializeType::RocketMq,
     })
@@ -235,6 +241,18 @@ mod tests {
             cmd.ext_fields.iter().collect::<Vec<_>>(),
             vec![("a", "2"), ("b", "é"), ("c", "3")]
         );
+    }
+
+    #[test]
+    fn fields_share_the_frame_only_with_a_body() {
+        let header = Bytes::from(header_with_ext(&[0, 1, b'k', 0, 0, 0, 1, b'v']));
+        let with_body = decode(header.clone(), Bytes::from_static(b"body")).unwrap();
+        assert!(!header.is_unique(), "a command with a body reads its fields in place");
+        drop(with_body);
+        // Without a body (a pull, parked for seconds) the fields are copied out of the read buffer.
+        let without = decode(header.clone(), Bytes::new()).unwrap();
+        assert!(header.is_unique());
+        assert_eq!(without.ext("k"), Some("v"));
     }
 
     #[test]
