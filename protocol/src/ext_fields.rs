@@ -18,10 +18,45 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// Where one key and its value sit inside the shared text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Entry {
+    /// [`key_tag`] of the key: lookups compare this word before touching the text.
+    tag: u64,
     key_start: usize,
     key_end: usize,
     value_start: usize,
     value_end: usize,
+}
+
+impl Entry {
+    /// The entry for `key`, which lies at `key_start..` of the text, and the value at `value`.
+    fn new(key: &[u8], key_start: usize, value: Range<usize>) -> Entry {
+        Entry {
+            tag: key_tag(key),
+            key_start,
+            key_end: key_start + key.len(),
+            value_start: value.start,
+            value_end: value.end,
+        }
+    }
+}
+
+/// A key's length (low byte) and first 7 bytes in one word: equal tags and equal lengths mean equal
+/// keys for keys of up to 7 bytes, which most header names are (all of SEND_MESSAGE_V2's are one
+/// letter). Built in a register: assembling bytes in memory and reloading them stalls the CPU.
+#[inline]
+fn key_tag(key: &[u8]) -> u64 {
+    let len = (key.len() & 0xFF) as u64;
+    if let [b] = key {
+        return len | u64::from(*b) << 8;
+    }
+    if let Some(word) = key.get(..8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
+        // Little-endian: byte i lands at bits 8i, then moves up one byte (the eighth drops out).
+        return len | u64::from_le_bytes(word) << 8;
+    }
+    let mut tag = len;
+    for (i, b) in key.iter().enumerate() {
+        tag |= u64::from(*b) << (8 * (i + 1));
+    }
+    tag
 }
 
 /// The bytes the entries' ranges point into.
@@ -99,25 +134,28 @@ impl ExtFields {
         self.text.str_at(e.value_start, e.value_end)
     }
 
-    /// Whether entry `e` has this key; compares length and first byte before calling memcmp.
-    fn has_key(&self, e: &Entry, key: &[u8]) -> bool {
-        let text = self.text.as_bytes();
-        e.key_end - e.key_start == key.len()
-            && (key.is_empty() || text.get(e.key_start) == key.first())
-            && text.get(e.key_start..e.key_end) == Some(key)
+    /// Whether entry `e` has this key (whose [`key_tag`] is `tag`); the text is compared only for
+    /// keys longer than the tag holds.
+    #[inline]
+    fn has_key(&self, e: &Entry, key: &[u8], tag: u64) -> bool {
+        e.tag == tag
+            && e.key_end - e.key_start == key.len()
+            && (key.len() <= 7 || self.text.as_bytes().get(e.key_start..e.key_end) == Some(key))
     }
 
     fn position(&self, key: &str) -> Option<usize> {
+        let tag = key_tag(key.as_bytes());
         self.entries
             .iter()
-            .position(|e| self.has_key(e, key.as_bytes()))
+            .position(|e| self.has_key(e, key.as_bytes(), tag))
     }
 
     /// The value of `key`, if present.
     pub fn get(&self, key: &str) -> Option<&str> {
+        let tag = key_tag(key.as_bytes());
         self.entries
             .iter()
-            .find(|e| self.has_key(e, key.as_bytes()))
+            .find(|e| self.has_key(e, key.as_bytes(), tag))
             .map(|e| self.value_of(e))
     }
 
@@ -155,6 +193,7 @@ impl ExtFields {
                 let key_end = owned.len();
                 owned.push_str(self.text.str_at(e.value_start, e.value_end));
                 *e = Entry {
+                    tag: e.tag,
                     key_start,
                     key_end,
                     value_start: key_end,
@@ -193,12 +232,8 @@ impl ExtFields {
                 let key_end = text.len();
                 write_value(text);
                 let value_end = text.len();
-                self.entries.push(Entry {
-                    key_start,
-                    key_end,
-                    value_start: key_end,
-                    value_end,
-                });
+                self.entries
+                    .push(Entry::new(key.as_bytes(), key_start, key_end..value_end));
             }
         }
     }
@@ -252,12 +287,8 @@ impl ExtFields {
         let key_end = text.len();
         text.push_str(value);
         let value_end = text.len();
-        self.entries.push(Entry {
-            key_start,
-            key_end,
-            value_start: key_end,
-            value_end,
-        });
+        self.entries
+            .push(Entry::new(key.as_bytes(), key_start, key_end..value_end));
     }
 
     /// Drops earlier duplicates so the last value on the wire wins, in time linear in the field count.
@@ -281,9 +312,9 @@ impl ExtFields {
     }
 }
 
-/// Spots possible duplicate keys while fields are decoded, cheaply: up to 16 keys are compared
-/// by a signature (length and first 7 bytes, exact for short keys); a signature match or more
-/// keys means "maybe", and only then does [`ExtFields::finish_decoding`] run.
+/// Spots possible duplicate keys while fields are decoded, cheaply: one-byte keys exactly, up to 16
+/// others by their [`key_tag`] (exact for short keys); a tag match or more keys means "maybe", and
+/// only then does [`ExtFields::finish_decoding`] run.
 #[derive(Default)]
 pub(crate) struct DuplicateCheck {
     /// One-byte keys seen, as a 256-bit set (exact; SEND_MESSAGE_V2's fields are all one letter).
@@ -296,7 +327,8 @@ pub(crate) struct DuplicateCheck {
 const DUPLICATE_CHECK_KEYS: usize = 16;
 
 impl DuplicateCheck {
-    pub(crate) fn note(&mut self, key: &[u8]) {
+    /// Notes a key, whose [`key_tag`] is `tag`.
+    pub(crate) fn note(&mut self, key: &[u8], tag: u64) {
         if self.maybe {
             return;
         }
@@ -308,19 +340,14 @@ impl DuplicateCheck {
             }
             return;
         }
-        // Built in a register: assembling bytes in memory and reloading them stalls the CPU.
-        let mut sig = (key.len() & 0xFF) as u64;
-        for (i, b) in key.iter().take(7).enumerate() {
-            sig |= u64::from(*b) << (8 * (i + 1));
-        }
         let seen = self
             .signatures
             .get(..self.count)
             .unwrap_or(&[])
-            .contains(&sig);
+            .contains(&tag);
         match self.signatures.get_mut(self.count) {
             Some(slot) if !seen => {
-                *slot = sig;
+                *slot = tag;
                 self.count += 1;
             }
             _ => self.maybe = true,
@@ -358,14 +385,10 @@ impl ExtFieldsBuilder {
     /// Records the field whose key is `raw[key_start..key_end]` and whose value runs from
     /// `key_end` to the end of the text written so far.
     pub(crate) fn push_written(&mut self, key_start: usize, key_end: usize) {
-        self.duplicates
-            .note(self.raw.get(key_start..key_end).unwrap_or(&[]));
-        self.entries.push(Entry {
-            key_start,
-            key_end,
-            value_start: key_end,
-            value_end: self.raw.len(),
-        });
+        let key = self.raw.get(key_start..key_end).unwrap_or(&[]);
+        let entry = Entry::new(key, key_start, key_end..self.raw.len());
+        self.duplicates.note(key, entry.tag);
+        self.entries.push(entry);
     }
 
     /// The fields; `None` when the text is not UTF-8 or a key/value edge splits a character (so
@@ -436,13 +459,9 @@ impl FrameFieldsBuilder {
         if !(in_ascii || (is_utf8(k) && is_utf8(v))) {
             return false;
         }
-        self.duplicates.note(k);
-        self.entries.push(Entry {
-            key_start: key.start,
-            key_end: key.end,
-            value_start: value.start,
-            value_end: value.end,
-        });
+        let entry = Entry::new(k, key.start, value);
+        self.duplicates.note(k, entry.tag);
+        self.entries.push(entry);
         true
     }
 
@@ -540,10 +559,13 @@ impl<'de> Visitor<'de> for ExtFieldsVisitor {
             if map.next_key_seed(AppendStr(&mut text))?.is_none() {
                 break;
             }
+            let key = text.as_bytes().get(key_start..).unwrap_or(&[]);
+            let tag = key_tag(key);
+            duplicates.note(key, tag);
             let key_end = text.len();
-            duplicates.note(text.as_bytes().get(key_start..key_end).unwrap_or(&[]));
             if map.next_value_seed(AppendValue(&mut text))? {
                 entries.push(Entry {
+                    tag,
                     key_start,
                     key_end,
                     value_start: key_end,
@@ -719,6 +741,26 @@ mod tests {
         assert_eq!(f.len(), 30);
         assert_eq!(f.get("k0"), Some("90"));
         assert_eq!(f.get("k29"), Some("89"));
+    }
+
+    #[test]
+    fn key_tags_hold_length_and_first_seven_bytes() {
+        let slow = |key: &[u8]| {
+            let mut tag = (key.len() & 0xFF) as u64;
+            for (i, b) in key.iter().take(7).enumerate() {
+                tag |= u64::from(*b) << (8 * (i + 1));
+            }
+            tag
+        };
+        for key in ["", "a", "ab", "topic", "queueId", "queueIds", "consumerGroup"] {
+            assert_eq!(key_tag(key.as_bytes()), slow(key.as_bytes()), "{key}");
+        }
+        // Keys sharing 7 bytes and a length differ only in the text, which lookups then compare.
+        let mut f = ExtFields::new();
+        f.insert("consumerA", "1");
+        f.insert("consumerB", "2");
+        assert_eq!(f.get("consumerB"), Some("2"));
+        assert_eq!(f.get("consumerC"), None);
     }
 
     #[test]

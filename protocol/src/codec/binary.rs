@@ -86,7 +86,7 @@ pub fn decode(header: Bytes, body: Bytes) -> Result<RemotingCommand, BinaryHeade
     }
     let start = header.len() - r.buf.len();
     let end = start + ext_len;
-    let mut fields = FrameFieldsBuilder::new(header, (ext_len / 8).min(32));
+    let mut fields = FrameFieldsBuilder::new(header, (ext_len / 16 + 4).min(32));
     fields.check_ascii(start..end);
     let mut at = start;
     while at < end {

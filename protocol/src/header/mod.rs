@@ -79,6 +79,29 @@ pub trait HeaderValue: Sized {
     fn write(&self, fields: &mut ExtFields, name: &str);
 }
 
+/// A required value read from its text (what an optional one reads once it is present).
+trait FromFieldText: Sized {
+    fn from_text(name: &'static str, text: &str) -> Result<Self, HeaderError>;
+}
+
+impl FromFieldText for i32 {
+    fn from_text(name: &'static str, text: &str) -> Result<Self, HeaderError> {
+        parse_number(name, text)
+    }
+}
+
+impl FromFieldText for i64 {
+    fn from_text(name: &'static str, text: &str) -> Result<Self, HeaderError> {
+        parse_number(name, text)
+    }
+}
+
+impl FromFieldText for bool {
+    fn from_text(_: &'static str, text: &str) -> Result<Self, HeaderError> {
+        Ok(parse_bool(text))
+    }
+}
+
 fn parse_number<T: FromStr>(name: &'static str, text: &str) -> Result<T, HeaderError> {
     // Some clients put spaces around numbers; Java's parseInt would not, but rejecting them helps no one.
     text.trim().parse().map_err(|_| HeaderError::Invalid {
@@ -159,7 +182,7 @@ macro_rules! optional_value {
                 match fields.get(name) {
                     None => Ok(None),
                     Some(text) if text.trim().is_empty() => Ok(None),
-                    Some(_) => <$t as HeaderValue>::read(fields, name).map(Some),
+                    Some(text) => <$t as FromFieldText>::from_text(name, text).map(Some),
                 }
             }
             fn write(&self, fields: &mut ExtFields, name: &str) {
