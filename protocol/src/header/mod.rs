@@ -104,7 +104,7 @@ impl FromFieldText for bool {
 
 fn parse_number<T: FromStr>(name: &'static str, text: &str) -> Result<T, HeaderError> {
     // Some clients put spaces around numbers; Java's parseInt would not, but rejecting them helps no one.
-    text.trim().parse().map_err(|_| HeaderError::Invalid {
+    text.trim_ascii().parse().map_err(|_| HeaderError::Invalid {
         field: name,
         value: text.chars().take(64).collect(),
     })
@@ -112,7 +112,7 @@ fn parse_number<T: FromStr>(name: &'static str, text: &str) -> Result<T, HeaderE
 
 /// Java's `Boolean.parseBoolean`: "true" in any case is true, anything else false.
 fn parse_bool(text: &str) -> bool {
-    text.trim().eq_ignore_ascii_case("true")
+    text.trim_ascii().eq_ignore_ascii_case("true")
 }
 
 impl HeaderValue for String {
@@ -181,7 +181,7 @@ macro_rules! optional_value {
                 // An empty string is how some clients say "not set".
                 match fields.get(name) {
                     None => Ok(None),
-                    Some(text) if text.trim().is_empty() => Ok(None),
+                    Some(text) if text.trim_ascii().is_empty() => Ok(None),
                     Some(text) => <$t as FromFieldText>::from_text(name, text).map(Some),
                 }
             }
