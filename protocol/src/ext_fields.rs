@@ -438,7 +438,11 @@ impl FrameFieldsBuilder {
     /// Checks the fields' region in one pass (word at a time): when it is all ASCII, length
     /// prefixes included (values under 128 bytes), fields inside it skip their own checks.
     pub(crate) fn check_ascii(&mut self, region: Range<usize>) {
-        if self.header.get(region.clone()).is_some_and(<[u8]>::is_ascii) {
+        if self
+            .header
+            .get(region.clone())
+            .is_some_and(<[u8]>::is_ascii)
+        {
             self.ascii = region;
         }
     }
@@ -752,7 +756,15 @@ mod tests {
             }
             tag
         };
-        for key in ["", "a", "ab", "topic", "queueId", "queueIds", "consumerGroup"] {
+        for key in [
+            "",
+            "a",
+            "ab",
+            "topic",
+            "queueId",
+            "queueIds",
+            "consumerGroup",
+        ] {
             assert_eq!(key_tag(key.as_bytes()), slow(key.as_bytes()), "{key}");
         }
         // Keys sharing 7 bytes and a length differ only in the text, which lookups then compare.

@@ -815,7 +815,10 @@ mod tests {
             log.close();
             log.wait_segment_creation().await;
             assert_eq!(log.creating.get(), None);
-            assert!(log.segment_at(0).is_some(), "the creation finished, not abandoned");
+            assert!(
+                log.segment_at(0).is_some(),
+                "the creation finished, not abandoned"
+            );
             // Once closed, no new creation starts (its directory may be deleted next).
             log.prepare_first_segment();
             log.preallocate(SEGMENT);

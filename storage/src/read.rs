@@ -49,7 +49,8 @@ impl MessageStore {
     pub fn visible_max_offset(&self, topic: &str, queue_id: i32) -> i64 {
         self.queue(topic, queue_id).map_or(0, |q| {
             let q = q.borrow();
-            q.announced_max.map_or(q.max_offset, |v| v.min(q.max_offset))
+            q.announced_max
+                .map_or(q.max_offset, |v| v.min(q.max_offset))
         })
     }
 

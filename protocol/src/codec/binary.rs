@@ -61,11 +61,15 @@ impl<'a> Reader<'a> {
 }
 
 fn be_i16(b: &[u8], at: usize) -> Option<i16> {
-    Some(i16::from_be_bytes(b.get(at..at.checked_add(2)?)?.try_into().ok()?))
+    Some(i16::from_be_bytes(
+        b.get(at..at.checked_add(2)?)?.try_into().ok()?,
+    ))
 }
 
 fn be_i32(b: &[u8], at: usize) -> Option<i32> {
-    Some(i32::from_be_bytes(b.get(at..at.checked_add(4)?)?.try_into().ok()?))
+    Some(i32::from_be_bytes(
+        b.get(at..at.checked_add(4)?)?.try_into().ok()?,
+    ))
 }
 
 /// Decodes a binary header; the body comes from the frame. The fields are read where they lie in
@@ -98,8 +102,8 @@ pub fn decode(header: Bytes, body: Bytes) -> Result<RemotingCommand, BinaryHeade
         if key.end > end {
             return Err(BinaryHeaderError::Truncated("extFields key"));
         }
-        let value_len = be_i32(bytes, key.end)
-            .ok_or(BinaryHeaderError::Truncated("extFields value"))?;
+        let value_len =
+            be_i32(bytes, key.end).ok_or(BinaryHeaderError::Truncated("extFields value"))?;
         let value_len = usize::try_from(value_len)
             .map_err(|_| BinaryHeaderError::NegativeLength("extFields value"))?;
         let value_start = key.end + 4;
@@ -247,7 +251,10 @@ mod tests {
     fn fields_share_the_frame_only_with_a_body() {
         let header = Bytes::from(header_with_ext(&[0, 1, b'k', 0, 0, 0, 1, b'v']));
         let with_body = decode(header.clone(), Bytes::from_static(b"body")).unwrap();
-        assert!(!header.is_unique(), "a command with a body reads its fields in place");
+        assert!(
+            !header.is_unique(),
+            "a command with a body reads its fields in place"
+        );
         drop(with_body);
         // Without a body (a pull, parked for seconds) the fields are copied out of the read buffer.
         let without = decode(header.clone(), Bytes::new()).unwrap();
@@ -261,7 +268,10 @@ mod tests {
             0, 1, b'a', 0, 0, 0, 1, b'1', 0, 1, b'b', 0, 0, 0, 0, 0, 1, b'a', 0, 0, 0, 1, b'3',
         ]);
         let cmd = decode(Bytes::from(dup), Bytes::new()).unwrap();
-        assert_eq!(cmd.ext_fields.iter().collect::<Vec<_>>(), vec![("b", ""), ("a", "3")]);
+        assert_eq!(
+            cmd.ext_fields.iter().collect::<Vec<_>>(),
+            vec![("b", ""), ("a", "3")]
+        );
     }
 
     #[test]
