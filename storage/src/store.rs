@@ -505,7 +505,10 @@ impl MessageStore {
     }
 
     /// Drops a topic's ConsumeQueues (files included). Its records stay in the CommitLog until retention.
-    pub fn delete_topic(&self, topic: &str) {
+    /// Waits for a ConsumeQueue flush in progress: it would recreate the directory, or glommio would
+    /// panic on a file of it opened just before the directory went.
+    pub async fn delete_topic(&self, topic: &str) {
+        let _permit = self.inner.maintenance.acquire_permit(1).await.ok();
         let removed = self.inner.queues.borrow_mut().remove(topic);
         if removed.is_some() {
             let dir = self.inner.cq_root.join(topic);

@@ -84,7 +84,7 @@ fn delete_topic_removes_its_queues() {
             .expect("put");
         store.flush_maintenance().await.expect("flush");
         assert!(path.join("consumequeue/Gone/0").exists());
-        store.delete_topic("Gone");
+        store.delete_topic("Gone").await;
         assert_eq!(store.queues(), vec![("Kept".to_owned(), 1)]);
         assert!(!path.join("consumequeue/Gone").exists());
         let got = store
@@ -97,6 +97,42 @@ fn delete_topic_removes_its_queues() {
             .await
             .expect("reopen");
         assert_eq!(store.queues(), vec![("Kept".to_owned(), 1)]);
+        store.shutdown().await;
+    });
+}
+
+#[test]
+fn delete_topic_waits_for_a_flush_creating_its_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_owned();
+    run(move || async move {
+        let store = MessageStore::open(small_config(&path, FlushDiskType::AsyncFlush))
+            .await
+            .expect("open");
+        for round in 0..20 {
+            let topic = format!("Racing{round}");
+            store
+                .put(message(&topic, 0, b"a", "", "", ""))
+                .await
+                .expect("put");
+            // The flush creates the queue's first file; the deletion comes while that open is in flight.
+            let flusher = store.clone();
+            let flush = glommio::spawn_local(async move { flusher.flush_maintenance().await });
+            futures_lite::future::yield_now().await;
+            store.delete_topic(&topic).await;
+            flush
+                .await
+                .expect("the flush is not cut short by the deletion");
+            assert!(
+                !path.join("consumequeue").join(&topic).exists(),
+                "round {round}: the flush recreated the deleted topic's queue"
+            );
+        }
+        store.shutdown().await;
+        let store = MessageStore::open(small_config(&path, FlushDiskType::AsyncFlush))
+            .await
+            .expect("reopen");
+        assert!(store.queues().is_empty());
         store.shutdown().await;
     });
 }

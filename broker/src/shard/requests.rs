@@ -139,7 +139,7 @@ impl<'a> ShardRef<'a> {
     /// Drops a deleted topic's data and offsets on the target.
     pub async fn delete_topic(self, topic: String) -> Result<(), MeshError> {
         self.run(move |s| async move {
-            s.store.delete_topic(&topic);
+            s.store.delete_topic(&topic).await;
             s.offsets.borrow_mut().remove_topic(&topic);
         })
         .await
