@@ -148,6 +148,9 @@ pub struct BrokerConfig {
     /// `serverFrameTimeoutSeconds`: a request frame must arrive whole within this (slowloris).
     pub server_frame_timeout_seconds: u64,
     pub register_name_server_period_ms: u64,
+    /// `registerBrokerTimeoutMills`: how long one registration with a name server may take before
+    /// its connection is dropped and the next period tries afresh (RocketMQ: 6000).
+    pub register_broker_timeout_mills: u64,
     /// Shards (executors); 0 means one per core.
     pub shard_count: usize,
     /// Ours: whether each shard is a broker of its own to clients (`shardRouting`).
@@ -228,6 +231,7 @@ impl Default for BrokerConfig {
             server_write_stall_timeout_seconds: 30,
             server_frame_timeout_seconds: 60,
             register_name_server_period_ms: 30_000,
+            register_broker_timeout_mills: 6_000,
             shard_count: 0,
             shard_routing: ShardRouting::Direct,
             read_cache_bytes: 64 * 1024 * 1024,
@@ -432,6 +436,7 @@ impl BrokerConfig {
             }
             "serverFrameTimeoutSeconds" => self.server_frame_timeout_seconds = num(key, v)?,
             "registerNameServerPeriod" => self.register_name_server_period_ms = num(key, v)?,
+            "registerBrokerTimeoutMills" => self.register_broker_timeout_mills = num(key, v)?,
             "shardCount" => self.shard_count = num(key, v)?,
             "shardRouting" => {
                 self.shard_routing = ShardRouting::parse(v)

@@ -154,6 +154,10 @@ impl BrokerConfig {
                 "registerNameServerPeriod",
                 self.register_name_server_period_ms.to_string(),
             ),
+            (
+                "registerBrokerTimeoutMills",
+                self.register_broker_timeout_mills.to_string(),
+            ),
             ("shardCount", self.shard_count.to_string()),
             ("readCacheBytes", self.read_cache_bytes.to_string()),
             (

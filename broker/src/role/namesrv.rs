@@ -21,7 +21,6 @@ use crate::config::{BrokerConfig, ShardBroker};
 use crate::shard::mesh::join_all;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
-const REGISTER_TIMEOUT: Duration = Duration::from_secs(6);
 
 /// Where a slave's master is, as a registration answer says: (haServerAddr, masterAddr).
 pub type MasterAddrs = (Option<String>, Option<String>);
@@ -82,13 +81,21 @@ impl Registrar {
         Ok(client)
     }
 
-    async fn invoke(&self, addr: &str, cmd: RemotingCommand) -> Result<RemotingCommand, String> {
+    async fn invoke(
+        &self,
+        addr: &str,
+        cmd: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, String> {
         let client = self.client(addr).await?;
         let result = client
-            .invoke(cmd, REGISTER_TIMEOUT)
+            .invoke(cmd, timeout)
             .await
             .map_err(|e| e.to_string());
-        if result.is_err() {
+        // A timed-out registration keeps its connection, as RocketMQ's client does: closing it would
+        // make the name server forget this broker (it drops a broker whose connection closes) until
+        // the next registration gets through, which on a lossy link can be longer than its expiry.
+        if client.is_closed() {
             self.clients.borrow_mut().remove(addr);
         }
         result
@@ -176,12 +183,13 @@ impl Registrar {
         cfg: &'a BrokerConfig,
         requests: Vec<(usize, RemotingCommand)>,
     ) -> Vec<(usize, &'a String, Result<RemotingCommand, String>)> {
+        let timeout = Duration::from_millis(cfg.register_broker_timeout_mills.max(1));
         let per_name_server = join_all(cfg.namesrv_addr.iter().map(|addr| {
             let requests = requests.clone();
             async move {
                 let mut answers = Vec::with_capacity(requests.len());
                 for (shard, cmd) in requests {
-                    answers.push((shard, addr, self.invoke(addr, cmd).await));
+                    answers.push((shard, addr, self.invoke(addr, cmd, timeout).await));
                 }
                 answers
             }
