@@ -92,10 +92,9 @@ impl Registrar {
             .invoke(cmd, timeout)
             .await
             .map_err(|e| e.to_string());
-        // A timed-out registration keeps its connection, as RocketMQ's client does: closing it would
-        // make the name server forget this broker (it drops a broker whose connection closes) until
-        // the next registration gets through, which on a lossy link can be longer than its expiry.
-        if client.is_closed() {
+        // A failed or timed-out registration closes its connection, as RocketMQ's client does
+        // (clientCloseSocketIfTimeout defaults to true); the next period connects afresh.
+        if result.is_err() {
             self.clients.borrow_mut().remove(addr);
         }
         result
