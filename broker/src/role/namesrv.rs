@@ -88,10 +88,7 @@ impl Registrar {
         timeout: Duration,
     ) -> Result<RemotingCommand, String> {
         let client = self.client(addr).await?;
-        let result = client
-            .invoke(cmd, timeout)
-            .await
-            .map_err(|e| e.to_string());
+        let result = client.invoke(cmd, timeout).await.map_err(|e| e.to_string());
         // A failed or timed-out registration closes its connection, as RocketMQ's client does
         // (clientCloseSocketIfTimeout defaults to true); the next period connects afresh.
         if result.is_err() {
