@@ -101,21 +101,11 @@ def produce(ctx, name, keys, topic, prefix, count, timeout=60):
                                             "--mode", "sync"], timeout)
 
 
-def cpp_log(ctx, pid):
-    """The C++ client's own log of process `pid` (it names the broker's answer, which its exception does not)."""
-    path = os.path.join(ctx.clients.home, "logs", "rocketmq-cpp", "%d_rocketmq-cpp.log.0" % pid)
-    try:
-        with open(path, "r", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
-
-
 def require_refused(ctx, result, what, reason):
     """Every send failed, and the broker's answer was NO_PERMISSION with `reason` in its remark."""
     check(not result.of_kind("sent"), "%s: a send succeeded: %s" % (what, result.of_kind("sent")[:1]))
     check(result.of_kind("send_error"), "%s: no send error reported: %s" % (what, result.describe()))
-    log = cpp_log(ctx, result.pid)
+    log = ctx.clients.cpp_log(result.pid)
     answers = [line for line in log.splitlines() if "error code:%d" % NO_PERMISSION in line]
     check(answers and all(reason in line for line in answers),
           "%s: the client log shows no NO_PERMISSION answer saying %r (answers: %s)" % (what, reason, answers[:2]))

@@ -198,9 +198,10 @@ def broadcasting(ctx):
     consumers = [ctx.clients.spawn("py", "broadcast-%d" % n, [
         "push", "--topic", "PyBroadcast", "--group", "py-broadcast-group", "--prefix", "pybc", "--count", "20",
         "--timeout", "60", "--linger", "2", "--broadcast", "--instance", "bc-%d" % n]) for n in range(2)]
+    queues = [(name, q) for name, _ in c.shard_brokers() for q in range(4)]
     for proc in consumers:
         _wait_started(proc)
-    time.sleep(3)
+        ctx.clients.wait_cpp_pulling(proc, "PyBroadcast", queues)
     _produce(ctx, "PyBroadcast", "pybc", 20, level=0)
     for n, proc in enumerate(consumers):
         res = ctx.clients.finish(proc, 80)

@@ -497,6 +497,34 @@ class Clients:
     def run(self, lang, name, args, timeout, env=None):
         return self.finish(self.spawn(lang, name, args, env), timeout)
 
+    def cpp_log(self, pid):
+        """The C++ client's own log of process `pid` (it names the broker's answers and its rebalances)."""
+        path = os.path.join(self.home, "logs", "rocketmq-cpp", "%d_rocketmq-cpp.log.0" % pid)
+        try:
+            with open(path, "r", errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def wait_cpp_pulling(self, proc, topic, queues, timeout=40):
+        """Wait until the C++ push consumer `proc` has added every queue in `queues` [(brokerName, queueId)]
+        of `topic` to its rebalance. It adds a queue only once it knows where to start; when that lookup
+        fails on its side (its log says "get timed_mutex timeout" when two of its threads connect to one
+        broker at once) it retries at its next rebalance and, consuming from the last offset, starts
+        after whatever arrived in between. Producing after this wait keeps that client race out of a
+        delivery check."""
+        end = time.monotonic() + timeout
+        missing = list(queues)
+        while time.monotonic() < end:
+            log = self.cpp_log(proc.pid)
+            missing = [(b, q) for b, q in queues
+                       if "add mq:MessageQueue [topic=%s, brokerName=%s, queueId=%d]" % (topic, b, q) not in log]
+            if not missing:
+                return
+            check(proc.alive(), "consumer %s exited before pulling every queue of %s" % (proc.name, topic))
+            time.sleep(0.2)
+        raise CaseFailure("consumer %s pulls no queue %s of %s after %ss" % (proc.name, missing, topic, timeout))
+
 
 def java_kit():
     """(kit dir, its cache dir, compiled classes dir) as tests/interop/setup.sh left them."""
