@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use fault_support::acked::Ledger;
 use fault_support::proxy::{FaultProxy, Mode};
-use fault_support::routes::{route_code, wait_route};
+use fault_support::routes::{route_brokers, route_code, wait_route};
 use protocol::{request_code, response_code, RemotingCommand};
 
 /// Registration period of the test brokers (RocketMQ's 30 s would make the tests slow).
@@ -125,6 +125,53 @@ fn stalled_namesrv_link_does_not_stop_sends_and_broker_reregisters_after() {
         send_acked(&client, &ledger, "Known", 20, "after", TIMEOUT).await;
 
         ledger.verify(&client).await.assert_no_loss("namesrv stall");
+    });
+    drop(broker);
+}
+
+#[test]
+fn a_connection_with_a_lost_registration_stays_open_until_a_new_one_carries_every_broker() {
+    // The name server drops the brokers last registered on a connection that closes. A broker that
+    // closed the connection of a timed-out registration at once left the routes of the brokers last
+    // registered on it missing until its next round (30 s by default).
+    let dir = tempfile::tempdir().unwrap();
+    let ns = start_namesrv(dir.path());
+    let proxy = FaultProxy::start(ns.addr);
+    let broker = Broker::start(&format!(
+        "namesrvAddr = \"{}\"\nregisterNameServerPeriod = 4000\nregisterBrokerTimeoutMills = 1500",
+        proxy.addr()
+    ));
+    run_local(async {
+        wait_route(ns.addr, "TBW102", Duration::from_secs(20)).await;
+        let all = route_brokers(ns.addr, "TBW102").await;
+        let before = proxy.accepted();
+        proxy.set_mode(Mode::DiscardOlderThan(before));
+        let mut missing = Vec::new();
+        let lossy = Instant::now();
+        while lossy.elapsed() < Duration::from_secs(12) {
+            let served = route_brokers(ns.addr, "TBW102").await;
+            if served != all {
+                missing.push((lossy.elapsed(), served));
+            }
+            glommio::timer::sleep(Duration::from_millis(100)).await;
+        }
+        let log = broker.log();
+        assert!(
+            log.contains("its connection is replaced"),
+            "no registration timed out:\n{log}"
+        );
+        assert!(
+            proxy.accepted() > before,
+            "the broker made no new connection"
+        );
+        assert!(
+            missing.is_empty(),
+            "the route to {all:?} changed ({missing:?}) after {before} connection(s) went dead:\n{log}"
+        );
+        println!(
+            "{} connection(s) through the proxy after the first went dead; route served throughout",
+            proxy.accepted()
+        );
     });
     drop(broker);
 }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use fault_support::acked::{read_queue, Ledger};
 use fault_support::proxy::{FaultProxy, Mode};
-use fault_support::routes::route_code;
+use fault_support::routes::{route_brokers, route_code};
 use protocol::body::{TopicConfig, TopicConfigSerializeWrapper, TopicRouteData};
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
@@ -204,28 +204,6 @@ const SLOW_PHASE: Duration = Duration::from_secs(20);
 /// A rate at which one topic table takes longer than the broker's 6 s registration timeout.
 const TOO_SLOW_RATE: u64 = 32 << 10;
 
-/// The broker names the name server routes `topic` to (empty when it has no route).
-async fn route_brokers(ns: SocketAddr, topic: &str) -> Vec<String> {
-    let Ok(client) = Client::connect(ns, Duration::from_secs(2)).await else {
-        return Vec::new();
-    };
-    let req =
-        RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC).with_ext("topic", topic);
-    match client.invoke(req, Duration::from_secs(2)).await {
-        Ok(r) if r.code == response_code::SUCCESS => {
-            let route: TopicRouteData = protocol::body::from_json(&r.body).expect("route body");
-            let mut names: Vec<String> = route
-                .queue_datas
-                .iter()
-                .map(|q| q.broker_name.clone())
-                .collect();
-            names.sort();
-            names
-        }
-        _ => Vec::new(),
-    }
-}
-
 fn rss_kib(pid: i32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
@@ -363,9 +341,10 @@ fn big_registrations_through_a_slow_delayed_namesrv_link_keep_routes_served() {
         );
 
         // 2. Too slow: a topic table takes longer than the 6 s registration timeout to arrive. The
-        //    broker gives up and closes the connection (Apache 4.9.8's remoting client does too:
-        //    clientCloseSocketIfTimeout defaults to true); the name server drops the brokers
-        //    registered on a closed connection (Apache: onChannelDestroy), so the route goes.
+        //    broker gives up the connection (Apache 4.9.8's remoting client closes it:
+        //    clientCloseSocketIfTimeout defaults to true) and closes it once the next one fails
+        //    too; the name server drops the brokers registered on a closed connection (Apache:
+        //    onChannelDestroy), so the route goes.
         proxy.set_mode(Mode::BandwidthHold(TOO_SLOW_RATE, NAMESRV_HOLD));
         let too_slow = Instant::now();
         let mut vanished = None;

@@ -80,6 +80,21 @@ impl NameServer {
         gone.into_iter().map(|(addr, _)| addr).collect()
     }
 
+    /// The connection that a registration of `broker_addr` arriving on `connection_id` ties the
+    /// broker to. A broker whose request timed out registers again on a new connection and closes
+    /// the old one; the old one's registration may still arrive after the new one's (held up by
+    /// retransmissions). Tied back to the old connection, the broker would be dropped at its close,
+    /// so a newer connection the broker registered on stays its connection while it is open.
+    pub fn registration_connection(&self, broker_addr: &str, connection_id: u64) -> u64 {
+        let current = self.table.borrow().live_connection(broker_addr);
+        match current {
+            Some(newer) if newer > connection_id && self.channels.borrow().contains_key(&newer) => {
+                newer
+            }
+            _ => connection_id,
+        }
+    }
+
     /// Hands controller requests to an embedded controller from now on.
     pub fn embed_controller(&self, handler: Rc<controller::ControllerHandler>) {
         *self.controller.borrow_mut() = Some(handler);

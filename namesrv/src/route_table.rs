@@ -334,6 +334,11 @@ impl RouteTable {
         gone
     }
 
+    /// The connection live broker `broker_addr` last registered on.
+    pub fn live_connection(&self, broker_addr: &str) -> Option<u64> {
+        self.live.get(broker_addr).map(|live| live.connection_id)
+    }
+
     /// Whether a live broker registered on connection `connection_id` last.
     pub fn connection_in_use(&self, connection_id: u64) -> bool {
         self.live

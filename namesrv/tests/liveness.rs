@@ -183,7 +183,50 @@ fn an_expired_broker_does_not_take_a_live_one_on_its_connection_with_it() {
             invoke(&observer, route_request("L")).await.code,
             response_code::SUCCESS
         );
-        assert!(!shared.is_closed(), "the live broker's connection was closed");
+        assert!(
+            !shared.is_closed(),
+            "the live broker's connection was closed"
+        );
+    });
+}
+
+#[test]
+fn a_late_registration_on_a_replaced_connection_does_not_drop_the_broker_at_its_close() {
+    // A broker's registration timed out on its first connection; it registered again on a second
+    // one, then closed the first. The first one's registration, held up by retransmissions, arrives
+    // only now, just before that close.
+    let server = NameServerProcess::start(&[]);
+    let addr = server.addr;
+    run_local(move || async move {
+        let observer = connect(addr).await;
+        let mut old = RawConnection::connect(addr);
+        let new = connect(addr).await;
+        let register = || {
+            register_request(
+                &broker("broker-a", "127.0.0.1:10911"),
+                topic_table(&[("T", 4)], 1),
+            )
+        };
+        assert_eq!(invoke(&new, register()).await.code, response_code::SUCCESS);
+        assert_eq!(old.invoke(register()).code, response_code::SUCCESS);
+        drop(old);
+        glommio::timer::sleep(Duration::from_millis(500)).await;
+        assert_eq!(
+            registered_broker_names(&observer).await,
+            vec!["broker-a".to_owned()],
+            "the broker was dropped with the connection it had replaced"
+        );
+        // Its current connection still counts: closing that one removes it.
+        drop(new);
+        let gone = eventually(TIMEOUT, || {
+            let observer = observer.clone();
+            async move { registered_broker_names(&observer).await.is_empty() }
+        })
+        .await;
+        assert!(
+            gone,
+            "closing the broker's current connection should remove it"
+        );
     });
 }
 

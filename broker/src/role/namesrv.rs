@@ -29,6 +29,8 @@ pub type MasterAddrs = (Option<String>, Option<String>);
 #[derive(Default)]
 pub struct Registrar {
     clients: RefCell<HashMap<String, Client>>,
+    /// Per name server, the connection a failed request took out of use, still open (`invoke`).
+    replaced: RefCell<HashMap<String, Client>>,
     /// Per shard-broker (shard id; 0 alone when shards are not brokers): (haServerAddr, masterAddr)
     /// of its master, from the last registration answer (slaves).
     pub masters: RefCell<BTreeMap<usize, MasterAddrs>>,
@@ -81,6 +83,11 @@ impl Registrar {
         Ok(client)
     }
 
+    /// Sends `cmd` to name server `addr`. A connection whose request failed or timed out is not
+    /// used again, as RocketMQ's client closes it (clientCloseSocketIfTimeout defaults to true). It
+    /// is closed only once a whole round got through on a newer connection (`retire_replaced`): a
+    /// name server drops the brokers last registered on a connection that closes, so closing it at
+    /// once would take their routes away until the next round succeeds.
     async fn invoke(
         &self,
         addr: &str,
@@ -89,12 +96,26 @@ impl Registrar {
     ) -> Result<RemotingCommand, String> {
         let client = self.client(addr).await?;
         let result = client.invoke(cmd, timeout).await.map_err(|e| e.to_string());
-        // A failed or timed-out registration closes its connection, as RocketMQ's client does
-        // (clientCloseSocketIfTimeout defaults to true); the next period connects afresh.
-        if result.is_err() {
+        if let Err(e) = &result {
+            tracing::warn!(
+                "request to name server {addr} failed ({e}): its connection is replaced, and \
+                 closed once a round of registrations gets through on a new one"
+            );
             self.clients.borrow_mut().remove(addr);
+            // One failed connection is kept open: the one before it failed a round ago.
+            if let Some(older) = self.replaced.borrow_mut().insert(addr.to_owned(), client) {
+                older.close();
+            }
         }
         result
+    }
+
+    /// Closes the connection to `addr` that a failed request replaced: every broker of this
+    /// process has registered on a newer one since.
+    fn retire_replaced(&self, addr: &str) {
+        if let Some(old) = self.replaced.borrow_mut().remove(addr) {
+            old.close();
+        }
     }
 
     /// The brokers this process is to clients: one per shard, or one for all.
@@ -186,6 +207,9 @@ impl Registrar {
                 let mut answers = Vec::with_capacity(requests.len());
                 for (shard, cmd) in requests {
                     answers.push((shard, addr, self.invoke(addr, cmd, timeout).await));
+                }
+                if answers.iter().all(|(_, _, answer)| answer.is_ok()) {
+                    self.retire_replaced(addr);
                 }
                 answers
             }

@@ -33,6 +33,10 @@ pub enum Mode {
     /// arrives in the other. Bytes of one connection keep their order: reordering them would corrupt
     /// the TCP stream, which no network does (TCP reassembles what IP reorders).
     Reorder { max: Duration, seed: u64 },
+    /// What the connections accepted before the `n`th carry is read and thrown away, both ways
+    /// (requests that never arrive, on a link that will not recover); their closes still pass.
+    /// Connections accepted later pass.
+    DiscardOlderThan(u64),
 }
 
 struct Conn {
@@ -269,6 +273,9 @@ fn pump(conn: Arc<Conn>, state: Arc<State>, to_upstream: bool) {
             return;
         }
         let mode = *lock(&state.mode);
+        if matches!(mode, Mode::DiscardOlderThan(n) if conn.number < n) {
+            continue;
+        }
         let delay = match mode {
             Mode::Delay(d) => Some(d),
             Mode::Bandwidth(rate) => Some(Duration::from_secs_f64(n as f64 / rate.max(1) as f64)),

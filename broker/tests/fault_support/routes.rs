@@ -1,5 +1,5 @@
-//! Route lookups the name-server fault tests poll: the answer code of GET_ROUTEINFO_BY_TOPIC, and
-//! waiting until a name server serves a topic's route.
+//! Route lookups the name-server fault tests poll: the answer code of GET_ROUTEINFO_BY_TOPIC, the
+//! brokers a route names, and waiting until a name server serves a topic's route.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -16,6 +16,29 @@ pub async fn route_code(ns: SocketAddr, topic: &str) -> i32 {
     match client.invoke(req, Duration::from_secs(2)).await {
         Ok(r) => r.code,
         Err(_) => -1,
+    }
+}
+
+/// The broker names the name server routes `topic` to (empty when it has no route).
+pub async fn route_brokers(ns: SocketAddr, topic: &str) -> Vec<String> {
+    let Ok(client) = remoting::Client::connect(ns, Duration::from_secs(2)).await else {
+        return Vec::new();
+    };
+    let req =
+        RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC).with_ext("topic", topic);
+    match client.invoke(req, Duration::from_secs(2)).await {
+        Ok(r) if r.code == response_code::SUCCESS => {
+            let route: protocol::body::TopicRouteData =
+                protocol::body::from_json(&r.body).expect("route body");
+            let mut names: Vec<String> = route
+                .queue_datas
+                .iter()
+                .map(|q| q.broker_name.clone())
+                .collect();
+            names.sort();
+            names
+        }
+        _ => Vec::new(),
     }
 }
 

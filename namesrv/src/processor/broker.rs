@@ -51,7 +51,7 @@ pub fn register(ns: &NameServer, request: &RemotingCommand, connection_id: u64) 
         ha_server_addr: &header.ha_server_addr,
         topics: &body.topic_config_serialize_wrapper,
         filter_server_list: &body.filter_server_list,
-        connection_id,
+        connection_id: ns.registration_connection(&header.broker_addr, connection_id),
         expire_after_ms,
     };
     let now = ns.now_ms();
