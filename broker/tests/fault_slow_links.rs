@@ -19,7 +19,7 @@ use common::*;
 use fault_support::acked::{read_queue, Ledger};
 use fault_support::proxy::{FaultProxy, Mode};
 use fault_support::routes::{route_brokers, route_code};
-use protocol::body::{TopicConfig, TopicConfigSerializeWrapper, TopicRouteData};
+use protocol::body::{TopicConfig, TopicConfigSerializeWrapper};
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
 
