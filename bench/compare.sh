@@ -17,6 +17,8 @@
 #     peers: apache, ours (shardRouting = "direct"), ours-forward (shardRouting = "forward"),
 #     rocketmq-rust (optional; answers ~1,500 msg/s with ~40 ms stalls against our loadgen)
 #   BACKLOG_MB [1024] S4 backlog size                 S5_RATE [20000] msg/s
+#   PULL_BATCH [32] S4's maxMsgNums per pull (Java's pullBatchSize); above 32 both brokers get it as
+#     maxTransferCountOnMessageInMemory, since each caps a pull at 32 messages by default
 #   QUEUES [8] queues of the benchmark topic in all (direct mode: QUEUES / OUR_SHARDS per shard-broker)
 #   OUR_SHARDS [nproc] shardCount of our broker (S1..S5)
 #   LOADGEN_THREADS [1]   CONNECTIONS [1]
@@ -41,6 +43,7 @@ SCENARIOS=${SCENARIOS:-"S1 S2 S3 S4 S5 S6"}
 PEERS=${PEERS:-"apache ours ours-forward"}
 BACKLOG_MB=${BACKLOG_MB:-1024}
 S5_RATE=${S5_RATE:-20000}
+PULL_BATCH=${PULL_BATCH:-32}
 OUR_EXTRA_CONFIG=${OUR_EXTRA_CONFIG:-}
 QUEUES=${QUEUES:-8}
 LOADGEN_THREADS=${LOADGEN_THREADS:-1}
@@ -248,6 +251,7 @@ start_cluster() {
             echo 'autoCreateTopicEnable = true'
             echo "shardCount = $shards"
             echo "shardRouting = \"$routing\""
+            [ "$PULL_BATCH" -le 32 ] || echo "maxTransferCountOnMessageInMemory = $PULL_BATCH"
             [ -z "$OUR_EXTRA_CONFIG" ] || printf '%b\n' "$OUR_EXTRA_CONFIG"
         } >"$dir/broker.toml"
         "$OUR_NAMESRV" --listen "$NAMESRV_ADDR" >"$dir/namesrv.log" 2>&1 &
@@ -278,6 +282,7 @@ brokerIP1 = 127.0.0.1
 storePathRootDir = $dir/store
 autoCreateTopicEnable = true
 EOF
+        [ "$PULL_BATCH" -le 32 ] || echo "maxTransferCountOnMessageInMemory = $PULL_BATCH" >>"$dir/broker.conf"
         NS_PID=$("$APACHE_KIT/namesrv.sh" "$NS_PORT" "$dir/ns" 2>"$dir/namesrv-start.log" | tail -1) \
             || { log "Apache name server did not start"; tail -5 "$dir/namesrv-start.log" >&2; return 1; }
         BROKER_PID=$("$APACHE_KIT/broker.sh" "$dir/broker.conf" "$dir/broker" 2>"$dir/broker-start.log" | tail -1) \
@@ -391,7 +396,7 @@ run_scenario() {
                 --json "$dir/preload.json" >"$dir/preload.log" 2>&1 || ok=0
             [ "$ok" = 1 ] && s4_cached_share "$peer" "$shards" "$dir" "$rep"
             t0=$(cpu_ticks "$BROKER_PID" "$NS_PID")
-            [ "$ok" = 1 ] && { "$LOADGEN" consume "${LG_COMMON[@]}" --count "$count" --from earliest --pull-batch 32 \
+            [ "$ok" = 1 ] && { "$LOADGEN" consume "${LG_COMMON[@]}" --count "$count" --from earliest --pull-batch "$PULL_BATCH" \
                 --json "$json" >"$dir/loadgen.log" 2>&1 || ok=0; } ;;
         S5)
             "$LOADGEN" e2e "${LG_COMMON[@]}" "${PRODUCE[@]}" "${TIMED[@]}" --rate "$S5_RATE" --mode async --inflight 512 \
@@ -433,6 +438,7 @@ json.dump({
     "apache_jvm": """$APACHE_JVM""",
     "backlog_mb": "$BACKLOG_MB",
     "s5_rate": "$S5_RATE",
+    "pull_batch": "$PULL_BATCH",
 }, open(sys.argv[1], "w"), indent=1)
 EOF
 python3 "$ROOT/bench/compare_report.py" "$OUT"

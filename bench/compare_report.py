@@ -118,7 +118,7 @@ SCENARIO_TITLES = {
     "S1": "S1 sync send, ASYNC_FLUSH, 64 in flight",
     "S2": "S2 sync send, SYNC_FLUSH, 64 in flight",
     "S3": "S3 batches of 32, ASYNC_FLUSH",
-    "S4": "S4 consume a {backlog} MiB backlog",
+    "S4": "S4 consume a {backlog} MiB backlog, pulls of {pull_batch}",
     "S5": "S5 e2e at {rate} msg/s, SYNC_FLUSH",
 }
 
@@ -131,7 +131,8 @@ def scenario_title(scenario, meta):
     if scenario.startswith("S6-shards"):
         return f"S6 S1 with {scenario[9:]} shard(s)"
     return SCENARIO_TITLES.get(scenario, scenario).format(
-        backlog=meta.get("backlog_mb", "?"), rate=thousands(meta.get("s5_rate", "?")))
+        backlog=meta.get("backlog_mb", "?"), rate=thousands(meta.get("s5_rate", "?")),
+        pull_batch=meta.get("pull_batch", "32"))
 
 
 def scenario_order(s):

@@ -218,6 +218,31 @@ fn pulls_filter_by_tag() {
     });
 }
 
+/// How many messages one pull of `max_msg_nums` from offset 0 of `topic` queue 0 returns.
+async fn pulled(client: &remoting::Client, topic: &str, max_msg_nums: i32) -> usize {
+    let mut req = pull_request("g", topic, 0, 0, 0, None);
+    req.set_ext("maxMsgNums", &max_msg_nums.to_string());
+    let r = client.invoke(req, TIMEOUT).await.unwrap();
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    decode_records(&r.body).len()
+}
+
+#[test]
+fn a_pull_returns_at_most_max_transfer_count_messages() {
+    for (config, want) in [("", 32), ("maxTransferCountOnMessageInMemory = 100", 100)] {
+        let broker = Broker::start(config);
+        run_local(async {
+            let client = connect(broker.addr()).await;
+            for i in 0..150 {
+                let r = send(&client, "Transfer", 0, format!("m{i}").as_bytes(), "").await;
+                assert_eq!(r.code, response_code::SUCCESS);
+            }
+            assert_eq!(pulled(&client, "Transfer", 128).await, want, "{config:?}");
+            assert_eq!(pulled(&client, "Transfer", 10).await, 10, "{config:?}");
+        });
+    }
+}
+
 #[test]
 fn long_poll_wakes_on_arrival_and_times_out_otherwise() {
     let broker = Broker::start("");

@@ -126,6 +126,12 @@ pub struct BrokerConfig {
     /// `storeReplyMessageEnable`: replies (SEND_REPLY_MESSAGE) are stored as well as pushed.
     pub store_reply_message_enable: bool,
     pub short_polling_time_mills: u64,
+    /// `maxTransferCountOnMessageInMemory`: most messages one pull returns (RocketMQ: 32), whatever
+    /// the consumer's `maxMsgNums` (`pullBatchSize`) asks.
+    pub max_transfer_count_on_message_in_memory: i32,
+    /// `maxTransferBytesOnMessageInMemory`: most bytes one pull returns (RocketMQ: 256 KiB); one
+    /// message always fits.
+    pub max_transfer_bytes_on_message_in_memory: usize,
     pub transaction_timeout_ms: u64,
     pub transaction_check_max: u32,
     pub transaction_check_interval_ms: u64,
@@ -149,7 +155,7 @@ pub struct BrokerConfig {
     pub server_frame_timeout_seconds: u64,
     pub register_name_server_period_ms: u64,
     /// `registerBrokerTimeoutMills`: how long one registration with a name server may take before
-    /// its connection is dropped and the next period tries afresh (RocketMQ: 6000).
+    /// its connection is given up and the next round uses a new one (RocketMQ: 6000).
     pub register_broker_timeout_mills: u64,
     /// Shards (executors); 0 means one per core.
     pub shard_count: usize,
@@ -215,6 +221,8 @@ impl Default for BrokerConfig {
             timer_max_delay_sec: 259_200,
             store_reply_message_enable: true,
             short_polling_time_mills: 1000,
+            max_transfer_count_on_message_in_memory: 32,
+            max_transfer_bytes_on_message_in_memory: 256 * 1024,
             transaction_timeout_ms: 6000,
             transaction_check_max: 15,
             transaction_check_interval_ms: 60_000,
@@ -410,6 +418,12 @@ impl BrokerConfig {
             "timerMaxDelaySec" => self.timer_max_delay_sec = num(key, v)?,
             "storeReplyMessageEnable" => self.store_reply_message_enable = boolean(key, v)?,
             "shortPollingTimeMills" => self.short_polling_time_mills = num(key, v)?,
+            "maxTransferCountOnMessageInMemory" => {
+                self.max_transfer_count_on_message_in_memory = num(key, v)?
+            }
+            "maxTransferBytesOnMessageInMemory" => {
+                self.max_transfer_bytes_on_message_in_memory = num(key, v)?
+            }
             "transactionTimeOut" => self.transaction_timeout_ms = num(key, v)?,
             "transactionCheckMax" => self.transaction_check_max = num(key, v)?,
             "transactionCheckInterval" => self.transaction_check_interval_ms = num(key, v)?,
@@ -621,6 +635,34 @@ mod tests {
         assert_eq!(key, "waitTimeMillsInSendQueue");
         assert!(reason.contains("SYSTEM_BUSY"), "{reason}");
         assert!(issues[0].to_string().contains("accepted but not used"));
+    }
+
+    #[test]
+    fn pull_transfer_limits_are_read_and_the_on_disk_ones_are_moot() {
+        let (cfg, issues) = BrokerConfig::from_pairs(pairs(&[
+            ("maxTransferCountOnMessageInMemory", "128"),
+            ("maxTransferBytesOnMessageInMemory", "1048576"),
+            ("maxTransferCountOnMessageInDisk", "8"),
+        ]))
+        .unwrap();
+        assert_eq!(cfg.max_transfer_count_on_message_in_memory, 128);
+        assert_eq!(cfg.max_transfer_bytes_on_message_in_memory, 1 << 20);
+        let [ConfigIssue::Moot { key, reason }] = issues.as_slice() else {
+            panic!("{issues:?}");
+        };
+        assert_eq!(key, "maxTransferCountOnMessageInDisk");
+        assert!(reason.contains("block cache"), "{reason}");
+    }
+
+    #[test]
+    fn keys_read_are_not_listed_as_unused() {
+        let defaults = BrokerConfig::default().to_pairs();
+        for key in super::super::not_used::ACCEPTED_NOT_USED {
+            assert!(
+                !defaults.iter().any(|(k, _)| k == key),
+                "{key} is read, yet listed as not used"
+            );
+        }
     }
 
     #[test]

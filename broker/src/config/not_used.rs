@@ -38,10 +38,6 @@ pub const ACCEPTED_NOT_USED: &[&str] = &[
     "msgTraceTopicName",
     "filterServerNums",
     "osPageCacheBusyTimeOutMills",
-    "maxTransferBytesOnMessageInMemory",
-    "maxTransferCountOnMessageInMemory",
-    "maxTransferBytesOnMessageInDisk",
-    "maxTransferCountOnMessageInDisk",
     "accessMessageInMemoryMaxRatio",
     "messageIndexEnable",
     "maxHashSlotNum",
@@ -50,17 +46,29 @@ pub const ACCEPTED_NOT_USED: &[&str] = &[
     "deleteConsumeQueueFilesInterval",
     "sendThreadPoolQueueCapacity",
     "pullThreadPoolQueueCapacity",
-    "registerBrokerTimeoutMills",
     "forceRegister",
     "compressedRegister",
 ];
 
 /// Keys whose mechanism this broker does not have, with why it is moot.
-pub const MOOT: &[(&str, &str)] = &[(
-    "waitTimeMillsInSendQueue",
-    "sends are not queued for a thread pool here: each runs at once on the shard that \
-     received it, and a store with too much unflushed data answers SYSTEM_BUSY at once",
-)];
+pub const MOOT: &[(&str, &str)] = &[
+    (
+        "waitTimeMillsInSendQueue",
+        "sends are not queued for a thread pool here: each runs at once on the shard that \
+         received it, and a store with too much unflushed data answers SYSTEM_BUSY at once",
+    ),
+    (
+        "maxTransferCountOnMessageInDisk",
+        IN_DISK,
+    ),
+    (
+        "maxTransferBytesOnMessageInDisk",
+        IN_DISK,
+    ),
+];
+
+const IN_DISK: &str = "there is no page cache to fall out of: every pull reads through the \
+     block cache, and the maxTransfer...OnMessageInMemory limits apply to all of them";
 
 /// The reason a key is moot, if it is one of [`MOOT`].
 pub fn moot_reason(key: &str) -> Option<&'static str> {

@@ -100,6 +100,14 @@ impl BrokerConfig {
                 self.short_polling_time_mills.to_string(),
             ),
             (
+                "maxTransferCountOnMessageInMemory",
+                self.max_transfer_count_on_message_in_memory.to_string(),
+            ),
+            (
+                "maxTransferBytesOnMessageInMemory",
+                self.max_transfer_bytes_on_message_in_memory.to_string(),
+            ),
+            (
                 "transactionTimeOut",
                 self.transaction_timeout_ms.to_string(),
             ),

@@ -24,10 +24,6 @@ use crate::feature::pull_filter::{is_tag_type, PullFilter, Registered, SQL92};
 use crate::feature::tag_filter::TagFilter;
 use crate::shard::Shard;
 
-/// Most messages one pull returns (RocketMQ's maxTransferCountOnMessageInMemory).
-const MAX_TRANSFER_COUNT: i32 = 32;
-/// Most bytes one pull returns (RocketMQ's maxTransferBytesOnMessageInMemory); one record always fits.
-const MAX_TRANSFER_BYTES: usize = 256 * 1024;
 /// Longest a pull is held, whatever the client asks (clients ask 15 to 30 s).
 const MAX_SUSPEND: Duration = Duration::from_secs(300);
 
@@ -99,11 +95,14 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     };
     let now = Instant::now();
     let deadline = now.checked_add(suspend.min(MAX_SUSPEND)).unwrap_or(now);
-    let max_count = header.max_msg_nums.clamp(1, MAX_TRANSFER_COUNT);
+    let max_count = header
+        .max_msg_nums
+        .clamp(1, cfg.max_transfer_count_on_message_in_memory.max(1));
+    let transfer_bytes = cfg.max_transfer_bytes_on_message_in_memory;
     let max_bytes = header
         .max_msg_bytes
         .filter(|b| *b > 0)
-        .map_or(MAX_TRANSFER_BYTES, |b| (b as usize).min(MAX_TRANSFER_BYTES));
+        .map_or(transfer_bytes, |b| (b as usize).min(transfer_bytes));
     // Cleared when the queue grew while this pull read it: answer after one more read, never spin.
     let mut may_park = true;
     let by_tags_code = |code: i64| filter.accepts_tags_code(code);
