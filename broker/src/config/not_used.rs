@@ -57,14 +57,8 @@ pub const MOOT: &[(&str, &str)] = &[
         "sends are not queued for a thread pool here: each runs at once on the shard that \
          received it, and a store with too much unflushed data answers SYSTEM_BUSY at once",
     ),
-    (
-        "maxTransferCountOnMessageInDisk",
-        IN_DISK,
-    ),
-    (
-        "maxTransferBytesOnMessageInDisk",
-        IN_DISK,
-    ),
+    ("maxTransferCountOnMessageInDisk", IN_DISK),
+    ("maxTransferBytesOnMessageInDisk", IN_DISK),
 ];
 
 const IN_DISK: &str = "there is no page cache to fall out of: every pull reads through the \
