@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs a Java program on a set's jars (setup.sh must have installed the set).
+#
+#   tests/apache/java.sh SET [-cp EXTRA_CLASSPATH] MAIN_CLASS [ARGS...]
+#
+# EXTRA_CLASSPATH (compiled test programs) comes before the set's jars. RMQ_CLIENT_LOG_DIR: where the
+# client's own log goes (rocketmq.client.logRoot); JAVA_OPT_EXT: more JVM options.
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+set_name=${1:?usage: java.sh SET [-cp EXTRA] MAIN [ARGS...]}
+shift
+lib=$(apache_lib "$set_name")
+cp="$lib/*"
+if [ "${1:-}" = "-cp" ]; then
+    cp="$2:$cp"
+    shift 2
+fi
+opts=(-Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "${APACHE_JDK_OPENS[@]}")
+if [ -n "${RMQ_CLIENT_LOG_DIR:-}" ]; then
+    mkdir -p "$RMQ_CLIENT_LOG_DIR"
+    opts+=("-Drocketmq.client.logRoot=$RMQ_CLIENT_LOG_DIR")
+fi
+# shellcheck disable=SC2086 # JAVA_OPT_EXT is a list of options
+exec "$(apache_java)" "${opts[@]}" ${JAVA_OPT_EXT:-} -cp "$cp" "$@"
