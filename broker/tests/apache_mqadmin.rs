@@ -1,5 +1,5 @@
-//! Apache RocketMQ 4.9.8's own `mqadmin` (the kit in shared/apache-rocketmq) against our name server
-//! and broker: clusterList, brokerStatus, getBrokerConfig, updateBrokerConfig, wipeWritePerm,
+//! Apache RocketMQ 4.9.8's own `mqadmin` (rocketmq-tools from Maven Central, tests/apache/) against
+//! our name server and broker: clusterList, brokerStatus, getBrokerConfig, updateBrokerConfig, wipeWritePerm,
 //! addWritePerm, updateSubGroup, deleteSubGroup, producerConnection, brokerConsumeStats, cloneGroupOffset
 //! and statsAll,
 //! checking the figures they print. Skips (with a message) when the kit or its Java is unavailable.
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::*;
-use mqadmin_kit::{fields, line_with, ready_kit, value_of, Admin};
+use mqadmin_kit::{fields, line_with, ready_kit, value_of, Admin, MQADMIN_4};
 use protocol::header::{
     CommandHeader, QueryConsumerOffsetRequestHeader, UpdateConsumerOffsetRequestHeader,
 };
@@ -72,7 +72,7 @@ async fn groups_json(client: &remoting::Client) -> String {
 
 #[test]
 fn apache_mqadmin_reads_and_changes_our_cluster() {
-    let Some(kit) = ready_kit() else {
+    let Some(kit) = ready_kit(MQADMIN_4) else {
         return;
     };
     let test_start = Instant::now();

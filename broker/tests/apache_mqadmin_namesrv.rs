@@ -10,7 +10,7 @@ mod common;
 mod mqadmin_kit;
 
 use common::*;
-use mqadmin_kit::{ready_kit, value_of, Admin};
+use mqadmin_kit::{ready_kit, value_of, Admin, MQADMIN_4};
 
 const TOPIC: &str = "AdminOrderTopic";
 
@@ -20,7 +20,7 @@ fn kv_file(ns: std::net::SocketAddr) -> String {
 
 #[test]
 fn apache_mqadmin_keeps_kv_config_and_order_conf_on_our_name_server() {
-    let Some(kit) = ready_kit() else {
+    let Some(kit) = ready_kit(MQADMIN_4) else {
         return;
     };
     let ns = start_namesrv_in_process();

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
-use mqadmin_kit::{fields, line_with, lines_with, ready_kit, value_of, Admin};
+use mqadmin_kit::{fields, line_with, lines_with, ready_kit, value_of, Admin, MQADMIN_4};
 use protocol::body::{ConsumerData, HeartbeatData, SubscriptionData};
 use protocol::{request_code, response_code, LanguageCode, RemotingCommand};
 use remoting::{Client, ServerRequestHandler};
@@ -192,7 +192,7 @@ impl Drop for ConsumerThread {
 
 #[test]
 fn apache_mqadmin_topic_message_and_group_commands() {
-    let Some(kit) = ready_kit() else {
+    let Some(kit) = ready_kit(MQADMIN_4) else {
         return;
     };
     let test_start = Instant::now();

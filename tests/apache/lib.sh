@@ -3,11 +3,12 @@
 # setup.sh has copied it from Maven Central, and how its Java programs are started.
 #
 # A set is one pom in poms/ (rocketmq-4.9.8, rocketmq-4.9.7, rocketmq-5.5.0, rocketmq-client-java-5.2.0);
-# its jars go to $APACHE_CACHE/<set>/lib. The cache is outside the checkout (CI's checkout is fresh each
-# run; Maven's own ~/.m2 keeps the downloads) and can be moved with APACHE_ROCKETMQ_CACHE.
+# its jars go to $APACHE_CACHE/<set>/lib. The cache is in the checkout (git-ignored), not under $HOME:
+# the test harnesses give clients a HOME of their own. Maven's ~/.m2 keeps the downloads, so a fresh
+# checkout only copies them again. APACHE_ROCKETMQ_CACHE moves it.
 
 APACHE_KIT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-APACHE_CACHE="${APACHE_ROCKETMQ_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rocketmq-rs/apache}"
+APACHE_CACHE="${APACHE_ROCKETMQ_CACHE:-$APACHE_KIT_DIR/cache}"
 
 # apache_set_pom SET: the pom of a set, or an error naming the sets there are.
 apache_set_pom() {

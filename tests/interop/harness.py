@@ -19,8 +19,15 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 VENV_PYTHON = os.path.join(HERE, ".venv", "bin", "python")
 PY_CLIENT = os.path.join(HERE, "py_client.py")
 RUST_CLIENT = os.path.join(HERE, "rust-client", "target", "release", "interop-rust-client")
-# Apache RocketMQ's Java client: tests/interop/setup.sh compiles java/*.java here and records the kit.
+# Apache RocketMQ's Java clients (tests/apache/, from Maven Central): tests/interop/setup.sh compiles
+# java/*.java against each client set into java/build/<set>/ and records the sets it built there.
 JAVA_BUILD = os.path.join(HERE, "java", "build")
+APACHE_JAVA = os.path.join(REPO, "tests", "apache", "java.sh")
+# A case's client language -> the Apache set its Java programs run on: the 4.x client most users run,
+# and the 5.x remoting client (same programs, compiled again).
+JAVA_SETS = {"java": "rocketmq-4.9.8", "java5": "rocketmq-5.5.0"}
+# apache/rocketmq-client-go/v2 from the Go module proxy: a program in go-client/, built by setup.sh.
+GO_CLIENT = os.path.join(HERE, "go-client", "build", "interop-go-client")
 
 # Every live process we started, so a failure or ctrl-c never leaves one behind.
 _LIVE = []
@@ -467,8 +474,11 @@ class Clients:
         return env
 
     def _argv(self, lang, args):
-        if lang == "java":
-            return java_argv(args)
+        if lang in JAVA_SETS:
+            return java_argv(args, lang)
+        if lang == "go":
+            check(os.path.isfile(GO_CLIENT), "Go client missing: %s (run tests/interop/setup.sh)" % GO_CLIENT)
+            return [GO_CLIENT, "--namesrv", self.cluster.namesrv_addr] + list(args)
         if lang == "py":
             return [VENV_PYTHON, PY_CLIENT, "--namesrv", self.cluster.namesrv_addr] + list(args)
         check(os.path.isfile(RUST_CLIENT), "rust client missing: %s (run tests/interop/setup.sh)" % RUST_CLIENT)
@@ -478,7 +488,7 @@ class Clients:
         """Start a client in the background; read its records later with `finish`."""
         self.count += 1
         base = os.path.join(self.workdir, "client-%02d-%s" % (self.count, name))
-        if lang == "java":
+        if lang in JAVA_SETS:
             env = dict(java_env(os.path.join(self.workdir, "java-client-logs")), **(env or {}))
         proc = Proc(name, self._argv(lang, args), base + ".stderr", env=self._env(env),
                     cwd=self.home, stdout_path=base + ".jsonl")
@@ -526,25 +536,21 @@ class Clients:
         raise CaseFailure("consumer %s pulls no queue %s of %s after %ss" % (proc.name, missing, topic, timeout))
 
 
-def java_kit():
-    """(kit dir, its cache dir, compiled classes dir) as tests/interop/setup.sh left them."""
+def java_argv(args, lang="java"):
+    """`args` = [main class, its arguments...] run on the Apache client set of `lang` (JAVA_SETS) with the
+    programs of java/ compiled against it on the classpath."""
+    set_name = JAVA_SETS[lang]
+    classes = os.path.join(JAVA_BUILD, set_name, "classes")
     try:
-        with open(os.path.join(JAVA_BUILD, "kit.json")) as f:
-            kit = json.load(f)
+        with open(os.path.join(JAVA_BUILD, "built.json")) as f:
+            built = json.load(f)
     except (OSError, ValueError):
         raise CaseFailure("Java test programs not built: run tests/interop/setup.sh")
-    return kit["kit"], kit["cache"], os.path.join(JAVA_BUILD, "classes")
-
-
-def java_argv(args):
-    """`args` = [main class, its arguments...] run by the kit's java.sh with the Java client (and the
-    broker jar, for Apache's filter module) on the classpath."""
-    kit, _, classes = java_kit()
-    cp = "%s:%s" % (classes, os.path.join(kit, "lib", "rocketmq-broker-all-4.9.8.jar"))
-    return [os.path.join(kit, "java.sh"), "-cp", cp] + list(args)
+    if set_name not in built:
+        raise CaseFailure("Java client %s unavailable (tests/interop/setup.sh said why)" % set_name)
+    return [APACHE_JAVA, set_name, "-cp", classes] + list(args)
 
 
 def java_env(log_dir):
-    """What the kit's scripts need: its cache (set up by setup.sh) and where the client logs go."""
-    _, cache, _ = java_kit()
-    return {"RMQ_CACHE": cache, "RMQ_CLIENT_LOG_DIR": log_dir}
+    """Where the Java client's own log goes."""
+    return {"RMQ_CLIENT_LOG_DIR": log_dir}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real clients the interop tests drive and builds what they run: Python `rocketmq==0.4.4`
-# (the official C++ client inside) in tests/interop/.venv, Apache RocketMQ 4.9.8's Java client (the
-# shared kit, whose setup.sh installs a JDK with apt) and the programs in java/ compiled against it,
+# (the official C++ client inside) in tests/interop/.venv, Apache RocketMQ's Java clients 4.9.8 and 5.5.0
+# from Maven Central (tests/apache/setup.sh; a JDK and Maven from apt when missing) and the programs in
+# java/ compiled against each, the Go client (apache/rocketmq-client-go/v2, go-client/build.sh),
 # the small program on crates.io `rocketmq-client-rust = "1.0.0"` (its own workspace, release build),
 # and our broker, name server and controller (debug builds, where run.py looks for them:
 # $CARGO_TARGET_DIR or target/, then debug/).
@@ -20,33 +21,34 @@ fi
 # The wheel bundles librocketmq.so; fail here, not in every case, if it cannot load.
 "$here/.venv/bin/python" -c "import rocketmq.client"
 
-echo "interop setup: Apache RocketMQ 4.9.8 Java client (the kit's setup.sh: a JDK and Java libraries via apt)"
-# The kit: $RMQ_KIT, else shared/apache-rocketmq in or beside the checkout, else /work/shared's. It may
-# be read-only: its cache and our compiled programs go to java/build/ (git-ignored).
-kit="${RMQ_KIT:-}"
-if [ -z "$kit" ]; then
-  for candidate in "$repo/shared/apache-rocketmq" "$repo/../shared/apache-rocketmq" /work/shared/apache-rocketmq; do
-    if [ -x "$candidate/setup.sh" ]; then kit="$(cd "$candidate" && pwd)"; break; fi
-  done
-fi
-if [ -z "$kit" ] || [ ! -x "$kit/setup.sh" ]; then
-  echo "the Apache RocketMQ kit (shared/apache-rocketmq) was not found; set RMQ_KIT" >&2
-  exit 1
-fi
+echo "interop setup: Apache RocketMQ's Java clients from Maven Central (tests/apache/)"
+# The programs of java/ are compiled against each client set into java/build/<set>/ (git-ignored),
+# again only when a source or the set's pom changes; java/build/built.json lists the sets built. A set
+# Maven cannot serve is skipped with the line naming what is missing, and so are its cases.
 java_build="$here/java/build"
-export RMQ_CACHE="$java_build/kit-cache"
 mkdir -p "$java_build"
-"$kit/setup.sh"
-# Compiled once per content of the programs and of the kit's jars.
-java_hash="$(cat "$here"/java/*.java "$kit/lib/SHA256SUMS" | sha256sum | cut -d' ' -f1)"
-if [ "$(cat "$java_build/classes.hash" 2>/dev/null)" != "$java_hash" ]; then
-  rm -rf "$java_build/classes"
-  mkdir -p "$java_build/classes"
-  # The broker jar holds Apache's filter module (its SQL92 parser and evaluator), for Sql92Diff.
-  "$kit/javac.sh" -nowarn -cp "$kit/lib/rocketmq-broker-all-4.9.8.jar" -d "$java_build/classes" "$here"/java/*.java
-  echo "$java_hash" > "$java_build/classes.hash"
-fi
-printf '{"kit": "%s", "cache": "%s"}\n' "$kit" "$RMQ_CACHE" > "$java_build/kit.json"
+built=()
+for set in rocketmq-4.9.8 rocketmq-5.5.0; do
+  if ! "$repo/tests/apache/setup.sh" "$set"; then
+    echo "SKIPPED: the Java cases on $set (Apache's artifacts unavailable, above)"
+    continue
+  fi
+  # Sql92Diff needs Apache's SQL92 filter module, which Maven serves with the 5.x broker but not for 4.9.8.
+  sources=()
+  for src in "$here"/java/*.java; do
+    [ "$set" != rocketmq-4.9.8 ] || [ "$(basename "$src")" != Sql92Diff.java ] || continue
+    sources+=("$src")
+  done
+  hash="$(cat "${sources[@]}" "$repo/tests/apache/poms/$set.xml" | sha256sum | cut -d' ' -f1)"
+  if [ "$(cat "$java_build/$set/classes.hash" 2>/dev/null)" != "$hash" ]; then
+    rm -rf "$java_build/$set"
+    mkdir -p "$java_build/$set/classes"
+    "$repo/tests/apache/javac.sh" "$set" -nowarn -d "$java_build/$set/classes" "${sources[@]}"
+    echo "$hash" > "$java_build/$set/classes.hash"
+  fi
+  built+=("\"$set\"")
+done
+(IFS=,; echo "[${built[*]}]") > "$java_build/built.json"
 
 echo "interop setup: broker, name server and controller under test"
 (cd "$repo" && cargo build --quiet -p broker -p namesrv -p controller)
@@ -54,3 +56,6 @@ echo "interop setup: broker, name server and controller under test"
 echo "interop setup: rust client (rocketmq-client-rust 1.0.0; slow the first time)"
 # Always its own target dir (where run.py looks), whatever CARGO_TARGET_DIR says for the main workspace.
 (cd "$here/rust-client" && CARGO_TARGET_DIR="$here/rust-client/target" cargo build --quiet --release)
+
+echo "interop setup: Go client (apache/rocketmq-client-go/v2 from the Go module proxy)"
+"$here/go-client/build.sh"

@@ -1,5 +1,5 @@
-//! Apache RocketMQ 4.9.8's own `mqadmin` (the kit in shared/apache-rocketmq) for the tests that run
-//! it against our name server and broker: finding and setting up the kit, running one command with a
+//! Apache RocketMQ's own `mqadmin` (rocketmq-tools from Maven Central, through tests/apache/) for the
+//! tests that run it against our name server and broker: setting up a set, running one command with a
 //! time limit, and reading the figures it prints.
 // Each test binary uses a part of it.
 #![allow(dead_code)]
@@ -15,40 +15,38 @@ use super::common::wait_exit;
 /// Longest one mqadmin command may run (a JVM start plus a few requests).
 pub const COMMAND_LIMIT: Duration = Duration::from_secs(60);
 
-/// The kit: $RMQ_KIT, else shared/apache-rocketmq in or beside the checkout, else /work/shared's.
-fn find_kit() -> Option<PathBuf> {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let candidates = std::env::var_os("RMQ_KIT")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain([
-            repo.join("shared/apache-rocketmq"),
-            repo.join("../shared/apache-rocketmq"),
-            PathBuf::from("/work/shared/apache-rocketmq"),
-        ]);
-    candidates
-        .into_iter()
-        .find(|kit| kit.join("mqadmin.sh").is_file() && kit.join("setup.sh").is_file())
+/// The 4.x mqadmin most users run.
+pub const MQADMIN_4: &str = "rocketmq-4.9.8";
+/// The newest 5.x mqadmin Maven Central serves whole.
+pub const MQADMIN_5: &str = "rocketmq-5.5.0";
+
+/// The project's launchers of Apache's artifacts.
+fn apache_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/apache")
 }
 
-/// The kit, set up (idempotent: installs the JDK and Java libraries only when missing); `None`, with
-/// the reason printed, when it or its Java is unavailable.
-pub fn ready_kit() -> Option<PathBuf> {
-    let Some(kit) = find_kit() else {
-        println!(
-            "SKIPPED: the Apache RocketMQ kit (shared/apache-rocketmq) was not found; set RMQ_KIT"
-        );
-        return None;
-    };
-    let (ready, setup_log) = run_limited(Command::new(kit.join("setup.sh")), COMMAND_LIMIT * 5);
+/// The set's mqadmin, installed from Maven Central when missing (tests/apache/setup.sh, idempotent);
+/// `None`, with one loud line naming what is missing, when Maven or Java cannot provide it.
+pub fn ready_kit(set: &str) -> Option<Kit> {
+    let dir = apache_dir();
+    let mut setup = Command::new(dir.join("setup.sh"));
+    setup.arg(set);
+    let (ready, setup_log) = run_limited(setup, COMMAND_LIMIT * 5);
     if !ready {
-        println!(
-            "SKIPPED: the kit's Java is unavailable ({} setup.sh failed):\n{setup_log}",
-            kit.display()
-        );
+        println!("SKIPPED: Apache's mqadmin {set} is unavailable (tests/apache/setup.sh {set}):\n{setup_log}");
         return None;
     }
-    Some(kit)
+    Some(Kit {
+        mqadmin: dir.join("mqadmin.sh"),
+        set: set.to_string(),
+    })
+}
+
+/// One set's mqadmin.
+#[derive(Clone)]
+pub struct Kit {
+    mqadmin: PathBuf,
+    pub set: String,
 }
 
 /// Runs a command with a time limit; (exit success, stdout + stderr). A command still running at
@@ -80,24 +78,27 @@ pub fn run_limited(mut cmd: Command, limit: Duration) -> (bool, String) {
 }
 
 pub struct Admin {
-    pub kit: PathBuf,
+    pub kit: Kit,
     pub ns: SocketAddr,
 }
 
 impl Admin {
-    /// Runs `mqadmin.sh ARGS -n <name server>`; its output.
+    /// Runs `mqadmin ARGS -n <name server>`; its output.
     pub fn run(&self, args: &[&str]) -> String {
         self.run_for(args, COMMAND_LIMIT)
     }
 
     /// As `run`, killing the command after `limit` (for commands that loop, e.g. clusterRT).
     pub fn run_for(&self, args: &[&str], limit: Duration) -> String {
-        let mut cmd = Command::new(self.kit.join("mqadmin.sh"));
-        cmd.args(args).args(["-n", &self.ns.to_string()]);
+        let mut cmd = Command::new(&self.kit.mqadmin);
+        cmd.arg(&self.kit.set)
+            .args(args)
+            .args(["-n", &self.ns.to_string()]);
         let started = Instant::now();
         let (_, text) = run_limited(cmd, limit);
         println!(
-            "---- mqadmin {} ({:.1} s)\n{text}",
+            "---- mqadmin {} {} ({:.1} s)\n{text}",
+            self.kit.set,
             args.join(" "),
             started.elapsed().as_secs_f64()
         );

@@ -1,4 +1,4 @@
-// Message queries through a broker with ACL on, with Apache RocketMQ's 4.9.8 Java client signing every request
+// Message queries through a broker with ACL on, with Apache RocketMQ's Java client (4.9.8, and 5.5.0 where cases_java.py says) signing every request
 // (AclClientRPCHook), driven by tests/interop/cases_java.py. Prints one JSON object per line.
 //
 //   AclQuery NAMESRV TOPIC ACCESS_KEY SECRET_KEY WRONG_SECRET COUNT
@@ -27,11 +27,25 @@ import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageDecoder;
 import org.apache.rocketmq.common.message.MessageExt;
-import org.apache.rocketmq.common.protocol.RequestCode;
-import org.apache.rocketmq.common.protocol.header.QueryMessageRequestHeader;
 import org.apache.rocketmq.remoting.protocol.RemotingCommand;
 
 public class AclQuery {
+    /**
+     * VIEW_MESSAGE_BY_ID of an offset msgId: 4.9.8's viewMessage(offsetMsgId); 5.x has only
+     * viewMessage(topic, msgId), which decodes an offset msgId the same way first.
+     */
+    static MessageExt viewByOffsetMsgId(DefaultMQProducer p, String topic, String offsetMsgId) throws Exception {
+        try {
+            return (MessageExt) DefaultMQProducer.class.getMethod("viewMessage", String.class).invoke(p, offsetMsgId);
+        } catch (NoSuchMethodException e) {
+            return p.viewMessage(topic, offsetMsgId);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            throw e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
+        }
+    }
+
+    /** RequestCode.QUERY_MESSAGE. */
+    private static final int QUERY_MESSAGE = 12;
     static synchronized void emit(Object... kv) {
         Map<String, Object> m = new LinkedHashMap<>();
         for (int i = 0; i + 1 < kv.length; i += 2) {
@@ -141,20 +155,21 @@ public class AclQuery {
             emit(concat(new Object[] {"kind", "view_unique", "keys", keys, "i", i}, failure(e)));
         }
         try {
-            MessageExt m = p.viewMessage(sent.getOffsetMsgId());
+            MessageExt m = viewByOffsetMsgId(p, topic, sent.getOffsetMsgId());
             emit("kind", "view_offset", "keys", keys, "i", i, "body", body(m), "msg_id", m.getMsgId());
         } catch (Exception e) {
             emit(concat(new Object[] {"kind", "view_offset", "keys", keys, "i", i}, failure(e)));
         }
         // MQClientAPIImpl.queryMessage's request for a unique key, through the same client's remoting (so
-        // the same hook signs it), synchronously: the broker's answer as it is.
-        QueryMessageRequestHeader header = new QueryMessageRequestHeader();
-        header.setTopic(topic);
-        header.setKey(sent.getMsgId());
-        header.setMaxNum(32);
-        header.setBeginTimestamp(begin);
-        header.setEndTimestamp(Long.MAX_VALUE);
-        RemotingCommand request = RemotingCommand.createRequestCommand(RequestCode.QUERY_MESSAGE, header);
+        // the same hook signs it), synchronously: the broker's answer as it is. Its fields are set one by one
+        // (what QueryMessageRequestHeader carries): that class and RequestCode moved packages in 5.x, and
+        // this program is compiled against 4.9.8 and 5.5.0.
+        RemotingCommand request = RemotingCommand.createRequestCommand(QUERY_MESSAGE, null);
+        request.addExtField("topic", topic);
+        request.addExtField("key", sent.getMsgId());
+        request.addExtField("maxNum", "32");
+        request.addExtField("beginTimestamp", Long.toString(begin));
+        request.addExtField("endTimestamp", Long.toString(Long.MAX_VALUE));
         request.addExtField("_UNIQUE_KEY_QUERY", "true");
         MQClientInstance factory = p.getDefaultMQProducerImpl().getmQClientFactory();
         String broker = factory.findBrokerAddressInPublish(sent.getMessageQueue().getBrokerName());

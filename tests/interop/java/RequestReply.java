@@ -1,4 +1,4 @@
-// Request-reply (RocketMQ 4.6+'s DefaultMQProducer.request) with Apache RocketMQ's 4.9.8 Java client, driven
+// Request-reply (RocketMQ 4.6+'s DefaultMQProducer.request) with Apache RocketMQ's Java client (4.9.8, and 5.5.0 where cases_java.py says), driven
 // by tests/interop/cases_java.py. Prints one JSON object per line.
 //
 //   respond NAMESRV TOPIC GROUP EXPECT SECONDS   a DefaultMQPushConsumer on TOPIC (from the first offset)

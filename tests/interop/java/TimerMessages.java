@@ -1,4 +1,4 @@
-// Timer messages with Apache RocketMQ's 4.9.8 Java client, driven by tests/interop/cases_java.py. The 4.9.8
+// Timer messages with Apache RocketMQ's Java client (4.9.8, and 5.5.0 where cases_java.py says), driven by tests/interop/cases_java.py. The 4.9.8
 // client has no timer API; a message with the user property TIMER_DELAY_MS is what the 5.x client's
 // setDelayTimeMs sends. Prints one JSON object per line.
 //
@@ -24,6 +24,18 @@ import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 
 public class TimerMessages {
+    /**
+     * The 5.x client's Message.setDelayTimeMs (it refuses TIMER_DELAY_MS as a user property, a name
+     * it keeps for itself); on 4.9.8, which has no timer API, the user property it would have set.
+     */
+    static void setDelayTimeMs(Message msg, long delayMs) throws Exception {
+        try {
+            Message.class.getMethod("setDelayTimeMs", long.class).invoke(msg, delayMs);
+        } catch (NoSuchMethodException e) {
+            msg.putUserProperty("TIMER_DELAY_MS", Long.toString(delayMs));
+        }
+    }
+
     static synchronized void emit(Object... kv) {
         Map<String, Object> m = new LinkedHashMap<>();
         for (int i = 0; i + 1 < kv.length; i += 2) {
@@ -93,7 +105,7 @@ public class TimerMessages {
                     Message msg = new Message(topic, kind, body.getBytes(StandardCharsets.UTF_8));
                     msg.putUserProperty("seq", Integer.toString(i));
                     if (kind.equals("timer")) {
-                        msg.putUserProperty("TIMER_DELAY_MS", Long.toString(delayMs));
+                        setDelayTimeMs(msg, delayMs);
                     }
                     sendStart.put(body, System.currentTimeMillis());
                     SendResult r = producer.send(msg);
