@@ -135,6 +135,9 @@ struct Shared {
     peer: SocketAddr,
     /// Last time a request was read or a response written.
     last_io: Cell<Instant>,
+    /// A write failed: the peer is gone (reset, or closed before reading its answers). Requests it sent
+    /// before are still read and handled, their answers dropped.
+    write_failed: Cell<bool>,
     /// Budget of encoded response bytes that may wait for the writer.
     pending: Semaphore,
 }
@@ -189,8 +192,15 @@ async fn write_loop<W: futures_lite::AsyncWrite + Unpin>(
                 return;
             }
             Err(e) => {
-                tracing::debug!("write failed, closing connection: {e}");
-                shared.close_because("write failed");
+                // The peer reset the connection, or closed it before reading its answers (the Go
+                // client rocketmq-client-go v2 closes right after its "oneway" sends, which it does
+                // not flag oneway, so they are answered). The requests it sent before are still in our
+                // receive buffer: the reader goes on handling them up to the end of the stream (Apache's
+                // broker, reading eagerly, has them already); only the answers are lost. Handlers
+                // waiting for response budget are woken: their answers are not wanted.
+                tracing::debug!("write failed, reading what the peer sent before: {e}");
+                shared.write_failed.set(true);
+                shared.pending.close();
                 return;
             }
         }
@@ -255,6 +265,7 @@ pub async fn serve_connection_with<H: Handler>(
         fd,
         peer,
         last_io: Cell::new(Instant::now()),
+        write_failed: Cell::new(false),
         pending: Semaphore::new(budget),
     });
     let writer = glommio::spawn_local(write_loop(
@@ -292,16 +303,19 @@ pub async fn serve_connection_with<H: Handler>(
     });
     let result = loop {
         // A peer that does not read its responses gets no more requests read either.
-        if shared.pending.acquire(1).await.is_err() {
-            break Ok(());
+        match shared.pending.acquire(1).await {
+            Ok(()) => shared.pending.signal(1),
+            // After a failed write no answer is sent, and what the peer sent before is still read.
+            Err(_) if shared.write_failed.get() && !closed.get() => {}
+            Err(_) => break Ok(()),
         }
-        shared.pending.signal(1);
         let request = match reader.read_command().await {
             Ok(Some(_)) if closed.get() => break Ok(()),
             Ok(Some(cmd)) => cmd,
             Ok(None) => break Ok(()),
-            // A connection we closed on purpose (idle, stalled, slowloris) ends without an error.
-            Err(_) if closed.get() => break Ok(()),
+            // A connection we closed on purpose (idle, stalled, slowloris), or one whose peer is gone
+            // (a failed write, then the reset at the end of what it sent), ends without an error.
+            Err(_) if closed.get() || shared.write_failed.get() => break Ok(()),
             Err(e) => break Err(e),
         };
         shared.last_io.set(Instant::now());

@@ -1,6 +1,7 @@
 """The messages every interop client sends: message i of a run with prefix P, so senders and checkers agree.
 
-The Rust client program (rust-client/src/main.rs) builds the same fields; keep both in step.
+The Rust client program (rust-client/src/main.rs) and the Go one (go-client/main.go) build the same fields; keep
+them in step.
 """
 
 
