@@ -2,6 +2,7 @@
 //! shard, each opening its own store, joining the cross-shard mesh and binding its own listeners.
 
 pub(crate) mod executors;
+pub(crate) mod mesh_join;
 pub(crate) mod progress;
 pub(crate) mod shards_file;
 pub(crate) mod signals;
@@ -169,9 +170,7 @@ pub fn run(cfg: BrokerConfig) -> Result<(), BrokerError> {
 
 async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
     let progress = boot.progress.claim();
-    let (senders, receivers) = boot
-        .mesh
-        .join()
+    let (senders, receivers) = mesh_join::join(boot.mesh)
         .await
         .map_err(|e| BrokerError::Executor(format!("cannot join the cross-shard mesh: {e}")))?;
     let mesh = Mesh::new(senders);
