@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of the project: unit and integration tests of the workspace, the web console in
 # Debian's Chromium (scripts/console-browser-test.sh installs it), then the interop tests
-# with real RocketMQ clients written by other people (installed here, into tests/interop/; the Java
-# client's JDK comes from the shared kit's setup.sh, which tests/interop/setup.sh runs), then the RocketMQ 5
-# SDK tests through the proxy (tests/sdk5/).
+# with real RocketMQ clients written by other people (installed here, into tests/interop/; Apache's Java
+# clients and tools come from Maven Central through tests/apache/setup.sh, a JDK and Maven from apt when
+# missing), then the RocketMQ 5 SDK tests through the proxy (tests/sdk5/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +43,6 @@ step "interop tests with real clients"
 tests/interop/setup.sh
 tests/interop/.venv/bin/python tests/interop/run.py "$@"
 
-step "RocketMQ 5 SDK tests through the gRPC proxy (tests/sdk5, a few minutes)"
+step "RocketMQ 5 SDK tests through the gRPC proxy (tests/sdk5, about 8 minutes)"
 tests/sdk5/setup.sh
-timeout 900 tests/sdk5/.venv/bin/python tests/sdk5/run.py
+timeout 1500 tests/sdk5/.venv/bin/python tests/sdk5/run.py

@@ -1,5 +1,7 @@
 """Runs the RocketMQ 5 SDK cases: for each, a name server + broker (tests/interop/harness.py), our `proxy`
-in front of them, and an SDK scenario (py_sdk.py) as a subprocess with a hard timeout.
+in front of them, and an SDK scenario (py_sdk.py, node/node_sdk.js, rust-client/, java/JavaSdk.java) as a
+subprocess with a hard timeout. The Java cases are skipped, each with a `SKIPPED <case>: <reason>` line and
+counted in the summary, when tests/sdk5/setup.sh could not install the Java SDK from Maven Central.
 
     tests/sdk5/.venv/bin/python tests/sdk5/run.py            # every case
     tests/sdk5/.venv/bin/python tests/sdk5/run.py -k fifo    # cases whose name contains `fifo`
@@ -31,6 +33,22 @@ from harness import CaseFailure, Cluster, Proc, check, free_port, wait_port  # n
 PY = os.path.join(HERE, ".venv", "bin", "python")
 SDK = os.path.join(HERE, "py_sdk.py")
 NODE_SDK = os.path.join(HERE, "node", "node_sdk.js")
+# The Java SDK (Maven Central rocketmq-client-java 5.2.0) through the tests/apache/ kit; setup.sh compiles
+# java/*.java into JAVA_CLASSES and writes JAVA_AVAILABLE: "yes", or why the Java cases cannot run.
+REPO = os.path.dirname(os.path.dirname(HERE))
+JAVA_SET = "rocketmq-client-java-5.2.0"
+JAVA_SH = os.path.join(REPO, "tests", "apache", "java.sh")
+JAVA_CLASSES = os.path.join(HERE, "java", "build", "classes")
+JAVA_AVAILABLE = os.path.join(HERE, "java", "build", "available")
+
+
+def apache_cache():
+    """The kit's cache of the SDK's jars as tests/apache/lib.sh finds it from this process's environment (the
+    Java scenarios run with a HOME of their own, so they are told where it is)."""
+    r = subprocess.run(["bash", "-c", 'source "$1" && echo "$APACHE_CACHE"', "-",
+                        os.path.join(REPO, "tests", "apache", "lib.sh")], capture_output=True, timeout=30)
+    return r.stdout.decode().strip() if r.returncode == 0 else ""
+
 
 ACL_YML = """globalWhiteRemoteAddresses: []
 accounts:
@@ -112,6 +130,30 @@ class Setup:
                 proc.wait()
                 raise CaseFailure("Node.js scenario %s ran past %ss; stderr: %s" % (scenario, timeout, harness.tail(err)))
         check(code == 0, "Node.js scenario %s failed (exit %s): %s" % (scenario, code, harness.tail(err, 15)))
+        check(self.proxy.alive(), "the proxy died during %s" % scenario)
+        with open(out) as f:
+            return f.read().strip()
+
+    def java(self, scenario, *args, timeout=120):
+        """A Java SDK scenario (java/JavaSdk.java on rocketmq-client-java 5.2.0)."""
+        out = os.path.join(self.workdir, "java-%s.out" % scenario)
+        err = os.path.join(self.workdir, "java-%s.err" % scenario)
+        # The SDK logs under ${user.home}/logs/rocketmq (Java takes user.home from the password file, not
+        # HOME, so both are set).
+        env = dict(os.environ, HOME=self.workdir, **self.client_env)
+        env["JAVA_OPT_EXT"] = "-Duser.home=%s" % self.workdir
+        env["APACHE_ROCKETMQ_CACHE"] = apache_cache()
+        with open(out, "wb") as o, open(err, "wb") as e:
+            proc = subprocess.Popen([JAVA_SH, JAVA_SET, "-cp", JAVA_CLASSES, "JavaSdk", scenario, self.endpoint]
+                                    + list(args), stdout=o, stderr=e, env=env, cwd=self.workdir,
+                                    start_new_session=True)
+            try:
+                code = proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise CaseFailure("Java scenario %s ran past %ss; stderr: %s" % (scenario, timeout, harness.tail(err)))
+        check(code == 0, "Java scenario %s failed (exit %s): %s" % (scenario, code, harness.tail(err, 15)))
         check(self.proxy.alive(), "the proxy died during %s" % scenario)
         with open(out) as f:
             return f.read().strip()
@@ -481,18 +523,157 @@ def case_bad_handle(s):
 
 
 def case_acl(s):
+    acl_case(s, s.sdk, "SdkAcl")
+
+
+def acl_case(s, run_sdk, topic):
+    """ACL on broker and proxy: `run_sdk`'s signed send is stored, a wrong secret is refused at the proxy."""
     # Topic creation is signed too (the admin account), as RocketMQ's AclClientRPCHook signs.
-    fields = signed({"topic": "SdkAcl", "defaultTopic": "TBW102", "readQueueNums": 4, "writeQueueNums": 4,
+    fields = signed({"topic": topic, "defaultTopic": "TBW102", "readQueueNums": 4, "writeQueueNums": 4,
                      "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": "false"})
     resp = remoting.request(s.cluster.broker_addr, 17, fields)
     check(resp.code == 0, "signed topic creation answered %d %r" % (resp.code, resp.remark))
-    s.cluster.wait_route("SdkAcl")
-    print("   ", s.sdk("acl", "SdkAcl", "sdk5user", "sdk5usersecret"))
-    stored = sum(signed_max_offset(addr, "SdkAcl", q) for _, addr in s.cluster.shard_brokers() for q in range(4))
-    check(stored == 1, "SdkAcl holds %d messages, want the one signed send" % stored)
+    s.cluster.wait_route(topic)
+    print("   ", run_sdk("acl", topic, "sdk5user", "sdk5usersecret"))
+    stored = sum(signed_max_offset(addr, topic, q) for _, addr in s.cluster.shard_brokers() for q in range(4))
+    check(stored == 1, "%s holds %d messages, want the one signed send" % (topic, stored))
     with open(os.path.join(s.workdir, "proxy.log")) as f:
         log = f.read()
     check("signature of accessKey sdk5user does not match" in log, "the proxy did not log why it refused")
+
+
+def java_out(out):
+    """The JSON line a Java scenario printed last."""
+    return json.loads(out.splitlines()[-1])
+
+
+def case_java_normal(s):
+    """The Java SDK with its defaults: TLS, trusting the proxy's self-signed certificate (permissive port)."""
+    s.cluster.create_topic("JavaNormal")
+    out = s.java("normal", "JavaNormal", "GID_java_normal")
+    print("   ", out)
+    check(java_out(out)["tls"] is True, "the SDK's default was not TLS")
+    m = s.metrics()
+    check('rocketmq_proxy_rpc_calls_total{method="SendMessage"} 20' in m, "metrics lack 20 sends:\n" + m)
+    check("rocketmq_proxy_messages_acked_total 20" in m, "metrics lack 20 acks:\n" + m)
+
+
+def case_java_normal_plaintext(s):
+    """The Java SDK with `enableSsl(false)` on the same (permissive) port."""
+    s.cluster.create_topic("JavaPlain")
+    s.client_env = {"SDK5_TLS": "0"}
+    out = s.java("normal", "JavaPlain", "GID_java_plain")
+    print("   ", out)
+    check(java_out(out)["tls"] is False, "the SDK was not told to connect in plaintext")
+
+
+def case_java_tls_enforcing(s):
+    """`tlsServerMode = enforcing` with the self-signed certificate made at start: the Java SDK's defaults work,
+    so it spoke TLS and accepted that certificate; a plaintext client is turned away."""
+    s.cluster.create_topic("JavaTls")
+    out = s.java("normal", "JavaTls", "GID_java_tls")
+    print("   ", out)
+    check(java_out(out)["tls"] is True, "the SDK's default was not TLS")
+    check(plaintext_refused(s.port), "a plaintext connection was served although tlsServerMode = enforcing")
+
+
+def case_java_fifo(s):
+    s.cluster.create_topic("JavaFifo")
+    make_orderly(s, "GID_java_fifo")
+    out = s.java("fifo", "JavaFifo", "GID_java_fifo")
+    print("   ", check_fifo_log(out, "java"))
+    queues = java_out(out)["queues"]
+    check(all(len(q) == 1 for q in queues.values()), "a message group was received from several queues: %s" % queues)
+    print("   ", queues)
+
+
+def case_java_delay(s):
+    s.cluster.create_topic("JavaDelay")
+    out = s.java("delay", "JavaDelay", "GID_java_delay")
+    print("   ", out)
+    check(0 <= java_out(out)["late_ms"] < 10000, "the delayed message came %s ms late" % java_out(out)["late_ms"])
+
+
+def case_java_transaction(s):
+    s.cluster.create_topic("JavaTx")
+    out = s.java("transaction", "JavaTx", "GID_java_tx")
+    print("   ", out)
+    check(java_out(out)["received"] == ["tx-commit", "tx-orphan"], "received %s" % java_out(out)["received"])
+    # Nothing of the rollbacks reached the topic's queues either.
+    stored = sum(s.cluster.max_offsets("JavaTx", 4).values())
+    check(stored == 2, "JavaTx holds %d messages, want the 2 committed" % stored)
+
+
+def case_java_push(s):
+    s.cluster.create_topic("JavaPush")
+    out = s.java("push", "JavaPush", "GID_java_push")
+    print("   ", out)
+    check(java_out(out)["consumed"] == 12, "consumed %s" % java_out(out)["consumed"])
+
+
+def case_java_fifo_push(s):
+    """A FIFO PushConsumer (the SDK's own FIFO consume service): each message group consumed in send order, one
+    message at a time; a message its listener keeps failing is retried by the SDK (attempt 2), then forwarded to
+    %DLQ%group (ForwardMessageToDeadLetterQueue), and only then does its group go on."""
+    group, attempts = "GID_java_fifo_push", 2
+    make_orderly(s, group, retry_max_times=attempts - 1)
+    s.cluster.create_topic("JavaFifoPush")
+    out = s.java("fifo_push", "JavaFifoPush", group, str(attempts), timeout=150)
+    log = java_out(out)["log"]
+    with open(os.path.join(s.workdir, "logs", "rocketmq", "rocketmq-client.log")) as f:
+        check("Create FIFO consume service" in f.read(), "the SDK did not consume FIFO (settings said not FIFO?)")
+    finished = {}  # group -> indexes whose consumption is over, in order
+    attempts_of = {}
+    for e in log:
+        g, i = e["body"].split(":")
+        i = int(i)
+        check(e["group"] == g, "%s carries message group %r" % (e["body"], e["group"]))
+        check(not e["corrupted"], "%s: the SDK found the body digest wrong" % e["body"])
+        attempts_of.setdefault(e["body"], []).append(e["attempt"])
+        seq = finished.setdefault(g, [])
+        # Consumed only once every earlier message of its group is over (acked, or the last attempt failed).
+        check(seq == list(range(i)), "%s consumed while group %s had %s finished: order broken" % (e["body"], g, seq))
+        if e["body"] != "java-0:0" or e["attempt"] == attempts:
+            seq.append(i)
+    for g in ("java-0", "java-1", "java-2"):
+        check(finished.get(g) == [0, 1, 2, 3], "group %s finished %s" % (g, finished.get(g)))
+    for body, got in attempts_of.items():
+        want = list(range(1, attempts + 1)) if body == "java-0:0" else [1]
+        check(got == want, "%s consumed with attempts %s, want %s" % (body, got, want))
+    dead = 0
+    for _, addr in s.cluster.shard_brokers():
+        r = remoting.request(addr, remoting.GET_MAX_OFFSET, {"topic": "%DLQ%" + group, "queueId": 0})
+        if r.code == 0:
+            dead += int(r.ext_fields.get("offset", 0))
+    check(dead == 1, "%%DLQ%%%s holds %d messages, want the one the listener failed" % (group, dead))
+    print("    %d consumptions, java-0:0 attempts %s, then in %%DLQ%%%s" % (len(log), attempts_of["java-0:0"], group))
+
+
+def case_java_redelivery(s):
+    s.cluster.create_topic("JavaRedeliver")
+    out = s.java("redelivery", "JavaRedeliver", "GID_java_redeliver")
+    print("   ", out)
+    check(java_out(out)["attempt"] == 2, "redelivered with attempt %s" % java_out(out)["attempt"])
+
+
+def case_java_dlq(s):
+    dlq_case(s, s.java, "JavaDlq", "GID_java_dlq")
+
+
+def case_java_acl(s):
+    acl_case(s, s.java, "JavaAcl")
+    out = open(os.path.join(s.workdir, "java-acl.out")).read()
+    check(java_out(out)["refused"].startswith("UnauthorizedException"), "refused as %s" % out)
+
+
+def java_unavailable():
+    """None when the Java cases can run, else why not (tests/sdk5/setup.sh decides)."""
+    try:
+        with open(JAVA_AVAILABLE) as f:
+            why = f.read().strip()
+    except OSError:
+        return "tests/sdk5/setup.sh has not prepared the Java SDK (no %s)" % os.path.relpath(JAVA_AVAILABLE, REPO)
+    return None if why == "yes" else why
 
 
 def signed(fields, ak="sdk5admin", sk="sdk5secret"):
@@ -554,6 +735,21 @@ CASES = {
     "tls_enforcing": (case_tls_enforcing, None, "tls:enforcing"),
     "node_transaction": (case_node_transaction,
                          {"transactionTimeOut": "2000", "transactionCheckInterval": "1000"}, None),
+    # The Java SDK (skipped, and counted as such, when tests/sdk5/setup.sh could not install it).
+    "java_normal": (case_java_normal, None, None),
+    "java_normal_plaintext": (case_java_normal_plaintext, None, None),
+    "java_tls_enforcing": (case_java_tls_enforcing, None, {"tlsServerMode": '"enforcing"'}),
+    "java_fifo": (case_java_fifo, None, None, "forward"),
+    # `forward`: every receive sees both queues, so the message sent without a delivery time is received at
+    # once (the scenario checks it comes before the delayed one's time).
+    "java_delay": (case_java_delay, {"timerWheelEnable": "true"}, None, "forward"),
+    "java_transaction": (case_java_transaction,
+                         {"transactionTimeOut": "2000", "transactionCheckInterval": "1000"}, None),
+    "java_push": (case_java_push, None, None),
+    "java_fifo_push": (case_java_fifo_push, None, None, "forward"),
+    "java_redelivery": (case_java_redelivery, None, None),
+    "java_dlq": (case_java_dlq, None, None),
+    "java_acl": (case_java_acl, "acl", None),
 }
 
 
@@ -568,8 +764,13 @@ def main():
         print("\n".join(names))
         return 0
     failed = []
+    skipped = []
     for name in names:
         fn, broker_cfg, proxy_cfg, *routing = CASES[name]
+        if name.startswith("java_") and java_unavailable():
+            skipped.append(name)
+            print("SKIPPED %s: %s" % (name, java_unavailable()))
+            continue
         workdir = tempfile.mkdtemp(prefix="sdk5-%s-" % name)
         if broker_cfg == "acl":
             broker_cfg, proxy_cfg = acl_setup(workdir)
@@ -596,8 +797,9 @@ def main():
             if setup is not None:
                 setup.close()
             harness.stop_everything()
-    print("%d passed, %d failed%s" % (len(names) - len(failed), len(failed),
-                                       (": " + ", ".join(failed)) if failed else ""))
+    print("%d passed, %d failed%s%s" % (len(names) - len(failed) - len(skipped), len(failed),
+                                         (", %d skipped" % len(skipped)) if skipped else "",
+                                         (": " + ", ".join(failed)) if failed else ""))
     return 1 if failed else 0
 
 

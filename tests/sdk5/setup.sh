@@ -2,7 +2,9 @@
 # Installs apache/rocketmq-clients' Python SDK (PyPI `rocketmq-python-client==5.1.2`, gRPC) in
 # tests/sdk5/.venv (its own venv: it imports as `rocketmq`, like the C++ bindings of tests/interop), its
 # Node.js SDK (npm `rocketmq-client-nodejs@1.0.8`, pinned by node/package-lock.json) in
-# tests/sdk5/node/node_modules (Node.js and npm from apt when missing), builds the small program on its
+# tests/sdk5/node/node_modules (Node.js and npm from apt when missing), its Java SDK (Maven Central
+# `rocketmq-client-java` 5.2.0 through tests/apache/setup.sh; a JDK and Maven from apt when missing) with
+# the program in java/ compiled against it, builds the small program on its
 # Rust SDK (crates.io `rocketmq` 5.0.0) in rust-client/ (own workspace), and builds the name server,
 # broker, proxy and mqadmin under test (debug builds, where run.py looks for them).
 # Safe to run again.
@@ -30,6 +32,33 @@ if [ ! -d "$here/node/node_modules/rocketmq-client-nodejs" ]; then
   (cd "$here/node" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 (cd "$here/node" && node -e "require('rocketmq-client-nodejs')")
+
+echo "sdk5 setup: Java SDK (Maven Central rocketmq-client-java 5.2.0, tests/apache/) and java/*.java"
+# The programs of java/ are compiled into java/build/classes (git-ignored), again only when a source or the
+# set's pom changes. java/build/available is "yes" when the Java cases can run, else why not: a set Maven
+# cannot serve is not a setup failure, run.py skips the Java cases and says so.
+java_set=rocketmq-client-java-5.2.0
+java_build="$here/java/build"
+mkdir -p "$java_build"
+rm -f "$java_build/available"
+if java_setup_out=$("$repo/tests/apache/setup.sh" "$java_set" 2>&1); then
+  [ -z "$java_setup_out" ] || echo "$java_setup_out"
+  java_hash="$(cat "$here"/java/*.java "$repo/tests/apache/poms/$java_set.xml" | sha256sum | cut -d' ' -f1)"
+  if [ "$(cat "$java_build/classes.hash" 2>/dev/null)" != "$java_hash" ]; then
+    rm -rf "$java_build/classes" "$java_build/classes.hash"
+    mkdir -p "$java_build/classes"
+    "$repo/tests/apache/javac.sh" "$java_set" -nowarn -d "$java_build/classes" "$here"/java/*.java
+    echo "$java_hash" > "$java_build/classes.hash"
+  fi
+  echo yes > "$java_build/available"
+else
+  java_rc=$?
+  echo "$java_setup_out"
+  java_why=$(echo "$java_setup_out" | grep -m1 'MISSING from Maven Central' || true)
+  [ -n "$java_why" ] || java_why="tests/apache/setup.sh $java_set exited $java_rc: $(echo "$java_setup_out" | tail -n1)"
+  echo "SKIPPED: the Java gRPC SDK cases ($java_why)"
+  echo "$java_why" > "$java_build/available"
+fi
 
 echo "sdk5 setup: Rust SDK program (crates.io rocketmq 5.0.0; its own workspace, a few minutes the first time)"
 # Always its own target dir (where run.py looks), whatever CARGO_TARGET_DIR says for the main workspace.
