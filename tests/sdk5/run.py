@@ -42,14 +42,6 @@ JAVA_CLASSES = os.path.join(HERE, "java", "build", "classes")
 JAVA_AVAILABLE = os.path.join(HERE, "java", "build", "available")
 
 
-def apache_cache():
-    """The kit's cache of the SDK's jars as tests/apache/lib.sh finds it from this process's environment (the
-    Java scenarios run with a HOME of their own, so they are told where it is)."""
-    r = subprocess.run(["bash", "-c", 'source "$1" && echo "$APACHE_CACHE"', "-",
-                        os.path.join(REPO, "tests", "apache", "lib.sh")], capture_output=True, timeout=30)
-    return r.stdout.decode().strip() if r.returncode == 0 else ""
-
-
 ACL_YML = """globalWhiteRemoteAddresses: []
 accounts:
   - accessKey: sdk5admin
@@ -96,67 +88,40 @@ class Setup:
         # Extra environment of the SDK processes (TLS switches and trusted roots).
         self.client_env = {}
 
-    def sdk(self, scenario, *args, timeout=120):
-        out = os.path.join(self.workdir, "%s.out" % scenario)
-        err = os.path.join(self.workdir, "%s.err" % scenario)
-        # The SDK writes its logs under ~/logs.
-        env = dict(os.environ, HOME=self.workdir, **self.client_env)
+    def _scenario(self, label, name, argv, timeout, env=None, cwd=None):
+        """Runs one SDK scenario as its own process group with a HOME of its own (the SDKs log under ~);
+        its stdout, once it exited 0 with the proxy still alive."""
+        out = os.path.join(self.workdir, "%s.out" % name)
+        err = os.path.join(self.workdir, "%s.err" % name)
+        env = dict(os.environ, HOME=self.workdir, **self.client_env, **(env or {}))
         with open(out, "wb") as o, open(err, "wb") as e:
-            proc = subprocess.Popen([PY, SDK, scenario, self.endpoint] + list(args), stdout=o, stderr=e,
-                                    env=env, start_new_session=True)
+            proc = subprocess.Popen(argv, stdout=o, stderr=e, env=env, cwd=cwd, start_new_session=True)
             try:
                 code = proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-                raise CaseFailure("SDK scenario %s ran past %ss; stderr: %s" % (scenario, timeout, harness.tail(err)))
-        check(code == 0, "SDK scenario %s failed (exit %s): %s" % (scenario, code, harness.tail(err, 15)))
-        check(self.proxy.alive(), "the proxy died during %s" % scenario)
+                raise CaseFailure("%s scenario %s ran past %ss; stderr: %s" % (label, name, timeout, harness.tail(err)))
+        check(code == 0, "%s scenario %s failed (exit %s): %s" % (label, name, code, harness.tail(err, 15)))
+        check(self.proxy.alive(), "the proxy died during %s" % name)
         with open(out) as f:
             return f.read().strip()
+
+    def sdk(self, scenario, *args, timeout=120):
+        """A Python SDK scenario (py_sdk.py)."""
+        return self._scenario("SDK", scenario, [PY, SDK, scenario, self.endpoint] + list(args), timeout)
 
     def node(self, scenario, *args, timeout=120):
         """A Node.js SDK scenario (node/node_sdk.js)."""
-        out = os.path.join(self.workdir, "node-%s.out" % scenario)
-        err = os.path.join(self.workdir, "node-%s.err" % scenario)
-        env = dict(os.environ, HOME=self.workdir, **self.client_env)
-        with open(out, "wb") as o, open(err, "wb") as e:
-            proc = subprocess.Popen(["node", NODE_SDK, scenario, self.endpoint] + list(args), stdout=o,
-                                    stderr=e, env=env, cwd=os.path.dirname(NODE_SDK), start_new_session=True)
-            try:
-                code = proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                raise CaseFailure("Node.js scenario %s ran past %ss; stderr: %s" % (scenario, timeout, harness.tail(err)))
-        check(code == 0, "Node.js scenario %s failed (exit %s): %s" % (scenario, code, harness.tail(err, 15)))
-        check(self.proxy.alive(), "the proxy died during %s" % scenario)
-        with open(out) as f:
-            return f.read().strip()
+        return self._scenario("Node.js", "node-" + scenario, ["node", NODE_SDK, scenario, self.endpoint] + list(args),
+                              timeout, cwd=os.path.dirname(NODE_SDK))
 
     def java(self, scenario, *args, timeout=120):
-        """A Java SDK scenario (java/JavaSdk.java on rocketmq-client-java 5.2.0)."""
-        out = os.path.join(self.workdir, "java-%s.out" % scenario)
-        err = os.path.join(self.workdir, "java-%s.err" % scenario)
-        # The SDK logs under ${user.home}/logs/rocketmq (Java takes user.home from the password file, not
-        # HOME, so both are set).
-        env = dict(os.environ, HOME=self.workdir, **self.client_env)
-        env["JAVA_OPT_EXT"] = "-Duser.home=%s" % self.workdir
-        env["APACHE_ROCKETMQ_CACHE"] = apache_cache()
-        with open(out, "wb") as o, open(err, "wb") as e:
-            proc = subprocess.Popen([JAVA_SH, JAVA_SET, "-cp", JAVA_CLASSES, "JavaSdk", scenario, self.endpoint]
-                                    + list(args), stdout=o, stderr=e, env=env, cwd=self.workdir,
-                                    start_new_session=True)
-            try:
-                code = proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                raise CaseFailure("Java scenario %s ran past %ss; stderr: %s" % (scenario, timeout, harness.tail(err)))
-        check(code == 0, "Java scenario %s failed (exit %s): %s" % (scenario, code, harness.tail(err, 15)))
-        check(self.proxy.alive(), "the proxy died during %s" % scenario)
-        with open(out) as f:
-            return f.read().strip()
+        """A Java SDK scenario (java/JavaSdk.java on rocketmq-client-java 5.2.0). The SDK logs under
+        ${user.home}/logs/rocketmq, and Java takes user.home from the password file, not HOME: both are set."""
+        argv = [JAVA_SH, JAVA_SET, "-cp", JAVA_CLASSES, "JavaSdk", scenario, self.endpoint] + list(args)
+        return self._scenario("Java", "java-" + scenario, argv, timeout,
+                              env={"JAVA_OPT_EXT": "-Duser.home=%s" % self.workdir}, cwd=self.workdir)
 
     def metrics(self):
         with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.metrics_port, timeout=5) as r:
