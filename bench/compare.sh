@@ -1,23 +1,32 @@
 #!/usr/bin/env bash
-# Side-by-side benchmark on loopback, one machine: Apache RocketMQ 4.9.8's own name server and broker
-# (the reference peer, from the kit in shared/apache-rocketmq), our broker with shards as brokers
-# (shardRouting = "direct", the default), our broker with one broker per process (shardRouting =
-# "forward"), and optionally rocketmq-rust 1.0.0. Measures the disk's raw limits first, then runs
-# scenarios S1..S6 (docs/performance.md) against each peer with a fresh store per repeat, and prints
-# one table of medians with ratios against the first peer; writes SVG charts next to it.
+# Side-by-side benchmark on loopback, one machine: Apache RocketMQ's own name server and broker, 5.5.0
+# and 4.9.7 (the reference peers, Apache's artifacts from Maven Central through tests/apache/; Maven
+# has no 4.9.8 servers), our broker with shards as brokers (shardRouting = "direct", the default), our
+# broker with one broker per process (shardRouting = "forward"), and optionally rocketmq-rust 1.0.0.
+# Measures the disk's raw limits first, then runs scenarios S1..S6 (docs/performance.md) against each
+# peer with a fresh store per repeat, and prints one table of medians with ratios against the first
+# peer; writes SVG charts next to it.
 #
-# Quick run (about 5 minutes):
+# Quick run (about 9 minutes):
 #   DURATION=5s WARMUP=2s REPEATS=1 BACKLOG_MB=128 bench/compare.sh
-# Full run (about 40 minutes; what the docs quote):
+# Full run (about 55 minutes; what the docs quote):
 #   bench/compare.sh
 #
 # Environment (defaults in brackets):
-#   DURATION [20s] measured time per scenario run     WARMUP [5s]      REPEATS [3] (median reported)
-#   SCENARIOS ["S1 S2 S3 S4 S5 S6"]                   PEERS ["apache ours ours-forward"]
-#     peers: apache, ours (shardRouting = "direct"), ours-forward (shardRouting = "forward"),
-#     rocketmq-rust (optional; answers ~1,500 msg/s with ~40 ms stalls against our loadgen)
+#   DURATION [20s] measured time per scenario run     REPEATS [3] (median reported)
+#   WARMUP [10s] (5s until 2026-12-06; Apache 5.5.0's send rate still climbs for about 10 s)
+#   SCENARIOS ["S1 S2 S3 S4 S5 S6"]                   PEERS ["apache5 apache4 ours ours-forward"]
+#     peers: apache5 (Apache RocketMQ 5.5.0's NamesrvStartup and BrokerStartup), apache4 (4.9.7's;
+#     `apache` is accepted for it), ours (shardRouting = "direct"), ours-forward (shardRouting =
+#     "forward"), rocketmq-rust (optional; answers ~1,500 msg/s with ~40 ms stalls against our loadgen).
+#     Each Apache peer runs `tests/apache/setup.sh <set>` first (a JDK and Maven from apt when missing,
+#     the set's jars from Maven Central into tests/apache's cache); when that fails the peer is
+#     dropped with a MISSING note in the output and the table's notes. Both get the same broker config
+#     (ASYNC_MASTER, the scenario's flushDiskType, autoCreateTopicEnable, everything else Apache's
+#     defaults of that version: 5.5.0 runs its timer wheel, POP revive and compaction services and
+#     also writes consume-queue entries to a RocksDB store; the table's notes say so)
 #   BACKLOG_MB [1024] S4 backlog size                 S5_RATE [20000] msg/s
-#   PULL_BATCH [32] S4's maxMsgNums per pull (Java's pullBatchSize); above 32 both brokers get it as
+#   PULL_BATCH [32] S4's maxMsgNums per pull (Java's pullBatchSize); above 32 every broker gets it as
 #     maxTransferCountOnMessageInMemory, since each caps a pull at 32 messages by default
 #   QUEUES [8] queues of the benchmark topic in all (direct mode: QUEUES / OUR_SHARDS per shard-broker)
 #   OUR_SHARDS [nproc] shardCount of our broker (S1..S5)
@@ -25,22 +34,25 @@
 #   S6_SHARDS ["1 <nproc>"] shard counts for S6 (ours and ours-forward only)
 #   DISK_MB [1024] size of the raw O_DIRECT write test
 #   SKIP_BUILD [0]   INSTALL_PEER [0] (1: cargo install rocketmq-rust when missing)
-#   APACHE_KIT [shared/apache-rocketmq, else /work/shared/apache-rocketmq]; its JVM settings come from
-#     the kit's defaults (G1, 2 GiB pre-touched heap) unless RMQ_BROKER_HEAP, RMQ_BROKER_DIRECT,
-#     RMQ_PRETOUCH or JAVA_OPT_EXT say otherwise; the table's header prints the ones used
+#   Apache brokers' JVM: tests/apache/start.sh's (Apache's runbroker.sh settings: G1, a 2 GiB heap
+#     pre-touched, 4 GiB direct memory) unless RMQ_BROKER_HEAP, RMQ_BROKER_DIRECT, RMQ_PRETOUCH or
+#     JAVA_OPT_EXT say otherwise, plus a GC log (run/<peer>-*/broker/broker_gc.log, as runbroker.sh
+#     writes one); the table's header prints the settings each used. APACHE_ROCKETMQ_CACHE moves the
+#     jars' cache (tests/apache/lib.sh)
 #   RMQ_ROOT [bench/cache/rocketmq-rust]   OUT [bench/cache/results-<utc stamp>]
 #   CARGO_TARGET_DIR [target]   BASE_PORT [random in 20000..59999]
 #   OUR_EXTRA_CONFIG [""] lines appended to our broker's config (both ours peers)
 # Output in OUT: table.md (also printed), results.tsv, per-run JSON (loadgen --json), charts
-# (ratio-tps.svg, ratio-p99.svg, ratio-cpu.svg, latency-<scenario>.svg), logs under run/.
+# (ratio-tps.svg, ratio-p99.svg, ratio-cpu.svg, latency-<scenario>.svg), logs under run/ (an Apache
+# peer's server logs under run/<peer>-*/{ns,broker}/home/logs/rocketmqlogs/).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DURATION=${DURATION:-20s}
-WARMUP=${WARMUP:-5s}
+WARMUP=${WARMUP:-10s}
 REPEATS=${REPEATS:-3}
 SCENARIOS=${SCENARIOS:-"S1 S2 S3 S4 S5 S6"}
-PEERS=${PEERS:-"apache ours ours-forward"}
+PEERS=${PEERS:-"apache5 apache4 ours ours-forward"}
 BACKLOG_MB=${BACKLOG_MB:-1024}
 S5_RATE=${S5_RATE:-20000}
 PULL_BATCH=${PULL_BATCH:-32}
@@ -54,10 +66,7 @@ S6_SHARDS=${S6_SHARDS:-"1 $NPROC"}
 DISK_MB=${DISK_MB:-1024}
 SKIP_BUILD=${SKIP_BUILD:-0}
 INSTALL_PEER=${INSTALL_PEER:-0}
-if [ -z "${APACHE_KIT:-}" ]; then
-    APACHE_KIT=$ROOT/shared/apache-rocketmq
-    [ -x "$APACHE_KIT/broker.sh" ] || APACHE_KIT=/work/shared/apache-rocketmq
-fi
+APACHE_DIR=$ROOT/tests/apache
 RMQ_ROOT=${RMQ_ROOT:-$ROOT/bench/cache/rocketmq-rust}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 OUT=${OUT:-$ROOT/bench/cache/results-$STAMP}
@@ -88,9 +97,36 @@ for bin in "$LOADGEN" "$OUR_BROKER" "$OUR_NAMESRV"; do
     [ -x "$bin" ] || { log "missing $bin (build failed?)"; exit 1; }
 done
 
-if [[ " $PEERS " == *" apache "* ]] && [ ! -x "$APACHE_KIT/broker.sh" ]; then
-    note "Apache RocketMQ kit not found at $APACHE_KIT (set APACHE_KIT): apache column skipped"
-    PEERS=${PEERS//apache/}
+# apache_set PEER: the tests/apache set of an Apache peer (empty for the others).
+apache_set() {
+    case "$1" in
+    apache4) echo rocketmq-4.9.7 ;;
+    apache5) echo rocketmq-5.5.0 ;;
+    esac
+}
+# `apache` (the old name of the 4.x peer) is apache4; each Apache peer's set is installed (or found
+# installed) now, and a peer whose set Maven cannot serve is dropped, loudly.
+peers=()
+for peer in $PEERS; do
+    [ "$peer" = apache ] && peer=apache4
+    [[ " ${peers[*]:-} " == *" $peer "* ]] && continue
+    set_name=$(apache_set "$peer")
+    if [ -n "$set_name" ]; then
+        log "$peer: tests/apache/setup.sh $set_name (log in $OUT/setup-$set_name.log)"
+        if ! "$APACHE_DIR/setup.sh" "$set_name" >"$OUT/setup-$set_name.log" 2>&1; then
+            why=$(grep -m1 'MISSING' "$OUT/setup-$set_name.log" || tail -1 "$OUT/setup-$set_name.log")
+            note "Apache RocketMQ set $set_name MISSING (tests/apache/setup.sh $set_name failed: $why): $peer column skipped"
+            continue
+        fi
+    fi
+    peers+=("$peer")
+done
+PEERS="${peers[*]:-}"
+if [[ " $PEERS " == *" apache5 "* ]]; then
+    note "apache5 (Apache RocketMQ 5.5.0) keeps Apache's 5.x defaults beyond the broker config both Apache peers get: the timer wheel (timerWheelEnable=true), the POP revive and compaction services, and storeType=default with combineCQLoadingCQTypes=default;defaultRocksDB, so besides the file consume queues it writes each message's consume-queue entry to a RocksDB store (store/rocksdbstore); the store settings both versions have keep the same defaults. Its JIT takes longer than 4.9.7's to reach speed (about 10 s of S1): keep WARMUP at 10 s or more"
+fi
+if [[ " $PEERS " == *" apache4 "* ]]; then
+    note "apache4 is Apache RocketMQ 4.9.7, the newest 4.x whose name server and broker Maven Central serves (the records up to 2026-12-02 were measured against 4.9.8 from a kit that is gone)"
 fi
 RMQ_NAMESRV="$RMQ_ROOT/bin/rocketmq-namesrv-rust"
 RMQ_BROKER="$RMQ_ROOT/bin/rocketmq-broker-rust"
@@ -157,8 +193,8 @@ cleanup() {
     for pid in "${OUR_PIDS[@]:-}"; do
         [ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null || true
     done
-    if [ "$CUR_PEER" = apache ] && [ -n "$CUR_DIR" ]; then
-        "$APACHE_KIT/stop.sh" "$CUR_DIR/broker" "$CUR_DIR/ns" >/dev/null 2>&1 || true
+    if [[ "$CUR_PEER" == apache* ]] && [ -n "$CUR_DIR" ]; then
+        "$APACHE_DIR/stop.sh" "$CUR_DIR/broker" "$CUR_DIR/ns" >/dev/null 2>&1 || true
     fi
 }
 trap cleanup EXIT INT TERM
@@ -183,8 +219,8 @@ wait_port_open() {
 
 stop_cluster() {
     local pid port i
-    if [ "$CUR_PEER" = apache ]; then
-        "$APACHE_KIT/stop.sh" "$CUR_DIR/broker" "$CUR_DIR/ns" >>"$CUR_DIR/stop.log" 2>&1 || true
+    if [[ "$CUR_PEER" == apache* ]]; then
+        "$APACHE_DIR/stop.sh" "$CUR_DIR/broker" "$CUR_DIR/ns" >>"$CUR_DIR/stop.log" 2>&1 || true
     else
         for pid in "$BROKER_PID" "$NS_PID"; do
             [ -n "$pid" ] || continue
@@ -207,7 +243,7 @@ stop_cluster() {
     CUR_SHARDS=1
 }
 
-APACHE_JVM=""
+declare -A APACHE_JVM=()   # peer -> the JVM settings its broker ran with
 # apache_jvm_settings CMD_FILE: heap, GC and pre-touch from the broker's command line.
 apache_jvm_settings() {
     local cmd heap gc pretouch direct java
@@ -269,7 +305,10 @@ start_cluster() {
             sleep 0.1
         done
         ;;
-    apache)
+    apache4 | apache5)
+        local set_name
+        set_name=$(apache_set "$peer")
+        echo "listenPort=$NS_PORT" >"$dir/namesrv.properties"
         cat >"$dir/broker.conf" <<EOF
 brokerClusterName = DefaultCluster
 brokerName = broker-a
@@ -283,11 +322,17 @@ storePathRootDir = $dir/store
 autoCreateTopicEnable = true
 EOF
         [ "$PULL_BATCH" -le 32 ] || echo "maxTransferCountOnMessageInMemory = $PULL_BATCH" >>"$dir/broker.conf"
-        NS_PID=$("$APACHE_KIT/namesrv.sh" "$NS_PORT" "$dir/ns" 2>"$dir/namesrv-start.log" | tail -1) \
-            || { log "Apache name server did not start"; tail -5 "$dir/namesrv-start.log" >&2; return 1; }
-        BROKER_PID=$("$APACHE_KIT/broker.sh" "$dir/broker.conf" "$dir/broker" 2>"$dir/broker-start.log" | tail -1) \
-            || { log "Apache broker did not start"; tail -5 "$dir/broker-start.log" >&2; return 1; }
-        [ -n "$APACHE_JVM" ] || { APACHE_JVM=$(apache_jvm_settings "$dir/broker/broker.cmd"); log "Apache broker JVM: $APACHE_JVM"; }
+        mkdir -p "$dir/ns" "$dir/broker"
+        NS_PID=$("$APACHE_DIR/start.sh" "$set_name" namesrv "$dir/namesrv.properties" "$dir/ns" 2>"$dir/namesrv-start.log" | tail -1)
+        [[ "$NS_PID" =~ ^[0-9]+$ ]] || { log "Apache name server ($set_name) did not start"; tail -5 "$dir/namesrv-start.log" >&2; return 1; }
+        # Apache's runbroker.sh writes a GC log; so does this broker (JAVA_OPT_EXT for it alone).
+        BROKER_PID=$(JAVA_OPT_EXT="${JAVA_OPT_EXT:-} -Xlog:gc:file=$dir/broker/broker_gc.log:time,tags" \
+            "$APACHE_DIR/start.sh" "$set_name" broker "$dir/broker.conf" "$dir/broker" 2>"$dir/broker-start.log" | tail -1)
+        [[ "$BROKER_PID" =~ ^[0-9]+$ ]] || { log "Apache broker ($set_name) did not start"; tail -5 "$dir/broker-start.log" >&2; return 1; }
+        if [ -z "${APACHE_JVM[$peer]:-}" ]; then
+            APACHE_JVM[$peer]=$(apache_jvm_settings "$dir/broker/broker.cmd")
+            log "$peer ($set_name) broker JVM: ${APACHE_JVM[$peer]}"
+        fi
         ;;
     rocketmq-rust)
         cat >"$dir/broker.toml" <<EOF
@@ -352,8 +397,8 @@ TIMED=(--warmup "$WARMUP" --duration "$DURATION")
 s4_cached_share() {
     local peer=$1 shards=$2 dir=$3 rep=$4 backlog=$((BACKLOG_MB * 1024 * 1024)) cached how
     case "$peer" in
-    apache)
-        command -v fincore >/dev/null || { note "apache S4 repeat $rep: fincore missing, cached share not measured"; return 0; }
+    apache4 | apache5)
+        command -v fincore >/dev/null || { note "$peer S4 repeat $rep: fincore missing, cached share not measured"; return 0; }
         cached=$(fincore --bytes --noheadings --output RES "$dir"/store/commitlog/* 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
         how="CommitLog pages in the page cache (fincore)" ;;
     ours | ours-forward)
@@ -427,7 +472,9 @@ done
 
 # ---------------------------------------------------------------- table and charts
 MACHINE="${NPROC} cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(free -g | awk '/Mem:/ {print $2}') GiB RAM"
-python3 - "$OUT/meta.json" <<EOF
+APACHE_JVM_JSON=$(for peer in "${!APACHE_JVM[@]}"; do printf '%s\t%s\n' "$peer" "${APACHE_JVM[$peer]}"; done \
+    | python3 -c 'import json, sys; print(json.dumps(dict(l.rstrip("\n").split("\t", 1) for l in sys.stdin if l.strip())))')
+python3 - "$OUT/meta.json" "$APACHE_JVM_JSON" <<EOF
 import json, sys
 json.dump({
     "peers": "${PEER_LIST[*]}".split(),
@@ -435,7 +482,10 @@ json.dump({
     "stamp": "$STAMP",
     "disk": "O_DIRECT sequential write ${DISK_WRITE_MBS} MB/s; 4 KiB append+fdatasync avg ${FSYNC_AVG} ms, p50 ${FSYNC_P50} ms, p99 ${FSYNC_P99} ms",
     "settings": "DURATION=${DURATION} WARMUP=${WARMUP} REPEATS=${REPEATS} (median), 1 KiB bodies, QUEUES=${QUEUES} in all (ours: shardCount ${OUR_SHARDS}; direct: $(((QUEUES + OUR_SHARDS - 1) / OUR_SHARDS)) per shard-broker), LOADGEN_THREADS=${LOADGEN_THREADS}, CONNECTIONS=${CONNECTIONS}",
-    "apache_jvm": """$APACHE_JVM""",
+    "apache_jvm": json.loads(sys.argv[2]),
+    "peer_labels": {"apache5": "Apache RocketMQ 5.5.0", "apache4": "Apache RocketMQ 4.9.7",
+                    "ours": "ours, shardRouting direct", "ours-forward": "ours, shardRouting forward",
+                    "rocketmq-rust": "rocketmq-rust 1.0.0"},
     "backlog_mb": "$BACKLOG_MB",
     "s5_rate": "$S5_RATE",
     "pull_batch": "$PULL_BATCH",

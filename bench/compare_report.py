@@ -149,8 +149,17 @@ def table(runs, meta, notes):
     out = [f"Machine: {meta['machine']}; run {meta['stamp']}",
            f"Raw disk (same filesystem): {meta['disk']}",
            f"Settings: {meta['settings']}"]
-    if meta.get("apache_jvm"):
-        out.append(f"Apache RocketMQ 4.9.8 broker JVM: {meta['apache_jvm']}")
+    labels = meta.get("peer_labels") or {}
+    named = [f"{p} = {labels[p]}" for p in peers if p in labels]
+    if named:
+        out.append("Peers: " + "; ".join(named) + f"; ratios against {base}")
+    jvm = meta.get("apache_jvm")
+    if isinstance(jvm, str) and jvm:  # runs before 2026-12-07: one Apache peer, 4.9.8 from the old kit
+        out.append(f"Apache RocketMQ 4.9.8 broker JVM: {jvm}")
+    elif isinstance(jvm, dict):
+        for p in peers:
+            if jvm.get(p):
+                out.append(f"{labels.get(p, p)} broker JVM ({p}): {jvm[p]}")
     out.append("")
     header = ["scenario", "metric"] + peers + [f"{p} / {base}" for p in others]
     out.append("| " + " | ".join(header) + " |")

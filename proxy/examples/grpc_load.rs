@@ -2,6 +2,11 @@
 //! concurrent callers: TPS and latency percentiles) and `receive-ack` (ReceiveMessage in batches of 32,
 //! then one AckMessage per batch, from `--receivers` callers per broker, until `--count` distinct
 //! messages are acked; then checks that none comes back after the invisible time, which fails the run).
+//! Speaks to any proxy of the RocketMQ gRPC API (ours, Apache's): every request carries the SDK
+//! headers (client id, language, protocol, client version), and `receive-ack` first opens a Telemetry
+//! stream with SIMPLE_CONSUMER settings and gives each ReceiveMessage a deadline, as an SDK's
+//! SimpleConsumer does (Apache's proxy refuses a receive without both). Its rate is over the time to
+//! the last ack (`seconds`); `seconds_total` adds the receivers' last, empty long polls.
 //!
 //! cargo run --release -p proxy --example grpc_load -- send --endpoint 127.0.0.1:8081 --topic T \
 //!     --seconds 10 --concurrency 64 --size 128
@@ -15,6 +20,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use proxy::pb::messaging_service_client::MessagingServiceClient;
 use proxy::pb::*;
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::Channel;
 
 #[derive(Parser)]
@@ -47,6 +53,13 @@ struct Args {
     /// messages to ack (0: until a receive finds nothing).
     #[arg(long, default_value_t = 0)]
     count: usize,
+    /// send: open a Telemetry stream with PRODUCER settings first, as an SDK's producer does
+    /// (receive-ack always opens one with SIMPLE_CONSUMER settings).
+    #[arg(long)]
+    telemetry: bool,
+    /// receive-ack: skip the check that acked messages do not come back (a warm-up run).
+    #[arg(long)]
+    no_check: bool,
     /// receive-ack: the invisible time asked for, ms.
     #[arg(long, default_value_t = 10_000)]
     invisible_ms: i64,
@@ -59,13 +72,114 @@ fn resource(name: &str) -> Option<Resource> {
     })
 }
 
+/// The headers an SDK sends on every call.
 fn request<T>(body: T) -> tonic::Request<T> {
     let mut r = tonic::Request::new(body);
-    r.metadata_mut().insert(
-        "x-mq-client-id",
-        tonic::metadata::MetadataValue::from_static("grpc-load"),
-    );
+    for (k, v) in [
+        ("x-mq-client-id", "grpc-load"),
+        ("x-mq-language", "RUST"),
+        ("x-mq-protocol", "v2"),
+        ("x-mq-client-version", "5.2.0"),
+    ] {
+        r.metadata_mut()
+            .insert(k, tonic::metadata::MetadataValue::from_static(v));
+    }
     r
+}
+
+/// The long poll each ReceiveMessage asks for (Apache's proxy raises it to its minimum, 5 s).
+const LONG_POLLING: Duration = Duration::from_secs(1);
+/// A ReceiveMessage's deadline: at least Apache's minimum long poll plus the request timeout.
+const RECEIVE_DEADLINE: Duration = Duration::from_secs(8);
+
+/// Opens the Telemetry stream and sends the settings an SDK sends first: a PRODUCER's publishing the
+/// topic (`send`), or a SIMPLE_CONSUMER's subscription of the group to the topic (`receive-ack`); waits
+/// for the proxy's answer. The stream stays open while the returned sender and response stream live.
+async fn open_telemetry(
+    c: &mut MessagingServiceClient<Channel>,
+    a: &Args,
+    producer: bool,
+) -> Result<
+    (
+        tokio::sync::mpsc::Sender<TelemetryCommand>,
+        tonic::Streaming<TelemetryCommand>,
+    ),
+    String,
+> {
+    let (host, port) = a
+        .endpoint
+        .rsplit_once(':')
+        .ok_or_else(|| format!("endpoint {} is not host:port", a.endpoint))?;
+    let pub_sub = if producer {
+        settings::PubSub::Publishing(Publishing {
+            topics: resource(&a.topic).into_iter().collect(),
+            max_body_size: 4 * 1024 * 1024,
+            validate_message_type: true,
+        })
+    } else {
+        settings::PubSub::Subscription(Subscription {
+            group: resource(&a.group),
+            subscriptions: vec![SubscriptionEntry {
+                topic: resource(&a.topic),
+                expression: Some(FilterExpression {
+                    r#type: FilterType::Tag as i32,
+                    expression: "*".into(),
+                }),
+            }],
+            receive_batch_size: Some(32),
+            long_polling_timeout: Some(prost_types::Duration {
+                seconds: LONG_POLLING.as_secs() as i64,
+                nanos: 0,
+            }),
+            ..Default::default()
+        })
+    };
+    let client_type = if producer {
+        ClientType::Producer
+    } else {
+        ClientType::SimpleConsumer
+    };
+    let settings = Settings {
+        client_type: Some(client_type as i32),
+        access_point: Some(Endpoints {
+            scheme: AddressScheme::IPv4 as i32,
+            addresses: vec![Address {
+                host: host.to_string(),
+                port: port
+                    .parse()
+                    .map_err(|e| format!("port of {}: {e}", a.endpoint))?,
+            }],
+        }),
+        request_timeout: Some(prost_types::Duration {
+            seconds: 3,
+            nanos: 0,
+        }),
+        pub_sub: Some(pub_sub),
+        ..Default::default()
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tx.send(TelemetryCommand {
+        status: None,
+        command: Some(telemetry_command::Command::Settings(settings)),
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    let mut replies = c
+        .telemetry(request(ReceiverStream::new(rx)))
+        .await
+        .map_err(|e| format!("telemetry: {e}"))?
+        .into_inner();
+    match tokio::time::timeout(Duration::from_secs(10), replies.message()).await {
+        Ok(Ok(Some(r))) => match r.status {
+            Some(s) if s.code != Code::Ok as i32 => {
+                Err(format!("telemetry settings: {} {}", s.code, s.message))
+            }
+            _ => Ok((tx, replies)),
+        },
+        Ok(Ok(None)) => Err("telemetry: the proxy closed the stream".into()),
+        Ok(Err(e)) => Err(format!("telemetry: {e}")),
+        Err(_) => Err("telemetry: no answer to the settings in 10 s".into()),
+    }
 }
 
 /// This process's CPU time so far (user + system), from /proc/self/stat; 0 where unreadable.
@@ -88,7 +202,13 @@ fn percentile(sorted: &[u64], p: f64) -> u64 {
     sorted.get(i).copied().unwrap_or(0)
 }
 
-async fn send(client: MessagingServiceClient<Channel>, a: &Args) -> Result<(), String> {
+async fn send(mut client: MessagingServiceClient<Channel>, a: &Args) -> Result<(), String> {
+    // Held until the end, as a producer's.
+    let _telemetry = if a.telemetry {
+        Some(open_telemetry(&mut client, a, true).await?)
+    } else {
+        None
+    };
     let mut clients = vec![client];
     for _ in 1..a.connections.max(1) {
         clients.push(
@@ -103,6 +223,7 @@ async fn send(client: MessagingServiceClient<Channel>, a: &Args) -> Result<(), S
     let mut tasks = Vec::new();
     let seq = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let limit = a.count as u64;
+    let run = std::process::id();
     for i in 0..a.concurrency {
         let Some(mut c) = clients.get(i % clients.len()).cloned() else {
             return Err("no connection".into());
@@ -122,7 +243,9 @@ async fn send(client: MessagingServiceClient<Channel>, a: &Args) -> Result<(), S
                     topic: resource(&topic),
                     user_properties: Default::default(),
                     system_properties: Some(SystemProperties {
-                        message_id: format!("grpcload{n:024}"),
+                        // Unique across runs (a warm-up run and the measured one fill the same
+                        // topic, and receive-ack counts distinct ids).
+                        message_id: format!("grpcload{run:08x}{n:016}"),
                         message_type: MessageType::Normal as i32,
                         ..Default::default()
                     }),
@@ -199,13 +322,15 @@ async fn receive_batch(
         }),
         auto_renew: false,
         long_polling_timeout: Some(prost_types::Duration {
-            seconds: 1,
+            seconds: LONG_POLLING.as_secs() as i64,
             nanos: 0,
         }),
         attempt_id: None,
     };
+    let mut req = request(req);
+    req.set_timeout(RECEIVE_DEADLINE);
     let mut stream = c
-        .receive_message(request(req))
+        .receive_message(req)
         .await
         .map_err(|e| e.to_string())?
         .into_inner();
@@ -228,6 +353,8 @@ async fn receive_batch(
 struct Received {
     acked: std::sync::Mutex<HashSet<String>>,
     batches: std::sync::atomic::AtomicU64,
+    /// When the last ack was answered.
+    last_ack: std::sync::Mutex<Option<Instant>>,
 }
 
 impl Received {
@@ -289,13 +416,14 @@ async fn receive_ack_loop(
             }
             acked.insert(e.message_id.clone());
         }
+        *shared.last_ack.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
         if a.count > 0 && acked.len() >= a.count {
             return Ok(());
         }
     }
 }
 
-async fn receive_ack(c: MessagingServiceClient<Channel>, a: Args) -> Result<(), String> {
+async fn receive_ack(mut c: MessagingServiceClient<Channel>, a: Args) -> Result<(), String> {
     let brokers: Vec<String> = a
         .broker
         .as_deref()
@@ -305,10 +433,13 @@ async fn receive_ack(c: MessagingServiceClient<Channel>, a: Args) -> Result<(), 
         .filter(|b| !b.is_empty())
         .map(str::to_string)
         .collect();
+    // Held until the end: the proxy knows the client while its Telemetry stream is open.
+    let _telemetry = open_telemetry(&mut c, &a, false).await?;
     let a = Arc::new(a);
     let shared = Arc::new(Received {
         acked: Default::default(),
         batches: Default::default(),
+        last_ack: Default::default(),
     });
     let started = Instant::now();
     let mut tasks = Vec::new();
@@ -326,13 +457,20 @@ async fn receive_ack(c: MessagingServiceClient<Channel>, a: Args) -> Result<(), 
     for t in tasks {
         t.await.map_err(|e| e.to_string())??;
     }
-    let took = started.elapsed();
+    let took_total = started.elapsed();
+    let took = shared
+        .last_ack
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .map_or(took_total, |t| t - started);
     let cpu_before_check = own_cpu_seconds();
     let acked = std::mem::take(&mut *shared.acked.lock().unwrap_or_else(|e| e.into_inner()));
     // Acked messages must not come back once their invisible time is over.
-    tokio::time::sleep(Duration::from_millis(a.invisible_ms as u64 + 2_000)).await;
     let mut redelivered: Vec<String> = Vec::new();
-    for broker in &brokers {
+    if !a.no_check {
+        tokio::time::sleep(Duration::from_millis(a.invisible_ms as u64 + 2_000)).await;
+    }
+    for broker in brokers.iter().filter(|_| !a.no_check) {
         let again = receive_batch(&mut c.clone(), &a, broker, a.invisible_ms).await?;
         redelivered.extend(
             again
@@ -342,12 +480,13 @@ async fn receive_ack(c: MessagingServiceClient<Channel>, a: Args) -> Result<(), 
         );
     }
     println!(
-        "{{\"mode\":\"receive-ack\",\"brokers\":{},\"receivers_per_broker\":{},\"acked\":{},\"batches\":{},\"seconds\":{:.2},\"msgs_per_s\":{:.0},\"redelivered\":{},\"cpu_s\":{:.2}}}",
+        "{{\"mode\":\"receive-ack\",\"brokers\":{},\"receivers_per_broker\":{},\"acked\":{},\"batches\":{},\"seconds\":{:.2},\"seconds_total\":{:.2},\"msgs_per_s\":{:.0},\"redelivered\":{},\"cpu_s\":{:.2}}}",
         brokers.len(),
         a.receivers.max(1),
         acked.len(),
         shared.batches.load(std::sync::atomic::Ordering::Relaxed),
         took.as_secs_f64(),
+        took_total.as_secs_f64(),
         acked.len() as f64 / took.as_secs_f64(),
         redelivered.len(),
         cpu_before_check
