@@ -7,6 +7,7 @@ client's HOME (it writes ~/logs/rocketmq-cpp).
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -69,14 +70,27 @@ def _port_free(port):
     return True
 
 
+def _ephemeral_range():
+    """The kernel's range of local ports for outgoing connections."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(x) for x in f.read().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port(below=0, above=0):
-    """A loopback port P with P-below..P+above all free (the broker also binds listenPort-2 and +1)."""
-    for _ in range(200):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port - below < 1024 or port + above > 65535:
-            continue
+    """A loopback port P with P-below..P+above all free (the broker also binds listenPort-2 and +1).
+
+    Taken below the kernel's ephemeral range: a free port inside it can become the local port of some
+    process's outgoing connection between this check and the server's bind (CI saw a broker's HA port,
+    listenPort+1, taken that way)."""
+    low, _ = _ephemeral_range()
+    top = low - 1 if low > 11024 else 65535
+    bottom = 10000 if low > 11024 else low
+    for _ in range(500):
+        port = random.randrange(bottom + below, top - above)
         if all(_port_free(p) for p in range(port - below, port + above + 1)):
             return port
     raise RuntimeError("no free port block found")
