@@ -1,5 +1,6 @@
-// Message queries through a broker with ACL on, with Apache RocketMQ's Java client (4.9.8, and 5.5.0 where cases_java.py says) signing every request
-// (AclClientRPCHook), driven by tests/interop/cases_java.py. Prints one JSON object per line.
+// Message queries through a broker with ACL on, with Apache RocketMQ's Java client (4.9.8, and 5.5.0 where
+// cases_java.py says) signing every request (AclClientRPCHook), driven by tests/interop/cases_java.py.
+// Prints one JSON object per line.
 //
 //   AclQuery NAMESRV TOPIC ACCESS_KEY SECRET_KEY WRONG_SECRET COUNT
 //

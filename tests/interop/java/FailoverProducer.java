@@ -1,5 +1,6 @@
-// A producer that keeps sending through a master failover, with Apache RocketMQ's Java client (4.9.8, and 5.5.0 where cases_java.py says),
-// driven by tests/interop/cases_failover.py. Prints one JSON object per line.
+// A producer that keeps sending through a master failover, with Apache RocketMQ's Java client (4.9.8, and
+// 5.5.0 where cases_java.py says), driven by tests/interop/cases_failover.py. Prints one JSON object per
+// line.
 //
 //   FailoverProducer NAMESRV TOPIC PREFIX GROUP POLL_MS PACE_MS STOP_FILE SECONDS
 //

@@ -1,5 +1,5 @@
-// Request-reply (RocketMQ 4.6+'s DefaultMQProducer.request) with Apache RocketMQ's Java client (4.9.8, and 5.5.0 where cases_java.py says), driven
-// by tests/interop/cases_java.py. Prints one JSON object per line.
+// Request-reply (RocketMQ 4.6+'s DefaultMQProducer.request) with Apache RocketMQ's Java client (4.9.8, and
+// 5.5.0 where cases_java.py says), driven by tests/interop/cases_java.py. Prints one JSON object per line.
 //
 //   respond NAMESRV TOPIC GROUP EXPECT SECONDS   a DefaultMQPushConsumer on TOPIC (from the first offset)
 //                                                that answers each request with MessageUtil.createReplyMessage

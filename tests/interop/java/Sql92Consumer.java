@@ -1,5 +1,6 @@
-// SQL92 property filters (MessageSelector.bySql) with Apache RocketMQ's Java client (4.9.8, and 5.5.0 where cases_java.py says), driven by
-// tests/interop/cases_java.py. Prints one JSON object per line: what was sent, received, or refused.
+// SQL92 property filters (MessageSelector.bySql) with Apache RocketMQ's Java client (4.9.8, and 5.5.0 where
+// cases_java.py says), driven by tests/interop/cases_java.py. Prints one JSON object per line: what was
+// sent, received, or refused.
 //
 //   produce NAMESRV TOPIC COUNT                      messages 0..COUNT-1 with user properties:
 //                                                    a = i (left out when i % 7 == 6), b = x/y (even/odd)

@@ -1,5 +1,6 @@
-// Differential check of SQL92 filters: Apache RocketMQ 4.9.8's own parser and evaluator (its filter
-// module, from the broker jar) against the broker under test. Driven by tests/interop/cases_java.py.
+// Differential check of SQL92 filters: Apache RocketMQ 5.5.0's own parser and evaluator (its filter module,
+// from Maven Central; none is served for 4.9.8) against the broker under test. Driven by
+// tests/interop/cases_java.py.
 //
 //   Sql92Diff NAMESRV TOPIC GROUP CASES_JSON
 //
@@ -36,7 +37,7 @@ import org.apache.rocketmq.filter.expression.EvaluationContext;
 import org.apache.rocketmq.filter.expression.Expression;
 import org.apache.rocketmq.filter.parser.SelectorParser;
 
-@SuppressWarnings("deprecation") // DefaultMQPullConsumer: the 4.9.8 client's pull by selector
+@SuppressWarnings("deprecation") // DefaultMQPullConsumer: the remoting client's pull by selector
 public class Sql92Diff {
     static void emit(Map<String, Object> m) {
         System.out.println(JSON.toJSONString(m));

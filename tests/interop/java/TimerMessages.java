@@ -1,6 +1,6 @@
-// Timer messages with Apache RocketMQ's Java client (4.9.8, and 5.5.0 where cases_java.py says), driven by tests/interop/cases_java.py. The 4.9.8
-// client has no timer API; a message with the user property TIMER_DELAY_MS is what the 5.x client's
-// setDelayTimeMs sends. Prints one JSON object per line.
+// Timer messages with Apache RocketMQ's Java client (4.9.8, and 5.5.0 where cases_java.py says), driven by
+// tests/interop/cases_java.py. The 4.9.8 client has no timer API; a message with the user property
+// TIMER_DELAY_MS is what the 5.x client's setDelayTimeMs sends. Prints one JSON object per line.
 //
 //   TimerMessages NAMESRV TOPIC GROUP COUNT DELAY_MS SECONDS
 //
