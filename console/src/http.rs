@@ -217,11 +217,7 @@ async fn read_request(stream: &mut TcpStream) -> Result<Option<Request>, Respons
 
 /// Binds `addr` without SO_REUSEPORT, so a second console on the same port fails to start.
 pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    use std::os::fd::{FromRawFd, IntoRawFd};
-    let listener = std::net::TcpListener::bind(addr)?;
-    let fd = listener.into_raw_fd();
-    // SAFETY: `fd` is a bound, listening TCP socket we own; glommio takes ownership of it.
-    Ok(unsafe { TcpListener::from_raw_fd(fd) })
+    remoting::bind(addr)
 }
 
 /// Serves `listener` forever; each connection runs as its own task and answers `handle(request)`.

@@ -33,14 +33,9 @@ pub enum ControllerError {
     Executor(String),
 }
 
+/// Binds without `SO_REUSEPORT`, so a second controller on a taken port fails to start.
 fn bind(addr: SocketAddr) -> Result<glommio::net::TcpListener, ControllerError> {
-    use std::os::fd::{FromRawFd, IntoRawFd};
-    let listener =
-        std::net::TcpListener::bind(addr).map_err(|source| ControllerError::Bind { addr, source })?;
-    let fd = listener.into_raw_fd();
-    // SAFETY: `fd` is a bound, listening TCP socket we own (just released by `into_raw_fd`);
-    // glommio takes ownership of it.
-    Ok(unsafe { glommio::net::TcpListener::from_raw_fd(fd) })
+    remoting::bind(addr).map_err(|source| ControllerError::Bind { addr, source })
 }
 
 async fn accept_loop(listener: glommio::net::TcpListener, handler: Rc<ControllerHandler>) {

@@ -38,13 +38,7 @@ pub enum NamesrvError {
 /// does not set `SO_REUSEPORT`: a second name server on a taken port must fail, not silently share
 /// the connections (and so split the route table).
 pub fn bind(addr: SocketAddr) -> Result<TcpListener, NamesrvError> {
-    use std::os::fd::{FromRawFd, IntoRawFd};
-    let listener =
-        std::net::TcpListener::bind(addr).map_err(|source| NamesrvError::Bind { addr, source })?;
-    let fd = listener.into_raw_fd();
-    // SAFETY: `fd` is a bound, listening TCP socket we own (just released by `into_raw_fd`);
-    // glommio takes ownership of it.
-    Ok(unsafe { TcpListener::from_raw_fd(fd) })
+    remoting::bind(addr).map_err(|source| NamesrvError::Bind { addr, source })
 }
 
 async fn accept_loop(listener: TcpListener, ns: Rc<NameServer>) {

@@ -8,6 +8,7 @@ mod client;
 mod error;
 mod framed;
 mod limits;
+mod listen;
 pub mod sd_notify;
 mod server;
 
@@ -16,6 +17,7 @@ pub use client::{resolve, Client, RpcHook, ServerRequestHandler};
 pub use error::RemotingError;
 pub use framed::{FrameReader, FrameWriter};
 pub use limits::{Admitted, ConnectionGate, ConnectionLimits};
+pub use listen::bind;
 pub use server::{
     serve_connection, serve_connection_with, ConnectionContext, Handler, ResponseSink,
 };

@@ -78,11 +78,7 @@ async fn read_head(stream: &mut TcpStream) -> Option<Vec<u8>> {
 /// Binds `addr` without SO_REUSEPORT (a second broker on the same metrics port must fail to start,
 /// not share the scrapes).
 pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
-    use std::os::fd::{FromRawFd, IntoRawFd};
-    let listener = std::net::TcpListener::bind(addr)?;
-    let fd = listener.into_raw_fd();
-    // SAFETY: `fd` is a bound, listening TCP socket we own; glommio takes ownership of it.
-    Ok(unsafe { TcpListener::from_raw_fd(fd) })
+    remoting::bind(addr)
 }
 
 /// Serves `listener` until `stop` completes; `page` builds the exposition text for each scrape.
