@@ -2,14 +2,66 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::path::Path;
 use std::rc::Rc;
 use std::time::Instant;
 
 use remoting::ResponseSink;
 
 use crate::config::NamesrvConfig;
-use crate::kv_config::KvConfig;
+use crate::kv_config::{write_atomically, KvConfig};
 use crate::route_table::RouteTable;
+
+/// The one `configStorePath` key UPDATE_NAMESRV_CONFIG changes at runtime.
+pub(crate) const ORDER_MESSAGE_ENABLE: &str = "orderMessageEnable";
+
+/// Settings an earlier UPDATE_NAMESRV_CONFIG stored in `configStorePath` (Java properties text),
+/// which win over the command line at the next start.
+#[derive(Debug, Default)]
+pub(crate) struct StoredSettings {
+    pub(crate) order_message_enable: Option<bool>,
+}
+
+impl StoredSettings {
+    /// Reads `path` (missing = nothing stored).
+    pub(crate) fn load(path: &Path) -> Result<StoredSettings, String> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(StoredSettings::default())
+            }
+            Err(e) => return Err(format!("name server config {}: {e}", path.display())),
+        };
+        let order_message_enable = protocol::properties_text::parse(&text)
+            .into_iter()
+            .rev() // a later duplicate wins
+            .find(|(k, _)| k == ORDER_MESSAGE_ENABLE)
+            .map(|(k, v)| parse_bool(&k, &v))
+            .transpose()
+            .map_err(|e| format!("name server config {}: {e}", path.display()))?;
+        Ok(StoredSettings {
+            order_message_enable,
+        })
+    }
+
+    /// Writes the settings to `path`, replacing what it held.
+    pub(crate) fn store(&self, path: &Path) -> std::io::Result<()> {
+        let mut text = String::new();
+        if let Some(enable) = self.order_message_enable {
+            text.push_str(&format!("{ORDER_MESSAGE_ENABLE}={enable}\n"));
+        }
+        write_atomically(path, text.as_bytes())
+    }
+}
+
+/// A `true` / `false` setting (any case).
+pub(crate) fn parse_bool(key: &str, value: &str) -> Result<bool, String> {
+    match value.to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(format!("{key} must be true or false, not {value:?}")),
+    }
+}
 
 /// One name server's state, shared (by `Rc`) by every connection of its executor.
 pub struct NameServer {
@@ -32,7 +84,7 @@ impl NameServer {
     /// file is an error (starting without it would drop the operator's settings at the next write).
     pub fn new(config: NamesrvConfig) -> Result<Self, String> {
         let kv = KvConfig::load(&config.kv_config_path)?;
-        let stored = crate::processor::namesrv_config::load_stored(&config.config_store_path)?;
+        let stored = StoredSettings::load(&config.config_store_path)?;
         let order_message_enable = stored
             .order_message_enable
             .unwrap_or(config.order_message_enable);

@@ -28,7 +28,7 @@ pub struct ProxyConfig {
     pub max_message_size: usize,
     /// `tlsServerMode` (Apache: the `tls.server.mode` system property): `permissive` serves TLS and
     /// plaintext on the one port, `enforcing` TLS only, `disabled` plaintext only.
-    pub tls_mode: crate::tls::TlsMode,
+    pub tls_mode: TlsMode,
     /// `tlsTestModeEnable`: TLS with a self-signed certificate made at start (Apache's default);
     /// false: the certificate chain and key of `tlsCertPath` / `tlsKeyPath` (PEM).
     pub tls_test_mode: bool,
@@ -37,6 +37,30 @@ pub struct ProxyConfig {
     /// `grpcThreadPoolNums`: the runtime's worker threads, which serve every gRPC and remoting
     /// connection; 0 (default) is one per CPU. Fewer where the proxy shares its cores.
     pub grpc_threads: usize,
+}
+
+/// `tlsServerMode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsMode {
+    /// Plaintext only.
+    Disabled,
+    /// TLS and plaintext on one port (Apache's default).
+    Permissive,
+    /// TLS only: plaintext connections are closed.
+    Enforcing,
+}
+
+impl TlsMode {
+    pub fn parse(value: &str) -> Result<TlsMode, String> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "disabled" => Ok(TlsMode::Disabled),
+            "permissive" => Ok(TlsMode::Permissive),
+            "enforcing" => Ok(TlsMode::Enforcing),
+            _ => Err(format!(
+                "tlsServerMode {value:?}: expected disabled, permissive or enforcing"
+            )),
+        }
+    }
 }
 
 /// The most runtime worker threads `grpcThreadPoolNums` may ask for.
@@ -54,7 +78,7 @@ impl Default for ProxyConfig {
             acl_file: None,
             min_invisible_time: Duration::from_secs(10),
             max_message_size: 4 * 1024 * 1024,
-            tls_mode: crate::tls::TlsMode::Permissive,
+            tls_mode: TlsMode::Permissive,
             tls_test_mode: true,
             tls_cert_path: None,
             tls_key_path: None,
@@ -112,7 +136,7 @@ impl ProxyConfig {
             "maxMessageSize" => {
                 self.max_message_size = usize::try_from(num(value)?).map_err(|e| e.to_string())?
             }
-            "tlsServerMode" => self.tls_mode = crate::tls::TlsMode::parse(value)?,
+            "tlsServerMode" => self.tls_mode = TlsMode::parse(value)?,
             "tlsTestModeEnable" => {
                 self.tls_test_mode = value
                     .trim()

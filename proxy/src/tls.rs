@@ -19,36 +19,12 @@ use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::TlsAcceptor;
 use tonic::transport::server::{Connected, TcpConnectInfo};
 
-use crate::config::ProxyConfig;
+use crate::config::{ProxyConfig, TlsMode};
 
 /// The first byte of a TLS record carrying a handshake (ClientHello).
 const TLS_HANDSHAKE: u8 = 0x16;
 /// A client must send its first byte, and finish a TLS handshake, within this.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// `tlsServerMode`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TlsMode {
-    /// Plaintext only.
-    Disabled,
-    /// TLS and plaintext on one port (Apache's default).
-    Permissive,
-    /// TLS only: plaintext connections are closed.
-    Enforcing,
-}
-
-impl TlsMode {
-    pub fn parse(value: &str) -> Result<TlsMode, String> {
-        match value.trim().to_ascii_lowercase().as_str() {
-            "disabled" => Ok(TlsMode::Disabled),
-            "permissive" => Ok(TlsMode::Permissive),
-            "enforcing" => Ok(TlsMode::Enforcing),
-            _ => Err(format!(
-                "tlsServerMode {value:?}: expected disabled, permissive or enforcing"
-            )),
-        }
-    }
-}
 
 /// The TLS side of the port, or `None` when TLS is disabled.
 pub fn acceptor(cfg: &ProxyConfig) -> Result<Option<TlsAcceptor>, String> {

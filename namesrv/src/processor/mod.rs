@@ -2,7 +2,7 @@
 
 mod broker;
 mod kv;
-pub(crate) mod namesrv_config;
+mod namesrv_config;
 mod route;
 mod write_perm;
 

@@ -6,51 +6,15 @@
 //! update naming one is refused (Apache would store it and ignore it until a restart).
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use protocol::{response_code, RemotingCommand};
 
-use crate::kv_config::write_atomically;
-use crate::name_server::NameServer;
+use crate::name_server::{parse_bool, NameServer, StoredSettings, ORDER_MESSAGE_ENABLE};
 use crate::response;
-
-const ORDER_MESSAGE_ENABLE: &str = "orderMessageEnable";
-
-/// Settings an earlier UPDATE_NAMESRV_CONFIG stored.
-#[derive(Debug, Default)]
-pub struct StoredSettings {
-    pub order_message_enable: Option<bool>,
-}
 
 /// The properties as a map (a later duplicate wins).
 fn parse_properties(text: &str) -> BTreeMap<String, String> {
     protocol::properties_text::parse(text).into_iter().collect()
-}
-
-fn parse_bool(key: &str, value: &str) -> Result<bool, String> {
-    match value.to_ascii_lowercase().as_str() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        _ => Err(format!("{key} must be true or false, not {value:?}")),
-    }
-}
-
-/// Reads `configStorePath` (missing = nothing stored).
-pub fn load_stored(path: &Path) -> Result<StoredSettings, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(StoredSettings::default()),
-        Err(e) => return Err(format!("name server config {}: {e}", path.display())),
-    };
-    let props = parse_properties(&text);
-    let order_message_enable = props
-        .get(ORDER_MESSAGE_ENABLE)
-        .map(|v| parse_bool(ORDER_MESSAGE_ENABLE, v))
-        .transpose()
-        .map_err(|e| format!("name server config {}: {e}", path.display()))?;
-    Ok(StoredSettings {
-        order_message_enable,
-    })
 }
 
 /// The settings this name server runs with, by Apache's key names where it has them.
@@ -117,8 +81,10 @@ pub fn update(ns: &NameServer, request: &RemotingCommand) -> RemotingCommand {
         }
     }
     if let Some(enable) = order_message_enable {
-        let stored = format!("{ORDER_MESSAGE_ENABLE}={enable}\n");
-        if let Err(e) = write_atomically(&ns.config().config_store_path, stored.as_bytes()) {
+        let stored = StoredSettings {
+            order_message_enable: Some(enable),
+        };
+        if let Err(e) = stored.store(&ns.config().config_store_path) {
             return response::error(
                 request,
                 response_code::SYSTEM_ERROR,
