@@ -11,7 +11,7 @@ use protocol::{request_code, response_code, RemotingCommand};
 use serde::Deserialize;
 
 use super::pool::Pool;
-use super::sign::Credentials;
+use protocol::signature::Credentials;
 use crate::status::ProxyError;
 
 /// How long a group's settings are used before they are asked again (`mqadmin updateSubGroup` takes

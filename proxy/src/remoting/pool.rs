@@ -8,7 +8,7 @@ use protocol::RemotingCommand;
 use tokio::sync::mpsc;
 
 use super::connection::{Connection, Inbound, RemotingError};
-use super::sign::{self, Credentials};
+use protocol::signature::{sign_request, Credentials};
 
 pub struct Pool {
     conns: Mutex<HashMap<String, Arc<Connection>>>,
@@ -55,7 +55,7 @@ impl Pool {
         timeout: Option<Duration>,
     ) -> Result<RemotingCommand, RemotingError> {
         if let Some(c) = creds {
-            sign::sign_request(&mut cmd, c);
+            sign_request(&mut cmd, c);
         }
         let conn = self.connection(addr).await?;
         conn.invoke(cmd, timeout.unwrap_or(self.timeout)).await
@@ -68,7 +68,7 @@ impl Pool {
         creds: Option<&Credentials>,
     ) -> Result<(), RemotingError> {
         if let Some(c) = creds {
-            sign::sign_request(&mut cmd, c);
+            sign_request(&mut cmd, c);
         }
         self.connection(addr).await?.oneway(cmd).await
     }
