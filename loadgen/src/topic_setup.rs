@@ -19,11 +19,16 @@ pub fn create_topic(common: &CommonArgs, queues: i32) -> Result<(), String> {
         .name("loadgen-setup")
         .spawn(move || async move {
             let ns = NameServer::from_list(&namesrv, timeout).map_err(|e| e.to_string())?;
-            ns.create_topic(&topic, queues, None, ROUTE_WAIT)
-                .await
-                .map(|_| ())
-                .map_err(|e| format!("cannot create topic {topic}: {e}"))
+            create_and_route(&ns, &topic, queues).await
         })
         .map_err(|e| format!("cannot start setup executor: {e}"))?;
     handle.join().map_err(|e| e.to_string())?
+}
+
+/// Creates `topic` with `queues` queues on every master and waits for the name server to route it.
+pub async fn create_and_route(ns: &NameServer, topic: &str, queues: i32) -> Result<(), String> {
+    ns.create_topic(topic, queues, None, ROUTE_WAIT)
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("cannot create topic {topic}: {e}"))
 }

@@ -5,8 +5,10 @@
 
 pub mod orderly;
 pub mod retry_dlq;
+pub mod setup;
 pub mod transaction;
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::PathBuf;
@@ -14,9 +16,10 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use client::pull::{pull_command, PullOptions};
-use client::{ClientError, MessageQueue, NameServer, PullResult, PullStatus};
+use client::{BrokerConnections, ClientError, Message, MessageQueue, PullResult, PullStatus};
 use protocol::body::{ConsumeFromWhere, ConsumeType, ConsumerData, HeartbeatData, MessageModel};
 use protocol::body::{ProducerData, SubscriptionData};
+use protocol::message::properties;
 use protocol::message::record::RecordView;
 use remoting::Client;
 
@@ -77,19 +80,6 @@ where
     ex.run(f())
 }
 
-/// Creates the topic with `args.create_queues` queues on every master and waits for its route.
-pub async fn create_topic(ns: &NameServer, args: &WorkloadArgs) -> Result<(), String> {
-    ns.create_topic(
-        &args.topic,
-        args.create_queues,
-        None,
-        Duration::from_secs(35),
-    )
-    .await
-    .map(|_| ())
-    .map_err(|e| format!("cannot create topic {}: {e}", args.topic))
-}
-
 /// Paces a loop at a fixed rate: the n-th tick is due n / rate seconds after the start.
 pub struct Pacer {
     start: Instant,
@@ -117,11 +107,52 @@ impl Pacer {
     }
 }
 
+/// Numbered messages `<prefix>-<seq>` (the name is the KEYS and starts the body), paced at `--rate`
+/// for `--duration`.
+pub struct PacedMessages<'a> {
+    args: &'a WorkloadArgs,
+    prefix: &'static str,
+    pacer: Pacer,
+    end: Instant,
+    seq: u64,
+}
+
+impl<'a> PacedMessages<'a> {
+    pub fn new(args: &'a WorkloadArgs, prefix: &'static str) -> PacedMessages<'a> {
+        PacedMessages {
+            args,
+            prefix,
+            pacer: Pacer::new(args.rate),
+            end: Instant::now() + args.duration,
+            seq: 0,
+        }
+    }
+
+    /// At its tick, the next message and its number; `None` once `--duration` is over.
+    pub async fn next(&mut self) -> Option<(u64, Message)> {
+        if Instant::now() >= self.end {
+            return None;
+        }
+        self.pacer.tick().await;
+        let seq = self.seq;
+        self.seq += 1;
+        let name = format!("{}-{seq}", self.prefix);
+        let msg =
+            Message::new(self.args.topic.clone(), body(&name, self.args.size)).with_keys(&name);
+        Some((seq, msg))
+    }
+}
+
 /// The sequence number in a KEYS value `<prefix>-<seq>`.
 pub fn seq_of(keys: Option<&str>, prefix: &str) -> Option<u64> {
     keys?
         .split(' ')
         .find_map(|k| k.strip_prefix(prefix)?.strip_prefix('-')?.parse().ok())
+}
+
+/// The sequence number in the KEYS of a record sent as `<prefix>-<seq>`.
+pub fn record_seq(record: &RecordView<'_>, prefix: &str) -> Option<u64> {
+    seq_of(properties::get(record.properties, properties::KEYS), prefix)
 }
 
 /// A body of `size` bytes naming the message.
@@ -194,6 +225,44 @@ pub async fn pull_once(
             .invoke(cmd, timeout + suspend.unwrap_or(Duration::ZERO))
             .await?,
     )
+}
+
+/// A long-polling pull (suspended 500 ms at most) of `queue` at `offset` over a connection of
+/// `conns` to `addr`.
+pub async fn long_pull(
+    conns: &BrokerConnections,
+    addr: &str,
+    group: &str,
+    queue: &MessageQueue,
+    offset: i64,
+    timeout: Duration,
+) -> Result<PullResult, ClientError> {
+    let conn = conns.get(addr).await?;
+    let suspend = Some(Duration::from_millis(500));
+    pull_once(&conn, group, queue, offset, suspend, timeout).await
+}
+
+/// Calls `f` with each record of `found` (a FOUND pull at `offset`) and returns where the next pull
+/// starts: past them all, or at the first record that does not decode (counted in `undecodable`),
+/// which is then pulled again.
+pub fn each_record(
+    found: &PullResult,
+    offset: i64,
+    undecodable: &Cell<u64>,
+    mut f: impl FnMut(&RecordView<'_>),
+) -> i64 {
+    let mut resume = found.next_begin_offset;
+    let mut last_good = None;
+    for record in found.records() {
+        let Ok(view) = record else {
+            resume = last_good.map_or(offset, |o: i64| o + 1);
+            undecodable.set(undecodable.get() + 1);
+            break;
+        };
+        last_good = Some(view.queue_offset);
+        f(&view);
+    }
+    resume.max(offset)
 }
 
 /// Reads every message of `queue` from offset 0 up to where pulls find nothing more, calling `f`
@@ -269,4 +338,87 @@ pub fn count_error(errors: &mut BTreeMap<String, u64>, error: &ClientError) {
     *errors
         .entry(crate::errors::ErrorKey::of(error).label())
         .or_default() += 1;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use protocol::message::record::MessageRecord;
+
+    /// A FOUND pull of records `x-<offset>` at `offsets`, then the bytes `tail`.
+    fn found(offsets: &[i64], tail: &[u8]) -> PullResult {
+        let mut body = Vec::new();
+        for &o in offsets {
+            MessageRecord {
+                queue_offset: o,
+                topic: "T".into(),
+                properties: properties::encode([(properties::KEYS, format!("x-{o}"))]),
+                ..MessageRecord::default()
+            }
+            .encode(&mut body)
+            .unwrap();
+        }
+        body.extend_from_slice(tail);
+        PullResult {
+            status: PullStatus::Found,
+            next_begin_offset: 20,
+            min_offset: 0,
+            max_offset: 20,
+            suggest_which_broker_id: 0,
+            body: Bytes::from(body),
+        }
+    }
+
+    #[test]
+    fn each_record_resumes_at_the_first_record_that_does_not_decode() {
+        let undecodable = Cell::new(0);
+        let mut seqs = Vec::new();
+        let whole = found(&[10, 11, 12], &[]);
+        let next = each_record(&whole, 10, &undecodable, |r| {
+            seqs.push(record_seq(r, "x"));
+        });
+        assert_eq!((next, undecodable.get()), (20, 0));
+        assert_eq!(seqs, [Some(10), Some(11), Some(12)]);
+        // Torn after offset 11: the next pull starts at 12; torn at once: at the same offset.
+        let torn = found(&[10, 11], &[0, 0, 0, 99, 1]);
+        assert_eq!(each_record(&torn, 10, &undecodable, |_| {}), 12);
+        assert_eq!(
+            each_record(&found(&[], &[1, 2, 3]), 10, &undecodable, |_| {}),
+            10
+        );
+        assert_eq!(undecodable.get(), 2);
+    }
+
+    #[test]
+    fn paced_messages_are_numbered_from_zero_until_the_duration_is_over() {
+        let args = WorkloadArgs {
+            namesrv: String::new(),
+            topic: "T".into(),
+            create_queues: 1,
+            rate: 1000.0,
+            duration: Duration::from_millis(20),
+            settle: Duration::ZERO,
+            timeout: Duration::ZERO,
+            size: 8,
+            json: None,
+        };
+        let sent = on_executor(|| async {
+            let mut messages = PacedMessages::new(&args, "p");
+            let mut sent = Vec::new();
+            while let Some((seq, msg)) = messages.next().await {
+                sent.push((seq, msg));
+            }
+            Ok(sent)
+        })
+        .unwrap();
+        assert!(sent.len() > 1, "{}", sent.len());
+        for (i, (seq, msg)) in sent.iter().enumerate() {
+            assert_eq!(*seq, i as u64);
+            assert_eq!(msg.topic, "T");
+            assert_eq!(msg.keys(), Some(format!("p-{i}").as_str()));
+            assert!(msg.body.starts_with(format!("p-{i}").as_bytes()));
+            assert_eq!(msg.body.len(), 8);
+        }
+    }
 }

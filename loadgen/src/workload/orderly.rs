@@ -11,15 +11,13 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use client::broker_api::{heartbeat, lock_batch_mq, update_consumer_offset};
-use client::{
-    BrokerConnections, Message, MessageQueue, NameServer, Producer, ProducerConfig, PullStatus,
-};
+use client::{BrokerConnections, Message, MessageQueue, PullStatus};
 use protocol::message::properties;
 use serde::Serialize;
 
 use super::{
-    body, client_id, count_error, create_topic, heartbeat_data, on_executor, pull_once, wait_until,
-    write_json, Pacer, WorkloadArgs,
+    body, client_id, count_error, each_record, heartbeat_data, long_pull, on_executor, setup,
+    wait_until, write_json, Pacer, WorkloadArgs,
 };
 
 const SEQ_PROPERTY: &str = "soakSeq";
@@ -131,35 +129,14 @@ pub fn run(args: OrderlyArgs) -> Result<OrderlyReport, String> {
 
 async fn drive(args: OrderlyArgs) -> Result<OrderlyReport, String> {
     let a = &args.common;
-    let ns = NameServer::from_list(&a.namesrv, a.timeout).map_err(|e| e.to_string())?;
-    create_topic(&ns, a).await?;
-    let producer = Rc::new(Producer::new(
-        ns,
-        ProducerConfig {
-            group: "soak_orderly_producer".into(),
-            send_timeout: a.timeout,
-            connect_timeout: a.timeout,
-            ..ProducerConfig::default()
-        },
-    ));
-    let route = producer
-        .route(&a.topic)
-        .await
-        .map_err(|e| format!("route of {}: {e}", a.topic))?;
+    let producer = setup::producer(a, "soak_orderly_producer").await?;
+    let route = setup::route(&producer, &a.topic).await?;
     let write_queues = route.write_queues().to_vec();
     let read_queues = route.read_queues().to_vec();
     if write_queues.is_empty() || read_queues.is_empty() {
         return Err(format!("{} has no queues", a.topic));
     }
-    let brokers: BTreeMap<String, String> = read_queues
-        .iter()
-        .filter_map(|q| {
-            Some((
-                q.broker_name.clone(),
-                route.master_addr(&q.broker_name).ok()?.to_owned(),
-            ))
-        })
-        .collect();
+    let brokers = setup::masters(&route);
 
     let consumer_conns = Rc::new(BrokerConnections::new(1, a.timeout));
     let seen = Rc::new(RefCell::new(Seen::default()));
@@ -255,31 +232,10 @@ async fn drive(args: OrderlyArgs) -> Result<OrderlyReport, String> {
                     glommio::timer::sleep(Duration::from_millis(200)).await;
                     continue;
                 }
-                let pulled = async {
-                    let conn = conns.get(&addr).await?;
-                    pull_once(
-                        &conn,
-                        &group,
-                        &queue,
-                        offset,
-                        Some(Duration::from_millis(500)),
-                        timeout,
-                    )
-                    .await
-                };
-                match pulled.await {
+                match long_pull(&conns, &addr, &group, &queue, offset, timeout).await {
                     Ok(r) if r.status == PullStatus::Found => {
                         let mut s = seen.borrow_mut();
-                        // Past an undecodable record only up to it: the next pull starts there again.
-                        let mut resume = r.next_begin_offset;
-                        let mut last_good = None;
-                        for record in r.records() {
-                            let Ok(view) = record else {
-                                resume = last_good.map_or(offset, |o: i64| o + 1);
-                                undecodable.set(undecodable.get() + 1);
-                                break;
-                            };
-                            last_good = Some(view.queue_offset);
+                        offset = each_record(&r, offset, &undecodable, |view| {
                             let key = properties::get(view.properties, properties::KEYS)
                                 .and_then(|k| k.strip_prefix(KEY_PREFIX))
                                 .and_then(|k| k.parse::<u64>().ok());
@@ -288,8 +244,7 @@ async fn drive(args: OrderlyArgs) -> Result<OrderlyReport, String> {
                             if let (Some(key), Some(seq)) = (key, seq) {
                                 s.take(key, seq);
                             }
-                        }
-                        offset = resume.max(offset);
+                        });
                         offsets.borrow_mut().insert(queue.clone(), offset);
                     }
                     Ok(r) if r.status == PullStatus::OffsetIllegal => {

@@ -13,15 +13,13 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use client::broker_api::{consumer_send_msg_back, create_topic as create_on_broker, heartbeat};
-use client::{
-    BrokerConnections, Message, MessageQueue, NameServer, Producer, ProducerConfig, PullStatus,
-};
+use client::{BrokerConnections, MessageQueue, PullStatus};
 use protocol::message::properties;
 use serde::Serialize;
 
 use super::{
-    body, client_id, count_error, create_topic, heartbeat_data, on_executor, pull_once,
-    read_whole_queue, seq_of, write_json, Pacer, WorkloadArgs,
+    client_id, count_error, each_record, heartbeat_data, long_pull, on_executor, read_whole_queue,
+    record_seq, setup, write_json, PacedMessages, WorkloadArgs,
 };
 
 const KEY_PREFIX: &str = "rt";
@@ -141,31 +139,9 @@ struct Delivered {
 
 async fn drive(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
     let a = &args.common;
-    let ns = NameServer::from_list(&a.namesrv, a.timeout).map_err(|e| e.to_string())?;
-    create_topic(&ns, a).await?;
-    let producer = Rc::new(Producer::new(
-        ns,
-        ProducerConfig {
-            group: "soak_retry_producer".into(),
-            send_timeout: a.timeout,
-            connect_timeout: a.timeout,
-            ..ProducerConfig::default()
-        },
-    ));
-    let route = producer
-        .route(&a.topic)
-        .await
-        .map_err(|e| format!("route of {}: {e}", a.topic))?;
-    let brokers: BTreeMap<String, String> = route
-        .read_queues()
-        .iter()
-        .filter_map(|q| {
-            Some((
-                q.broker_name.clone(),
-                route.master_addr(&q.broker_name).ok()?.to_owned(),
-            ))
-        })
-        .collect();
+    let producer = setup::producer(a, "soak_retry_producer").await?;
+    let route = setup::route(&producer, &a.topic).await?;
+    let brokers = setup::masters(&route);
     let retry_topic = format!("%RETRY%{}", args.consumer_group);
     let dlq_topic = format!("%DLQ%{}", args.consumer_group);
     let mut queues = route.read_queues().to_vec();
@@ -235,19 +211,7 @@ async fn drive(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
         glommio::spawn_local(async move {
             let mut offset = 0i64;
             while !stop.get() {
-                let pulled = async {
-                    let conn = conns.get(&addr).await?;
-                    pull_once(
-                        &conn,
-                        &group,
-                        &queue,
-                        offset,
-                        Some(Duration::from_millis(500)),
-                        timeout,
-                    )
-                    .await
-                };
-                let r = match pulled.await {
+                let r = match long_pull(&conns, &addr, &group, &queue, offset, timeout).await {
                     Ok(r) => r,
                     // The retry topic exists only after the first send-back; brokers restart.
                     Err(_) => {
@@ -264,21 +228,11 @@ async fn drive(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
                     }
                     _ => continue,
                 }
-                // Past an undecodable record only up to it: the next pull starts there again.
-                let mut resume = r.next_begin_offset;
-                let mut last_good = None;
                 let mut got = Vec::new();
-                for record in r.records() {
-                    let Ok(v) = record else {
-                        resume = last_good.map_or(offset, |o: i64| o + 1);
-                        undecodable.set(undecodable.get() + 1);
-                        break;
-                    };
-                    last_good = Some(v.queue_offset);
-                    let Some(seq) =
-                        seq_of(properties::get(v.properties, properties::KEYS), KEY_PREFIX)
-                    else {
-                        continue;
+                // The offset moves on once every delivered message was handled, below.
+                let resume = each_record(&r, offset, &undecodable, |v| {
+                    let Some(seq) = record_seq(v, KEY_PREFIX) else {
+                        return;
                     };
                     if queue.topic == topic {
                         positions
@@ -295,7 +249,7 @@ async fn drive(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
                             .unwrap_or(v.topic)
                             .to_owned(),
                     });
-                }
+                });
                 for d in got {
                     deliveries
                         .borrow_mut()
@@ -340,13 +294,8 @@ async fn drive(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
         ..RetryDlqReport::default()
     };
     let mut acked = BTreeSet::new();
-    let mut pacer = Pacer::new(a.rate);
-    let end = Instant::now() + a.duration;
-    let mut seq = 0u64;
-    while Instant::now() < end {
-        pacer.tick().await;
-        let name = format!("{KEY_PREFIX}-{seq}");
-        let msg = Message::new(a.topic.clone(), body(&name, a.size)).with_keys(&name);
+    let mut messages = PacedMessages::new(a, KEY_PREFIX);
+    while let Some((seq, msg)) = messages.next().await {
         match producer.send(&msg).await {
             Ok(_) => {
                 report.sent += 1;
@@ -357,7 +306,6 @@ async fn drive(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
                 count_error(&mut report.errors, &e);
             }
         }
-        seq += 1;
     }
 
     // Settle: until every accepted message was consumed and every failing one is in the DLQ.
@@ -384,9 +332,7 @@ async fn drive(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
                     readable.insert(name.clone());
                 }
                 read_whole_queue(&conn, "soak_retry_verify", &queue, a.timeout, |r| {
-                    if let Some(s) =
-                        seq_of(properties::get(r.properties, properties::KEYS), KEY_PREFIX)
-                    {
+                    if let Some(s) = record_seq(r, KEY_PREFIX) {
                         dlq.entry(s).or_default().push(r.reconsume_times);
                     }
                 })
@@ -432,9 +378,7 @@ async fn drive(args: RetryDlqArgs) -> Result<RetryDlqReport, String> {
             if let Some(addr) = brokers.get(&queue.broker_name) {
                 if let Ok(conn) = conns.get(addr).await {
                     let _ = read_whole_queue(&conn, "soak_retry_verify", queue, a.timeout, |r| {
-                        let seq =
-                            seq_of(properties::get(r.properties, properties::KEYS), KEY_PREFIX);
-                        if let Some(s) = seq.filter(|s| lost.contains(s)) {
+                        if let Some(s) = record_seq(r, KEY_PREFIX).filter(|s| lost.contains(s)) {
                             stored_at.insert(s, (queue.clone(), r.queue_offset));
                         }
                     })

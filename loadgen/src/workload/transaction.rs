@@ -11,16 +11,14 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use client::broker_api::heartbeat;
 use client::transaction::{send_half, EndTransaction, LocalTransactionState, TransactionCheck};
-use client::{Message, NameServer, Producer, ProducerConfig};
 use glommio::channels::local_channel::{self, LocalSender};
-use protocol::message::properties;
 use protocol::{request_code, RemotingCommand};
 use remoting::ServerRequestHandler;
 use serde::Serialize;
 
 use super::{
-    body, client_id, count_error, create_topic, heartbeat_data, on_executor, read_whole_queue,
-    seq_of, write_json, Pacer, WorkloadArgs,
+    client_id, count_error, heartbeat_data, on_executor, read_whole_queue, record_seq, seq_of,
+    setup, write_json, PacedMessages, WorkloadArgs,
 };
 
 const KEY_PREFIX: &str = "tx";
@@ -138,17 +136,7 @@ pub fn run(args: TransactionArgs) -> Result<TransactionReport, String> {
 
 async fn drive(args: TransactionArgs) -> Result<TransactionReport, String> {
     let a = &args.common;
-    let ns = NameServer::from_list(&a.namesrv, a.timeout).map_err(|e| e.to_string())?;
-    create_topic(&ns, a).await?;
-    let producer = Rc::new(Producer::new(
-        ns,
-        ProducerConfig {
-            group: args.producer_group.clone(),
-            send_timeout: a.timeout,
-            connect_timeout: a.timeout,
-            ..ProducerConfig::default()
-        },
-    ));
+    let producer = setup::producer(a, &args.producer_group).await?;
     let (to_answerer, checks_in) = local_channel::new_unbounded::<RemotingCommand>();
     producer
         .connections()
@@ -228,13 +216,8 @@ async fn drive(args: TransactionArgs) -> Result<TransactionReport, String> {
 
     let mut report = TransactionReport::default();
     let mut acked = BTreeSet::new();
-    let mut pacer = Pacer::new(a.rate);
-    let end = Instant::now() + a.duration;
-    let mut seq = 0u64;
-    while Instant::now() < end {
-        pacer.tick().await;
-        let name = format!("{KEY_PREFIX}-{seq}");
-        let msg = Message::new(a.topic.clone(), body(&name, a.size)).with_keys(&name);
+    let mut messages = PacedMessages::new(a, KEY_PREFIX);
+    while let Some((seq, msg)) = messages.next().await {
         match send_half(&producer, &msg).await {
             Ok(sent) => {
                 report.half_sent += 1;
@@ -261,7 +244,6 @@ async fn drive(args: TransactionArgs) -> Result<TransactionReport, String> {
                 count_error(&mut report.errors, &e);
             }
         }
-        seq += 1;
     }
 
     // Settle: wait until every expected commit is readable and every unknown one was checked.
@@ -295,8 +277,7 @@ async fn drive(args: TransactionArgs) -> Result<TransactionReport, String> {
                 .await
                 .map_err(|e| e.to_string())?;
             if let Err(e) = read_whole_queue(&conn, "soak_tx_verify", queue, a.timeout, |r| {
-                if let Some(s) = seq_of(properties::get(r.properties, properties::KEYS), KEY_PREFIX)
-                {
+                if let Some(s) = record_seq(r, KEY_PREFIX) {
                     *seen.entry(s).or_default() += 1;
                 }
             })
