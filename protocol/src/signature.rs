@@ -5,7 +5,7 @@
 //! broker does; later clients sign it.
 
 use crate::command::mq_version;
-use crate::RemotingCommand;
+use crate::command::RemotingCommand;
 use base64::Engine;
 use hmac::{Hmac, KeyInit, Mac};
 use sha1::Sha1;

@@ -8,8 +8,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::consumer::MessageQueue;
+use super::heartbeat::SubscriptionData;
+use super::json_body::BodyError;
 use super::object_keys::{from_fastjson, queue_keys, write_queue_map};
-use super::{BodyError, MessageQueue, SubscriptionData};
 
 /// Bounds of one queue (TopicOffset).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::BrokerData;
+use super::route::BrokerData;
 
 /// Every broker group and which cluster it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]

@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::consumer::MessageQueue;
+use super::json_body::BodyError;
 use super::object_keys::{from_fastjson, queue_keys, write_queue_map};
-use super::{BodyError, MessageQueue};
 
 /// Queue offsets per MessageQueue.
 pub type QueueOffsets = BTreeMap<MessageQueue, i64>;

@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::consumer::MessageQueue;
+use super::json_body::{from_json, BodyError};
 use super::json_compat::skip_string;
-use super::{BodyError, MessageQueue};
 
 /// Returns `text` with every object-valued key replaced by a JSON string of its text; borrowed
 /// when there is none. Strings are skipped (escapes honoured); malformed input is left as it is.
@@ -142,7 +143,7 @@ pub fn queue_keys<V>(map: BTreeMap<String, V>) -> Result<BTreeMap<MessageQueue, 
 pub fn from_fastjson<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, BodyError> {
     let text = std::str::from_utf8(body).map_err(|e| BodyError(e.to_string()))?;
     let fixed = quote_object_keys(text);
-    super::from_json(fixed.as_bytes())
+    from_json(fixed.as_bytes())
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::DataVersion;
+use super::register::DataVersion;
 
 /// Separates topic and group in offset table keys: `topic@group`.
 pub const TOPIC_GROUP_SEPARATOR: char = '@';

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::route::perm;
+
 /// A version stamp of a broker's topic (or offset) table; the name server compares it to skip
 /// unchanged registrations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -31,7 +33,7 @@ fn default_queue_nums() -> i32 {
 }
 
 fn default_perm() -> i32 {
-    super::perm::READ | super::perm::WRITE
+    perm::READ | perm::WRITE
 }
 
 fn default_filter_type() -> String {
@@ -139,29 +141,6 @@ impl RegisterBrokerBody {
         RegisterBrokerBody {
             filter_server_list,
             topic_config_serialize_wrapper: wrapper,
-        }
-    }
-
-    /// Reads a REGISTER_BROKER body: JSON, or the compressed binary form when the request header
-    /// says `compressed=true`. An empty body is a registration without topics (as in Java).
-    ///
-    /// RocketMQ 5 brokers with `compressedRegister=true` deflate the body yet send
-    /// `compressed=false` (BrokerOuterAPI always sets false since 5.0); Java's name server then
-    /// fails on it. A "JSON" body that is not JSON but starts with a zlib header is read as
-    /// compressed instead (JSON starts with `{`, zlib with 0x78: no ambiguity).
-    pub fn decode(body: &[u8], compressed: bool) -> Result<Self, super::BodyError> {
-        if body.is_empty() {
-            Ok(RegisterBrokerBody::default())
-        } else if compressed {
-            super::decode_compressed_register_body(body)
-        } else {
-            match super::from_json(body) {
-                Ok(decoded) => Ok(decoded),
-                Err(json_error) if super::has_zlib_header(body) => {
-                    super::decode_compressed_register_body(body).map_err(|_| json_error)
-                }
-                Err(json_error) => Err(json_error),
-            }
         }
     }
 }

@@ -18,7 +18,8 @@ use std::collections::BTreeMap;
 
 use flate2::{Decompress, FlushDecompress, Status};
 
-use super::{from_json, BodyError, DataVersion, RegisterBrokerBody, TopicConfig};
+use super::json_body::{from_json, BodyError};
+use super::register::{DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper};
 
 /// Most bytes a compressed body may inflate to (about a million topics); a larger (or hostile,
 /// "zip bomb") body is refused rather than allocated.
@@ -86,7 +87,7 @@ pub fn decode_compressed_register_body_limited(
 
     Ok(RegisterBrokerBody {
         filter_server_list,
-        topic_config_serialize_wrapper: super::TopicConfigSerializeWrapper {
+        topic_config_serialize_wrapper: TopicConfigSerializeWrapper {
             data_version,
             mapping_data_version: None,
             topic_config_table,
@@ -94,6 +95,31 @@ pub fn decode_compressed_register_body_limited(
             topic_queue_mapping_info_map,
         },
     })
+}
+
+impl RegisterBrokerBody {
+    /// Reads a REGISTER_BROKER body: JSON, or the compressed binary form when the request header
+    /// says `compressed=true`. An empty body is a registration without topics (as in Java).
+    ///
+    /// RocketMQ 5 brokers with `compressedRegister=true` deflate the body yet send
+    /// `compressed=false` (BrokerOuterAPI always sets false since 5.0); Java's name server then
+    /// fails on it. A "JSON" body that is not JSON but starts with a zlib header is read as
+    /// compressed instead (JSON starts with `{`, zlib with 0x78: no ambiguity).
+    pub fn decode(body: &[u8], compressed: bool) -> Result<Self, BodyError> {
+        if body.is_empty() {
+            Ok(RegisterBrokerBody::default())
+        } else if compressed {
+            decode_compressed_register_body(body)
+        } else {
+            match from_json(body) {
+                Ok(decoded) => Ok(decoded),
+                Err(json_error) if has_zlib_header(body) => {
+                    decode_compressed_register_body(body).map_err(|_| json_error)
+                }
+                Err(json_error) => Err(json_error),
+            }
+        }
+    }
 }
 
 /// Parses `TopicConfig.encode()` text as Java's `TopicConfig.decode` does: split on single spaces
@@ -138,7 +164,7 @@ pub fn decode_topic_config_text(bytes: &[u8]) -> Result<TopicConfig, String> {
 }
 
 /// Whether `body` starts with a zlib header (RFC 1950: deflate method, header checksum).
-pub(crate) fn has_zlib_header(body: &[u8]) -> bool {
+fn has_zlib_header(body: &[u8]) -> bool {
     match body {
         [cmf, flg, ..] => {
             cmf & 0x0F == 8 && cmf >> 4 <= 7 && u16::from_be_bytes([*cmf, *flg]) % 31 == 0

@@ -2,7 +2,7 @@
 //! consumer connections (GET_CONSUMER_CONNECTION_LIST) and offset resets (INVOKE_BROKER_TO_RESET_OFFSET,
 //! RESET_CONSUMER_CLIENT_OFFSET).
 
-use super::command_header;
+use super::fields::command_header;
 
 command_header! {
     /// GET_TOPIC_STATS_INFO (202) request.

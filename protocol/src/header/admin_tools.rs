@@ -3,7 +3,7 @@
 //! DELETE_SUBSCRIPTIONGROUP, GET_BROKER_CONSUME_STATS, WIPE_WRITE_PERM_OF_BROKER and
 //! ADD_WRITE_PERM_OF_BROKER.
 
-use super::command_header;
+use super::fields::command_header;
 
 command_header! {
     /// VIEW_BROKER_STATS_DATA (315) request: e.g. `TOPIC_PUT_NUMS` and a topic.

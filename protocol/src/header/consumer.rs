@@ -1,6 +1,6 @@
 //! Consumer-group headers: consumer list, ids-changed notice, client unregistration, send-back for retry.
 
-use super::command_header;
+use super::fields::command_header;
 
 command_header! {
     /// GET_CONSUMER_LIST_BY_GROUP (38) request.

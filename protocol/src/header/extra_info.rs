@@ -127,7 +127,7 @@ impl ExtraInfo {
 
     /// Whether the handle is of an ordered (FIFO) pop.
     pub fn is_order(&self) -> bool {
-        self.revive_qid == super::POP_ORDER_REVIVE_QUEUE
+        self.revive_qid == super::pop::POP_ORDER_REVIVE_QUEUE
     }
 }
 

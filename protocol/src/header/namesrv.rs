@@ -1,6 +1,6 @@
 //! Name-server headers: broker registration and unregistration, data-version query, route lookup.
 
-use super::command_header;
+use super::fields::command_header;
 
 command_header! {
     /// REGISTER_BROKER (103); the body is a `body::RegisterBrokerBody`.

@@ -1,6 +1,6 @@
 //! Offset headers: consumer offsets (query/update) and queue offsets (max, min, earliest store time, search by time).
 
-use super::command_header;
+use super::fields::command_header;
 
 command_header! {
     /// QUERY_CONSUMER_OFFSET (14) request.

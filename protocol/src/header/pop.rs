@@ -2,7 +2,7 @@
 //! CHANGE_MESSAGE_INVISIBLETIME, NOTIFICATION and POLLING_INFO (field names of Apache's
 //! `PopMessageRequestHeader` and its siblings). `queueId` -1 means "any queue of the topic".
 
-use super::command_header;
+use super::fields::command_header;
 
 /// Values of `PopMessageRequestHeader::init_mode` (RocketMQ's `ConsumeInitMode`): where a group
 /// without an offset starts.

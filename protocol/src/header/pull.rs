@@ -1,6 +1,6 @@
 //! PULL_MESSAGE request and response headers, and the pull request's sysFlag bits.
 
-use super::command_header;
+use super::fields::command_header;
 
 /// Bits of `PullMessageRequestHeader::sys_flag` (RocketMQ's `PullSysFlag`).
 pub mod pull_sys_flag {

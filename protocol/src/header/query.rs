@@ -1,6 +1,6 @@
 //! Message lookup headers: VIEW_MESSAGE_BY_ID and QUERY_MESSAGE (by key).
 
-use super::command_header;
+use super::fields::command_header;
 
 command_header! {
     /// VIEW_MESSAGE_BY_ID (33): the physical offset decoded from an offsetMsgId.

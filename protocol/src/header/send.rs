@@ -1,6 +1,6 @@
 //! Send headers: SEND_MESSAGE (long names), SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE (names a..n), and the send response.
 
-use super::{command_header, CommandHeader, HeaderError};
+use super::fields::{command_header, CommandHeader, HeaderError};
 use crate::code::request_code;
 use crate::ext_fields::ExtFields;
 

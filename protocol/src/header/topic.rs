@@ -1,6 +1,6 @@
 //! Topic admin headers: UPDATE_AND_CREATE_TOPIC and DELETE_TOPIC_IN_BROKER / DELETE_TOPIC_IN_NAMESRV.
 
-use super::command_header;
+use super::fields::command_header;
 
 command_header! {
     /// UPDATE_AND_CREATE_TOPIC (17).

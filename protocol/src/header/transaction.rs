@@ -1,6 +1,6 @@
 //! Transaction headers: END_TRANSACTION (producer to broker) and CHECK_TRANSACTION_STATE (broker to producer).
 
-use super::command_header;
+use super::fields::command_header;
 
 command_header! {
     /// END_TRANSACTION (37), usually oneway. `commit_or_rollback` uses the SYSFLAG transaction values
