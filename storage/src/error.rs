@@ -27,7 +27,7 @@ pub enum StoreError {
 
 impl PutError {
     /// A flush timeout names the records it concerns (they are stored); other errors stay as they are.
-    pub(crate) fn with_stored(self, oks: Vec<crate::PutOk>) -> PutError {
+    pub(crate) fn with_stored(self, oks: Vec<crate::types::PutOk>) -> PutError {
         match self {
             PutError::FlushTimeout { timeout_ms, .. } => PutError::FlushTimeout {
                 timeout_ms,
@@ -58,7 +58,7 @@ pub enum PutError {
     #[error("flush did not complete within {timeout_ms} ms")]
     FlushTimeout {
         timeout_ms: u64,
-        stored: Vec<crate::PutOk>,
+        stored: Vec<crate::types::PutOk>,
     },
     /// Disk full or a failed write: the store accepts no appends.
     #[error("store is read-only: {0}")]
