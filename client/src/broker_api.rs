@@ -17,8 +17,11 @@ use protocol::header::{
 use protocol::{request_code, response_code};
 use remoting::Client;
 
+use crate::error::ClientError;
 use crate::request::{expect_code, expect_success, request};
-use crate::ClientError;
+
+/// The topic brokers auto-create new topics from (the Java client's `defaultTopic`).
+pub const DEFAULT_TOPIC: &str = "TBW102";
 
 /// The committed offset of a group on a queue; `None` when the broker has none (QUERY_NOT_FOUND).
 pub async fn query_consumer_offset(
@@ -128,7 +131,7 @@ pub async fn create_topic(
 ) -> Result<(), ClientError> {
     let header = CreateTopicRequestHeader {
         topic: topic.to_owned(),
-        default_topic: crate::producer::DEFAULT_TOPIC.to_owned(),
+        default_topic: DEFAULT_TOPIC.to_owned(),
         read_queue_nums: queues,
         write_queue_nums: queues,
         perm: perm::READ | perm::WRITE,

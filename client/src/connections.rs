@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use remoting::{Client, RpcHook, ServerRequestHandler};
 
-use crate::ClientError;
+use crate::error::ClientError;
 
 /// Up to `size` connections per broker address, made on first use and replaced when closed.
 pub struct BrokerConnections {

@@ -10,8 +10,8 @@ use protocol::request_code;
 use protocol::ExtFields;
 use remoting::Client;
 
+use crate::error::ClientError;
 use crate::request::{expect_success, request};
-use crate::ClientError;
 
 /// Talks to one of several name servers (`"host:port;host:port"`, like `namesrvAddr`).
 pub struct NameServer {

@@ -20,9 +20,9 @@ use protocol::message::record::MessageRecord;
 use protocol::{request_code, response_code, ExtFields};
 use remoting::Client;
 
+use crate::error::ClientError;
 use crate::request::{expect_code, expect_success, request};
 use crate::uniq_key::now_millis;
-use crate::ClientError;
 
 /// What a pop asks for.
 #[derive(Debug, Clone)]

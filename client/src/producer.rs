@@ -14,12 +14,15 @@ use protocol::header::{CommandHeader, SendMessageResponseHeader};
 use protocol::message::{batch, properties};
 use protocol::{request_code, response_code, ExtFields, RemotingCommand};
 
+use crate::connections::BrokerConnections;
+use crate::error::ClientError;
+use crate::message::Message;
+use crate::namesrv::NameServer;
 use crate::request::{expect_success, request};
+use crate::route::TopicRoute;
 use crate::uniq_key::{now_millis, UniqKeyGenerator};
-use crate::{BrokerConnections, ClientError, Message, NameServer, TopicRoute};
 
-/// The topic brokers auto-create new topics from (the Java client's `defaultTopic`).
-pub const DEFAULT_TOPIC: &str = "TBW102";
+pub use crate::broker_api::DEFAULT_TOPIC;
 
 #[derive(Debug, Clone)]
 pub struct ProducerConfig {

@@ -16,9 +16,13 @@ use protocol::message::record::{decode_view, peek_head, RecordError, RecordHead,
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
 
+use crate::broker_api;
+use crate::connections::BrokerConnections;
+use crate::error::ClientError;
+use crate::namesrv::NameServer;
 use crate::request::{expect_code, request};
+use crate::route::TopicRoute;
 use crate::uniq_key::now_millis;
-use crate::{broker_api, BrokerConnections, ClientError, NameServer, TopicRoute};
 
 /// How a pull ended (the Java client's `PullStatus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

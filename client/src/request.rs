@@ -3,7 +3,7 @@
 
 use protocol::{ExtFields, LanguageCode, RemotingCommand, SerializeType};
 
-use crate::ClientError;
+use crate::error::ClientError;
 
 /// A request with `fields` as its extFields, JSON header, language JAVA.
 pub fn request(code: i32, fields: ExtFields) -> RemotingCommand {
@@ -67,7 +67,7 @@ mod tests {
         let busy = RemotingCommand::response(2, Some("busy".into()));
         let err = expect_success(busy).unwrap_err();
         assert_eq!(err.response_code(), Some(2));
-        assert_eq!(err.kind(), crate::ErrorKind::Response(2));
+        assert_eq!(err.kind(), crate::error::ErrorKind::Response(2));
         assert!(err.to_string().contains("SYSTEM_BUSY"), "{err}");
         let not_found = RemotingCommand::response(19, None);
         assert!(expect_code(not_found, &[0, 19]).is_ok());

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use protocol::body::{perm, MessageQueue, TopicRouteData};
 
-use crate::ClientError;
+use crate::error::ClientError;
 
 /// Queues and master addresses of one topic, in the Java client's order (by broker name, then queue id).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,8 +12,10 @@ use protocol::message::record::{decode_view, sys_flag};
 use protocol::{request_code, RemotingCommand};
 use remoting::Client;
 
+use crate::error::ClientError;
+use crate::message::Message;
+use crate::producer::{Producer, SendResult};
 use crate::request::{expect_success, request};
-use crate::{ClientError, Message, Producer, SendResult};
 
 /// The outcome of a local transaction (the Java client's `LocalTransactionState`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
