@@ -8,11 +8,13 @@
 //! and every shard its HA role (`role::ha`). Delayed messages, transactions, ACL, metrics and long
 //! polling are in `feature`.
 
+pub(crate) mod common;
 pub mod config;
 pub(crate) mod error;
 pub(crate) mod feature;
 pub(crate) mod net;
 pub(crate) mod processor;
+pub(crate) mod replication;
 pub(crate) mod role;
 pub(crate) mod shard;
 pub(crate) mod startup;

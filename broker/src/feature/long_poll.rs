@@ -53,6 +53,11 @@ pub fn any(mut arrivals: Vec<Arrival>) -> impl Future<Output = ()> {
 
 type QueueWaiters = HashMap<i32, Vec<Weak<Slot>>>;
 
+/// This shard's parked pulls.
+pub fn waiters(shard: &crate::shard::Shard) -> Rc<PullWaiters> {
+    shard.extensions.get()
+}
+
 /// Parked pulls of one shard, by topic and queue.
 #[derive(Default)]
 pub struct PullWaiters {

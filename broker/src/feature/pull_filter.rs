@@ -2,13 +2,81 @@
 //! expression type (`TAG`, `SQL92`), and the per-shard cache that compiles each (group, topic,
 //! expression) once, for the subscriptions of heartbeats and for those pulls carry.
 
-use std::collections::HashMap;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use protocol::body::SubscriptionData;
 
 use crate::feature::sql_filter::{SqlError, SqlFilter};
 use crate::feature::tag_filter::TagFilter;
+use crate::shard::Shard;
+
+/// The consumers' subscriptions as one shard uses them (from heartbeats, broadcast by shard 0), and
+/// the SQL92 filters it compiled.
+#[derive(Default)]
+pub struct Subscriptions {
+    /// group -> topic -> filter.
+    by_group: RefCell<HashMap<String, HashMap<String, Registered>>>,
+    /// SQL92 filters compiled on this shard, for registered subscriptions and for pulls.
+    pub sql_filters: RefCell<SqlCache>,
+    /// Groups whose online consumers consume by broadcast.
+    broadcasting: RefCell<HashSet<String>>,
+}
+
+/// This shard's copy of the consumers' subscriptions.
+pub fn subscriptions(shard: &Shard) -> Rc<Subscriptions> {
+    shard.extensions.get()
+}
+
+impl Subscriptions {
+    /// The filter a consumer group registered for a topic, if any.
+    pub fn registered_filter(&self, group: &str, topic: &str) -> Option<Registered> {
+        self.by_group
+            .borrow()
+            .get(group)
+            .and_then(|t| t.get(topic))
+            .cloned()
+    }
+
+    /// The topics a group registered subscriptions to, if it registered any.
+    pub fn subscribed_topics(&self, group: &str) -> Option<Vec<String>> {
+        self.by_group
+            .borrow()
+            .get(group)
+            .map(|topics| topics.keys().cloned().collect())
+    }
+
+    /// Applies a group's subscription broadcast.
+    pub fn set_group_subscriptions(&self, group: String, subs: Vec<SubscriptionData>) {
+        let mut all = self.by_group.borrow_mut();
+        if subs.is_empty() {
+            all.remove(&group);
+        } else {
+            let mut cache = self.sql_filters.borrow_mut();
+            let map = subs
+                .iter()
+                .map(|s| (s.topic.clone(), cache.registered(&group, s)))
+                .collect();
+            all.insert(group, map);
+        }
+    }
+
+    /// Records whether a group's online consumers consume by broadcast.
+    pub fn set_group_broadcasting(&self, group: &str, broadcasting: bool) {
+        let mut all = self.broadcasting.borrow_mut();
+        if broadcasting {
+            all.insert(group.to_owned());
+        } else {
+            all.remove(group);
+        }
+    }
+
+    /// Whether a group's online consumers consume by broadcast.
+    pub fn is_broadcasting(&self, group: &str) -> bool {
+        self.broadcasting.borrow().contains(group)
+    }
+}
 
 /// RocketMQ's `ExpressionType.SQL92`.
 pub const SQL92: &str = "SQL92";

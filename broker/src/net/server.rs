@@ -13,6 +13,7 @@ use protocol::RemotingCommand;
 use remoting::{ConnectionContext, ConnectionGate, Handler};
 
 use crate::error::BrokerError;
+use crate::net::client_calls;
 use crate::shard::Shard;
 
 pub struct BrokerHandler {
@@ -48,6 +49,11 @@ impl Handler for BrokerHandler {
         Box::pin(async move {
             let shard = self.shard.clone();
             let _guard = InFlight::new(&shard);
+            if request.code == protocol::request_code::HEART_BEAT {
+                // Remember the connection so the control shard can reach its client
+                // (NOTIFY_CONSUMER_IDS_CHANGED, calls to consumers, request-reply pushes).
+                client_calls::state(&shard).remember(ctx.id, &ctx.sink);
+            }
             crate::processor::dispatch(shard.clone(), request, ctx).await
         })
     }
@@ -59,18 +65,12 @@ impl Handler for BrokerHandler {
     }
 
     fn on_response(&self, response: RemotingCommand, ctx: &ConnectionContext) {
-        self.shard.client_calls.answer(ctx.id, response);
+        client_calls::state(&self.shard).answer(ctx.id, response);
     }
 
     fn on_close(&self, ctx: &ConnectionContext) {
         self.open.borrow_mut().remove(&ctx.id);
-        self.shard.client_calls.connection_closed(ctx.id);
-        let had_clients = self
-            .shard
-            .connections
-            .borrow_mut()
-            .remove(&ctx.id)
-            .is_some();
+        let had_clients = client_calls::state(&self.shard).closed(ctx.id);
         if had_clients {
             let shard = self.shard.clone();
             let conn_id = ctx.id;

@@ -19,10 +19,11 @@ use protocol::language::LanguageCode;
 use protocol::response_code as rc;
 use protocol::{request_code, RemotingCommand};
 
-use super::reply::{error, header_error, ok};
+use crate::common::reply::{error, header_error, ok};
 use crate::config::BrokerRole;
 use crate::feature::broker_stats;
 use crate::shard::mesh::{join_all, MeshError};
+use crate::shard::target::ShardRef;
 use crate::shard::Shard;
 use crate::state::clients::ConsumerClient;
 
@@ -36,7 +37,7 @@ pub enum ResetTarget {
 }
 
 /// On a shard: the topics it holds committed offsets of `group` for.
-fn group_topics(shard: &Shard, group: &str) -> Vec<String> {
+pub(crate) fn group_topics(shard: &Shard, group: &str) -> Vec<String> {
     shard
         .offsets
         .borrow()
@@ -59,13 +60,12 @@ pub(crate) async fn group_topics_everywhere(
     group: &str,
 ) -> Vec<Result<Vec<String>, MeshError>> {
     join_all(shard.broker_shards(receiver).map(|s| {
-        let group = group.to_owned();
-        s.run(move |s| async move { group_topics(&s, &group) })
+        s.group_topics(group.to_owned())
     }))
     .await
 }
 
-async fn topic_offsets(
+pub(crate) async fn topic_offsets(
     shard: &Shard,
     topic: &str,
     queues: &[i32],
@@ -91,7 +91,7 @@ async fn topic_offsets(
     Ok(out)
 }
 
-async fn group_offsets(
+pub(crate) async fn group_offsets(
     shard: &Shard,
     group: &str,
     topic: &str,
@@ -139,7 +139,7 @@ async fn store_time(shard: &Shard, topic: &str, queue: i32, offset: i64) -> Resu
         .map_err(|e| format!("reading {topic}/{queue} failed: {e}"))
 }
 
-async fn reset_queues(
+pub(crate) async fn reset_queues(
     shard: &Shard,
     group: &str,
     topic: &str,
@@ -184,19 +184,17 @@ async fn reset_queues(
     Ok(out)
 }
 
-/// Runs `job(queues)` on every shard owning some of `queues` of `topic`, with the queues it owns;
-/// answers in owner order.
-async fn on_owners<T, F, Fut>(
-    shard: &Shard,
+/// Sends `request(owner, queues)` to every shard owning some of `queues` of `topic`, with the queues
+/// it owns; answers in owner order.
+async fn on_owners<'a, T, Fut>(
+    shard: &'a Shard,
     receiver: usize,
     topic: &str,
     queues: impl IntoIterator<Item = i32>,
-    job: impl Fn(Vec<i32>) -> F,
+    request: impl Fn(ShardRef<'a>, Vec<i32>) -> Fut,
 ) -> Result<Vec<T>, String>
 where
-    T: Send + 'static,
-    F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
-    Fut: Future<Output = T> + 'static,
+    Fut: Future<Output = Result<T, MeshError>> + 'a,
 {
     let mut by_owner: BTreeMap<usize, Vec<i32>> = BTreeMap::new();
     for q in queues {
@@ -207,7 +205,7 @@ where
     }
     let calls = by_owner
         .into_iter()
-        .map(|(owner, qs)| shard.on(owner).run(job(qs)));
+        .map(|(owner, qs)| request(shard.on(owner), qs));
     join_all(calls)
         .await
         .into_iter()
@@ -250,9 +248,8 @@ pub async fn topic_stats(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCo
         return error(rc::TOPIC_NOT_EXIST, format!("topic[{topic}] not exist"));
     };
     let queues = 0..tc.read_queue_nums.max(tc.write_queue_nums).max(0);
-    let answers = match on_owners(shard, shard.id, topic, queues, |qs| {
-        let topic = topic.to_owned();
-        move |s: Rc<Shard>| async move { topic_offsets(&s, &topic, &qs).await }
+    let answers = match on_owners(shard, shard.id, topic, queues, |owner, qs| {
+        owner.topic_offsets(topic.to_owned(), qs)
     })
     .await
     {
@@ -309,9 +306,9 @@ async fn consume_stats_topics(
             }
         }
     }
-    if let Some(subscribed) = shard.subscriptions.borrow().get(group) {
+    if let Some(subscribed) = crate::feature::pull_filter::subscriptions(shard).subscribed_topics(group) {
         if !subscribed.is_empty() {
-            topics.retain(|t| subscribed.contains_key(t));
+            topics.retain(|t| subscribed.contains(t));
         }
     }
     Ok(topics)
@@ -340,9 +337,8 @@ pub async fn consume_stats(shard: &Rc<Shard>, req: &RemotingCommand) -> Remoting
         let Some(tc) = topic_config(shard, topic) else {
             continue;
         };
-        let answers = match on_owners(shard, shard.id, topic, 0..tc.read_queue_nums.max(0), |qs| {
-            let (group, topic) = (group.to_owned(), topic.clone());
-            move |s: Rc<Shard>| async move { group_offsets(&s, &group, &topic, &qs).await }
+        let answers = match on_owners(shard, shard.id, topic, 0..tc.read_queue_nums.max(0), |owner, qs| {
+            owner.group_offsets(group.to_owned(), topic.clone(), qs)
         })
         .await
         {
@@ -436,13 +432,12 @@ pub async fn reset_offset(
     if targets.is_empty() {
         return error(rc::SYSTEM_ERROR, "No queues to reset.");
     }
-    let answers = match on_owners(shard, receiver, topic, targets.keys().copied(), |qs| {
-        let (group, topic) = (group.to_owned(), topic.to_owned());
+    let answers = match on_owners(shard, receiver, topic, targets.keys().copied(), |owner, qs| {
         let owned: Vec<(i32, ResetTarget)> = qs
             .iter()
             .filter_map(|q| targets.get(q).map(|t| (*q, *t)))
             .collect();
-        move |s: Rc<Shard>| async move { reset_queues(&s, &group, &topic, &owned, force).await }
+        owner.reset_queues(group.to_owned(), topic.to_owned(), owned, force)
     })
     .await
     {

@@ -8,7 +8,7 @@ use protocol::body::{ConsumerOffsetSerializeWrapper, KVTable};
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
-use super::{error, ok};
+use crate::common::reply::{error, ok};
 use crate::shard::mesh::join_all;
 use crate::shard::stats::ShardStats;
 use crate::shard::Shard;
@@ -146,7 +146,7 @@ pub async fn runtime_info(shard: &Rc<Shard>, receiver: usize) -> RemotingCommand
             clients.producer_group_count().to_string(),
         );
     }
-    crate::role::ha::runtime_info(shard, &stats, &mut put);
+    crate::replication::ha::runtime_info(shard, &stats, &mut put);
     super::runtime_fields::add(shard, receiver, &stats, &mut put).await;
     for s in &every {
         put(
@@ -157,6 +157,10 @@ pub async fn runtime_info(shard: &Rc<Shard>, receiver: usize) -> RemotingCommand
             &format!("shard{}.commitLogMaxOffset", s.shard),
             s.commit_log_max_offset.to_string(),
         );
+        // What crossed a core from this shard, by request kind (`shard::requests`).
+        for (kind, n) in &s.requests_sent {
+            put(&format!("shard{}.requestsSent.{kind}", s.shard), n.to_string());
+        }
     }
     ok().with_body(protocol::body::to_json(&KVTable { table: t }))
 }

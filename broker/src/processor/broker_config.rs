@@ -9,7 +9,7 @@ use std::rc::Rc;
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
-use super::{error, ok};
+use crate::common::reply::{error, ok};
 use crate::config::{self, live, overlay, BrokerConfig, ConfigIssue};
 use crate::shard::mesh::join_all;
 use crate::shard::Shard;
@@ -93,7 +93,7 @@ pub async fn update(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         let cfg = Rc::new(updated);
         let jobs = shard.every_shard().map(|s| {
             let cfg = BrokerConfig::clone(&cfg);
-            s.run(move |_| async move { live::apply(&cfg) })
+            s.apply_config(cfg)
         });
         join_all(jobs).await;
         if current.broker_permission != cfg.broker_permission {

@@ -12,7 +12,7 @@ use protocol::header::{
 use protocol::response_code as rc;
 use protocol::{request_code, RemotingCommand};
 
-use super::{header_error, ok};
+use crate::common::reply::{header_error, ok};
 use crate::feature::broker_stats;
 use crate::shard::Shard;
 

@@ -6,7 +6,7 @@ use protocol::body::CheckClientRequestBody;
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
-use super::{error, ok};
+use crate::common::reply::{error, ok};
 use crate::feature::pull_filter::{is_tag_type, SQL92};
 use crate::feature::sql_filter::SqlFilter;
 use crate::shard::Shard;

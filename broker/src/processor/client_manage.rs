@@ -14,7 +14,7 @@ use protocol::header::{
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
-use super::{error, header_error, ok};
+use crate::common::reply::{error, header_error, ok};
 use crate::role::control;
 use crate::shard::Shard;
 use crate::state::clients::ConnRef;

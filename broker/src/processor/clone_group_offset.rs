@@ -12,12 +12,12 @@ use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
 use super::admin_stats::group_topics_everywhere;
-use super::reply::{error, header_error, ok};
+use crate::common::reply::{error, header_error, ok};
 use crate::shard::mesh::join_all;
 use crate::shard::Shard;
 
 /// On one shard: copies `src`'s offsets of `topics` to `dest`; answers how many queues it copied.
-fn clone_on_shard(shard: &Shard, src: &str, dest: &str, topics: &BTreeSet<String>) -> usize {
+pub(crate) fn clone_on_shard(shard: &Shard, src: &str, dest: &str, topics: &BTreeSet<String>) -> usize {
     let mut offsets = shard.offsets.borrow_mut();
     let copies: Vec<(String, i32, i64)> = offsets
         .entries()
@@ -74,8 +74,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand, receiver: usize) -
         }
     }
     let answers = join_all(shard.broker_shards(receiver).map(|s| {
-        let (src, dest, topics) = (src.to_owned(), dest.to_owned(), topics.clone());
-        s.run(move |s| async move { clone_on_shard(&s, &src, &dest, &topics) })
+        s.clone_group_offsets(src.to_owned(), dest.to_owned(), topics.clone())
     }))
     .await;
     let mut queues = 0;

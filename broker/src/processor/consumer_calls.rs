@@ -14,7 +14,7 @@ use protocol::message::msgid::parse_offset_msg_id;
 use protocol::response_code as rc;
 use protocol::{request_code, RemotingCommand};
 
-use super::{error, ok};
+use crate::common::reply::{error, ok};
 use crate::shard::Shard;
 
 /// How long the client has to answer (Apache's `Broker2Client.callClient`).

@@ -8,8 +8,8 @@ use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
 use crate::config::BrokerRole;
-use crate::processor::{error, ok};
-use crate::role::replicas::MasterInfo;
+use crate::common::reply::{error, ok};
+use crate::replication::replicas::MasterInfo;
 use crate::shard::Shard;
 
 /// The controller's notice: applied in the background (the notice is oneway).
@@ -25,7 +25,7 @@ pub fn role_changed(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         info.master_epoch
     );
     let shard = shard.clone();
-    glommio::spawn_local(async move { crate::role::replicas::apply(&shard, info).await }).detach();
+    glommio::spawn_local(async move { crate::replication::replicas::apply(&shard, info).await }).detach();
     ok()
 }
 

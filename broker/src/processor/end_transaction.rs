@@ -9,7 +9,7 @@ use protocol::message::record::{decode_view, sys_flag};
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
-use super::{error, header_error, ok};
+use crate::common::reply::{error, header_error, ok};
 use crate::feature::transaction::records::HalfMessage;
 use crate::feature::transaction::resolve::{resolve, Outcome, Resolved};
 use crate::shard::Shard;

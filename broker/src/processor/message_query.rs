@@ -11,7 +11,7 @@ use protocol::header::{
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
-use super::{error, header_error, ok};
+use crate::common::reply::{error, header_error, ok};
 use crate::shard::mesh::join_all;
 use crate::shard::Shard;
 

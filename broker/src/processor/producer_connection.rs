@@ -6,7 +6,7 @@ use protocol::header::{CommandHeader, GetProducerConnectionListRequestHeader};
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
-use super::{error, header_error, ok};
+use crate::common::reply::{error, header_error, ok};
 use crate::shard::Shard;
 use crate::state::clients::ConsumerClient;
 

@@ -18,8 +18,8 @@ use protocol::response_code as rc;
 use protocol::RemotingCommand;
 use storage::{GetMessageStatus, GetResult, ReadFilter};
 
-use super::group_settings::{self, PullGroup};
-use super::{error, header_error};
+use crate::common::group_settings::{self, PullGroup};
+use crate::common::reply::{error, header_error};
 use crate::feature::pull_filter::{is_tag_type, PullFilter, Registered, SQL92};
 use crate::feature::tag_filter::TagFilter;
 use crate::shard::Shard;
@@ -147,7 +147,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
             return respond(shard, code, result, &group);
         }
         // Register, then look again without an await in between, so no arrival is missed.
-        let arrival = shard.waiters.register(&header.topic, header.queue_id);
+        let arrival = crate::feature::long_poll::waiters(shard).register(&header.topic, header.queue_id);
         if shard
             .store
             .visible_max_offset(&header.topic, header.queue_id)
@@ -201,7 +201,7 @@ fn filter_of(
             if kind != SQL92 {
                 return Err(parse_failed(&format_args!("no filter of type {kind}")));
             }
-            let compiled = shard.sql_filters.borrow_mut().compile(
+            let compiled = crate::feature::pull_filter::subscriptions(shard).sql_filters.borrow_mut().compile(
                 &header.consumer_group,
                 &header.topic,
                 expression,
@@ -209,7 +209,7 @@ fn filter_of(
             return compiled.map(PullFilter::Sql).map_err(|e| parse_failed(&e));
         }
     }
-    match shard.registered_filter(&header.consumer_group, &header.topic) {
+    match crate::feature::pull_filter::subscriptions(shard).registered_filter(&header.consumer_group, &header.topic) {
         Some(Registered::Filter(filter)) => {
             if filter.checks_records() && !shard.cfg.enable_property_filter {
                 return Err(not_supported());
@@ -254,7 +254,7 @@ fn response_code(result: &GetResult, requested: i64) -> i32 {
 }
 
 fn respond(shard: &Shard, code: i32, result: GetResult, group: &PullGroup) -> RemotingCommand {
-    let lagging = crate::role::ha::consumes_slowly(shard, &result);
+    let lagging = crate::replication::ha::consumes_slowly(shard, &result);
     let header = PullMessageResponseHeader {
         suggest_which_broker_id: group_settings::suggested_broker(lagging, group),
         next_begin_offset: result.next_begin_offset,

@@ -9,7 +9,7 @@ use protocol::header::{
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
-use super::{error, header_error};
+use crate::common::reply::{error, header_error};
 use crate::shard::Shard;
 
 fn success(fields: protocol::ExtFields) -> RemotingCommand {

@@ -6,7 +6,7 @@ use protocol::body::{LockBatchRequestBody, LockBatchResponseBody, UnlockBatchReq
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
-use super::{error, ok};
+use crate::common::reply::{error, ok};
 use crate::shard::Shard;
 
 pub fn lock(shard: &Shard, req: &RemotingCommand) -> RemotingCommand {

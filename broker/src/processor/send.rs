@@ -16,7 +16,7 @@ use protocol::response_code as rc;
 use protocol::RemotingCommand;
 use storage::PutOk;
 
-use super::reply::{error, header_error, owner_put_error};
+use crate::common::reply::{error, header_error, owner_put_error};
 use crate::shard::put::SendStatus;
 use crate::shard::Shard;
 use crate::state::topics;
@@ -73,7 +73,7 @@ async fn prepare(
     }
     if cfg.controller.enabled {
         // Controller mode: refused rather than acknowledged by fewer replicas than required.
-        let in_sync = shard.ha.sync_state_set.borrow().len().max(1);
+        let in_sync = crate::replication::ha_state::ha(shard).sync_state_set.borrow().len().max(1);
         if in_sync < cfg.controller.min_in_sync_replicas {
             return Err(error(
                 rc::SYSTEM_ERROR,
@@ -91,7 +91,7 @@ async fn prepare(
             format!("Sending message to topic[{}] is forbidden.", header.topic),
         ));
     }
-    let topic_config = super::topic_admin::find_or_create_for_send(shard, &header).await?;
+    let topic_config = crate::common::topic_create::find_or_create_for_send(shard, &header).await?;
     if !perm::is_writeable(topic_config.perm) {
         return Err(error(
             rc::NO_PERMISSION,

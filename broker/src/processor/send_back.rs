@@ -11,7 +11,7 @@
 
 use std::rc::Rc;
 
-use protocol::body::{perm, TopicConfig};
+use protocol::body::perm;
 use protocol::command::mq_version;
 use protocol::header::{CommandHeader, ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader};
 use protocol::message::properties;
@@ -19,8 +19,8 @@ use protocol::message::record::MessageRecord;
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
-use super::group_settings;
-use super::reply::{error, header_error, ok, owner_put_error};
+use crate::common::group_settings;
+use crate::common::reply::{error, header_error, ok, owner_put_error};
 use crate::shard::put::SendStatus;
 use crate::shard::Shard;
 use crate::state::topics::{retry_topic, DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX};
@@ -74,7 +74,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     if let Err(why) = crate::state::topics::validate_topic_name(&topic) {
         return error(rc::SYSTEM_ERROR, why);
     }
-    if let Err(response) = ensure_topic(shard, &topic, to_dlq).await {
+    if let Err(response) = crate::common::topic_create::ensure_retry_topic(shard, &topic, to_dlq).await {
         return response;
     }
     let mut props = original.properties.clone();
@@ -154,7 +154,7 @@ pub async fn divert_exhausted_retry(
     let dlq = format!("{DLQ_GROUP_TOPIC_PREFIX}{group}");
     crate::state::topics::validate_topic_name(&dlq)
         .map_err(|why| error(rc::MESSAGE_ILLEGAL, why))?;
-    ensure_topic(shard, &dlq, true).await?;
+    crate::common::topic_create::ensure_retry_topic(shard, &dlq, true).await?;
     record.topic = dlq;
     record.queue_id = 0;
     record.properties = properties::without(&record.properties, properties::DELAY);
@@ -173,29 +173,6 @@ async fn read(shard: &Shard, offset: i64) -> Result<MessageRecord, String> {
             .map_err(|e| e.to_string()),
         None => Err("no message there".to_owned()),
     }
-}
-
-/// Creates a retry topic (one queue, read/write) or dead-letter topic (one queue, write only) if it is
-/// missing.
-pub(crate) async fn ensure_topic(
-    shard: &Rc<Shard>,
-    topic: &str,
-    dlq: bool,
-) -> Result<(), RemotingCommand> {
-    if shard.topics.borrow().get(topic).is_some() {
-        return Ok(());
-    }
-    let tc = TopicConfig {
-        perm: if dlq {
-            perm::WRITE
-        } else {
-            perm::READ | perm::WRITE
-        },
-        ..TopicConfig::new(topic, 1)
-    };
-    super::topic_admin::create_through_control(shard, tc)
-        .await
-        .map(|_| ())
 }
 
 #[cfg(test)]

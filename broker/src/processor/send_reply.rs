@@ -23,7 +23,7 @@ use protocol::message::{msgid, properties};
 use protocol::response_code as rc;
 use protocol::{request_code, RemotingCommand};
 
-use super::reply::{error, header_error};
+use crate::common::reply::{error, header_error};
 use crate::shard::put::SendStatus;
 use crate::shard::Shard;
 use crate::state::topics;
@@ -111,7 +111,7 @@ async fn check(
             format!("Sending message to topic[{}] is forbidden.", header.topic),
         ));
     }
-    let topic = super::topic_admin::find_or_create_for_send(shard, header).await?;
+    let topic = crate::common::topic_create::find_or_create_for_send(shard, header).await?;
     let queues = topic.write_queue_nums.max(topic.read_queue_nums);
     if header.queue_id >= queues {
         return Err(error(

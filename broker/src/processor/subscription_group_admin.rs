@@ -11,7 +11,7 @@ use protocol::header::{CommandHeader, DeleteSubscriptionGroupRequestHeader};
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
-use super::{error, header_error, ok};
+use crate::common::reply::{error, header_error, ok};
 use crate::shard::mesh::join_all;
 use crate::shard::Shard;
 use crate::state::subscription_groups::SubscriptionGroupConfig;
@@ -77,13 +77,11 @@ pub async fn delete(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     );
     crate::role::control::change_groups(shard, Vec::new(), vec![group.clone()]).await;
     if header.remove_offset.unwrap_or(false) {
-        join_all(shard.every_shard().map(|s| {
-            let group = group.clone();
-            s.run(move |s| async move {
-                s.offsets.borrow_mut().remove_group(&group);
-                s.persist_offsets().await;
-            })
-        }))
+        join_all(
+            shard
+                .every_shard()
+                .map(|s| s.remove_group_offsets(group.clone())),
+        )
         .await;
     }
     ok()

@@ -1,6 +1,6 @@
 //! The control role, run by shard 0: the master topic table and subscription groups (persisted and
-//! broadcast to the other shards, which keep copies), the client registry and its notifications, name-server registration,
-//! client expiry, and the broker-wide shutdown sequence.
+//! broadcast to the other shards, which keep copies), the client registry and its notifications,
+//! name-server registration and client expiry. The shutdown sequence is `startup::lifecycle`.
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -10,16 +10,13 @@ use protocol::header::{CommandHeader, NotifyConsumerIdsChangedRequestHeader};
 use protocol::{request_code, RemotingCommand};
 
 use crate::shard::events::{broadcast, ShardEvent};
-use crate::shard::lifecycle;
-use crate::shard::mesh::join_all;
+use crate::role::namesrv::registrar;
 use crate::shard::Shard;
 use crate::state::control::Control;
 use crate::state::subscription_groups::{may_auto_create, SubscriptionGroupConfig};
 
 /// How often silent clients are looked for (RocketMQ scans every 10 s).
 const CLIENT_SCAN_INTERVAL: Duration = Duration::from_secs(10);
-/// Longest a graceful shutdown may take before the process gives up waiting.
-const SHUTDOWN_LIMIT: Duration = Duration::from_secs(30);
 
 fn control(shard: &Shard) -> Option<&Control> {
     shard.control.as_ref()
@@ -62,8 +59,10 @@ pub async fn persist_groups(shard: &Shard) {
 /// Registers with the name servers in the background. Changes in quick succession share one round:
 /// a round that has not started yet will send the table as it is when it starts.
 pub fn register_soon(shard: &Rc<Shard>) {
-    let Some(ctl) = control(shard) else { return };
-    if ctl.registration_queued.replace(true) {
+    let Some(registrar) = registrar(shard) else {
+        return;
+    };
+    if registrar.queued.replace(true) {
         return;
     }
     let shard = shard.clone();
@@ -74,17 +73,19 @@ pub fn register_soon(shard: &Rc<Shard>) {
 }
 
 pub async fn register_now(shard: &Shard) -> usize {
-    let Some(ctl) = control(shard) else { return 0 };
-    let Ok(_round) = ctl.registration_round.acquire_permit(1).await else {
+    let Some(registrar) = registrar(shard) else {
         return 0;
     };
-    ctl.registration_queued.set(false);
-    if shard.cfg.controller.enabled && shard.ha.role.get().is_none() {
+    let Ok(_round) = registrar.round.acquire_permit(1).await else {
+        return 0;
+    };
+    registrar.queued.set(false);
+    if shard.cfg.controller.enabled && shard.chosen_role.get().is_none() {
         // Controller mode: clients learn of this broker once the controllers gave it a role.
         return 0;
     }
     let wrapper = shard.topics.borrow().wrapper();
-    ctl.registrar
+    registrar
         .register_all(&shard.effective_cfg(), shard.shards, wrapper)
         .await
 }
@@ -182,8 +183,8 @@ pub async fn broadcast_subscriptions(shard: &Rc<Shard>, group: &str) {
         let clients = ctl.clients.borrow();
         (clients.subscriptions(group), clients.is_broadcasting(group))
     };
-    shard.set_group_broadcasting(group, broadcasting);
-    shard.set_group_subscriptions(group.to_owned(), subs.clone());
+    crate::feature::pull_filter::subscriptions(shard).set_group_broadcasting(group, broadcasting);
+    crate::feature::pull_filter::subscriptions(shard).set_group_subscriptions(group.to_owned(), subs.clone());
     broadcast(
         shard,
         ShardEvent::GroupSubscriptions {
@@ -249,8 +250,8 @@ pub async fn groups_changed(shard: &Rc<Shard>, groups: Vec<String>) {
     }
 }
 
-/// Starts shard 0's periodic work: name-server registration, client expiry, signal watch.
-pub fn start_tasks(shard: &Rc<Shard>, signals: Option<crate::startup::signals::SignalFd>) {
+/// Starts shard 0's periodic work: name-server registration and client expiry.
+pub fn start_tasks(shard: &Rc<Shard>) {
     let period = Duration::from_millis(
         shard
             .cfg
@@ -292,61 +293,5 @@ pub fn start_tasks(shard: &Rc<Shard>, signals: Option<crate::startup::signals::S
         }
     })
     .detach();
-
-    if let Some(signals) = signals {
-        let s = shard.clone();
-        glommio::spawn_local(async move {
-            loop {
-                glommio::timer::sleep(Duration::from_millis(100)).await;
-                if let Some(signo) = signals.poll() {
-                    tracing::info!("signal {signo} received: shutting down");
-                    break;
-                }
-            }
-            // A second signal or a stuck shutdown ends the process anyway.
-            let watchdog = std::thread::spawn(move || {
-                let start = Instant::now();
-                while start.elapsed() < SHUTDOWN_LIMIT {
-                    std::thread::sleep(Duration::from_millis(100));
-                    if signals.poll().is_some() {
-                        tracing::warn!("second signal: exiting without finishing the shutdown");
-                        std::process::exit(1);
-                    }
-                }
-                tracing::error!("shutdown took over {SHUTDOWN_LIMIT:?}: exiting");
-                std::process::exit(1);
-            });
-            drop(watchdog);
-            shutdown_broker(&s).await;
-        })
-        .detach();
-    }
 }
 
-/// The broker-wide graceful stop: every shard stops accepting and drains, then every store flushes and
-/// checkpoints, then shard 0 unregisters from the name servers and every executor ends.
-pub async fn shutdown_broker(shard: &Rc<Shard>) {
-    remoting::sd_notify::notify_stopping();
-    let all = || 0..shard.shards;
-    join_all(all().map(|s| lifecycle::drain(shard, s))).await;
-    join_all(all().map(|s| lifecycle::shut_store(shard, s))).await;
-    // Every store is flushed now: all delivered delay units are safe.
-    join_all(all().map(|s| {
-        shard
-            .on(s)
-            .run(|s| async move { crate::feature::schedule::persist(&s, true).await })
-    }))
-    .await;
-    if let Some(ctl) = control(shard) {
-        ctl.registrar
-            .unregister_all(&shard.effective_cfg(), shard.shards)
-            .await;
-    }
-    persist_topics(shard).await;
-    persist_groups(shard).await;
-    for s in all().filter(|s| *s != shard.id) {
-        lifecycle::exit(shard, s).await;
-    }
-    tracing::info!("broker {} shut down cleanly", shard.cfg.broker_name);
-    shard.exit.fire();
-}

@@ -3,9 +3,10 @@
 //! shutdown. When shards are brokers of their own, each shard-broker is registered (same topics, its
 //! own brokerName and address).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
+use std::rc::Rc;
 use std::time::Duration;
 
 use protocol::body::{RegisterBrokerBody, TopicConfigSerializeWrapper};
@@ -19,14 +20,14 @@ use remoting::Client;
 
 use crate::config::{BrokerConfig, ShardBroker};
 use crate::shard::mesh::join_all;
+use crate::shard::Shard;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Where a slave's master is, as a registration answer says: (haServerAddr, masterAddr).
 pub type MasterAddrs = (Option<String>, Option<String>);
 
-/// Connections to the name servers, reused between registrations.
-#[derive(Default)]
+/// Connections to the name servers, reused between registrations (the control shard's).
 pub struct Registrar {
     clients: RefCell<HashMap<String, Client>>,
     /// Per name server, the connection a failed request took out of use, still open (`invoke`).
@@ -34,6 +35,36 @@ pub struct Registrar {
     /// Per shard-broker (shard id; 0 alone when shards are not brokers): (haServerAddr, masterAddr)
     /// of its master, from the last registration answer (slaves).
     pub masters: RefCell<BTreeMap<usize, MasterAddrs>>,
+    /// A background registration is waiting to run.
+    pub(crate) queued: Cell<bool>,
+    /// One registration round at a time, so the newest table is sent last.
+    pub(crate) round: glommio::sync::Semaphore,
+}
+
+impl Default for Registrar {
+    fn default() -> Self {
+        Registrar {
+            clients: RefCell::new(HashMap::new()),
+            replaced: RefCell::new(HashMap::new()),
+            masters: RefCell::new(BTreeMap::new()),
+            queued: Cell::new(false),
+            round: glommio::sync::Semaphore::new(1),
+        }
+    }
+}
+
+/// The control shard's registrar; `None` on other shards.
+pub fn registrar(shard: &Shard) -> Option<Rc<Registrar>> {
+    shard.is_control().then(|| shard.extensions.get())
+}
+
+/// Unregisters every broker of this process from every name server (shutdown, control shard).
+pub async fn unregister_all(shard: &Shard) {
+    if let Some(registrar) = registrar(shard) {
+        registrar
+            .unregister_all(&shard.effective_cfg(), shard.shards)
+            .await;
+    }
 }
 
 fn parse_addr(addr: &str) -> Result<SocketAddr, String> {

@@ -40,7 +40,7 @@ pub async fn broadcast(shard: &Shard, event: ShardEvent) {
     let others: Vec<usize> = (0..shard.shards).filter(|s| *s != shard.id).collect();
     let sent = others.iter().map(|to| {
         let event = event.clone();
-        shard.on(*to).run(move |s| async move { apply(&s, event) })
+        shard.on(*to).apply_event(event)
     });
     for (result, to) in join_all(sent).await.into_iter().zip(&others) {
         if let Err(e) = result {
@@ -87,8 +87,8 @@ pub fn apply(shard: &Shard, event: ShardEvent) {
             subscriptions,
             broadcasting,
         } => {
-            shard.set_group_broadcasting(&group, broadcasting);
-            shard.set_group_subscriptions(group, subscriptions);
+            crate::feature::pull_filter::subscriptions(shard).set_group_broadcasting(&group, broadcasting);
+            crate::feature::pull_filter::subscriptions(shard).set_group_subscriptions(group, subscriptions);
         }
     }
 }

@@ -8,7 +8,7 @@
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::{Rc, Weak};
@@ -55,6 +55,8 @@ pub struct Mesh<C> {
     next_id: Cell<u64>,
     /// What jobs run with on this shard (set by `start`).
     context: RefCell<Weak<C>>,
+    /// Jobs sent to other shards, by the kind their caller named.
+    sent: RefCell<BTreeMap<&'static str, u64>>,
 }
 
 impl<C: 'static> Mesh<C> {
@@ -65,11 +67,21 @@ impl<C: 'static> Mesh<C> {
             pending: RefCell::new(HashMap::new()),
             next_id: Cell::new(1),
             context: RefCell::new(Weak::new()),
+            sent: RefCell::new(BTreeMap::new()),
         })
     }
 
     pub fn me(&self) -> usize {
         self.me
+    }
+
+    /// Jobs sent to other shards so far, by kind.
+    pub fn sent(&self) -> Vec<(&'static str, u64)> {
+        self.sent.borrow().iter().map(|(k, n)| (*k, *n)).collect()
+    }
+
+    fn count(&self, kind: &'static str) {
+        *self.sent.borrow_mut().entry(kind).or_default() += 1;
     }
 
     fn context(&self) -> Option<Rc<C>> {
@@ -115,8 +127,8 @@ impl<C: 'static> Mesh<C> {
         }
     }
 
-    /// Runs `job` on shard `to` and waits for its answer.
-    pub async fn call<T, F, Fut>(&self, to: usize, job: F) -> Result<T, MeshError>
+    /// Runs `job` (of `kind`, for the counts) on shard `to` and waits for its answer.
+    pub async fn call<T, F, Fut>(&self, to: usize, kind: &'static str, job: F) -> Result<T, MeshError>
     where
         T: Send + 'static,
         F: FnOnce(Rc<C>) -> Fut + Send + 'static,
@@ -126,6 +138,7 @@ impl<C: 'static> Mesh<C> {
             let context = self.context().ok_or(MeshError::NotStarted(to))?;
             return Ok(job(context).await);
         }
+        self.count(kind);
         let id = self.next_id.get();
         self.next_id.set(id.wrapping_add(1).max(1));
         let (tx, rx) = local_channel::new_bounded(1);
@@ -150,8 +163,9 @@ impl<C: 'static> Mesh<C> {
             .map_err(|_| MeshError::Dropped(to))
     }
 
-    /// Runs `job` on shard `to` without waiting for it (inline, to its end, on the own shard).
-    pub async fn tell<F, Fut>(&self, to: usize, job: F)
+    /// Runs `job` (of `kind`) on shard `to` without waiting for it (inline, to its end, on the own
+    /// shard).
+    pub async fn tell<F, Fut>(&self, to: usize, kind: &'static str, job: F)
     where
         F: FnOnce(Rc<C>) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + 'static,
@@ -162,6 +176,7 @@ impl<C: 'static> Mesh<C> {
             }
             return;
         }
+        self.count(kind);
         let job: Job<C> = Box::new(move |context| {
             Box::pin(async move {
                 job(context).await;
@@ -229,19 +244,21 @@ mod tests {
                     mesh.start(receivers, &context);
                     if me == 0 {
                         let there: String = mesh
-                            .call(1, |c: Rc<usize>| async move { format!("ctx {c}") })
+                            .call(1, "format", |c: Rc<usize>| async move { format!("ctx {c}") })
                             .await
                             .map_err(|e| e.to_string())?;
                         let here: usize = mesh
-                            .call(0, |c: Rc<usize>| async move { *c + 1 })
+                            .call(0, "add", |c: Rc<usize>| async move { *c + 1 })
                             .await
                             .map_err(|e| e.to_string())?;
                         let all = join_all(
-                            (0..2).map(|to| mesh.call(to, |c: Rc<usize>| async move { *c })),
+                            (0..2).map(|to| mesh.call(to, "read", |c: Rc<usize>| async move { *c })),
                         )
                         .await;
-                        mesh.tell(1, |_c: Rc<usize>| async move {}).await;
-                        return Ok::<_, String>(Some((there, here, all)));
+                        mesh.tell(1, "nothing", |_c: Rc<usize>| async move {}).await;
+                        // Jobs for the own shard do not cross a core and are not counted.
+                        let sent = mesh.sent();
+                        return Ok::<_, String>(Some((there, here, all, sent)));
                     }
                     // Shard 1 serves until shard 0 is done.
                     glommio::timer::sleep(std::time::Duration::from_millis(300)).await;
@@ -260,5 +277,6 @@ mod tests {
         assert_eq!(first.0, "ctx 100");
         assert_eq!(first.1, 1);
         assert_eq!(first.2, vec![Ok(0), Ok(100)]);
+        assert_eq!(first.3, vec![("format", 1), ("nothing", 1), ("read", 1)]);
     }
 }

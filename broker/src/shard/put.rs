@@ -1,6 +1,7 @@
-//! A put on a queue's owner: the records go into the owner's store, are counted, and on a SYNC_MASTER
-//! wait for a slave's ack. The outcome says how far the records got, as RocketMQ's `SendStatus` does:
-//! a record stored without the slave's ack is still stored, so its send result goes back with the code.
+//! A put on a queue's owner: the records go into the owner's store and are counted. The outcome says
+//! how far the records got, as RocketMQ's `SendStatus` does: a record stored without its sync (or,
+//! once replication has waited for it, without the slave's ack) is still stored, so its send result
+//! goes back with the code. The `put` request (`requests`) adds replication's wait.
 
 use protocol::message::record::MessageRecord;
 use protocol::response_code as rc;
@@ -61,7 +62,8 @@ pub enum PutError {
     NotMaster,
 }
 
-/// On the owner: stores the records (one queue), counts them, and on a SYNC_MASTER waits for the slave.
+/// On the owner: stores the records (one queue) and counts them. Replication is not waited for here:
+/// `ShardRef::put` does that.
 pub async fn put_here(
     shard: &Shard,
     mut records: Vec<MessageRecord>,
@@ -90,18 +92,10 @@ pub async fn put_here(
         Err(e) => return Err(e.into()),
     };
     shard.counters.put(count, bytes);
-    if !flushed {
-        // The slave still gets the records; the answer does not wait for it after a late flush.
-        shard.ha.signal.raise();
-        return Ok(PutOutcome {
-            stored,
-            status: SendStatus::FlushDiskTimeout,
-        });
-    }
-    let status = match crate::role::ha::after_put(shard, &stored).await {
-        Ok(()) => SendStatus::SendOk,
-        Err(ha::WaitError::SlaveNotAvailable) => SendStatus::SlaveNotAvailable,
-        Err(ha::WaitError::Timeout) => SendStatus::FlushSlaveTimeout,
+    let status = if flushed {
+        SendStatus::SendOk
+    } else {
+        SendStatus::FlushDiskTimeout
     };
     Ok(PutOutcome { stored, status })
 }

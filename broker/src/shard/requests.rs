@@ -1,102 +1,92 @@
-//! Typed requests from one shard to another. `shard.owner(topic, queue)`, `shard.on(n)` and
-//! `shard.control_shard()` name the target; each method sends one closure that calls one named
-//! function on the target (over the mesh, or inline when the target is this shard) and returns that
-//! function's typed answer, so "go to definition" leads from a processor into the target's code.
-//! Broadcasts from the control shard are in `events`; the shutdown phases in `lifecycle`.
+//! Everything one shard asks of another, in one list. `shard.owner(topic, queue)`, `shard.on(n)` and
+//! `shard.control_shard()` name the target (`target`); each method here sends one job that calls one
+//! named function on the target (over the mesh, or inline when the target is this shard) and returns
+//! that function's typed answer, so "go to definition" leads from a caller into the target's code.
+//!
+//! `run` and `tell` are private to this file: a job crosses a core only through a request listed
+//! here, and the mesh counts them by the name each passes (`Mesh::sent`). This is the one file of
+//! `shard/` that names code of the layers above: what each request runs on its target.
 
+use std::collections::BTreeSet;
+use std::os::fd::OwnedFd;
 use std::rc::Rc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use protocol::body::TopicConfig;
+use protocol::body::{OffsetWrapper, TopicConfig, TopicOffset};
 use protocol::message::record::MessageRecord;
 use protocol::RemotingCommand;
 
+use crate::config::BrokerConfig;
+use crate::feature::broker_stats::item::ItemWindows;
+use crate::feature::broker_stats::{self, daily::DailyTotals, sampler::Rates};
+use crate::feature::pop::queue_pop::{PopRequest, QueuePop};
+use crate::feature::pop::{self, QueueKey};
+use crate::feature::schedule;
+use crate::net::client_calls;
+use crate::processor::admin_stats::{self, ResetTarget};
+use crate::processor::clone_group_offset;
+use crate::processor::commands::Command;
+use crate::replication::{ha, ha_state, ha_sync, role_change};
+use crate::role::control;
+use crate::shard::events::{self, ShardEvent};
 use crate::shard::mesh::MeshError;
-use crate::shard::put::{PutError, PutOutcome};
+use crate::shard::put::{self, PutError, PutOutcome};
 use crate::shard::stats::ShardStats;
+use crate::shard::target::ShardRef;
 use crate::shard::Shard;
+use crate::startup::lifecycle;
 use crate::state::clients::ConnRef;
 use crate::state::subscription_groups::SubscriptionGroupConfig;
 
-/// The control shard: the master topic table, the client registry, name-server registration.
-pub const CONTROL_SHARD: usize = 0;
-
-/// Another shard (or this one) as the target of requests.
-#[derive(Clone, Copy)]
-pub struct ShardRef<'a> {
-    from: &'a Shard,
-    to: usize,
-}
-
-impl Shard {
-    /// Requests to shard `to`.
-    pub fn on(&self, to: usize) -> ShardRef<'_> {
-        ShardRef { from: self, to }
-    }
-
-    /// Requests to the owner of a queue.
-    pub fn owner(&self, topic: &str, queue_id: i32) -> ShardRef<'_> {
-        self.on(self.owner_of(topic, queue_id))
-    }
-
-    /// Every shard, this one included, in id order.
-    pub fn every_shard(&self) -> impl Iterator<Item = ShardRef<'_>> {
-        (0..self.shards).map(|to| self.on(to))
-    }
-
-    /// The shards that make up the broker a client reached through shard `receiver`: that shard
-    /// alone when shards are brokers of their own, else all of them. Statistics, lookups and offset
-    /// tables that a client asks of "the broker" gather over these.
-    pub fn broker_shards(&self, receiver: usize) -> impl Iterator<Item = ShardRef<'_>> {
-        let ids = if self.is_broker {
-            receiver..receiver + 1
-        } else {
-            0..self.shards
-        };
-        ids.map(|to| self.on(to))
-    }
-
-    /// Requests to the control shard.
-    pub fn control_shard(&self) -> ShardRef<'_> {
-        self.on(CONTROL_SHARD)
-    }
-}
-
 impl<'a> ShardRef<'a> {
-    /// The target's shard id.
-    pub fn id(self) -> usize {
-        self.to
-    }
-
-    /// Runs `job` on the target and answers its result.
-    pub async fn run<T, F, Fut>(self, job: F) -> Result<T, MeshError>
+    /// Runs `job` (named `kind`) on the target and answers its result.
+    async fn run<T, F, Fut>(self, kind: &'static str, job: F) -> Result<T, MeshError>
     where
         T: Send + 'static,
         F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = T> + 'static,
     {
-        self.from.mesh.call(self.to, job).await
+        self.from.mesh.call(self.to, kind, job).await
     }
 
-    /// Runs `job` on the target without waiting for it to finish there.
-    pub async fn tell<F, Fut>(self, job: F)
+    /// Runs `job` (named `kind`) on the target without waiting for it to finish there.
+    async fn tell<F, Fut>(self, kind: &'static str, job: F)
     where
         F: FnOnce(Rc<Shard>) -> Fut + Send + 'static,
         Fut: std::future::Future<Output = ()> + 'static,
     {
-        self.from.mesh.tell(self.to, job).await
+        self.from.mesh.tell(self.to, kind, job).await
     }
 
-    /// Stores records of one queue in the owner's store (validated by the caller).
+    // --- Requests from clients, and the data path -----------------------------------------------
+
+    /// Runs a client's request on the shard the request table chose for it.
+    pub async fn process(
+        self,
+        command: Command,
+        req: RemotingCommand,
+        conn: ConnRef,
+    ) -> Result<RemotingCommand, MeshError> {
+        self.run("process", move |s| async move {
+            command.execute(&s, req, conn).await
+        })
+        .await
+    }
+
+    /// Stores records of one queue in the owner's store (validated by the caller); on a SYNC_MASTER
+    /// the answer waits for a slave's ack.
     pub async fn put(self, records: Vec<MessageRecord>) -> Result<PutOutcome, PutError> {
-        self.run(move |s| async move { crate::shard::put::put_here(&s, records).await })
-            .await?
+        self.run("put", move |s| async move {
+            let stored = put::put_here(&s, records).await?;
+            Ok(ha::replicated(&s, stored).await)
+        })
+        .await?
     }
 
     /// The stored record at a physical offset of the target's CommitLog.
     pub async fn read_record(self, physical_offset: i64) -> Result<Option<Bytes>, String> {
-        self.run(move |s| async move {
+        self.run("read_record", move |s| async move {
             s.store
                 .read_record(physical_offset)
                 .await
@@ -115,7 +105,7 @@ impl<'a> ShardRef<'a> {
         begin_ms: i64,
         end_ms: i64,
     ) -> Result<Vec<Bytes>, String> {
-        self.run(move |s| async move {
+        self.run("query_by_key", move |s| async move {
             s.store
                 .query_by_key(&topic, &key, max, begin_ms, end_ms)
                 .await
@@ -125,20 +115,209 @@ impl<'a> ShardRef<'a> {
         .map_err(|e| e.to_string())?
     }
 
-    /// The target's counters and store figures.
+    /// A queue's smallest and largest offsets on its owner.
+    pub async fn queue_bounds(self, topic: String, queue_id: i32) -> Result<(i64, i64), MeshError> {
+        self.run("queue_bounds", move |s| async move {
+            (
+                s.store.min_offset(&topic, queue_id),
+                s.store.max_offset(&topic, queue_id),
+            )
+        })
+        .await
+    }
+
+    // --- POP --------------------------------------------------------------------------------------
+
+    /// Pops up to `want` messages of one queue on its owner.
+    pub async fn pop_queue(
+        self,
+        req: PopRequest,
+        topic: String,
+        queue_id: i32,
+        want: i32,
+        max_bytes: usize,
+    ) -> Result<QueuePop, String> {
+        self.run("pop_queue", move |s| async move {
+            pop::queue_pop::pop_queue(&s, &req, &topic, queue_id, want, max_bytes).await
+        })
+        .await
+        .map_err(|e| e.to_string())?
+    }
+
+    /// Peeks at up to `want` messages of one queue on its owner, past the group's pop position.
+    pub async fn peek_queue(
+        self,
+        group: String,
+        topic: String,
+        queue_id: i32,
+        want: i32,
+    ) -> Result<Result<Vec<Bytes>, String>, MeshError> {
+        self.run("peek_queue", move |s| async move {
+            pop::pop_message::peek_queue(&s, &group, &topic, queue_id, want).await
+        })
+        .await
+    }
+
+    /// Acks one entry of a BATCH_ACK_MESSAGE on its queue's owner.
+    pub async fn batch_ack_entry(
+        self,
+        topic: String,
+        ack: protocol::body::BatchAck,
+    ) -> Result<RemotingCommand, MeshError> {
+        self.run("batch_ack_entry", move |s| async move {
+            pop::ack::ack_entry(&s, topic, ack).await
+        })
+        .await
+    }
+
+    /// Whether a pop of the group would find a message on the queue now (NOTIFICATION).
+    pub async fn pop_has_message(
+        self,
+        key: QueueKey,
+        order: bool,
+        attempt_id: Option<String>,
+    ) -> Result<bool, MeshError> {
+        self.run("pop_has_message", move |s| async move {
+            pop::notification::has_message_here(&s, key, order, attempt_id).await
+        })
+        .await
+    }
+
+    // --- Statistics and admin figures ---------------------------------------------------------------
+
+    /// The target's counters, store and replication figures.
     pub async fn stats(self) -> Result<ShardStats, MeshError> {
-        self.run(|s| async move { s.stats() }).await
+        self.run("stats", |s| async move {
+            let mut stats = s.stats();
+            stats.ha = ha_state::figures(&s);
+            stats
+        })
+        .await
     }
 
     /// The consumer offsets the target holds: (topic@group key, queue id, offset).
     pub async fn consumer_offsets(self) -> Result<Vec<(String, i32, i64)>, MeshError> {
-        self.run(|s| async move { s.offsets.borrow().entries() })
+        self.run("consumer_offsets", |s| async move { s.offsets.borrow().entries() })
             .await
     }
 
+    /// The topics a group has offsets for on the target.
+    pub async fn group_topics(self, group: String) -> Result<Vec<String>, MeshError> {
+        self.run("group_topics", move |s| async move {
+            admin_stats::group_topics(&s, &group)
+        })
+        .await
+    }
+
+    /// Offsets of the target's queues of a topic (GET_TOPIC_STATS_INFO).
+    pub async fn topic_offsets(
+        self,
+        topic: String,
+        queues: Vec<i32>,
+    ) -> Result<Result<Vec<(i32, TopicOffset)>, String>, MeshError> {
+        self.run("topic_offsets", move |s| async move {
+            admin_stats::topic_offsets(&s, &topic, &queues).await
+        })
+        .await
+    }
+
+    /// A group's offsets on the target's queues of a topic (GET_CONSUME_STATS).
+    pub async fn group_offsets(
+        self,
+        group: String,
+        topic: String,
+        queues: Vec<i32>,
+    ) -> Result<Result<Vec<(i32, OffsetWrapper)>, String>, MeshError> {
+        self.run("group_offsets", move |s| async move {
+            admin_stats::group_offsets(&s, &group, &topic, &queues).await
+        })
+        .await
+    }
+
+    /// Resets a group's offsets on the target's queues (INVOKE_BROKER_TO_RESET_OFFSET).
+    pub async fn reset_queues(
+        self,
+        group: String,
+        topic: String,
+        targets: Vec<(i32, ResetTarget)>,
+        force: bool,
+    ) -> Result<Result<Vec<(i32, i64)>, String>, MeshError> {
+        self.run("reset_queues", move |s| async move {
+            admin_stats::reset_queues(&s, &group, &topic, &targets, force).await
+        })
+        .await
+    }
+
+    /// Copies a group's offsets to another group on the target (CLONE_GROUP_OFFSET).
+    pub async fn clone_group_offsets(
+        self,
+        src: String,
+        dest: String,
+        topics: BTreeSet<String>,
+    ) -> Result<usize, MeshError> {
+        self.run("clone_group_offsets", move |s| async move {
+            clone_group_offset::clone_on_shard(&s, &src, &dest, &topics)
+        })
+        .await
+    }
+
+    /// Drops a deleted group's offsets on the target and persists them.
+    pub async fn remove_group_offsets(self, group: String) -> Result<(), MeshError> {
+        self.run("remove_group_offsets", move |s| async move {
+            s.offsets.borrow_mut().remove_group(&group);
+            lifecycle::persist_offsets(&s).await;
+        })
+        .await
+    }
+
+    /// One statistics item's windows on the target (VIEW_BROKER_STATS_DATA).
+    pub async fn stats_item(
+        self,
+        name: String,
+        key: String,
+        since_ms: u64,
+    ) -> Result<Option<ItemWindows>, MeshError> {
+        self.run("stats_item", move |_| async move {
+            broker_stats::local::item_windows(&name, &key, since_ms)
+        })
+        .await
+    }
+
+    /// The target's slowest send, in ms.
+    pub async fn put_time_max_ms(self) -> Result<u64, MeshError> {
+        self.run("put_time_max_ms", |_| async {
+            broker_stats::local::put_time_max_ms()
+        })
+        .await
+    }
+
+    /// The target's totals since this morning.
+    pub async fn daily_totals(self) -> Result<DailyTotals, MeshError> {
+        self.run("daily_totals", |_| async {
+            broker_stats::sampler::local_daily()
+        })
+        .await
+    }
+
+    /// The target's rates over the sampling windows.
+    pub async fn rates(self) -> Result<Rates, MeshError> {
+        self.run("rates", |_| async { broker_stats::sampler::local_rates() })
+            .await
+    }
+
+    /// The end of the target's CommitLog, as a shard-local offset.
+    pub async fn local_max_physical_offset(self) -> Result<u64, MeshError> {
+        self.run("local_max_physical_offset", |s| async move {
+            storage::local_of(s.store.max_physical_offset())
+        })
+        .await
+    }
+
+    // --- Metadata kept by the control shard -----------------------------------------------------------
+
     /// Drops a deleted topic's data and offsets on the target.
     pub async fn delete_topic(self, topic: String) -> Result<(), MeshError> {
-        self.run(move |s| async move {
+        self.run("delete_topic", move |s| async move {
             s.store.delete_topic(&topic).await;
             s.offsets.borrow_mut().remove_topic(&topic);
         })
@@ -147,11 +326,11 @@ impl<'a> ShardRef<'a> {
 
     /// Control shard: creates a topic unless it exists; answers the config in force.
     pub async fn create_topic(self, tc: TopicConfig) -> Result<TopicConfig, String> {
-        self.run(move |s| async move {
-            if s.control.is_none() {
+        self.run("create_topic", move |s| async move {
+            if !s.is_control() {
                 return Err(format!("shard {} is not the control shard", s.id));
             }
-            Ok(crate::role::control::create_topic(&s, tc).await)
+            Ok(control::create_topic(&s, tc).await)
         })
         .await
         .map_err(|e| e.to_string())?
@@ -163,13 +342,39 @@ impl<'a> ShardRef<'a> {
         self,
         group: String,
     ) -> Result<Option<SubscriptionGroupConfig>, MeshError> {
-        self.run(move |s| async move { crate::role::control::ensure_group(&s, &group).await })
+        self.run("ensure_group", move |s| async move {
+            control::ensure_group(&s, &group).await
+        })
+        .await
+    }
+
+    /// Applies a broadcast of the control shard to the target's copies.
+    pub async fn apply_event(self, event: ShardEvent) -> Result<(), MeshError> {
+        self.run("apply_event", move |s| async move { events::apply(&s, event) })
             .await
     }
 
+    /// Applies a changed broker config on the target (the values changeable at run time).
+    pub async fn apply_config(self, cfg: BrokerConfig) -> Result<(), MeshError> {
+        self.run("apply_config", move |_| async move {
+            crate::config::live::apply(&cfg)
+        })
+        .await
+    }
+
+    /// Control shard: a slave saw data of a topic it has no config for (asked for once each).
+    pub async fn topic_seen(self, topic: String, queues: i32) {
+        self.tell("topic_seen", move |ctl| async move {
+            ha::topic_seen(&ctl, topic, queues).await
+        })
+        .await
+    }
+
+    // --- Clients' connections -----------------------------------------------------------------------
+
     /// Control shard: the connection a producer client (by client id) sent its latest heartbeat on.
     pub async fn producer_conn(self, client_id: String) -> Result<Option<ConnRef>, MeshError> {
-        self.run(move |s| async move {
+        self.run("producer_conn", move |s| async move {
             s.control
                 .as_ref()
                 .and_then(|ctl| ctl.clients.borrow().producer_conn_by_client_id(&client_id))
@@ -179,8 +384,8 @@ impl<'a> ShardRef<'a> {
 
     /// Control shard: a connection of shard `shard` that had registered clients closed.
     pub async fn connection_closed(self, shard: usize, conn_id: u64) {
-        self.tell(move |s| async move {
-            crate::role::control::connection_closed(&s, shard, conn_id).await
+        self.tell("connection_closed", move |s| async move {
+            control::connection_closed(&s, shard, conn_id).await
         })
         .await
     }
@@ -193,14 +398,165 @@ impl<'a> ShardRef<'a> {
         cmd: RemotingCommand,
         timeout: Duration,
     ) -> Result<RemotingCommand, String> {
-        self.run(move |s| async move { s.call_client(conn_id, cmd, timeout).await })
-            .await
-            .map_err(|e| e.to_string())?
+        self.run("call_client", move |s| async move {
+            client_calls::state(&s)
+                .call_client(conn_id, cmd, timeout)
+                .await
+        })
+        .await
+        .map_err(|e| e.to_string())?
     }
 
     /// Sends a server-initiated command to one of the target's connections.
     pub async fn notify(self, conn_id: u64, cmd: RemotingCommand) {
-        self.tell(move |s| async move { s.notify_connection(conn_id, cmd) })
-            .await
+        self.tell("notify", move |s| async move {
+            client_calls::state(&s).notify(conn_id, cmd)
+        })
+        .await
+    }
+
+    /// Control shard: asks the producer of a half message for its transaction's state.
+    pub async fn check_transaction(self, cmd: RemotingCommand) -> Result<RemotingCommand, MeshError> {
+        self.run("check_transaction", move |ctl| async move {
+            crate::feature::transaction::deliver_check(&ctl, cmd).await
+        })
+        .await
+    }
+
+    // --- Delayed messages -------------------------------------------------------------------------------
+
+    /// Installs delay-level offsets on the target and answers its safe offsets.
+    pub async fn delay_offsets(
+        self,
+        install: Vec<(i32, i64)>,
+        settle_all: bool,
+    ) -> Result<Vec<(i32, i64)>, MeshError> {
+        self.run("delay_offsets", move |s| async move {
+            schedule::serve_call(&s, install, settle_all).await
+        })
+        .await
+    }
+
+    /// Control shard: writes the delay offsets file.
+    pub async fn persist_delay_offsets(self) -> Result<(), MeshError> {
+        self.run("persist_delay_offsets", |s| async move {
+            schedule::persist(&s, true).await
+        })
+        .await
+    }
+
+    /// Control shard of a slave: installs the master's delay offsets.
+    pub async fn install_delay_offsets(self, json: String) -> Result<Result<usize, String>, MeshError> {
+        self.run("install_delay_offsets", move |s| async move {
+            schedule::install_delay_offsets_json(&s, &json).await
+        })
+        .await
+    }
+
+    // --- Replication ---------------------------------------------------------------------------------------
+
+    /// A slave takes the master's consumer offsets of the target's queues.
+    pub async fn set_consumer_offsets(
+        self,
+        entries: Vec<(String, String, i32, i64)>,
+    ) -> Result<(), MeshError> {
+        self.run("set_consumer_offsets", move |owner| async move {
+            ha_sync::set_offsets(&owner, entries)
+        })
+        .await
+    }
+
+    /// A slave shard learns its master's HA and remoting addresses.
+    pub async fn follow_master(self, ha_addr: Option<String>, master_addr: Option<String>) {
+        self.tell("follow_master", move |s| async move {
+            ha_sync::set_master(&s, ha_addr, master_addr)
+        })
+        .await
+    }
+
+    /// The owning shard takes over a slave's replication connection accepted by shard 0.
+    pub async fn adopt_slave(self, fd: OwnedFd, peer: String, hello: ::ha::wire::Handshake) {
+        self.tell("adopt_slave", move |owner| async move {
+            ha::adopt(&owner, fd, peer, hello)
+        })
+        .await
+    }
+
+    /// Controller mode: the brokerId the controllers gave this broker.
+    pub async fn set_controller_id(self, broker_id: u64) {
+        self.tell("set_controller_id", move |s| async move {
+            role_change::controller_id_known(&s, broker_id)
+        })
+        .await
+    }
+
+    /// Controller mode: the target becomes master of `epoch` with this SyncStateSet.
+    pub async fn become_master(self, epoch: i32, set: BTreeSet<u64>) -> Result<(), MeshError> {
+        self.run("become_master", move |s| async move {
+            role_change::become_master(&s, epoch, set).await
+        })
+        .await
+    }
+
+    /// Controller mode: the target becomes a slave of the master at `master_addr`.
+    pub async fn become_slave(self, broker_id: u64, master_addr: String) -> Result<(), MeshError> {
+        self.run("become_slave", move |s| async move {
+            role_change::become_slave(&s, broker_id, master_addr).await
+        })
+        .await
+    }
+
+    /// Controller mode: the target learns its master's HA address.
+    pub async fn master_ha_known(self, ha_addr: String) {
+        self.tell("master_ha_known", move |s| async move {
+            role_change::master_ha_known(&s, ha_addr)
+        })
+        .await
+    }
+
+    /// Controller mode: the target's slaves that belong in the SyncStateSet.
+    pub async fn caught_up_slaves(
+        self,
+        limit_ms: u64,
+        members: BTreeSet<u64>,
+    ) -> Result<BTreeSet<u64>, MeshError> {
+        self.run("caught_up_slaves", move |s| async move {
+            ha::caught_up_slaves(&s, limit_ms, &members)
+        })
+        .await
+    }
+
+    /// Controller mode: the SyncStateSet the controllers accepted.
+    pub async fn sync_state_set_changed(self, set: BTreeSet<u64>) -> Result<(), MeshError> {
+        self.run("sync_state_set_changed", move |s| async move {
+            role_change::sync_state_set_changed(&s, set)
+        })
+        .await
+    }
+
+    // --- Shutdown ------------------------------------------------------------------------------------------
+
+    /// Phase 1: stop accepting, answer parked pulls, wait for requests and deliveries.
+    pub async fn drain(self) -> Result<(), MeshError> {
+        self.run("drain", |s| async move {
+            lifecycle::drain_here(&s).await;
+            schedule::quiesce(&s).await;
+        })
+        .await
+    }
+
+    /// Phase 2: persist offsets, flush and checkpoint the store.
+    pub async fn shut_store(self) -> Result<(), MeshError> {
+        self.run("shut_store", |s| async move {
+            lifecycle::persist_offsets(&s).await;
+            s.store.shutdown().await;
+            tracing::info!("shard {}: store flushed and checkpointed", s.id);
+        })
+        .await
+    }
+
+    /// Phase 3: let the target's executor end.
+    pub async fn exit(self) {
+        self.tell("exit", |s| async move { s.exit.fire() }).await
     }
 }

@@ -49,5 +49,20 @@ pub struct ShardStats {
     pub store: storage::StatsSnapshot,
     /// Why the shard's store refuses writes (failed write or sync, full disk), if it does.
     pub read_only: Option<String>,
-    pub ha: crate::role::ha_state::HaStats,
+    /// Filled in by replication, which owns these figures.
+    pub ha: HaStats,
+    /// Requests this shard sent to other shards so far, by kind (`shard::requests`).
+    pub requests_sent: Vec<(&'static str, u64)>,
+}
+
+/// HA figures of one shard for GET_BROKER_RUNTIME_INFO.
+#[derive(Debug, Clone, Default)]
+pub struct HaStats {
+    pub slaves: usize,
+    pub slave_ack_offset: i64,
+    pub behind_bytes: u64,
+    pub behind_ms: u64,
+    pub slave_connected: bool,
+    pub slave_last_append_ms: i64,
+    pub slave_rejected_frames: u64,
 }

@@ -2,6 +2,7 @@
 //! shard, each opening its own store, joining the cross-shard mesh and binding its own listeners.
 
 pub(crate) mod executors;
+pub(crate) mod lifecycle;
 pub(crate) mod mesh_join;
 pub(crate) mod progress;
 pub(crate) mod shards_file;
@@ -211,8 +212,8 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
         .store
         .set_arrival_listener(Box::new(move |topic, queue_id, _max| {
             if let Some(shard) = weak.upgrade() {
-                shard.waiters.notify(topic, queue_id);
-                crate::role::ha::on_arrival(&shard, topic, queue_id);
+                crate::feature::long_poll::waiters(&shard).notify(topic, queue_id);
+                crate::replication::ha::on_arrival(&shard, topic, queue_id);
             }
         }));
     progress.enter(Stage::Transactions);
@@ -225,7 +226,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
     // No await between binding and starting the mesh: no request can arrive before calls are served.
     crate::net::server::start_listeners(&shard, &listen)?;
     mesh.start(receivers, &shard);
-    crate::role::ha::start(&shard)?;
+    crate::replication::ha::start(&shard)?;
     start_offset_persistence(&shard);
     crate::feature::broker_stats::sampler::start(&shard);
     crate::feature::schedule::start(&shard);
@@ -238,12 +239,15 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
         if let Some(Err(e)) = answers.into_iter().find(Result::is_err) {
             return Err(BrokerError::Mesh(e.to_string()));
         }
-        crate::role::control::start_tasks(&shard, boot.signals);
+        crate::role::control::start_tasks(&shard);
+        if let Some(signals) = boot.signals {
+            crate::startup::lifecycle::watch_signals(&shard, signals);
+        }
         crate::feature::metrics::start(&shard)?;
         progress.enter(Stage::Registering);
         let registered = crate::role::control::register_now(&shard).await;
         if cfg.controller.enabled {
-            crate::role::replicas::start(&shard);
+            crate::replication::replicas::start(&shard);
         }
         tracing::info!(
             "The broker[{}, {}] boot success. serializeType=JSON and name server is {} ({} accepted the registration)",
@@ -298,7 +302,7 @@ fn start_offset_persistence(shard: &Rc<Shard>) {
             if shard.shutting_down.get() {
                 return;
             }
-            shard.persist_offsets().await;
+            crate::startup::lifecycle::persist_offsets(&shard).await;
         }
     })
     .detach();

@@ -8,6 +8,8 @@ pub mod resources;
 pub mod signature;
 pub mod validator;
 
+pub use resources::AclRule;
+
 use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -112,11 +114,13 @@ fn refresh(slot: &mut Option<Loaded>, path: &Path) {
     *slot = Some(fresh);
 }
 
-/// `None` when `request` may proceed; otherwise the NO_PERMISSION answer with the reason.
+/// `None` when `request` may proceed; otherwise the NO_PERMISSION answer with the reason. `rule` is
+/// what the request table says its code needs.
 pub fn check(
     cfg: &BrokerConfig,
     request: &RemotingCommand,
     peer: SocketAddr,
+    rule: AclRule,
 ) -> Option<RemotingCommand> {
     if !cfg.acl_enable {
         return None;
@@ -126,7 +130,7 @@ pub fn check(
         let mut slot = cell.borrow_mut();
         refresh(&mut slot, &path);
         match slot.as_ref().map(|l| &l.acl) {
-            Some(Ok(acl)) => validator::validate(acl, request, peer.ip()),
+            Some(Ok(acl)) => validator::validate(acl, request, peer.ip(), rule),
             Some(Err(e)) => Err(e.clone()),
             None => Err("ACL rules are not loaded".to_owned()),
         }
@@ -143,6 +147,11 @@ pub fn check(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `check` under the rule the request table gives the request's code.
+    fn check(cfg: &BrokerConfig, request: &RemotingCommand, peer: SocketAddr) -> Option<RemotingCommand> {
+        super::check(cfg, request, peer, crate::processor::commands::acl_rule(request.code))
+    }
     use protocol::request_code as code;
 
     fn cfg_for(path: &Path) -> BrokerConfig {

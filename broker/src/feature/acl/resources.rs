@@ -1,8 +1,8 @@
-//! What a request needs, as RocketMQ's PlainAccessValidator derives it from the request code: topics
-//! and groups with PUB or SUB, and whether the code is admin-only.
+//! What a request needs, as RocketMQ's PlainAccessValidator derives it: topics and groups with PUB or
+//! SUB, and whether only an admin may send it. Which rule a request code follows is in the request
+//! table (`processor::commands`).
 
 use protocol::body::HeartbeatData;
-use protocol::request_code as code;
 use protocol::RemotingCommand;
 
 use super::perm;
@@ -43,47 +43,63 @@ fn pop_topic(name: &str, group: &str) -> Resource {
     }
 }
 
-/// Codes only an `admin: true` account may send (RocketMQ's `Permission.ADMIN_CODE`).
-pub fn needs_admin(request_code: i32) -> bool {
-    matches!(
-        request_code,
-        code::UPDATE_AND_CREATE_TOPIC
-            | code::UPDATE_BROKER_CONFIG
-            | code::DELETE_TOPIC_IN_BROKER
-            | code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
-            | code::DELETE_SUBSCRIPTIONGROUP
-    )
+/// What a request code needs, as RocketMQ's PlainAccessValidator reads it from the request; each row
+/// of the request table (`processor::commands`) names one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AclRule {
+    /// Nothing beyond a valid signature.
+    Free,
+    /// Only an `admin: true` account (RocketMQ's `Permission.ADMIN_CODE`).
+    Admin,
+    /// SEND_MESSAGE: PUB on `topic`.
+    Send,
+    /// SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE: PUB on `b` (RocketMQ 4.x checks only V2; a batch carries
+    /// the same header and publishes the same).
+    SendV2,
+    /// CONSUMER_SEND_MSG_BACK: PUB on `originTopic`, SUB on `group`.
+    SendBack,
+    /// A pull or lite pull: SUB on `topic` and `consumerGroup` (RocketMQ 5's plain ACL leaves lite pulls
+    /// unchecked; a lite pull reads like a pull, so it needs what a pull needs).
+    Pull,
+    /// POP codes read as a pull does; an ack names the pop retry topic `%RETRY%group_topic` of a retried
+    /// message, which is the group's own topic.
+    Pop,
+    /// BATCH_ACK_MESSAGE: what each ack of the body names.
+    BatchAck,
+    /// QUERY_MESSAGE: SUB on `topic`.
+    QueryMessage,
+    /// HEART_BEAT: SUB on every subscription and group of the body.
+    Heartbeat,
+    /// SUB on `consumerGroup`.
+    Group,
+    /// UPDATE_CONSUMER_OFFSET: SUB on `consumerGroup` and `topic`.
+    GroupAndTopic,
 }
 
-/// The resources `request` touches with the permission each needs; `Err` when the request cannot be
-/// read well enough to say (RocketMQ refuses those too).
-pub fn needed(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, String> {
+impl AclRule {
+    pub fn needs_admin(self) -> bool {
+        self == AclRule::Admin
+    }
+}
+
+/// The resources `request` touches under `rule`, with the permission each needs; `Err` when the request
+/// cannot be read well enough to say (RocketMQ refuses those too).
+pub fn needed(rule: AclRule, request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, String> {
     let topic = |key: &str| topic_resource(request.ext(key).unwrap_or_default());
     let group = |key: &str| Resource::Group(request.ext(key).unwrap_or_default().to_owned());
-    Ok(match request.code {
-        code::SEND_MESSAGE => vec![(topic("topic"), perm::PUB)],
-        // RocketMQ 4.x checks only V2; a batch (320) carries the same header and publishes the same.
-        code::SEND_MESSAGE_V2 | code::SEND_BATCH_MESSAGE => vec![(topic("b"), perm::PUB)],
-        code::CONSUMER_SEND_MSG_BACK => {
-            vec![
-                (topic("originTopic"), perm::PUB),
-                (group("group"), perm::SUB),
-            ]
-        }
-        // RocketMQ 5's plain ACL leaves lite pulls unchecked; a lite pull reads like a pull, so it
-        // needs what a pull needs.
-        code::PULL_MESSAGE | code::LITE_PULL_MESSAGE => vec![
+    Ok(match rule {
+        AclRule::Free | AclRule::Admin => Vec::new(),
+        AclRule::Send => vec![(topic("topic"), perm::PUB)],
+        AclRule::SendV2 => vec![(topic("b"), perm::PUB)],
+        AclRule::SendBack => vec![
+            (topic("originTopic"), perm::PUB),
+            (group("group"), perm::SUB),
+        ],
+        AclRule::Pull => vec![
             (topic("topic"), perm::SUB),
             (group("consumerGroup"), perm::SUB),
         ],
-        // POP reads as a pull does; an ack names the pop retry topic `%RETRY%group_topic` of a retried
-        // message, which is the group's own topic.
-        code::POP_MESSAGE
-        | code::PEEK_MESSAGE
-        | code::ACK_MESSAGE
-        | code::CHANGE_MESSAGE_INVISIBLETIME
-        | code::NOTIFICATION
-        | code::POLLING_INFO => {
+        AclRule::Pop => {
             let group_name = request.ext("consumerGroup").unwrap_or_default();
             vec![
                 (
@@ -93,7 +109,7 @@ pub fn needed(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, String> 
                 (Resource::Group(group_name.to_owned()), perm::SUB),
             ]
         }
-        code::BATCH_ACK_MESSAGE => {
+        AclRule::BatchAck => {
             let body: protocol::body::BatchAckMessageRequestBody =
                 serde_json::from_slice(&request.body)
                     .map_err(|e| format!("batch ack body cannot be read: {e}"))?;
@@ -104,8 +120,8 @@ pub fn needed(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, String> 
             }
             out
         }
-        code::QUERY_MESSAGE => vec![(topic("topic"), perm::SUB)],
-        code::HEART_BEAT => {
+        AclRule::QueryMessage => vec![(topic("topic"), perm::SUB)],
+        AclRule::Heartbeat => {
             let data: HeartbeatData = protocol::body::from_json(&request.body)
                 .map_err(|e| format!("heartbeat body cannot be read: {e}"))?;
             let mut out = Vec::new();
@@ -117,22 +133,27 @@ pub fn needed(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, String> 
             }
             out
         }
-        code::UNREGISTER_CLIENT | code::GET_CONSUMER_LIST_BY_GROUP => {
-            vec![(group("consumerGroup"), perm::SUB)]
-        }
-        code::UPDATE_CONSUMER_OFFSET => {
-            vec![
-                (group("consumerGroup"), perm::SUB),
-                (topic("topic"), perm::SUB),
-            ]
-        }
-        _ => Vec::new(),
+        AclRule::Group => vec![(group("consumerGroup"), perm::SUB)],
+        AclRule::GroupAndTopic => vec![
+            (group("consumerGroup"), perm::SUB),
+            (topic("topic"), perm::SUB),
+        ],
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use protocol::request_code as code;
+
+    /// The rule the request table gives a request's code.
+    fn needed(request: &RemotingCommand) -> Result<Vec<(Resource, u8)>, String> {
+        super::needed(crate::processor::commands::acl_rule(request.code), request)
+    }
+
+    fn needs_admin(request_code: i32) -> bool {
+        crate::processor::commands::acl_rule(request_code).needs_admin()
+    }
 
     #[test]
     fn pull_needs_topic_and_group() {

@@ -7,14 +7,19 @@ use protocol::RemotingCommand;
 
 use super::config::{Account, PlainAcl};
 use super::perm;
-use super::resources::{needed, needs_admin, Resource};
+use super::resources::{needed, AclRule, Resource};
 use super::signature::{signed_content, verify, ACCESS_KEY, SIGNATURE};
 
 /// Why a request was refused (sent back as the NO_PERMISSION remark).
 pub type Denied = String;
 
-/// Accepts or refuses `request` from `peer`.
-pub fn validate(acl: &PlainAcl, request: &RemotingCommand, peer: IpAddr) -> Result<(), Denied> {
+/// Accepts or refuses `request` from `peer`; `rule` says what its code needs.
+pub fn validate(
+    acl: &PlainAcl,
+    request: &RemotingCommand,
+    peer: IpAddr,
+    rule: AclRule,
+) -> Result<(), Denied> {
     if acl
         .global_white_remote_addresses
         .iter()
@@ -39,7 +44,7 @@ pub fn validate(acl: &PlainAcl, request: &RemotingCommand, peer: IpAddr) -> Resu
     if !verify(&signed_content(request), &account.secret_key, signature) {
         return Err(format!("Check signature failed for accessKey={access_key}"));
     }
-    if needs_admin(request.code) && !account.admin {
+    if rule.needs_admin() && !account.admin {
         return Err(format!(
             "Need admin permission for request code={}, but accessKey={access_key} is not",
             request.code
@@ -49,7 +54,7 @@ pub fn validate(acl: &PlainAcl, request: &RemotingCommand, peer: IpAddr) -> Resu
     if account.admin && account.topic_perms.is_empty() && account.group_perms.is_empty() {
         return Ok(());
     }
-    for (resource, need) in needed(request)? {
+    for (resource, need) in needed(rule, request)? {
         let owned = owned_perm(account, &resource);
         if !perm::allows(need, owned) {
             return Err(format!(
@@ -80,6 +85,11 @@ fn owned_perm(account: &Account, resource: &Resource) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `validate` under the rule the request table gives the request's code.
+    fn validate(acl: &PlainAcl, request: &RemotingCommand, peer: IpAddr) -> Result<(), Denied> {
+        super::validate(acl, request, peer, crate::processor::commands::acl_rule(request.code))
+    }
     use crate::feature::acl::config::parse;
     use crate::feature::acl::signature::sign;
     use protocol::request_code as code;

@@ -20,8 +20,7 @@ use item::ItemWindows;
 pub async fn item_windows(shard: &Rc<Shard>, name: &str, key: &str) -> Option<ItemWindows> {
     let since = u64::try_from(shard.boot_ms).unwrap_or(0);
     let answers = join_all(shard.broker_shards(shard.id).map(|s| {
-        let (name, key) = (name.to_owned(), key.to_owned());
-        s.run(move |_| async move { local::item_windows(&name, &key, since) })
+        s.stats_item(name.to_owned(), key.to_owned(), since)
     }))
     .await;
     answers
@@ -61,7 +60,7 @@ pub async fn put_time_max_ms(shard: &Rc<Shard>, receiver: usize) -> u64 {
     join_all(
         shard
             .broker_shards(receiver)
-            .map(|s| s.run(|_| async { local::put_time_max_ms() })),
+            .map(|s| s.put_time_max_ms()),
     )
     .await
     .into_iter()

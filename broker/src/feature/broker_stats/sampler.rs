@@ -54,7 +54,7 @@ pub fn start(shard: &Rc<Shard>) {
 }
 
 /// The rate fields, in `RATE_NAMES` order, each over the three windows.
-type Rates = [[f64; WINDOWS_S.len()]; RATE_NAMES.len()];
+pub(crate) type Rates = [[f64; WINDOWS_S.len()]; RATE_NAMES.len()];
 
 /// The rates as RocketMQ's runtime info names them.
 const RATE_NAMES: [&str; 5] = [
@@ -66,7 +66,7 @@ const RATE_NAMES: [&str; 5] = [
 ];
 
 /// This shard's rates, from its own samples.
-fn local_rates() -> Rates {
+pub(crate) fn local_rates() -> Rates {
     let fields: [fn(&Counters) -> u64; RATE_NAMES.len()] = [
         |c| c.put_msgs,
         |c| c.get_found,
@@ -80,13 +80,18 @@ fn local_rates() -> Rates {
     })
 }
 
+/// This shard's totals since this morning.
+pub(crate) fn local_daily() -> DailyTotals {
+    DAILY.with(|d| *d.borrow())
+}
+
 /// The morning totals of the broker a client reached through shard `receiver`, summed over its
 /// shards.
 pub async fn daily_totals(shard: &Rc<Shard>, receiver: usize) -> DailyTotals {
     join_all(
         shard
             .broker_shards(receiver)
-            .map(|s| s.run(|_| async { DAILY.with(|d| *d.borrow()) })),
+            .map(|s| s.daily_totals()),
     )
     .await
     .into_iter()
@@ -100,7 +105,7 @@ pub async fn rate_fields(shard: &Rc<Shard>, receiver: usize) -> Vec<(&'static st
     let answers = join_all(
         shard
             .broker_shards(receiver)
-            .map(|s| s.run(|_| async { local_rates() })),
+            .map(|s| s.rates()),
     )
     .await;
     let mut sum: Rates = [[0.0; WINDOWS_S.len()]; RATE_NAMES.len()];

@@ -2,17 +2,13 @@
 //! the hot-path slots (`local`), consumer backlog per topic and group, and the store's disk usage.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::atomic::Ordering::Relaxed;
 
-use protocol::header::{CommandHeader, GetMaxOffsetRequestHeader, GetMaxOffsetResponseHeader};
-use protocol::{request_code, response_code, RemotingCommand};
 
 use crate::shard::mesh::join_all;
 use crate::shard::stats::ShardStats;
 use crate::shard::Shard;
-use crate::state::clients::ConnRef;
 
 /// Most (topic, group, queue) offsets measured per scrape, so a huge table cannot stall shard 0.
 const MAX_BACKLOG_QUEUES: usize = 20_000;
@@ -49,7 +45,7 @@ pub struct Snapshot {
     /// This broker is a slave (HA figures are then the slave side's).
     pub is_slave: bool,
     /// Controller mode: the group as the controllers last said.
-    pub controller: Option<crate::role::replica_state::ReplicaFigures>,
+    pub controller: Option<crate::replication::replica_state::ReplicaFigures>,
 }
 
 pub fn local_figures() -> Vec<LocalFigures> {
@@ -89,29 +85,14 @@ pub fn disk_figures(path: &std::path::Path) -> Option<DiskFigures> {
     })
 }
 
-/// The max offset of a queue, asked of its owner shard through the normal GET_MAX_OFFSET path.
+/// The max offset of a queue, asked of its owner shard.
 async fn max_offset(shard: &Rc<Shard>, owner: usize, topic: &str, queue_id: i32) -> Option<i64> {
-    let header = GetMaxOffsetRequestHeader {
-        topic: topic.to_owned(),
-        queue_id,
-        committed: None,
-    };
-    let cmd = RemotingCommand::request(request_code::GET_MAX_OFFSET)
-        .with_ext_fields(header.to_ext_fields());
-    let conn = ConnRef {
-        shard: shard.id,
-        conn_id: 0,
-        peer: SocketAddr::from(([0, 0, 0, 0], 0)),
-    };
-    let resp = crate::processor::process_on(shard, owner, cmd, conn)
+    shard
+        .on(owner)
+        .queue_bounds(topic.to_owned(), queue_id)
         .await
-        .ok()?;
-    if resp.code != response_code::SUCCESS {
-        return None;
-    }
-    GetMaxOffsetResponseHeader::from_ext_fields(&resp.ext_fields)
         .ok()
-        .map(|h| h.offset)
+        .map(|(_, max)| max)
 }
 
 pub async fn gather(shard: &Rc<Shard>) -> Snapshot {
@@ -121,11 +102,9 @@ pub async fn gather(shard: &Rc<Shard>) -> Snapshot {
         local: local_figures(),
         disk: disk_figures(&shard.cfg.store_path_root_dir),
         is_slave: shard.role() == crate::config::BrokerRole::Slave,
-        controller: shard
-            .control
-            .as_ref()
+        controller: crate::replication::replica_state::replicas(shard)
             .filter(|_| shard.cfg.controller.enabled)
-            .map(|c| c.replicas.figures()),
+            .map(|r| r.figures()),
         ..Snapshot::default()
     };
     for s in join_all(shard.every_shard().map(|s| s.stats()))

@@ -1,18 +1,30 @@
-//! POP consumption (RocketMQ 5's broker-side load balancing) on the shard that owns each queue:
+//! POP consumption (RocketMQ 5's broker-side load balancing) on the shard that owns each queue, from
+//! its requests (`pop_message`: POP_MESSAGE and PEEK_MESSAGE; `ack`; `change_invisible`;
+//! `notification`: NOTIFICATION and POLLING_INFO) to its state:
 //! the group's pop position is its consumer offset; every non-ordered pop leaves a check point
 //! (`checkpoint`) that, unless acked within its invisible time, puts the unacked messages into the
 //! pop retry topic `%RETRY%group_topic` (or `%DLQ%group` after `retryMaxTimes`) (`revive`); ordered
 //! pops block their queue until acked (`order`). Check points, acks and ordered commits are records
 //! of the revive topic in this shard's own CommitLog (`revive_log`), replayed at start.
 
+// Early returns carry the error response itself; it is built once per request, so its size is moot.
+#![allow(clippy::result_large_err)]
+
+pub(crate) mod ack;
+pub(crate) mod change_invisible;
 pub(crate) mod checkpoint;
+pub(crate) mod notification;
 pub(crate) mod order;
+pub(crate) mod pop_message;
+pub(crate) mod queue_key;
 pub(crate) mod queue_pop;
 pub(crate) mod revive;
 pub(crate) mod revive_log;
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
+
+pub use queue_key::QueueKey;
 
 use checkpoint::CkTable;
 use order::OrderTable;
@@ -27,21 +39,22 @@ pub fn revive_topic(cluster: &str) -> String {
     format!("rmq_sys_REVIVE_LOG_{cluster}")
 }
 
-/// A group's view of one queue.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct QueueKey {
-    pub group: String,
-    pub topic: String,
-    pub queue_id: i32,
+/// This shard's POP state.
+pub fn state(shard: &crate::shard::Shard) -> std::rc::Rc<PopState> {
+    shard.extensions.get()
 }
 
-impl QueueKey {
-    pub fn new(group: &str, topic: &str, queue_id: i32) -> QueueKey {
-        QueueKey {
-            group: group.to_owned(),
-            topic: topic.to_owned(),
-            queue_id,
-        }
+/// Records where the POP revive log's replay starts (the revive group's offset), so it is persisted
+/// with the pop positions it matches.
+pub fn note_revive_offset(shard: &crate::shard::Shard) {
+    let topic = revive_topic(&shard.cfg.broker_cluster_name);
+    let end = shard.store.max_offset(&topic, REVIVE_QUEUE);
+    let offset = state(shard).settled_offset(end);
+    let mut offsets = shard.offsets.borrow_mut();
+    let known = offsets.query(REVIVE_GROUP, &topic, REVIVE_QUEUE);
+    // A broker that never served a pop keeps no revive offset.
+    if known != Some(offset) && (known.is_some() || offset > 0) {
+        offsets.commit(REVIVE_GROUP, &topic, REVIVE_QUEUE, offset);
     }
 }
 

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use super::QueueKey;
+use super::queue_key::QueueKey;
 
 /// The last batch an ordered pop took from a queue.
 #[derive(Debug, Clone, PartialEq, Eq)]

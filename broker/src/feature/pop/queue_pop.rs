@@ -144,9 +144,7 @@ fn filter_of(shard: &Shard, req: &PopRequest, topic: &str) -> Result<PullFilter,
             "The broker does not support consumer to filter message by {kind}"
         ));
     }
-    shard
-        .sql_filters
-        .borrow_mut()
+    crate::feature::pull_filter::subscriptions(shard).sql_filters.borrow_mut()
         .compile(&req.group, &req.topic, exp)
         .map(PullFilter::Sql)
         .map_err(|e| e.to_string())
@@ -168,14 +166,13 @@ pub async fn pop_queue(
         ..QueuePop::default()
     };
     let max = shard.store.max_offset(topic, queue_id);
-    let Some(_lock) = shard.pop.try_lock(&key) else {
+    let pop_state = crate::feature::pop::state(shard);
+    let Some(_lock) = pop_state.try_lock(&key) else {
         out.rest = max - position(shard, &key, req.init_mode, false).await;
         return Ok(out);
     };
     if req.order
-        && shard
-            .pop
-            .orders
+        && crate::feature::pop::state(shard).orders
             .borrow()
             .blocked(&key, req.attempt_id.as_deref(), now_ms())
     {
@@ -220,7 +217,7 @@ pub async fn pop_queue(
         .map(|r| record_queue_offset(r))
         .collect();
     if req.order {
-        out.order_counts = shard.pop.orders.borrow_mut().update(
+        out.order_counts = crate::feature::pop::state(shard).orders.borrow_mut().update(
             &key,
             req.attempt_id.clone(),
             req.pop_time,
@@ -238,7 +235,7 @@ pub async fn pop_queue(
         };
         let revive_offset =
             revive_log::append_ck(shard, &ck_key, &offsets, req.invisible_time).await?;
-        shard.pop.cks.borrow_mut().insert(Ck::new(
+        crate::feature::pop::state(shard).cks.borrow_mut().insert(Ck::new(
             ck_key,
             offsets.clone(),
             req.invisible_time,

@@ -12,7 +12,7 @@ use protocol::message::record::MessageRecord;
 
 use super::checkpoint::Ck;
 use super::now_ms;
-use crate::processor::group_settings;
+use crate::common::group_settings;
 use crate::shard::put::SendStatus;
 use crate::shard::Shard;
 use crate::state::topics::DLQ_GROUP_TOPIC_PREFIX;
@@ -48,14 +48,14 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), String> {
 
 async fn revive_due(shard: &Rc<Shard>) {
     let now = now_ms();
-    let due = shard.pop.cks.borrow().due(now, BATCH);
+    let due = crate::feature::pop::state(shard).cks.borrow().due(now, BATCH);
     for key in due {
-        let Some(ck) = shard.pop.cks.borrow().get(&key).cloned() else {
+        let Some(ck) = crate::feature::pop::state(shard).cks.borrow().get(&key).cloned() else {
             continue;
         };
         match revive(shard, &ck).await {
             Ok(()) => {
-                shard.pop.cks.borrow_mut().remove(&key);
+                crate::feature::pop::state(shard).cks.borrow_mut().remove(&key);
             }
             Err(why) => {
                 tracing::warn!(
@@ -66,9 +66,7 @@ async fn revive_due(shard: &Rc<Shard>) {
                     key.queue_id,
                     key.start_offset
                 );
-                shard
-                    .pop
-                    .cks
+                crate::feature::pop::state(shard).cks
                     .borrow_mut()
                     .postpone(&key, now + RETRY_LATER_MS);
             }
@@ -88,9 +86,7 @@ async fn revive(shard: &Rc<Shard>, ck: &Ck) -> Result<(), String> {
     let mut revived = Vec::new();
     for offset in ck.unacked().collect::<Vec<_>>() {
         // Acked while an earlier message of the check point was being revived.
-        let still_open = shard
-            .pop
-            .cks
+        let still_open = crate::feature::pop::state(shard).cks
             .borrow()
             .get(&ck.key)
             .is_some_and(|c| c.is_unacked(offset));
@@ -110,7 +106,7 @@ async fn revive(shard: &Rc<Shard>, ck: &Ck) -> Result<(), String> {
             pop_retry_topic(&ck.key.topic, group)
         };
         crate::state::topics::validate_topic_name(&topic)?;
-        crate::processor::send_back::ensure_topic(shard, &topic, to_dlq)
+        crate::common::topic_create::ensure_retry_topic(shard, &topic, to_dlq)
             .await
             .map_err(|r| r.remark.unwrap_or_else(|| format!("cannot create {topic}")))?;
         let record = retry_record(shard, ck, original, topic, to_dlq);
@@ -123,7 +119,7 @@ async fn revive(shard: &Rc<Shard>, ck: &Ck) -> Result<(), String> {
             Err(e) => return Err(e.to_string()),
         }
         // Settled in memory now, so a failure later in this check point does not revive it twice.
-        shard.pop.cks.borrow_mut().ack(&ck.key, offset);
+        crate::feature::pop::state(shard).cks.borrow_mut().ack(&ck.key, offset);
         revived.push(offset);
     }
     if !revived.is_empty() {

@@ -75,9 +75,8 @@ async fn append(shard: &Shard, tag: &str, body: Vec<u8>) -> Result<i64, String> 
     let topic = revive_topic(&shard.cfg.broker_cluster_name);
     // The record lands at or after the queue's end now; replay must not start past it until the
     // caller has applied its effect (right after this returns, without an await in between).
-    let _pending = shard
-        .pop
-        .pending_append(shard.store.max_offset(&topic, REVIVE_QUEUE));
+    let pop_state = crate::feature::pop::state(shard);
+    let _pending = pop_state.pending_append(shard.store.max_offset(&topic, REVIVE_QUEUE));
     let now = now_ms();
     let record = MessageRecord {
         topic,
@@ -89,7 +88,10 @@ async fn append(shard: &Shard, tag: &str, body: Vec<u8>) -> Result<i64, String> 
         store_host: shard.store_host,
         ..MessageRecord::default()
     };
-    let outcome = crate::shard::put::put_here(shard, vec![record])
+    // Through the put request on this shard, so a SYNC_MASTER waits for its slave as for any put.
+    let outcome = shard
+        .on(shard.id)
+        .put(vec![record])
         .await
         .map_err(|e| format!("writing the revive log failed: {e}"))?;
     outcome
@@ -193,7 +195,8 @@ pub async fn replay(shard: &Rc<Shard>) -> Result<(), String> {
         offset = result.next_begin_offset.max(offset + 1);
     }
     let (cks, unacked) = {
-        let cks = shard.pop.cks.borrow();
+        let pop_state = crate::feature::pop::state(shard);
+        let cks = pop_state.cks.borrow();
         (cks.len(), cks.unacked_messages())
     };
     if applied > 0 {
@@ -235,9 +238,7 @@ fn apply(shard: &Shard, record: &MessageRecord) {
                 start_offset: ck.so,
                 pop_time: ck.pt,
             };
-            shard
-                .pop
-                .cks
+            crate::feature::pop::state(shard).cks
                 .borrow_mut()
                 .insert(Ck::new(key, offsets, ck.it, record.queue_offset));
         }
@@ -252,7 +253,8 @@ fn apply(shard: &Shard, record: &MessageRecord) {
                 start_offset: ack.so,
                 pop_time: ack.pt,
             };
-            let mut cks = shard.pop.cks.borrow_mut();
+            let pop_state = crate::feature::pop::state(shard);
+            let mut cks = pop_state.cks.borrow_mut();
             if tag == ACK_TAG {
                 cks.ack(&key, ack.ao);
             } else {

@@ -42,14 +42,14 @@ pub async fn run_level(shard: Rc<Shard>, level: i32) {
     let queue_id = level - 1;
     tracing::debug!("shard {}: delivering delay level {level}", shard.id);
     loop {
-        if shard.schedule.stopping() || shard.shutting_down.get() {
+        if crate::feature::schedule::state::schedule(&shard).stopping() || shard.shutting_down.get() {
             return;
         }
         // Registered before the read, so an arrival during the read is not missed.
-        let arrival = shard.waiters.register(SCHEDULE_TOPIC, queue_id);
-        shard.schedule.enter();
+        let arrival = crate::feature::long_poll::waiters(&shard).register(SCHEDULE_TOPIC, queue_id);
+        crate::feature::schedule::state::schedule(&shard).enter();
         let step = round(&shard, level).await;
-        shard.schedule.leave();
+        crate::feature::schedule::state::schedule(&shard).leave();
         match step {
             Step::More => {}
             Step::DueAt(due) => {
@@ -74,7 +74,7 @@ pub async fn run_level(shard: Rc<Shard>, level: i32) {
 /// One read-and-deliver round of a level.
 async fn round(shard: &Rc<Shard>, level: i32) -> Step {
     let queue_id = level - 1;
-    let Some(offset) = shard.schedule.next_offset(level) else {
+    let Some(offset) = crate::feature::schedule::state::schedule(shard).next_offset(level) else {
         return Step::Idle;
     };
     let now = now_ms();
@@ -124,9 +124,7 @@ async fn round(shard: &Rc<Shard>, level: i32) -> Step {
             if got.next_begin_offset > offset =>
         {
             // Units gone (retention) or unreadable: nothing left to deliver there.
-            shard
-                .schedule
-                .advance(level, got.next_begin_offset, Vec::new());
+            crate::feature::schedule::state::schedule(shard).advance(level, got.next_begin_offset, Vec::new());
             Step::More
         }
         GetMessageStatus::OffsetOverflowBadly => {
@@ -134,7 +132,7 @@ async fn round(shard: &Rc<Shard>, level: i32) -> Step {
                 "delay level {level}: offset {offset} is past the queue's end {}; correcting",
                 got.max_offset
             );
-            shard.schedule.reset_next(level, got.max_offset);
+            crate::feature::schedule::state::schedule(shard).reset_next(level, got.max_offset);
             Step::More
         }
         _ => Step::Idle,
@@ -202,7 +200,7 @@ async fn deliver(shard: &Rc<Shard>, level: i32, offset: i64, records: Vec<bytes:
             Outcome::Skipped => next = at.saturating_add(1),
         }
     }
-    shard.schedule.advance(level, next, marks);
+    crate::feature::schedule::state::schedule(shard).advance(level, next, marks);
     if failed {
         Step::Retry
     } else {

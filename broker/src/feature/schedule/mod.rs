@@ -55,11 +55,11 @@ fn file_of(shard: &Shard) -> std::path::PathBuf {
 
 /// The number of configured delay levels (the clamp for DELAY), parsed once per shard.
 pub fn max_level(shard: &Shard) -> usize {
-    if let Some(n) = shard.schedule.max_level.get() {
+    if let Some(n) = crate::feature::schedule::state::schedule(shard).max_level.get() {
         return n;
     }
     let n = shard.cfg.delay_levels_ms().map_or(0, |l| l.len());
-    shard.schedule.max_level.set(Some(n));
+    crate::feature::schedule::state::schedule(shard).max_level.set(Some(n));
     n
 }
 
@@ -74,7 +74,8 @@ pub fn start(shard: &Rc<Shard>) {
     });
     let levels = owned_levels(shard);
     {
-        let mut state = shard.schedule.levels.borrow_mut();
+        let schedule = crate::feature::schedule::state::schedule(shard);
+        let mut state = schedule.levels.borrow_mut();
         for level in &levels {
             let offset = table.get(level).copied().unwrap_or(0);
             state.insert(
@@ -88,7 +89,7 @@ pub fn start(shard: &Rc<Shard>) {
         }
     }
     if keeps_the_file(shard) {
-        *shard.schedule.written.borrow_mut() = Some(table);
+        *crate::feature::schedule::state::schedule(shard).written.borrow_mut() = Some(table);
         let s = shard.clone();
         glommio::spawn_local(async move {
             loop {
@@ -135,10 +136,10 @@ pub fn start_deliveries(shard: &Rc<Shard>) {
 /// Drain phase: stops the delivery tasks and waits (bounded) for deliveries in flight, so no put
 /// reaches a store after it shut down.
 pub async fn quiesce(shard: &Shard) {
-    shard.schedule.stopping.set(true);
-    shard.waiters.wake_all();
+    crate::feature::schedule::state::schedule(shard).stopping.set(true);
+    crate::feature::long_poll::waiters(shard).wake_all();
     let start = Instant::now();
-    while shard.schedule.busy.get() > 0 && start.elapsed() < QUIESCE_LIMIT {
+    while crate::feature::schedule::state::schedule(shard).busy.get() > 0 && start.elapsed() < QUIESCE_LIMIT {
         glommio::timer::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -152,7 +153,8 @@ pub async fn serve_call(
     settle_all: bool,
 ) -> Vec<(i32, i64)> {
     {
-        let mut levels = shard.schedule.levels.borrow_mut();
+        let schedule = crate::feature::schedule::state::schedule(shard);
+        let mut levels = schedule.levels.borrow_mut();
         for (level, offset) in install {
             if let Some(l) = levels.get_mut(&level) {
                 l.next = offset;
@@ -162,7 +164,7 @@ pub async fn serve_call(
         }
     }
     settle(shard, settle_all).await;
-    shard.schedule.safe_table()
+    crate::feature::schedule::state::schedule(shard).safe_table()
 }
 
 /// `serve_call` on every shard of this shard's broker, in shard order.
@@ -173,7 +175,7 @@ async fn on_broker_shards(
 ) -> Vec<Result<Vec<(i32, i64)>, MeshError>> {
     join_all(shard.broker_shards(shard.id).map(|s| {
         let install = install.clone();
-        s.run(move |s| async move { serve_call(&s, install, settle_all).await })
+        s.delay_offsets(install, settle_all)
     }))
     .await
 }
@@ -181,7 +183,8 @@ async fn on_broker_shards(
 /// Moves `safe` past deliveries whose copies are flushed.
 async fn settle(shard: &Shard, all: bool) {
     let targets: Vec<usize> = {
-        let levels = shard.schedule.levels.borrow();
+        let schedule = crate::feature::schedule::state::schedule(shard);
+        let levels = schedule.levels.borrow();
         let mut t: Vec<usize> = levels
             .values()
             .flat_map(|l| l.pending.iter())
@@ -199,7 +202,8 @@ async fn settle(shard: &Shard, all: bool) {
             }
         }
     }
-    let mut levels = shard.schedule.levels.borrow_mut();
+    let schedule = crate::feature::schedule::state::schedule(shard);
+    let mut levels = schedule.levels.borrow_mut();
     for l in levels.values_mut() {
         while let Some(p) = l.pending.front() {
             let done = all
@@ -230,7 +234,7 @@ pub async fn persist(shard: &Shard, settle_all: bool) {
     if !keeps_the_file(shard) {
         return;
     }
-    let lock = shard.schedule.persist_lock();
+    let lock = crate::feature::schedule::state::schedule(shard).persist_lock();
     let Ok(_permit) = lock.acquire_permit(1).await else {
         return;
     };
@@ -241,14 +245,14 @@ pub async fn persist(shard: &Shard, settle_all: bool) {
             return;
         }
     };
-    if shard.schedule.written.borrow().as_ref() == Some(&table) {
+    if crate::feature::schedule::state::schedule(shard).written.borrow().as_ref() == Some(&table) {
         return;
     }
     let path = file_of(shard);
     match crate::state::persist::write_atomic_off_thread(path.clone(), offsets::encode(&table))
         .await
     {
-        Ok(()) => *shard.schedule.written.borrow_mut() = Some(table),
+        Ok(()) => *crate::feature::schedule::state::schedule(shard).written.borrow_mut() = Some(table),
         Err(e) => tracing::error!("cannot persist {}: {e}", path.display()),
     }
 }

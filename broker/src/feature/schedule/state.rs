@@ -18,7 +18,12 @@ pub(super) struct LevelState {
     pub(super) pending: VecDeque<Pending>,
 }
 
-/// One shard's delay-level state (a field of `Shard`).
+/// This shard's delay-level state.
+pub fn schedule(shard: &crate::shard::Shard) -> Rc<Schedule> {
+    shard.extensions.get()
+}
+
+/// One shard's delay-level state.
 #[derive(Default)]
 pub struct Schedule {
     pub(super) levels: RefCell<BTreeMap<i32, LevelState>>,

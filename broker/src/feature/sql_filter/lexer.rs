@@ -2,7 +2,7 @@
 //! that a bad character past the end of a complete expression is never looked at (Apache's parser
 //! reads the same way). Keywords and identifiers are case-insensitive; the longest match wins.
 
-use super::SqlError;
+use super::error::SqlError;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Tok {

@@ -29,37 +29,16 @@
 //! read beyond its next token (`a = 1 b` filters by `a = 1`).
 
 mod ast;
+mod error;
 mod eval;
 mod java;
 mod lexer;
 mod parser;
 
+pub use error::SqlError;
+
 use protocol::message::properties::{NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR};
 use protocol::message::record::decode_view;
-
-/// Why an expression does not compile, and where (a byte offset into it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SqlError {
-    pub message: String,
-    pub at: usize,
-}
-
-impl SqlError {
-    fn at(message: impl Into<String>, at: usize) -> SqlError {
-        SqlError {
-            message: message.into(),
-            at,
-        }
-    }
-}
-
-impl std::fmt::Display for SqlError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} (at byte {})", self.message, self.at)
-    }
-}
-
-impl std::error::Error for SqlError {}
 
 /// A compiled SQL92 filter.
 #[derive(Debug, Clone, PartialEq)]

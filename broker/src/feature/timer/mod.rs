@@ -193,14 +193,14 @@ async fn run(shard: Rc<Shard>, queue_id: i32) {
         shard.id
     );
     loop {
-        if shard.schedule.stopping() || shard.shutting_down.get() {
+        if crate::feature::schedule::state::schedule(&shard).stopping() || shard.shutting_down.get() {
             return;
         }
         // Registered before the read, so an arrival during the read is not missed.
-        let arrival = shard.waiters.register(TIMER_TOPIC, queue_id);
-        shard.schedule.enter();
+        let arrival = crate::feature::long_poll::waiters(&shard).register(TIMER_TOPIC, queue_id);
+        crate::feature::schedule::state::schedule(&shard).enter();
         let more = scan(&shard, queue_id, &mut index).await;
-        let delivered = if shard.schedule.stopping() {
+        let delivered = if crate::feature::schedule::state::schedule(&shard).stopping() {
             false
         } else {
             deliver_due(&shard, queue_id, &mut index).await
@@ -227,7 +227,7 @@ async fn run(shard: Rc<Shard>, queue_id: i32) {
                 }
             }
         }
-        shard.schedule.leave();
+        crate::feature::schedule::state::schedule(&shard).leave();
         if more || delivered {
             continue;
         }

@@ -14,7 +14,7 @@ use crate::state::topics::{now_ms, TRANS_HALF_TOPIC};
 use super::op_set::Verdict;
 use super::records::HalfMessage;
 use super::resolve::{resolve, Outcome};
-use super::{save_progress, TxState, SCAN_BATCH, SCAN_BYTES};
+use super::state::{save_progress, TxState, SCAN_BATCH, SCAN_BYTES};
 
 pub fn spawn(shard: Rc<Shard>, state: Rc<TxState>) {
     // Often enough that a check is sent within a fraction of the timeout after it is due.
@@ -123,7 +123,7 @@ async fn check(shard: &Rc<Shard>, half: &HalfMessage, times: u32) -> Result<(), 
     // The control shard knows the producers' connections.
     let answer = shard
         .control_shard()
-        .run(move |ctl| async move { super::deliver_check(&ctl, cmd).await })
+        .check_transaction(cmd)
         .await;
     match answer {
         Ok(r) if r.code == protocol::response_code::SUCCESS => {

@@ -7,6 +7,9 @@ pub mod check_service;
 pub mod op_set;
 pub mod records;
 pub mod resolve;
+pub mod state;
+
+use state::{TxState, PROGRESS_GROUP, SCAN_BATCH, SCAN_BYTES};
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -16,48 +19,16 @@ use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
 use crate::error::BrokerError;
-use crate::processor::reply::{error, ok};
+use crate::common::reply::{error, ok};
 use crate::shard::Shard;
 use crate::state::topics::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
 use op_set::{CheckPolicy, OpSet};
-
-/// The system group whose offset on the half queue is the check service's progress (as RocketMQ).
-pub const PROGRESS_GROUP: &str = "CID_SYS_RMQ_TRANS";
-/// Records read per store call while scanning the half or op queue.
-const SCAN_BATCH: i32 = 32;
-const SCAN_BYTES: usize = 1024 * 1024;
-
-/// The transaction state of the half queue's shard.
-pub struct TxState {
-    pub ops: RefCell<OpSet>,
-    /// Next half queue offset the check service looks at.
-    pub half_offset: Cell<i64>,
-    pub policy: CheckPolicy,
-}
-
-thread_local! {
-    /// Set on the half queue's shard (one executor thread per shard) once the op queue is loaded.
-    static STATE: RefCell<Option<Rc<TxState>>> = const { RefCell::new(None) };
-}
-
-/// This thread's transaction state, if this shard owns the half queue.
-pub fn state() -> Option<Rc<TxState>> {
-    STATE.with(|s| s.borrow().clone())
-}
 
 /// The shard that owns the half queue (and so every transaction).
 pub fn half_shard(shard: &Shard) -> usize {
     shard.owner_of(TRANS_HALF_TOPIC, 0)
 }
 
-/// Records where the check service has got to (persisted with the shard's consumer offsets).
-pub fn save_progress(shard: &Shard, state: &TxState, next: i64) {
-    state.half_offset.set(next);
-    shard
-        .offsets
-        .borrow_mut()
-        .commit(PROGRESS_GROUP, TRANS_HALF_TOPIC, 0, next);
-}
 
 /// On the half queue's shard: loads the op queue into the op set, restores the check progress and starts
 /// the check service. Other shards, and slaves, do nothing.
@@ -106,7 +77,7 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
         half_offset: Cell::new(half_offset),
         policy,
     });
-    STATE.with(|s| *s.borrow_mut() = Some(state.clone()));
+    state::install(state.clone());
     check_service::spawn(shard.clone(), state);
     Ok(())
 }

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use protocol::{request_code, response_code, RemotingCommand};
 
-use crate::role::replica_state::{ReplicaState, Replicas};
-use crate::role::role_change;
+use crate::replication::replica_state::{replicas, ReplicaState};
+use crate::role::namesrv::registrar;
 use crate::shard::mesh::join_all;
 use crate::shard::Shard;
 
@@ -67,9 +67,6 @@ impl MasterInfo {
     }
 }
 
-fn replicas(shard: &Shard) -> Option<&Replicas> {
-    shard.control.as_ref().map(|c| &c.replicas)
-}
 
 fn failed(what: &str, resp: &RemotingCommand) -> String {
     format!(
@@ -90,7 +87,7 @@ pub fn start(shard: &Rc<Shard>) {
 
 async fn run(shard: Rc<Shard>) {
     let broker_id = loop {
-        match crate::role::broker_identity::obtain(&shard).await {
+        match crate::replication::broker_identity::obtain(&shard).await {
             Ok(id) => break id,
             Err(e) => tracing::warn!("controller mode: no brokerId yet: {e}"),
         }
@@ -102,7 +99,7 @@ async fn run(shard: Rc<Shard>) {
         r.state.borrow_mut().broker_id = Some(broker_id);
     }
     for s in shard.every_shard() {
-        s.tell(move |s| async move { s.ha.controller_id.set(Some(broker_id)) })
+        s.set_controller_id(broker_id)
             .await;
     }
     tracing::info!(
@@ -199,7 +196,7 @@ pub async fn apply(shard: &Rc<Shard>, info: MasterInfo) {
     };
     let current = r.state.borrow().clone();
     let Some(me) = current.broker_id else { return };
-    let first = shard.ha.role.get().is_none();
+    let first = shard.chosen_role.get().is_none();
     if !info.has_master() || (info.master_epoch <= current.master_epoch && !first) {
         if info.master_epoch == current.master_epoch
             && current.is_master()
@@ -227,11 +224,11 @@ pub async fn apply(shard: &Rc<Shard>, info: MasterInfo) {
         let (epoch, set) = (info.master_epoch, info.sync_state_set);
         join_all(shard.every_shard().map(|s| {
             let set = set.clone();
-            s.run(move |s| async move { role_change::become_master(&s, epoch, set).await })
+            s.become_master(epoch, set)
         }))
         .await;
-        if let Some(ctl) = &shard.control {
-            ctl.registrar.masters.borrow_mut().clear();
+        if let Some(registrar) = registrar(shard) {
+            registrar.masters.borrow_mut().clear();
         }
         tracing::info!(
             "controller mode: master of {} at epoch {epoch} (SyncStateSet {:?}), switched in {:?}",
@@ -249,11 +246,11 @@ pub async fn apply(shard: &Rc<Shard>, info: MasterInfo) {
                 .get(s.id())
                 .cloned()
                 .unwrap_or_else(|| master_addr.clone());
-            s.run(move |s| async move { role_change::become_slave(&s, me, addr).await })
+            s.become_slave(me, addr)
         }))
         .await;
-        if let Some(ctl) = &shard.control {
-            *ctl.registrar.masters.borrow_mut() = addrs
+        if let Some(registrar) = registrar(shard) {
+            *registrar.masters.borrow_mut() = addrs
                 .iter()
                 .enumerate()
                 .map(|(i, a)| (i, (None, Some(a.clone()))))
@@ -304,14 +301,14 @@ async fn learn_master_ha_addr(shard: Rc<Shard>, master_addr: String, epoch: i32)
         match exchange_ha_info(&master_addr).await {
             Ok(ha_addr) => {
                 tracing::info!("controller mode: replicating from {master_addr} through {ha_addr}");
-                if let Some(ctl) = &shard.control {
-                    for (_, (ha, _)) in ctl.registrar.masters.borrow_mut().iter_mut() {
+                if let Some(registrar) = registrar(&shard) {
+                    for (_, (ha, _)) in registrar.masters.borrow_mut().iter_mut() {
                         *ha = Some(ha_addr.clone());
                     }
                 }
                 for s in shard.every_shard() {
                     let ha_addr = ha_addr.clone();
-                    s.tell(move |s| async move { role_change::master_ha_known(&s, ha_addr) })
+                    s.master_ha_known(ha_addr)
                         .await;
                 }
                 return;
@@ -359,7 +356,7 @@ async fn heartbeat_loop(shard: Rc<Shard>) {
     loop {
         let ends =
             join_all(shard.every_shard().map(|s| {
-                s.run(|s| async move { storage::local_of(s.store.max_physical_offset()) })
+                s.local_max_physical_offset()
             }))
             .await;
         let max_offset = ends
@@ -467,7 +464,7 @@ async fn sync_state_set_loop(shard: Rc<Shard>) {
         let limit = shard.cfg.controller.ha_max_time_slave_not_catchup_ms;
         let per_shard = join_all(shard.every_shard().map(|s| {
             let members = current.sync_state_set.clone();
-            s.run(move |s| async move { crate::role::ha::caught_up_slaves(&s, limit, &members) })
+            s.caught_up_slaves(limit, members)
         }))
         .await;
         // A replica is in sync when it is caught up on every shard.
@@ -547,7 +544,7 @@ async fn set_sync_state_set(shard: &Rc<Shard>, set: BTreeSet<u64>, epoch: i32) {
     }
     join_all(shard.every_shard().map(|s| {
         let set = set.clone();
-        s.run(move |s| async move { role_change::sync_state_set_changed(&s, set) })
+        s.sync_state_set_changed(set)
     }))
     .await;
 }

@@ -6,13 +6,13 @@
 
 use std::rc::Rc;
 
-use protocol::body::BatchAckMessageRequestBody;
+use protocol::body::{BatchAck, BatchAckMessageRequestBody};
 use protocol::header::extra_info::{ExtraInfo, RetryMark};
 use protocol::header::{AckMessageRequestHeader, CommandHeader, POP_ORDER_REVIVE_QUEUE};
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
-use super::{error, header_error, ok};
+use crate::common::reply::{error, header_error, ok};
 use crate::feature::pop::checkpoint::CkKey;
 use crate::feature::pop::order::OrderCommit;
 use crate::feature::pop::{revive_log, QueueKey};
@@ -45,7 +45,7 @@ pub async fn ack(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {
         Ok(h) => h,
         Err(e) => return header_error(&e),
     };
-    if let Some(refused) = super::pop::refuse_on_slave(shard) {
+    if let Some(refused) = super::pop_message::refuse_on_slave(shard) {
         return refused;
     }
     if let Err(response) = check_queue(shard, &h.topic, h.queue_id) {
@@ -91,7 +91,8 @@ pub async fn ack_offsets(
     offsets: &[i64],
 ) -> Result<RemotingCommand, RemotingCommand> {
     let open: Vec<i64> = {
-        let cks = shard.pop.cks.borrow();
+        let pop_state = crate::feature::pop::state(shard);
+        let cks = pop_state.cks.borrow();
         let Some(ck) = cks.get(key) else {
             return Ok(ok());
         };
@@ -107,7 +108,8 @@ pub async fn ack_offsets(
     revive_log::append_ack(shard, key, &open)
         .await
         .map_err(|why| error(rc::SYSTEM_ERROR, why))?;
-    let mut cks = shard.pop.cks.borrow_mut();
+    let pop_state = crate::feature::pop::state(shard);
+    let mut cks = pop_state.cks.borrow_mut();
     for o in open {
         cks.ack(key, o);
     }
@@ -129,7 +131,7 @@ pub async fn ack_ordered(
     if position.is_some_and(|p| offset < p) {
         return Ok(ok());
     }
-    let commit = shard.pop.orders.borrow_mut().commit(key, offset, pop_time);
+    let commit = crate::feature::pop::state(shard).orders.borrow_mut().commit(key, offset, pop_time);
     match commit {
         OrderCommit::Next(next) => {
             revive_log::append_order_commit(shard, key, next)
@@ -143,8 +145,8 @@ pub async fn ack_ordered(
                 offsets.commit(&key.group, &key.topic, key.queue_id, next);
             }
             drop(offsets);
-            if shard.pop.orders.borrow().unblocks_at(key).is_none() {
-                shard.waiters.notify(&key.topic, key.queue_id);
+            if crate::feature::pop::state(shard).orders.borrow().unblocks_at(key).is_none() {
+                crate::feature::long_poll::waiters(shard).notify(&key.topic, key.queue_id);
             }
             Ok(ok())
         }
@@ -170,7 +172,7 @@ pub async fn batch_ack(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingComm
             )
         }
     };
-    if let Some(refused) = super::pop::refuse_on_slave(shard) {
+    if let Some(refused) = super::pop_message::refuse_on_slave(shard) {
         return refused;
     }
     if body.acks.is_empty() {
@@ -186,41 +188,7 @@ pub async fn batch_ack(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingComm
         };
         let topic = mark.real_topic(&ack.topic, &ack.consumer_group);
         let owner = shard.owner_of(&topic, ack.queue_id);
-        let answer = shard
-            .on(owner)
-            .run(move |s| async move {
-                let (min, max) = (
-                    s.store.min_offset(&topic, ack.queue_id),
-                    s.store.max_offset(&topic, ack.queue_id),
-                );
-                let offsets: Vec<i64> = ack
-                    .bit_set
-                    .iter()
-                    .filter_map(|i| ack.start_offset.checked_add(i64::from(*i)))
-                    .filter(|o| *o >= min && *o <= max)
-                    .collect();
-                if ack.revive_queue_id == POP_ORDER_REVIVE_QUEUE {
-                    let key = QueueKey::new(&ack.consumer_group, &topic, ack.queue_id);
-                    let mut last = ok();
-                    for o in offsets {
-                        match ack_ordered(&s, &key, o, ack.pop_time).await {
-                            Ok(_) => {}
-                            Err(e) => last = e,
-                        }
-                    }
-                    last
-                } else {
-                    let key = CkKey {
-                        group: ack.consumer_group,
-                        topic,
-                        queue_id: ack.queue_id,
-                        start_offset: ack.start_offset,
-                        pop_time: ack.pop_time,
-                    };
-                    ack_offsets(&s, &key, &offsets).await.unwrap_or_else(|r| r)
-                }
-            })
-            .await;
+        let answer = shard.on(owner).batch_ack_entry(topic, ack).await;
         match answer {
             Ok(r) if r.code == rc::SUCCESS => {}
             Ok(r) => response = r,
@@ -228,4 +196,37 @@ pub async fn batch_ack(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingComm
         }
     }
     response
+}
+
+/// On the queue's owner: one entry of a BATCH_ACK_MESSAGE (`topic` is the real topic it names).
+pub(crate) async fn ack_entry(shard: &Shard, topic: String, ack: BatchAck) -> RemotingCommand {
+    let (min, max) = (
+        shard.store.min_offset(&topic, ack.queue_id),
+        shard.store.max_offset(&topic, ack.queue_id),
+    );
+    let offsets: Vec<i64> = ack
+        .bit_set
+        .iter()
+        .filter_map(|i| ack.start_offset.checked_add(i64::from(*i)))
+        .filter(|o| *o >= min && *o <= max)
+        .collect();
+    if ack.revive_queue_id == POP_ORDER_REVIVE_QUEUE {
+        let key = QueueKey::new(&ack.consumer_group, &topic, ack.queue_id);
+        let mut last = ok();
+        for o in offsets {
+            if let Err(e) = ack_ordered(shard, &key, o, ack.pop_time).await {
+                last = e;
+            }
+        }
+        last
+    } else {
+        let key = CkKey {
+            group: ack.consumer_group,
+            topic,
+            queue_id: ack.queue_id,
+            start_offset: ack.start_offset,
+            pop_time: ack.pop_time,
+        };
+        ack_offsets(shard, &key, &offsets).await.unwrap_or_else(|r| r)
+    }
 }

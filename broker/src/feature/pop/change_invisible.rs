@@ -13,7 +13,7 @@ use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
 use super::ack::{ack_offsets, check_queue};
-use super::{error, header_error};
+use crate::common::reply::{error, header_error};
 use crate::feature::pop::checkpoint::{Ck, CkKey};
 use crate::feature::pop::{now_ms, revive_log, QueueKey};
 use crate::shard::Shard;
@@ -23,7 +23,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         Ok(h) => h,
         Err(e) => return header_error(&e),
     };
-    if let Some(refused) = super::pop::refuse_on_slave(shard) {
+    if let Some(refused) = super::pop_message::refuse_on_slave(shard) {
         return refused;
     }
     if let Err(response) = check_queue(shard, &h.topic, h.queue_id) {
@@ -63,9 +63,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     if info.is_order() {
         let key = QueueKey::new(&h.consumer_group, &h.topic, h.queue_id);
         let until = now.saturating_add(h.invisible_time);
-        shard
-            .pop
-            .orders
+        crate::feature::pop::state(shard).orders
             .borrow_mut()
             .change_invisible(&key, h.offset, info.pop_time, until);
         return answer(info.pop_time, until.saturating_sub(info.pop_time));
@@ -82,7 +80,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
             Ok(o) => o,
             Err(why) => return error(rc::SYSTEM_ERROR, why),
         };
-    shard.pop.cks.borrow_mut().insert(Ck::new(
+    crate::feature::pop::state(shard).cks.borrow_mut().insert(Ck::new(
         new_key,
         vec![h.offset],
         h.invisible_time,

@@ -12,7 +12,7 @@ use protocol::request_code as code;
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
-use super::error;
+use crate::common::reply::error;
 use crate::shard::Shard;
 use crate::state::subscription_groups::{may_auto_create, SubscriptionGroupConfig};
 
@@ -126,7 +126,7 @@ pub fn admit_broadcast(
     if header.sys_flag & pull_sys_flag::SUBSCRIPTION != 0 || group.consume_broadcast_enable {
         return Ok(());
     }
-    if shard.broadcasting.borrow().contains(&header.consumer_group) {
+    if crate::feature::pull_filter::subscriptions(shard).is_broadcasting(&header.consumer_group) {
         return Err(forbidden(
             forbidden_type::BROADCASTING_DISABLE_FORBIDDEN,
             format!(

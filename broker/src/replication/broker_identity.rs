@@ -54,11 +54,11 @@ pub async fn obtain(shard: &Shard) -> Result<u64, String> {
     if let Some(id) = load(shard)? {
         return Ok(id);
     }
-    let Some(ctl) = &shard.control else {
+    let Some(replicas) = crate::replication::replica_state::replicas(shard) else {
         return Err("not the control shard".into());
     };
     let cfg = &shard.cfg;
-    let client = &ctl.replicas.client;
+    let client = &replicas.client;
     let resp = client
         .invoke_leader(|| {
             RemotingCommand::request(request_code::CONTROLLER_GET_NEXT_BROKER_ID)

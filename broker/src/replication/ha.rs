@@ -9,6 +9,8 @@ use std::time::Duration;
 use glommio::net::{TcpListener, TcpStream};
 use storage::PutOk;
 
+use crate::shard::put::{PutOutcome, SendStatus};
+
 use crate::config::BrokerRole;
 use crate::shard::Shard;
 
@@ -17,7 +19,7 @@ use crate::shard::Shard;
 /// get a stand-in config at once, so the slave can serve them even if the master dies before the next
 /// copy, and shard 0 copies the master's metadata now (which replaces the stand-in).
 pub fn on_arrival(shard: &Rc<Shard>, topic: &str, queue_id: i32) {
-    shard.ha.signal.raise();
+    crate::replication::ha_state::ha(shard).signal.raise();
     if is_master(shard) {
         return;
     }
@@ -31,8 +33,7 @@ pub fn on_arrival(shard: &Rc<Shard>, topic: &str, queue_id: i32) {
     }
     let default = i32::try_from(shard.cfg.default_topic_queue_nums).unwrap_or(4);
     let queues = default.max(queue_id.saturating_add(1));
-    if !shard
-        .ha
+    if !crate::replication::ha_state::ha(shard)
         .unknown_topics
         .borrow_mut()
         .insert((topic.to_owned(), queues))
@@ -43,7 +44,7 @@ pub fn on_arrival(shard: &Rc<Shard>, topic: &str, queue_id: i32) {
     let topic = topic.to_owned();
     glommio::spawn_local(async move {
         s.control_shard()
-            .tell(move |ctl| async move { topic_seen(&ctl, topic, queues).await })
+            .topic_seen(topic, queues)
             .await
     })
     .detach();
@@ -51,7 +52,7 @@ pub fn on_arrival(shard: &Rc<Shard>, topic: &str, queue_id: i32) {
 
 /// Shard 0 of a slave: installs a stand-in config for a replicated topic and asks for a metadata copy.
 pub async fn topic_seen(shard: &Rc<Shard>, topic: String, queues: i32) {
-    shard.ha.sync_soon.set(true);
+    crate::replication::ha_state::ha(shard).sync_soon.set(true);
     let existing = shard.topics.borrow().get(&topic).cloned();
     if existing
         .as_ref()
@@ -78,13 +79,13 @@ fn is_master(shard: &Shard) -> bool {
 }
 
 /// Starts this shard's HA work for its role (called once the mesh serves).
-pub fn start(shard: &Rc<Shard>) -> Result<(), crate::BrokerError> {
+pub fn start(shard: &Rc<Shard>) -> Result<(), crate::error::BrokerError> {
     if shard.cfg.controller.enabled {
         // Either role may come at any time: slaves are refused while this broker is one, and
         // replication starts when the controllers name a master (`follow_master`).
         if shard.id == 0 {
             start_listener(shard)?;
-            crate::role::ha_sync::start(shard);
+            crate::replication::ha_sync::start(shard);
         }
         start_lag_log(shard);
         return Ok(());
@@ -111,7 +112,7 @@ fn start_lag_log(shard: &Rc<Shard>) {
             if shard.shutting_down.get() {
                 return;
             }
-            let s = shard.ha.stats(shard.store.max_physical_offset());
+            let s = crate::replication::ha_state::ha(&shard).stats(shard.store.max_physical_offset());
             if s.slaves > 0 && (s.behind_bytes > 0 || s.behind_ms > 0) {
                 tracing::info!(
                     "HA shard {}: best slave is {} bytes and {} ms behind",
@@ -125,7 +126,7 @@ fn start_lag_log(shard: &Rc<Shard>) {
     .detach();
 }
 
-fn start_listener(shard: &Rc<Shard>) -> Result<(), crate::BrokerError> {
+fn start_listener(shard: &Rc<Shard>) -> Result<(), crate::error::BrokerError> {
     let ip: std::net::IpAddr = shard
         .cfg
         .bind_address
@@ -133,7 +134,7 @@ fn start_listener(shard: &Rc<Shard>) -> Result<(), crate::BrokerError> {
         .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
     let addr = SocketAddr::new(ip, shard.cfg.ha_listen_port);
     let listener = TcpListener::bind(addr).map_err(|e| {
-        crate::BrokerError::io(
+        crate::error::BrokerError::io(
             format!("HA port {addr}"),
             std::io::Error::other(e.to_string()),
         )
@@ -198,7 +199,7 @@ async fn route_connection(shard: Rc<Shard>, mut stream: TcpStream) {
             drop(stream);
             shard
                 .on(target)
-                .tell(move |owner| async move { adopt(&owner, fd, peer, hello) })
+                .adopt_slave(fd, peer, hello)
                 .await;
         }
         Err(e) => {
@@ -208,7 +209,7 @@ async fn route_connection(shard: Rc<Shard>, mut stream: TcpStream) {
 }
 
 /// On the owning shard: takes over a slave connection passed by shard 0.
-fn adopt(shard: &Rc<Shard>, fd: OwnedFd, peer: String, hello: ha::wire::Handshake) {
+pub(crate) fn adopt(shard: &Rc<Shard>, fd: OwnedFd, peer: String, hello: ha::wire::Handshake) {
     // SAFETY: `fd` is an open TCP socket descriptor duplicated for this shard alone; `into_raw_fd`
     // gives up its ownership, which the stream takes over.
     let stream = unsafe { TcpStream::from_raw_fd(fd.into_raw_fd()) };
@@ -222,8 +223,8 @@ async fn serve(shard: Rc<Shard>, stream: TcpStream, peer: String, hello: ha::wir
     }
     let ms = ha::MasterShard {
         store: shard.store.clone(),
-        watermark: shard.ha.watermark.clone(),
-        signal: shard.ha.signal.clone(),
+        watermark: crate::replication::ha_state::ha(&shard).watermark.clone(),
+        signal: crate::replication::ha_state::ha(&shard).signal.clone(),
         transfer_batch_size: shard.cfg.ha_transfer_batch_size,
         broker_addr: shard.broker.broker_addr.clone(),
     };
@@ -238,7 +239,7 @@ fn start_slave(shard: &Rc<Shard>) {
     let task = replicate(shard, shard.cfg.ha_master_address.clone());
     task.detach();
     if shard.id == 0 {
-        crate::role::ha_sync::start(shard);
+        crate::replication::ha_sync::start(shard);
     }
 }
 
@@ -247,18 +248,18 @@ fn start_slave(shard: &Rc<Shard>) {
 pub async fn follow_master(shard: &Rc<Shard>) {
     stop_replication(shard).await;
     let handle = replicate(shard, None).detach();
-    *shard.ha.replication.borrow_mut() = Some(handle);
+    *crate::replication::ha_state::ha(shard).replication.borrow_mut() = Some(handle);
 }
 
 /// Controller mode: stops this shard's replication and waits until it has stopped, so nothing
 /// more is appended from the old master. Appends are not awaited, so none is cut in half.
 pub async fn stop_replication(shard: &Shard) {
-    let handle = shard.ha.replication.borrow_mut().take();
+    let handle = crate::replication::ha_state::ha(shard).replication.borrow_mut().take();
     if let Some(handle) = handle {
         handle.cancel();
         handle.await;
     }
-    shard.ha.slave.connected.set(false);
+    crate::replication::ha_state::ha(shard).slave.connected.set(false);
 }
 
 /// The replication task of one shard: from `configured` (haMasterAddress), else from the master the
@@ -273,8 +274,7 @@ fn replicate(shard: &Rc<Shard>, configured: Option<String>) -> glommio::Task<()>
             .max(shard.cfg.max_message_size)
             .saturating_add(64 * 1024),
         // Controller mode: handshake version 2 (this replica's id and epochs, truncation by epoch).
-        broker_id: shard
-            .ha
+        broker_id: crate::replication::ha_state::ha(shard)
             .controller_id
             .get()
             .filter(|_| shard.cfg.controller.enabled)
@@ -285,7 +285,7 @@ fn replicate(shard: &Rc<Shard>, configured: Option<String>) -> glommio::Task<()>
     let master: ha::MasterAddr = Rc::new(move || {
         let learned = weak
             .upgrade()
-            .and_then(|s| s.ha.master_ha_addr.borrow().clone());
+            .and_then(|s| crate::replication::ha_state::ha(&s).master_ha_addr.borrow().clone());
         let addr = configured.clone().or(learned)?;
         remoting::resolve(&addr).ok()
     });
@@ -296,7 +296,7 @@ fn replicate(shard: &Rc<Shard>, configured: Option<String>) -> glommio::Task<()>
         shard.store.clone(),
         cfg,
         master,
-        shard.ha.slave.clone(),
+        crate::replication::ha_state::ha(shard).slave.clone(),
         stopped,
     ))
 }
@@ -311,7 +311,7 @@ pub fn caught_up_slaves(
 ) -> std::collections::BTreeSet<u64> {
     let end = shard.store.max_physical_offset();
     let limit = Duration::from_millis(limit_ms);
-    let wm = &shard.ha.watermark;
+    let wm = &crate::replication::ha_state::ha(shard).watermark;
     wm.slaves()
         .iter()
         .filter_map(|s| u64::try_from(s.broker_id).ok())
@@ -327,10 +327,26 @@ pub fn caught_up_slaves(
 }
 
 /// After a put on the owning shard: wakes the senders and, on a SYNC_MASTER, waits until a slave
-/// acknowledged the records (the error says why none did). In controller mode with
-/// `allAckInSyncStateSet`, every other member of the SyncStateSet must have acknowledged them.
-pub async fn after_put(shard: &Shard, stored: &[PutOk]) -> Result<(), ha::WaitError> {
-    shard.ha.signal.raise();
+/// acknowledged the records; the outcome's status says when none did. After a late flush the slave
+/// still gets the records, but the answer does not wait for it.
+pub async fn replicated(shard: &Shard, mut outcome: PutOutcome) -> PutOutcome {
+    if outcome.status != SendStatus::SendOk {
+        crate::replication::ha_state::ha(shard).signal.raise();
+        return outcome;
+    }
+    outcome.status = match after_put(shard, &outcome.stored).await {
+        Ok(()) => SendStatus::SendOk,
+        Err(ha::WaitError::SlaveNotAvailable) => SendStatus::SlaveNotAvailable,
+        Err(ha::WaitError::Timeout) => SendStatus::FlushSlaveTimeout,
+    };
+    outcome
+}
+
+/// Wakes the senders and, on a SYNC_MASTER, waits until a slave acknowledged the records (the error
+/// says why none did). In controller mode with `allAckInSyncStateSet`, every other member of the
+/// SyncStateSet must have acknowledged them.
+async fn after_put(shard: &Shard, stored: &[PutOk]) -> Result<(), ha::WaitError> {
+    crate::replication::ha_state::ha(shard).signal.raise();
     if shard.role() != BrokerRole::SyncMaster {
         return Ok(());
     }
@@ -340,9 +356,8 @@ pub async fn after_put(shard: &Shard, stored: &[PutOk]) -> Result<(), ha::WaitEr
             // Apache's default in controller mode: the master alone acknowledges (inSyncReplicas 1).
             return Ok(());
         }
-        let me = shard.ha.controller_id.get();
-        let others: Vec<i64> = shard
-            .ha
+        let me = crate::replication::ha_state::ha(shard).controller_id.get();
+        let others: Vec<i64> = crate::replication::ha_state::ha(shard)
             .sync_state_set
             .borrow()
             .iter()
@@ -357,7 +372,7 @@ pub async fn after_put(shard: &Shard, stored: &[PutOk]) -> Result<(), ha::WaitEr
             return Ok(());
         };
         let timeout = Duration::from_millis(shard.cfg.sync_flush_timeout_ms.max(1));
-        return shard.ha.watermark.wait_all(end, &others, timeout).await;
+        return crate::replication::ha_state::ha(shard).watermark.wait_all(end, &others, timeout).await;
     }
     let Some(end) = stored
         .iter()
@@ -367,8 +382,7 @@ pub async fn after_put(shard: &Shard, stored: &[PutOk]) -> Result<(), ha::WaitEr
         return Ok(());
     };
     let timeout = Duration::from_millis(shard.cfg.sync_flush_timeout_ms.max(1));
-    shard
-        .ha
+    crate::replication::ha_state::ha(shard)
         .watermark
         .wait(
             end,
@@ -420,10 +434,10 @@ pub fn runtime_info(
         }
     } else {
         let configured = shard.cfg.ha_master_address.clone();
-        let learned = shard.ha.master_ha_addr.borrow().clone();
+        let learned = crate::replication::ha_state::ha(shard).master_ha_addr.borrow().clone();
         put("haMasterAddr", configured.or(learned).unwrap_or_default());
-        let from_ns = shard.ha.master_addr.borrow().clone();
-        let from_ha = shard.ha.slave.master_addr.borrow().clone();
+        let from_ns = crate::replication::ha_state::ha(shard).master_addr.borrow().clone();
+        let from_ha = crate::replication::ha_state::ha(shard).slave.master_addr.borrow().clone();
         put("masterAddr", from_ns.or(from_ha).unwrap_or_default());
         put(
             "haReplicating",
@@ -475,5 +489,5 @@ pub fn consumes_slowly(shard: &Shard, result: &storage::GetResult) -> Option<boo
     };
     let behind = shard.store.max_physical_offset().saturating_sub(phys);
     let cache = i64::try_from(shard.cfg.read_cache_bytes).unwrap_or(i64::MAX);
-    Some(behind > cache && shard.ha.watermark.lag().slaves > 0)
+    Some(behind > cache && crate::replication::ha_state::ha(shard).watermark.lag().slaves > 0)
 }

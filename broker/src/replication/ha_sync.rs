@@ -34,24 +34,22 @@ pub fn start(shard: &Rc<Shard>) {
             if shard.shutting_down.get() {
                 return;
             }
-            let learned = shard
-                .control
-                .as_ref()
-                .map(|c| c.registrar.masters.borrow().clone())
+            let learned = crate::role::namesrv::registrar(&shard)
+                .map(|r| r.masters.borrow().clone())
                 .unwrap_or_default();
             if !learned.is_empty() && learned != known {
                 masters_learned(&shard, &learned).await;
                 known = learned;
             }
-            if Instant::now() < next_sync && !shard.ha.sync_soon.replace(false) {
+            if Instant::now() < next_sync && !crate::replication::ha_state::ha(&shard).sync_soon.replace(false) {
                 continue;
             }
             if shard.role() != crate::config::BrokerRole::Slave {
                 continue;
             }
             next_sync = Instant::now() + SYNC_PERIOD;
-            let from_ns = shard.ha.master_addr.borrow().clone();
-            let from_ha = shard.ha.slave.master_addr.borrow().clone();
+            let from_ns = crate::replication::ha_state::ha(&shard).master_addr.borrow().clone();
+            let from_ha = crate::replication::ha_state::ha(&shard).slave.master_addr.borrow().clone();
             let Some(addr) = from_ns.or(from_ha) else {
                 continue;
             };
@@ -142,9 +140,7 @@ async fn sync_offsets(shard: &Rc<Shard>, first: usize, client: &Client) -> Resul
     let text = String::from_utf8_lossy(&body).into_owned();
     shard
         .on(first)
-        .run(move |s| async move {
-            crate::feature::schedule::install_delay_offsets_json(&s, &text).await
-        })
+        .install_delay_offsets(text)
         .await
         .map_err(|e| e.to_string())??;
     Ok(())
@@ -171,7 +167,7 @@ async fn install_offsets(shard: &Rc<Shard>, first: usize, master: ConsumerOffset
             .map(|(s, entries)| {
                 shard
                     .on(s)
-                    .run(move |owner| async move { set_offsets(&owner, entries) })
+                    .set_consumer_offsets(entries)
             }),
     )
     .await;
@@ -220,12 +216,12 @@ async fn masters_learned(shard: &Rc<Shard>, masters: &BTreeMap<usize, MasterAddr
         tracing::info!("HA: shard {s}'s master is {master_addr:?}, its HA address {ha_addr:?}");
         shard
             .on(s)
-            .tell(move |s| async move { set_master(&s, ha_addr, master_addr) })
+            .follow_master(ha_addr, master_addr)
             .await;
     }
 }
 
-fn set_master(shard: &Shard, ha_addr: Option<String>, master_addr: Option<String>) {
-    *shard.ha.master_ha_addr.borrow_mut() = ha_addr;
-    *shard.ha.master_addr.borrow_mut() = master_addr;
+pub(crate) fn set_master(shard: &Shard, ha_addr: Option<String>, master_addr: Option<String>) {
+    *crate::replication::ha_state::ha(shard).master_ha_addr.borrow_mut() = ha_addr;
+    *crate::replication::ha_state::ha(shard).master_addr.borrow_mut() = master_addr;
 }

@@ -1,16 +1,24 @@
-//! One shard's replication state (a field of `Shard`) and the figures it reports.
+//! One shard's replication state (kept in the shard's extensions) and the figures it reports.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use crate::config::BrokerRole;
+use crate::shard::stats::HaStats;
+use crate::shard::Shard;
+
+/// This shard's replication state.
+pub fn ha(shard: &Shard) -> Rc<HaShard> {
+    shard.extensions.get()
+}
+
+/// This shard's HA figures (GET_BROKER_RUNTIME_INFO, metrics).
+pub fn figures(shard: &Shard) -> HaStats {
+    ha(shard).stats(shard.store.max_physical_offset())
+}
 
 /// One shard's replication state (both roles; only the parts of its role are used).
 #[derive(Default)]
 pub struct HaShard {
-    /// The role and brokerId in force when the controllers chose them (controller mode); `None`: the
-    /// configured ones.
-    pub role: Cell<Option<(BrokerRole, u64)>>,
     /// Slave (controller mode): this shard's replication task, cancelled when the shard becomes
     /// master or follows another one.
     pub(crate) replication: RefCell<Option<glommio::task::JoinHandle<()>>>,
@@ -34,18 +42,6 @@ pub struct HaShard {
     pub(crate) unknown_topics: RefCell<std::collections::HashSet<(String, i32)>>,
     /// Slave, shard 0: copy the master's metadata at the next tick instead of waiting 60 s.
     pub sync_soon: std::cell::Cell<bool>,
-}
-
-/// HA figures of one shard for GET_BROKER_RUNTIME_INFO.
-#[derive(Debug, Clone, Default)]
-pub struct HaStats {
-    pub slaves: usize,
-    pub slave_ack_offset: i64,
-    pub behind_bytes: u64,
-    pub behind_ms: u64,
-    pub slave_connected: bool,
-    pub slave_last_append_ms: i64,
-    pub slave_rejected_frames: u64,
 }
 
 impl HaShard {

@@ -22,7 +22,8 @@ use protocol::header::{
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
-use super::{error, group_settings, header_error};
+use crate::common::group_settings;
+use crate::common::reply::{error, header_error};
 use crate::feature::pop::queue_pop::{self, PopRequest, QueuePop};
 use crate::feature::pop::{now_ms, QueueKey};
 use crate::shard::Shard;
@@ -146,9 +147,8 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     };
     let order = h.order.unwrap_or(false);
     let deadline = Instant::now() + Duration::from_millis(h.poll_time.max(0) as u64).min(MAX_POLL);
-    let _polling = shard
-        .pop
-        .polling(QueueKey::new(&h.consumer_group, &h.topic, queue_id));
+    let pop_state = crate::feature::pop::state(shard);
+    let _polling = pop_state.polling(QueueKey::new(&h.consumer_group, &h.topic, queue_id));
     loop {
         let pop_time = now_ms();
         let request = PopRequest {
@@ -213,13 +213,11 @@ fn register(
         (0..read_queues).collect()
     };
     for q in queues {
-        out.push(shard.waiters.register(&req.topic, q));
+        out.push(crate::feature::long_poll::waiters(shard).register(&req.topic, q));
     }
     if !req.order {
         out.push(
-            shard
-                .waiters
-                .register(&pop_retry_topic(&req.topic, &req.group), 0),
+            crate::feature::long_poll::waiters(shard).register(&pop_retry_topic(&req.topic, &req.group), 0),
         );
     }
     out
@@ -309,11 +307,8 @@ async fn pop_on_owner(
     let (req, topic) = (req.clone(), topic.to_owned());
     shard
         .on(owner)
-        .run(move |s| async move {
-            queue_pop::pop_queue(&s, &req, &topic, queue_id, want, max_bytes).await
-        })
+        .pop_queue(req, topic, queue_id, want, max_bytes)
         .await
-        .map_err(|e| e.to_string())?
 }
 
 fn respond(req: &PopRequest, pops: Vec<QueuePop>, rest: i64) -> RemotingCommand {
@@ -386,7 +381,7 @@ pub async fn peek(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {
         let (group, topic, want) = (h.consumer_group.clone(), h.topic.clone(), max - got);
         let records = shard
             .on(owner)
-            .run(move |s| async move { peek_queue(&s, &group, &topic, q, want).await })
+            .peek_queue(group, topic, q, want)
             .await;
         match records {
             Ok(Ok(records)) => {
@@ -407,7 +402,7 @@ pub async fn peek(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {
     response
 }
 
-async fn peek_queue(
+pub(crate) async fn peek_queue(
     shard: &Shard,
     group: &str,
     topic: &str,

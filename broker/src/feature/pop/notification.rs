@@ -13,7 +13,7 @@ use protocol::header::{
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
-use super::{error, header_error};
+use crate::common::reply::{error, header_error};
 use crate::feature::pop::queue_pop::position;
 use crate::feature::pop::{now_ms, QueueKey};
 use crate::shard::Shard;
@@ -58,7 +58,8 @@ pub async fn notification(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingC
         (0..n).collect()
     };
     let retry = pop_retry_topic(&h.topic, &h.consumer_group);
-    let _polling = shard.pop.polling(QueueKey::new(
+    let pop_state = crate::feature::pop::state(shard);
+    let _polling = pop_state.polling(QueueKey::new(
         &h.consumer_group,
         &h.topic,
         h.queue_id.max(-1),
@@ -66,9 +67,9 @@ pub async fn notification(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingC
     loop {
         let mut arrivals: Vec<_> = queues
             .iter()
-            .map(|q| shard.waiters.register(&h.topic, *q))
+            .map(|q| crate::feature::long_poll::waiters(shard).register(&h.topic, *q))
             .collect();
-        arrivals.push(shard.waiters.register(&retry, 0));
+        arrivals.push(crate::feature::long_poll::waiters(shard).register(&retry, 0));
         let mut has_msg = false;
         for q in queues.iter().copied() {
             if has_message(
@@ -118,20 +119,28 @@ async fn has_message(
     let key = QueueKey::new(group, topic, queue_id);
     shard
         .owner(topic, queue_id)
-        .run(move |s| async move {
-            if order
-                && s.pop
-                    .orders
-                    .borrow()
-                    .blocked(&key, attempt_id.as_deref(), now_ms())
-            {
-                return false;
-            }
-            let at = position(&s, &key, protocol::header::consume_init_mode::MAX, false).await;
-            s.store.visible_max_offset(&key.topic, key.queue_id) > at
-        })
+        .pop_has_message(key, order, attempt_id)
         .await
         .unwrap_or(false)
+}
+
+/// On the queue's owner: whether a pop of the group would find a message on the queue now.
+pub(crate) async fn has_message_here(
+    shard: &Shard,
+    key: QueueKey,
+    order: bool,
+    attempt_id: Option<String>,
+) -> bool {
+    if order
+        && crate::feature::pop::state(shard)
+            .orders
+            .borrow()
+            .blocked(&key, attempt_id.as_deref(), now_ms())
+    {
+        return false;
+    }
+    let at = position(shard, &key, protocol::header::consume_init_mode::MAX, false).await;
+    shard.store.visible_max_offset(&key.topic, key.queue_id) > at
 }
 
 pub async fn polling_info(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {
@@ -144,7 +153,7 @@ pub async fn polling_info(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingC
     }
     let key = QueueKey::new(&h.consumer_group, &h.topic, h.queue_id.max(-1));
     let header = PollingInfoResponseHeader {
-        polling_num: shard.pop.polling_num(&key),
+        polling_num: crate::feature::pop::state(shard).polling_num(&key),
     };
     RemotingCommand::response(rc::SUCCESS, None).with_ext_fields(header.to_ext_fields())
 }

@@ -11,23 +11,23 @@ use crate::shard::Shard;
 /// has stopped before anything else changes), then the shard takes writes and starts the services
 /// only a master runs (delay and timer deliveries, transaction check-back, POP revive).
 pub async fn become_master(shard: &Rc<Shard>, epoch: i32, sync_state_set: BTreeSet<u64>) {
-    crate::role::ha::stop_replication(shard).await;
+    crate::replication::ha::stop_replication(shard).await;
     // The log from its end on is this epoch's: what a returning old master truncates by.
     match u32::try_from(epoch).map(|e| shard.store.begin_epoch(e)) {
         Ok(Ok(_)) => {}
         Ok(Err(e)) => tracing::error!("shard {}: epoch {epoch} not recorded: {e}", shard.id),
         Err(_) => tracing::error!("shard {}: epoch {epoch} out of range", shard.id),
     }
-    *shard.ha.master_ha_addr.borrow_mut() = None;
-    *shard.ha.master_addr.borrow_mut() = None;
-    *shard.ha.sync_state_set.borrow_mut() = sync_state_set;
-    shard.ha.role.set(Some((BrokerRole::SyncMaster, 0)));
+    *crate::replication::ha_state::ha(shard).master_ha_addr.borrow_mut() = None;
+    *crate::replication::ha_state::ha(shard).master_addr.borrow_mut() = None;
+    *crate::replication::ha_state::ha(shard).sync_state_set.borrow_mut() = sync_state_set;
+    shard.chosen_role.set(Some((BrokerRole::SyncMaster, 0)));
     tracing::info!(
         "shard {}: master at epoch {epoch} from local offset {}",
         shard.id,
         storage::local_of(shard.store.max_physical_offset())
     );
-    if shard.ha.master_services_started.replace(true) {
+    if crate::replication::ha_state::ha(shard).master_services_started.replace(true) {
         return;
     }
     crate::feature::schedule::start_deliveries(shard);
@@ -46,21 +46,28 @@ pub async fn become_master(shard: &Rc<Shard>, epoch: i32, sync_state_set: BTreeS
 /// This shard becomes a slave (brokerId `broker_id`) of the master whose shard-broker for this
 /// shard is at `master_addr`; replication starts once the master's HA address is known.
 pub async fn become_slave(shard: &Rc<Shard>, broker_id: u64, master_addr: String) {
-    shard.ha.role.set(Some((BrokerRole::Slave, broker_id)));
-    shard.ha.sync_state_set.borrow_mut().clear();
-    *shard.ha.master_ha_addr.borrow_mut() = None;
-    *shard.ha.master_addr.borrow_mut() = Some(master_addr);
-    crate::role::ha::follow_master(shard).await;
+    shard.chosen_role.set(Some((BrokerRole::Slave, broker_id)));
+    crate::replication::ha_state::ha(shard).sync_state_set.borrow_mut().clear();
+    *crate::replication::ha_state::ha(shard).master_ha_addr.borrow_mut() = None;
+    *crate::replication::ha_state::ha(shard).master_addr.borrow_mut() = Some(master_addr);
+    crate::replication::ha::follow_master(shard).await;
 }
 
 /// The master's HA address is known (every shard's streams go through its one HA port).
+/// Controller mode: the brokerId the controllers gave this broker.
+pub fn controller_id_known(shard: &Shard, broker_id: u64) {
+    crate::replication::ha_state::ha(shard)
+        .controller_id
+        .set(Some(broker_id));
+}
+
 pub fn master_ha_known(shard: &Shard, ha_addr: String) {
     if shard.role() == BrokerRole::Slave {
-        *shard.ha.master_ha_addr.borrow_mut() = Some(ha_addr);
+        *crate::replication::ha_state::ha(shard).master_ha_addr.borrow_mut() = Some(ha_addr);
     }
 }
 
 /// A new SyncStateSet for the master's sends to wait on.
 pub fn sync_state_set_changed(shard: &Shard, sync_state_set: BTreeSet<u64>) {
-    *shard.ha.sync_state_set.borrow_mut() = sync_state_set;
+    *crate::replication::ha_state::ha(shard).sync_state_set.borrow_mut() = sync_state_set;
 }

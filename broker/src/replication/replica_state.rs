@@ -1,11 +1,19 @@
-//! Controller mode, the control shard's record of its group (a field of `Control`): what the
+//! Controller mode, the control shard's record of its group (in its extensions): what the
 //! controllers last said, the connection to them, and the lock that orders role changes. The logic
 //! that keeps it is `replicas`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 
-use crate::role::controller_client::ControllerClient;
+use std::rc::Rc;
+
+use crate::replication::controller_client::ControllerClient;
+use crate::shard::Shard;
+
+/// The control shard's replica manager; `None` on other shards.
+pub fn replicas(shard: &Shard) -> Option<Rc<Replicas>> {
+    shard.is_control().then(|| shard.extensions.get())
+}
 
 /// The control shard's view of its group, as the controllers last said.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -34,7 +42,7 @@ pub struct ReplicaFigures {
     pub role_changes: u64,
 }
 
-/// The replica manager of the control shard (a field of `Control`).
+/// The replica manager of the control shard.
 pub struct Replicas {
     pub client: ControllerClient,
     pub state: RefCell<ReplicaState>,
