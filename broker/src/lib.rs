@@ -3,10 +3,11 @@
 //! Start-up (`startup`) runs one glommio executor per shard, each with its own store, listeners and
 //! copy of the topic table (`shard`); queues are owned by shards (`shard::ownership`); shards talk only
 //! through typed requests and broadcast events over the channel mesh (`shard::requests`,
-//! `shard::events`, `shard::mesh`). Connections (`net`) feed the request processors (`processor`),
-//! which read and change metadata (`state`); shard 0 also plays the control role (`role::control`),
-//! and every shard its HA role (`role::ha`). Delayed messages, transactions, ACL, metrics and long
-//! polling are in `feature`.
+//! `shard::events`, `shard::mesh`). Connections (`net`) feed the request processors (`processor`)
+//! found in the request table (`processor::commands`), which read and change metadata (`state`); shard
+//! 0 also plays the control role (`role::control`), and every shard its HA role (`replication`). POP,
+//! delayed messages, transactions, ACL, metrics and long polling are in `feature`; what processors and
+//! features share is in `common`. docs/architecture.md draws the layers.
 
 pub(crate) mod common;
 pub mod config;

@@ -178,7 +178,7 @@ impl Shard {
             queues: self.store.queues().len(),
             store: self.store.stats(),
             read_only: self.store.read_only_reason(),
-            // Filled in by replication (`role::ha_state::figures`), which owns those figures.
+            // Filled in by replication (`replication::ha_state::figures`), which owns those figures.
             ha: Default::default(),
             requests_sent: self.mesh.sent(),
         }
