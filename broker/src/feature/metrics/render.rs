@@ -101,6 +101,7 @@ struct Family {
     read: Read,
 }
 
+/// A family every broker shows.
 const fn family(name: &'static str, kind: &'static str, help: &'static str, read: Read) -> Family {
     Family {
         name,
@@ -112,6 +113,7 @@ const fn family(name: &'static str, kind: &'static str, help: &'static str, read
 }
 
 impl Family {
+    /// The family on brokers of `role` only.
     const fn only(self, role: Role) -> Family {
         Family { role, ..self }
     }
