@@ -12,8 +12,10 @@ use protocol::header::{CommandHeader, WritePermOfBrokerRequestHeader};
 use protocol::request_code;
 use serde_json::{json, Value};
 
+use crate::app::{error_response, Console};
+use crate::clock::now_ms;
 use crate::http::{Request, Response};
-use crate::{api, session, Console};
+use crate::{api, session};
 
 /// Why an action was not even tried.
 fn refuse(status: u16, why: &str) -> Response {
@@ -74,7 +76,7 @@ pub async fn login(console: &Console, req: &Request) -> Response {
         api::broker_config(&admin, &addr).await
     };
     if let Err(e) = check.await {
-        return crate::error_response(&e);
+        return error_response(&e);
     }
     match console.sessions.open(credentials) {
         Ok(id) => Response::json(200, &json!({ "loggedIn": true, "accessKey": access_key }))
@@ -121,7 +123,7 @@ fn operator(console: &Console, req: &Request) -> Result<Admin, Response> {
         .ok_or_else(|| refuse(401, "log in with an ACL account to use admin actions"))?;
     console
         .admin(Some(credentials))
-        .map_err(|e| crate::error_response(&e))
+        .map_err(|e| error_response(&e))
 }
 
 /// Answers a POST under /api/admin/.
@@ -146,7 +148,7 @@ pub async fn act(console: &Console, req: &Request) -> Response {
             tracing::info!("{} by {:?}: {v}", req.path, admin.credentials);
             Response::json(200, &v)
         }
-        Err(e) => crate::error_response(&e),
+        Err(e) => error_response(&e),
     }
 }
 
@@ -179,7 +181,7 @@ async fn reset_offset(admin: &Admin, body: &Value) -> Result<Value, ClientError>
         Some(Value::Number(n)) => n
             .as_i64()
             .ok_or_else(|| ClientError::Invalid("`timestamp` must be an integer".into()))?,
-        Some(Value::String(s)) => consumer_cmds::parse_timestamp(s, crate::now_ms())?,
+        Some(Value::String(s)) => consumer_cmds::parse_timestamp(s, now_ms())?,
         _ => return Err(ClientError::Invalid("`timestamp` is required".into())),
     };
     let spec = stats_cmds::ResetSpec {

@@ -11,8 +11,10 @@ use mqadmin::{message_cmds, stats_cmds, topic_cmds};
 use protocol::request_code;
 use serde_json::{json, Value};
 
+use crate::app::Console;
+use crate::clock::now_ms;
 use crate::http::Request;
-use crate::{metrics, Console};
+use crate::metrics;
 
 /// A key/value properties text (GET_BROKER_CONFIG's body) as a map.
 pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
@@ -207,7 +209,7 @@ async fn metrics_json(admin: &Admin) -> Result<Value, ClientError> {
             }),
         });
     }
-    Ok(json!({ "timeMs": crate::now_ms(), "endpoints": out }))
+    Ok(json!({ "timeMs": now_ms(), "endpoints": out }))
 }
 
 #[cfg(test)]

@@ -1,0 +1,7 @@
+//! Wall-clock time in milliseconds, as the console reports it and parses timestamps against.
+
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
