@@ -15,6 +15,16 @@ pub const DEFAULT_HEARTBEAT_TIMEOUT_MS: u64 = 3000;
 /// Raft snapshot every this many entries (`raftSnapshotLogs`).
 pub const DEFAULT_RAFT_SNAPSHOT_LOGS: u64 = 500;
 
+/// Connection limits, under the broker's key names and with its defaults. The controller serves on
+/// one executor, so `serverMaxConnectionsPerShard` caps all its connections.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+pub const DEFAULT_IDLE_SECONDS: u64 = 120;
+pub const DEFAULT_FRAME_TIMEOUT_SECONDS: u64 = 60;
+pub const DEFAULT_WRITE_STALL_SECONDS: u64 = 30;
+pub const DEFAULT_MAX_PENDING_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
+/// Requests of one connection handled at once.
+pub const MAX_IN_FLIGHT_PER_CONNECTION: usize = 64;
+
 /// One controller peer of `controllerDLegerPeers`: `n<id>-host:port`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Peer {
@@ -45,6 +55,13 @@ pub struct ControllerConfig {
     /// `raftSnapshotLogs` (ours): take a raft snapshot every this many log entries, and keep as
     /// many entries behind it.
     pub raft_snapshot_logs: u64,
+    /// `serverMaxConnectionsPerShard`: connections served at once; more are closed at accept. Read
+    /// at start; a name server with an embedded controller uses its own setting instead.
+    pub max_connections: usize,
+    /// `serverChannelMaxIdleTimeSeconds`, `serverFrameTimeoutSeconds`,
+    /// `serverWriteStallTimeoutSeconds`, `serverMaxPendingResponseBytes`: what each connection is
+    /// served under (read at start, as `max_connections`).
+    pub limits: remoting::ConnectionLimits,
 }
 
 impl ControllerConfig {
@@ -97,6 +114,11 @@ impl ControllerConfig {
             v.parse::<bool>()
                 .map_err(|_| format!("{key}: expected true or false, got {v:?}"))
         };
+        // 0 turns a connection time limit off.
+        let secs_of = |v: &str| match v.parse::<u64>() {
+            Ok(s) => Ok((s > 0).then(|| Duration::from_secs(s))),
+            Err(_) => Err(format!("{key}: expected seconds (0 = no limit), got {v:?}")),
+        };
         let ms_of = |v: &str| match v.parse::<u64>() {
             Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
             _ => Err(format!("{key}: expected milliseconds > 0, got {v:?}")),
@@ -113,6 +135,17 @@ impl ControllerConfig {
             "raftSnapshotLogs" => match value.parse::<u64>() {
                 Ok(n) if n > 0 => self.raft_snapshot_logs = n,
                 _ => return Err(format!("{key}: expected a count > 0, got {value:?}")),
+            },
+            "serverMaxConnectionsPerShard" => match value.parse::<usize>() {
+                Ok(n) if n > 0 => self.max_connections = n,
+                _ => return Err(format!("{key}: expected a count > 0, got {value:?}")),
+            },
+            "serverChannelMaxIdleTimeSeconds" => self.limits.idle_timeout = secs_of(value)?,
+            "serverFrameTimeoutSeconds" => self.limits.frame_timeout = secs_of(value)?,
+            "serverWriteStallTimeoutSeconds" => self.limits.write_stall_timeout = secs_of(value)?,
+            "serverMaxPendingResponseBytes" => match value.parse::<u64>() {
+                Ok(n) => self.limits.max_pending_response_bytes = n.max(64 * 1024),
+                Err(_) => return Err(format!("{key}: expected a byte count, got {value:?}")),
             },
             // Apache's choice of consensus library; here it is always openraft.
             "controllerType" => tracing::info!("controllerType={value} ignored: openraft is used"),
@@ -175,6 +208,14 @@ impl Default for ControllerConfig {
             enable_elect_unclean_master: false,
             notify_broker_role_changed: true,
             raft_snapshot_logs: DEFAULT_RAFT_SNAPSHOT_LOGS,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            limits: remoting::ConnectionLimits::from_keys(
+                MAX_IN_FLIGHT_PER_CONNECTION,
+                DEFAULT_IDLE_SECONDS,
+                DEFAULT_FRAME_TIMEOUT_SECONDS,
+                DEFAULT_WRITE_STALL_SECONDS,
+                DEFAULT_MAX_PENDING_RESPONSE_BYTES,
+            ),
         }
     }
 }
@@ -230,5 +271,28 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.contains("not in controllerDLegerPeers"), "{err}");
+    }
+
+    #[test]
+    fn connection_keys_reach_the_limits() {
+        let peers = "controllerDLegerPeers = n0-127.0.0.1:9877\ncontrollerDLegerSelfId = n0\n";
+        let d = ControllerConfig::from_file_text(peers).unwrap();
+        assert_eq!(d.max_connections, DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(d.limits.idle_timeout, Some(Duration::from_secs(120)));
+        let c = ControllerConfig::from_file_text(&format!(
+            "{peers}serverMaxConnectionsPerShard = 12\nserverChannelMaxIdleTimeSeconds = 7\n\
+             serverFrameTimeoutSeconds = 3\nserverWriteStallTimeoutSeconds = 0\n\
+             serverMaxPendingResponseBytes = 1048576\n"
+        ))
+        .unwrap();
+        assert_eq!(c.max_connections, 12);
+        assert_eq!(c.limits.idle_timeout, Some(Duration::from_secs(7)));
+        assert_eq!(c.limits.frame_timeout, Some(Duration::from_secs(3)));
+        assert_eq!(c.limits.write_stall_timeout, None);
+        assert_eq!(c.limits.max_pending_response_bytes, 1_048_576);
+        let err =
+            ControllerConfig::from_file_text(&format!("{peers}serverMaxConnectionsPerShard = 0\n"))
+                .unwrap_err();
+        assert!(err.contains("serverMaxConnectionsPerShard"), "{err}");
     }
 }

@@ -1,5 +1,6 @@
 //! Running a controller: the raft thread (tokio) and the remoting executor (glommio), and how they
-//! meet.
+//! meet. Connections are served through `remoting::accept_connections`, under the config's
+//! connection cap and per-connection limits.
 
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -12,10 +13,6 @@ use crate::config::ControllerConfig;
 use crate::controller::Controller;
 use crate::processor::ControllerHandler;
 use crate::shutdown;
-
-/// Requests of one connection handled at once.
-const MAX_IN_FLIGHT_PER_CONNECTION: usize = 64;
-const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(100);
 
 /// Why a controller could not run.
 #[derive(Debug, thiserror::Error)]
@@ -36,28 +33,6 @@ pub enum ControllerError {
 /// Binds without `SO_REUSEPORT`, so a second controller on a taken port fails to start.
 fn bind(addr: SocketAddr) -> Result<glommio::net::TcpListener, ControllerError> {
     remoting::bind(addr).map_err(|source| ControllerError::Bind { addr, source })
-}
-
-async fn accept_loop(listener: glommio::net::TcpListener, handler: Rc<ControllerHandler>) {
-    loop {
-        match listener.accept().await {
-            Ok(stream) => {
-                let handler = handler.clone();
-                glommio::spawn_local(async move {
-                    if let Err(e) =
-                        remoting::serve_connection(stream, handler, MAX_IN_FLIGHT_PER_CONNECTION).await
-                    {
-                        tracing::debug!("connection closed: {e}");
-                    }
-                })
-                .detach();
-            }
-            Err(e) => {
-                tracing::warn!("accept failed: {e}");
-                glommio::timer::sleep(ACCEPT_RETRY_DELAY).await;
-            }
-        }
-    }
 }
 
 /// How long a restarted controller waits for its port: connections of the process it replaces
@@ -137,6 +112,8 @@ pub fn run(
         .ok_or_else(|| ControllerError::Config("no address for controllerDLegerSelfId".into()))?;
     wait_for_port(listen)?;
     let self_id = config.self_id;
+    let max_connections = config.max_connections;
+    let limits = config.limits.clone();
     let embedded = Embedded::start(config)?;
     let handler = embedded.handler();
     let executor = LocalExecutorBuilder::default()
@@ -145,9 +122,14 @@ pub fn run(
             let listener = bind(SocketAddr::from(([0, 0, 0, 0], listen.port())))?;
             tracing::info!("controller n{self_id} listening on {listen}");
             on_bound(listen);
-            let accept = glommio::spawn_local(accept_loop(listener, Rc::new(handler)));
-            shutdown::signalled().await;
-            drop(accept);
+            remoting::accept_connections(
+                listener,
+                Rc::new(handler),
+                limits,
+                Rc::new(remoting::ConnectionGate::new(max_connections)),
+                shutdown::signalled(),
+            )
+            .await;
             remoting::sd_notify::notify_stopping();
             Ok::<(), ControllerError>(())
         })

@@ -12,6 +12,17 @@ pub const DEFAULT_LISTEN: &str = "0.0.0.0:9876";
 pub const DEFAULT_BROKER_EXPIRE_MS: u64 = 120_000;
 pub const DEFAULT_SCAN_INTERVAL_MS: u64 = 10_000;
 
+/// Connection limits, under the broker's key names and with its defaults (0 turns a time limit off).
+/// The name server runs one executor, so `serverMaxConnectionsPerShard` caps all its connections.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
+/// RocketMQ's `serverChannelMaxIdleTimeSeconds` (its name server closes idle channels too).
+pub const DEFAULT_IDLE_SECONDS: u64 = 120;
+pub const DEFAULT_FRAME_TIMEOUT_SECONDS: u64 = 60;
+pub const DEFAULT_WRITE_STALL_SECONDS: u64 = 30;
+pub const DEFAULT_MAX_PENDING_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
+/// Requests of one connection handled at once (brokers and clients send few; this bounds memory).
+pub const MAX_IN_FLIGHT_PER_CONNECTION: usize = 64;
+
 /// What one name server runs with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NamesrvConfig {
@@ -29,6 +40,10 @@ pub struct NamesrvConfig {
     /// Routes of topics with an ORDER_TOPIC_CONFIG KV entry carry it as `orderTopicConf` (Apache's
     /// `orderMessageEnable`, default false). Changeable at runtime.
     pub order_message_enable: bool,
+    /// Connections served at once (`serverMaxConnectionsPerShard`); more are closed at accept.
+    pub max_connections: usize,
+    /// What each connection is served under: idleness, slow frames, write stalls, queued responses.
+    pub limits: remoting::ConnectionLimits,
 }
 
 /// `~/namesrv/<file>`, as Apache's name server places its files under `user.home`.
@@ -46,6 +61,14 @@ impl Default for NamesrvConfig {
             kv_config_path: home_file("kvConfig.json"),
             config_store_path: home_file("namesrv.properties"),
             order_message_enable: false,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            limits: remoting::ConnectionLimits::from_keys(
+                MAX_IN_FLIGHT_PER_CONNECTION,
+                DEFAULT_IDLE_SECONDS,
+                DEFAULT_FRAME_TIMEOUT_SECONDS,
+                DEFAULT_WRITE_STALL_SECONDS,
+                DEFAULT_MAX_PENDING_RESPONSE_BYTES,
+            ),
         }
     }
 }
@@ -79,6 +102,29 @@ pub struct Args {
     /// `controllerDLegerSelfId` peer has this name server's port.
     #[arg(long = "controllerConfig")]
     pub controller_config: Option<PathBuf>,
+    /// Connections served at once; more are closed at accept (the peer sees EOF).
+    #[arg(long = "serverMaxConnectionsPerShard", default_value_t = DEFAULT_MAX_CONNECTIONS, value_parser = positive_count)]
+    pub server_max_connections: usize,
+    /// Close a connection with no request, response or work in flight for this many seconds (0: never).
+    #[arg(long = "serverChannelMaxIdleTimeSeconds", default_value_t = DEFAULT_IDLE_SECONDS)]
+    pub server_channel_max_idle_time_seconds: u64,
+    /// A request frame must arrive whole within this many seconds from its first byte (0: no limit).
+    #[arg(long = "serverFrameTimeoutSeconds", default_value_t = DEFAULT_FRAME_TIMEOUT_SECONDS)]
+    pub server_frame_timeout_seconds: u64,
+    /// Close a connection that takes none of its responses for this many seconds (0: no limit).
+    #[arg(long = "serverWriteStallTimeoutSeconds", default_value_t = DEFAULT_WRITE_STALL_SECONDS)]
+    pub server_write_stall_timeout_seconds: u64,
+    /// Response bytes one connection may have waiting to be written before its reading pauses.
+    #[arg(long = "serverMaxPendingResponseBytes", default_value_t = DEFAULT_MAX_PENDING_RESPONSE_BYTES)]
+    pub server_max_pending_response_bytes: u64,
+}
+
+/// A count of at least 1.
+fn positive_count(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!("expected a count > 0, got {text:?}")),
+    }
 }
 
 impl Args {
@@ -120,6 +166,14 @@ impl From<Args> for NamesrvConfig {
                 .config_store_path
                 .unwrap_or_else(|| home_file("namesrv.properties")),
             order_message_enable: args.order_message_enable,
+            max_connections: args.server_max_connections,
+            limits: remoting::ConnectionLimits::from_keys(
+                MAX_IN_FLIGHT_PER_CONNECTION,
+                args.server_channel_max_idle_time_seconds,
+                args.server_frame_timeout_seconds,
+                args.server_write_stall_timeout_seconds,
+                args.server_max_pending_response_bytes,
+            ),
         }
     }
 }
@@ -136,5 +190,34 @@ mod tests {
             NamesrvConfig::default().listen,
             "0.0.0.0:9876".parse::<SocketAddr>().unwrap()
         );
+        assert_eq!(
+            NamesrvConfig::default().limits.idle_timeout,
+            Some(Duration::from_secs(120))
+        );
+    }
+
+    #[test]
+    fn connection_keys_reach_the_limits() {
+        let args = Args::try_parse_from([
+            "namesrv",
+            "--serverMaxConnectionsPerShard",
+            "12",
+            "--serverChannelMaxIdleTimeSeconds",
+            "7",
+            "--serverFrameTimeoutSeconds",
+            "3",
+            "--serverWriteStallTimeoutSeconds",
+            "0",
+            "--serverMaxPendingResponseBytes",
+            "1048576",
+        ])
+        .unwrap();
+        let c = NamesrvConfig::from(args);
+        assert_eq!(c.max_connections, 12);
+        assert_eq!(c.limits.idle_timeout, Some(Duration::from_secs(7)));
+        assert_eq!(c.limits.frame_timeout, Some(Duration::from_secs(3)));
+        assert_eq!(c.limits.write_stall_timeout, None);
+        assert_eq!(c.limits.max_pending_response_bytes, 1_048_576);
+        assert!(Args::try_parse_from(["namesrv", "--serverMaxConnectionsPerShard", "0"]).is_err());
     }
 }

@@ -1,22 +1,16 @@
-//! Running a name server: the accept loop, the silent-broker scan, and the executor that hosts them.
+//! Running a name server: connections served through `remoting::accept_connections` (a connection
+//! cap and per-connection limits from the config), the silent-broker scan, and the executor that
+//! hosts them.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::rc::Rc;
-use std::time::Duration;
-
 use glommio::net::TcpListener;
 use glommio::LocalExecutorBuilder;
 
 use crate::config::NamesrvConfig;
 use crate::name_server::NameServer;
 use controller::shutdown;
-
-/// Requests of one connection handled at once (brokers and clients send few; this bounds memory).
-const MAX_IN_FLIGHT_PER_CONNECTION: usize = 64;
-
-/// Pause after a failed accept (e.g. out of file descriptors) so the loop does not spin.
-const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(100);
 
 /// Why the name server could not run.
 #[derive(Debug, thiserror::Error)]
@@ -41,28 +35,6 @@ pub fn bind(addr: SocketAddr) -> Result<TcpListener, NamesrvError> {
     remoting::bind(addr).map_err(|source| NamesrvError::Bind { addr, source })
 }
 
-async fn accept_loop(listener: TcpListener, ns: Rc<NameServer>) {
-    loop {
-        match listener.accept().await {
-            Ok(stream) => {
-                let ns = ns.clone();
-                glommio::spawn_local(async move {
-                    if let Err(e) =
-                        remoting::serve_connection(stream, ns, MAX_IN_FLIGHT_PER_CONNECTION).await
-                    {
-                        tracing::info!("connection closed: {e}");
-                    }
-                })
-                .detach();
-            }
-            Err(e) => {
-                tracing::warn!("accept failed: {e}");
-                glommio::timer::sleep(ACCEPT_RETRY_DELAY).await;
-            }
-        }
-    }
-}
-
 async fn scan_loop(ns: Rc<NameServer>) {
     loop {
         glommio::timer::sleep(ns.config().scan_interval).await;
@@ -75,18 +47,18 @@ async fn scan_loop(ns: Rc<NameServer>) {
     }
 }
 
-/// Serves `listener` with `ns` until `stop` completes (inside a glommio executor). Open
+/// Serves `listener` with `ns` until `stop` completes (inside a glommio executor), under the
+/// config's connection cap (`serverMaxConnectionsPerShard`) and per-connection limits. Open
 /// connections end with the executor.
 ///
-/// Accepting and scanning run as tasks of their own: glommio keeps a waker clone for every poll of
-/// a pending accept, so an accept polled again each time a sibling future (a stop flag checked every
-/// 50 ms) wakes their shared task overflowed the task's reference count after 27 minutes.
+/// The scan runs as a task of its own, and `accept_connections` accepts in one of its own, so a stop
+/// future that wakes often never re-polls a pending accept (glommio keeps a waker clone per poll).
 pub async fn serve(listener: TcpListener, ns: Rc<NameServer>, stop: impl Future<Output = ()>) {
-    let accept = glommio::spawn_local(accept_loop(listener, ns.clone()));
-    let scan = glommio::spawn_local(scan_loop(ns));
-    stop.await;
-    // Dropping a glommio task cancels it; the accept task owns the listener, which closes with it.
-    drop(accept);
+    let gate = Rc::new(remoting::ConnectionGate::new(ns.config().max_connections));
+    let limits = ns.config().limits.clone();
+    let scan = glommio::spawn_local(scan_loop(ns.clone()));
+    remoting::accept_connections(listener, ns, limits, gate, stop).await;
+    // Dropping a glommio task cancels it.
     drop(scan);
     remoting::sd_notify::notify_stopping();
     tracing::info!("name server stopping");

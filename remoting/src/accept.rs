@@ -5,13 +5,21 @@ use std::future::Future;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use futures_lite::FutureExt;
 use glommio::net::TcpListener;
 
 use crate::limits::{ConnectionGate, ConnectionLimits};
 use crate::server::{serve_connection_with, Handler};
 
-/// Accepts on `listener` until `stop` completes.
+/// Pause after a failed accept (e.g. out of file descriptors) so the loop does not spin.
+const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(10);
+
+/// Accepts on `listener` until `stop` completes; the listener is closed then. Connections already
+/// open go on being served.
+///
+/// Accepting runs as a task of its own, woken only by the listener: glommio keeps a waker clone for
+/// every poll of a pending accept, so an accept polled again each time a sibling `stop` future (a
+/// flag checked every 50 ms) woke a shared task overflowed that task's reference count after
+/// 27 minutes and the server stopped accepting.
 pub async fn accept_connections<H: Handler>(
     listener: TcpListener,
     handler: Rc<H>,
@@ -19,25 +27,28 @@ pub async fn accept_connections<H: Handler>(
     gate: Rc<ConnectionGate>,
     stop: impl Future<Output = ()>,
 ) {
-    let stop = std::pin::pin!(stop);
-    let mut stop = stop;
+    let accepting = glommio::spawn_local(accept_loop(listener, handler, limits, gate));
+    stop.await;
+    // Dropping a glommio task cancels it; the listener it owns closes with it.
+    drop(accepting);
+}
+
+async fn accept_loop<H: Handler>(
+    listener: TcpListener,
+    handler: Rc<H>,
+    limits: ConnectionLimits,
+    gate: Rc<ConnectionGate>,
+) {
     let mut last_refusal_log: Option<Instant> = None;
     let mut refused_since_log = 0u64;
     loop {
-        let accepted = async { Some(listener.accept().await) }
-            .or(async {
-                stop.as_mut().await;
-                None
-            })
-            .await;
-        let stream = match accepted {
-            Some(Ok(stream)) => stream,
-            Some(Err(e)) => {
+        let stream = match listener.accept().await {
+            Ok(stream) => stream,
+            Err(e) => {
                 tracing::warn!("accept failed: {e}");
-                glommio::timer::sleep(Duration::from_millis(10)).await;
+                glommio::timer::sleep(ACCEPT_RETRY_DELAY).await;
                 continue;
             }
-            None => return,
         };
         let Some(slot) = gate.try_admit() else {
             // Dropping the stream closes it: the peer sees the connection end before any answer.

@@ -33,6 +33,27 @@ impl ConnectionLimits {
         }
     }
 
+    /// From the servers' config keys (the broker's names, also the name server's and the controller's):
+    /// `serverChannelMaxIdleTimeSeconds`, `serverFrameTimeoutSeconds` and
+    /// `serverWriteStallTimeoutSeconds` in seconds, 0 for no limit; `serverMaxPendingResponseBytes`,
+    /// at least 64 KiB so that a response of any size can still be queued.
+    pub fn from_keys(
+        max_in_flight: usize,
+        idle_seconds: u64,
+        frame_timeout_seconds: u64,
+        write_stall_seconds: u64,
+        max_pending_response_bytes: u64,
+    ) -> Self {
+        let seconds = |v: u64| (v > 0).then(|| Duration::from_secs(v));
+        ConnectionLimits {
+            max_in_flight: max_in_flight.max(1),
+            max_pending_response_bytes: max_pending_response_bytes.max(64 * 1024),
+            write_stall_timeout: seconds(write_stall_seconds),
+            idle_timeout: seconds(idle_seconds),
+            frame_timeout: seconds(frame_timeout_seconds),
+        }
+    }
+
     /// How often the connection's watchdog looks at the clocks: a quarter of the shortest limit,
     /// between 10 ms and 1 s; `None` when there is nothing to watch.
     pub(crate) fn watch_every(&self) -> Option<Duration> {
@@ -107,6 +128,16 @@ mod tests {
         drop(a);
         assert_eq!(gate.open(), 1);
         assert!(gate.try_admit().is_some());
+    }
+
+    #[test]
+    fn keys_of_zero_turn_time_limits_off() {
+        let l = ConnectionLimits::from_keys(0, 7, 0, 30, 10);
+        assert_eq!(l.max_in_flight, 1);
+        assert_eq!(l.idle_timeout, Some(Duration::from_secs(7)));
+        assert_eq!(l.frame_timeout, None);
+        assert_eq!(l.write_stall_timeout, Some(Duration::from_secs(30)));
+        assert_eq!(l.max_pending_response_bytes, 64 * 1024);
     }
 
     #[test]

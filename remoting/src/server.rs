@@ -189,6 +189,7 @@ async fn write_loop<W: futures_lite::AsyncWrite + Unpin>(
                     "it has not read its responses for {limit:?} ({} bytes waiting)",
                     writer.buffered()
                 ));
+                discard_rest(&rx).await;
                 return;
             }
             Err(e) => {
@@ -201,10 +202,20 @@ async fn write_loop<W: futures_lite::AsyncWrite + Unpin>(
                 tracing::debug!("write failed, reading what the peer sent before: {e}");
                 shared.write_failed.set(true);
                 shared.pending.close();
+                discard_rest(&rx).await;
                 return;
             }
         }
     }
+}
+
+/// Once nothing more can be written: takes and drops the answers still coming until every sender is
+/// gone. Returning instead would leave handlers waiting forever for room in a full queue (glommio's
+/// bounded channel does not fail a waiting send when its receiver is dropped), holding their
+/// in-flight permits, so the reader, the socket and the connection's slot would never be freed: a
+/// peer that pipelined requests without reading kept its connection open after the stall limit.
+async fn discard_rest(rx: &LocalReceiver<Outgoing>) {
+    while rx.recv().await.is_some() {}
 }
 
 /// Closes connections that stay idle or dribble a frame for too long.
