@@ -1,12 +1,15 @@
 //! `apache.rocketmq.v2.MessagingService`: each RPC becomes remoting calls to the name servers and
 //! brokers, as Apache's proxy does in cluster mode. One file per group of RPCs.
 
+mod caller;
 pub mod pop;
 pub mod receipt;
 pub mod route;
 pub mod send;
 pub mod telemetry;
 pub mod transaction;
+
+pub use caller::Caller;
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -17,38 +20,8 @@ use tonic::{Request, Response, Status};
 
 use crate::pb::messaging_service_server::MessagingService;
 use crate::pb::*;
-use crate::remoting::sign::Credentials;
 use crate::state::Proxy;
 use crate::status::{ok, ProxyError};
-
-/// Who is calling: from the SDK's request metadata.
-pub struct Caller {
-    pub client_id: String,
-    pub namespace: String,
-    /// The ACL account the SDK signed with (None when the proxy's ACL is off).
-    pub creds: Option<Credentials>,
-}
-
-impl Caller {
-    pub fn of<T>(proxy: &Proxy, req: &Request<T>) -> Result<Caller, ProxyError> {
-        let md = req.metadata();
-        let get = |k: &str| {
-            md.get(k)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default()
-                .to_string()
-        };
-        let creds = match &proxy.acl {
-            Some(acl) => Some(acl.authenticate(md)?),
-            None => None,
-        };
-        Ok(Caller {
-            client_id: get("x-mq-client-id"),
-            namespace: get("x-mq-namespace"),
-            creds,
-        })
-    }
-}
 
 pub struct Service {
     pub proxy: Arc<Proxy>,

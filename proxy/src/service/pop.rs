@@ -24,9 +24,9 @@ use protocol::message::properties::{self, POP_CK};
 use protocol::message::record::decode_view;
 use protocol::{request_code, response_code, RemotingCommand};
 
+use super::caller::Caller;
 use super::receipt::ReceiptHandle;
 use super::send::now_ms;
-use super::Caller;
 use crate::convert::{duration_ms, to_sdk_message};
 use crate::pb::*;
 use crate::state::Proxy;

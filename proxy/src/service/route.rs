@@ -3,7 +3,7 @@
 
 use protocol::body::{perm, QueueData, TopicRouteData};
 
-use super::Caller;
+use super::caller::Caller;
 use crate::pb::*;
 use crate::state::Proxy;
 use crate::status::{ok, ProxyError};

@@ -12,8 +12,8 @@ use protocol::message::properties::java_string_hash;
 use protocol::message::record::sys_flag;
 use protocol::{request_code, response_code, RemotingCommand};
 
+use super::caller::Caller;
 use super::transaction::TransactionId;
-use super::Caller;
 use crate::convert::{remoting_properties, send_kind, timestamp_ms, SendKind};
 use crate::pb::*;
 use crate::state::Proxy;

@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
 
-use super::Caller;
+use super::caller::Caller;
 use crate::convert::ms_duration;
 use crate::pb::*;
 use crate::remoting::group::GroupSettings;

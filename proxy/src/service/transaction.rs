@@ -13,7 +13,7 @@ use protocol::header::{CheckTransactionStateRequestHeader, EndTransactionRequest
 use protocol::message::record::{decode_view, sys_flag};
 use protocol::{request_code, response_code, RemotingCommand};
 
-use super::Caller;
+use super::caller::Caller;
 use crate::convert::to_sdk_message;
 use crate::pb::*;
 use crate::remoting::Inbound;

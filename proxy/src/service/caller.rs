@@ -1,0 +1,37 @@
+//! `Caller`: who is calling an RPC, read from the SDK's request metadata and checked against the
+//! proxy's ACL.
+
+use tonic::Request;
+
+use crate::remoting::sign::Credentials;
+use crate::state::Proxy;
+use crate::status::ProxyError;
+
+/// Who is calling: from the SDK's request metadata.
+pub struct Caller {
+    pub client_id: String,
+    pub namespace: String,
+    /// The ACL account the SDK signed with (None when the proxy's ACL is off).
+    pub creds: Option<Credentials>,
+}
+
+impl Caller {
+    pub fn of<T>(proxy: &Proxy, req: &Request<T>) -> Result<Caller, ProxyError> {
+        let md = req.metadata();
+        let get = |k: &str| {
+            md.get(k)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let creds = match &proxy.acl {
+            Some(acl) => Some(acl.authenticate(md)?),
+            None => None,
+        };
+        Ok(Caller {
+            client_id: get("x-mq-client-id"),
+            namespace: get("x-mq-namespace"),
+            creds,
+        })
+    }
+}
