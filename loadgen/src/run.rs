@@ -36,7 +36,12 @@ pub fn run(sides: Sides, spec: RunSpec, command: String) -> Result<Outcome, Stri
         crate::ack_log::truncate(path)?;
     }
     if let Some(queues) = spec.common.create_queues {
-        crate::topic_setup::create_topic(&spec.common, queues)?;
+        crate::topic_setup::create_topic(
+            spec.common.namesrv.clone(),
+            spec.common.topic.clone(),
+            spec.common.timeout,
+            queues,
+        )?;
     }
     let threads = spec.common.threads;
     let consume_count = if sides == Sides::Consume {

@@ -5,16 +5,20 @@ use std::time::Duration;
 use client::NameServer;
 use glommio::LocalExecutorBuilder;
 
-use crate::cli::CommonArgs;
-
 /// How long to wait for the name server to route a topic just created.
 const ROUTE_WAIT: Duration = Duration::from_secs(35);
 
-pub fn create_topic(common: &CommonArgs, queues: i32) -> Result<(), String> {
+/// Creates `topic` with `queues` queues through the name servers at `namesrv`, on an executor of its
+/// own (the run's executors have not started yet).
+pub fn create_topic(
+    namesrv: String,
+    topic: String,
+    timeout: Duration,
+    queues: i32,
+) -> Result<(), String> {
     if queues <= 0 {
         return Err("--create-queues must be positive".into());
     }
-    let (namesrv, topic, timeout) = (common.namesrv.clone(), common.topic.clone(), common.timeout);
     let handle = LocalExecutorBuilder::default()
         .name("loadgen-setup")
         .spawn(move || async move {
