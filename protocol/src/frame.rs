@@ -83,6 +83,50 @@ fn header_info(buf: &[u8], total: usize) -> Result<Option<(SerializeType, usize)
     Ok(Some((serialize_type, header_len)))
 }
 
+/// Bytes a [`FrameBuffer`] makes room for when no frame is under way.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// One connection's read buffer, for clients that do their own reading (on tokio or any other
+/// runtime; nothing here does I/O): read into [`FrameBuffer::read_space`], take whole commands out
+/// with [`FrameBuffer::next_frame`]. A frame's length is checked before room is made for it.
+#[derive(Debug, Default)]
+pub struct FrameBuffer {
+    buf: BytesMut,
+}
+
+impl FrameBuffer {
+    pub fn new() -> Self {
+        FrameBuffer {
+            buf: BytesMut::with_capacity(READ_CHUNK),
+        }
+    }
+
+    /// The buffer to read into (append only), with room for the rest of the frame being received
+    /// or for a chunk when none is under way. Fails on a frame length that is refused (negative,
+    /// too short, over [`MAX_FRAME_LEN`]): the connection cannot be resynchronised.
+    pub fn read_space(&mut self) -> Result<&mut BytesMut, FrameError> {
+        let missing = match frame_length(&self.buf)? {
+            Some(total) => total.saturating_sub(self.buf.len()),
+            None => 0,
+        };
+        let want = missing.max(READ_CHUNK);
+        if self.buf.capacity() - self.buf.len() < want {
+            self.buf.reserve(want);
+        }
+        Ok(&mut self.buf)
+    }
+
+    /// The next whole command, if one is buffered (see [`decode_frame`] for the errors).
+    pub fn next_frame(&mut self) -> Result<Option<RemotingCommand>, FrameError> {
+        decode_frame(&mut self.buf)
+    }
+
+    /// Bytes received but not yet decoded.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+}
+
 /// Decodes one frame from the front of `buf`.
 ///
 /// `Ok(None)`: more bytes are needed (nothing consumed). `Ok(Some)`: exactly one frame consumed;
@@ -201,6 +245,31 @@ mod tests {
         assert_eq!(decode_frame(&mut buf).unwrap(), Some(cmd.clone()));
         assert_eq!(decode_frame(&mut buf).unwrap(), Some(cmd));
         assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn a_frame_buffer_yields_frames_read_in_pieces() {
+        let cmd = RemotingCommand::request(10)
+            .with_ext("a", "b")
+            .with_body(vec![7u8; 100_000]);
+        let bytes = encode_to_bytes(&cmd).unwrap();
+        let mut frames = FrameBuffer::new();
+        let mut decoded = 0;
+        for piece in bytes.chunks(3000).chain(bytes.chunks(70_000)) {
+            let space = frames.read_space().unwrap();
+            // Room for the whole rest of a frame whose length is known: one read can finish it.
+            assert!(space.capacity() - space.len() >= piece.len());
+            space.extend_from_slice(piece);
+            while let Some(got) = frames.next_frame().unwrap() {
+                assert_eq!(got, cmd);
+                decoded += 1;
+            }
+        }
+        assert_eq!(decoded, 2);
+        assert_eq!(frames.buffered(), 0);
+        let mut hostile = FrameBuffer::new();
+        hostile.read_space().unwrap().extend_from_slice(&[0x7F, 0xFF, 0xFF, 0xFF]);
+        assert!(matches!(hostile.read_space(), Err(FrameError::TooLarge(_))));
     }
 
     #[test]

@@ -18,5 +18,5 @@ pub mod signature;
 pub use code::{request_code, response_code};
 pub use command::{RemotingCommand, SerializeType};
 pub use ext_fields::ExtFields;
-pub use frame::{decode_frame, encode_frame, frame_length, FrameError};
+pub use frame::{decode_frame, encode_frame, frame_length, FrameBuffer, FrameError};
 pub use language::LanguageCode;

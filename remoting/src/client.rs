@@ -1,4 +1,11 @@
 //! A request/response client over one connection: requests are matched to responses by opaque.
+//!
+//! This is the glommio client (brokers, name servers, the Rust client library, mqadmin). The proxy
+//! (`proxy::remoting::connection`) and the controller's raft (`controller::raft::peer_client`) have
+//! tokio clients of their own, because they run on tokio (tonic, openraft): this client's state is
+//! `Rc`/`Cell` and its socket, tasks and timers are glommio's, so its futures can be neither polled
+//! by tokio nor sent between its threads. What needs no runtime is shared through `protocol`:
+//! commands, headers, frame encoding and decoding, and request signing.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;

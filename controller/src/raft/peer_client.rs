@@ -1,20 +1,25 @@
 //! A small remoting client on tokio: one connection, one request at a time. Raft messages to the
 //! other controllers and role-change notices to brokers go out through it from the raft thread.
+//!
+//! Why this is not `remoting::Client`: that client lives on a glommio executor (its state is
+//! `Rc`/`Cell`, its socket, tasks and timers are glommio's), and raft (openraft) runs on a tokio
+//! thread of its own, where a glommio future can be neither polled nor sent between threads. What
+//! needs no runtime is shared through `protocol`: commands, headers, frame encoding and decoding
+//! (`FrameBuffer` is this client's read buffer). The proxy's tokio client multiplexes many requests
+//! per connection; raft needs one at a time per peer, so this one stays this small.
 
 use std::time::Duration;
 
-use bytes::BytesMut;
+use protocol::frame::FrameBuffer;
 use protocol::RemotingCommand;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// Frames larger than this are refused (as the remoting layer does).
-const MAX_FRAME: usize = 16 * 1024 * 1024;
-
 /// A connection to one address, opened on first use and again after any failure.
 pub struct PeerClient {
     addr: String,
-    stream: Option<TcpStream>,
+    /// The socket and what was read from it but not yet decoded; dropped together after a failure.
+    conn: Option<(TcpStream, FrameBuffer)>,
     next_opaque: i32,
 }
 
@@ -22,46 +27,40 @@ impl PeerClient {
     pub fn new(addr: String) -> PeerClient {
         PeerClient {
             addr,
-            stream: None,
+            conn: None,
             next_opaque: 1,
         }
     }
 
-    async fn connected(&mut self) -> std::io::Result<&mut TcpStream> {
-        if self.stream.is_none() {
+    async fn connected(&mut self) -> std::io::Result<&mut (TcpStream, FrameBuffer)> {
+        if self.conn.is_none() {
             let stream = TcpStream::connect(&self.addr).await?;
             stream.set_nodelay(true)?;
-            self.stream = Some(stream);
+            self.conn = Some((stream, FrameBuffer::new()));
         }
-        self.stream
+        self.conn
             .as_mut()
             .ok_or_else(|| std::io::Error::other("not connected"))
     }
 
     async fn exchange(&mut self, request: RemotingCommand, oneway: bool) -> std::io::Result<Option<RemotingCommand>> {
         let frame = protocol::frame::encode_to_bytes(&request).map_err(std::io::Error::other)?;
-        let stream = self.connected().await?;
+        let (stream, frames) = self.connected().await?;
         stream.write_all(&frame).await?;
         if oneway {
             return Ok(None);
         }
         loop {
-            let mut len = [0u8; 4];
-            stream.read_exact(&mut len).await?;
-            let n = u32::from_be_bytes(len) as usize;
-            if n > MAX_FRAME {
-                return Err(std::io::Error::other(format!("frame of {n} bytes refused")));
+            while let Some(cmd) = frames.next_frame().map_err(std::io::Error::other)? {
+                // A late answer to an earlier request that timed out is skipped.
+                if cmd.is_response() && cmd.opaque == request.opaque {
+                    return Ok(Some(cmd));
+                }
             }
-            let mut buf = BytesMut::with_capacity(n + 4);
-            buf.extend_from_slice(&len);
-            buf.resize(n + 4, 0);
-            stream.read_exact(buf.get_mut(4..).unwrap_or_default()).await?;
-            let cmd = protocol::decode_frame(&mut buf)
-                .map_err(std::io::Error::other)?
-                .ok_or_else(|| std::io::Error::other("short frame"))?;
-            // A late answer to an earlier request that timed out is skipped.
-            if cmd.is_response() && cmd.opaque == request.opaque {
-                return Ok(Some(cmd));
+            // The frame's length is checked (16 MiB at most) before room is made for it.
+            let space = frames.read_space().map_err(std::io::Error::other)?;
+            if stream.read_buf(space).await? == 0 {
+                return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof));
             }
         }
     }
@@ -77,7 +76,7 @@ impl PeerClient {
             Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, format!("no answer from {} in {timeout:?}", self.addr))),
         };
         if result.is_err() {
-            self.stream = None;
+            self.conn = None;
         }
         result
     }
@@ -90,11 +89,11 @@ impl PeerClient {
         match tokio::time::timeout(timeout, self.exchange(request, true)).await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => {
-                self.stream = None;
+                self.conn = None;
                 Err(e)
             }
             Err(_) => {
-                self.stream = None;
+                self.conn = None;
                 Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "send timed out"))
             }
         }

@@ -1,5 +1,12 @@
 //! One TCP connection to a name server or broker: requests are matched to responses by `opaque`, so
 //! any number can be in flight; requests the peer sends us (CHECK_TRANSACTION_STATE) go to `inbound`.
+//!
+//! Why this is not `remoting::Client`: that client lives on a glommio executor (its state is
+//! `Rc`/`Cell`, its socket, tasks and timers are glommio's), and the proxy runs on tokio for tonic,
+//! where a glommio future can be neither polled nor sent between threads. What needs no runtime is
+//! shared through `protocol`: commands, headers, frame encoding and decoding (`FrameBuffer` is this
+//! reader's buffer), and request signing (`protocol::signature`). The controller's raft client
+//! (`controller::raft::peer_client`) is tokio too but one request at a time; this one multiplexes.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -7,8 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use protocol::frame::encode_to_bytes;
-use protocol::{decode_frame, RemotingCommand};
+use protocol::frame::{encode_to_bytes, FrameBuffer};
+use protocol::RemotingCommand;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
@@ -98,14 +105,21 @@ impl Connection {
         let reader_addr = addr.to_string();
         let reply = out.clone();
         tokio::spawn(async move {
-            let mut buf = BytesMut::with_capacity(64 * 1024);
+            let mut frames = FrameBuffer::new();
             'read: loop {
-                match rd.read_buf(&mut buf).await {
+                let space = match frames.read_space() {
+                    Ok(space) => space,
+                    Err(e) => {
+                        tracing::warn!("bad frame from {reader_addr}: {e}; closing");
+                        break;
+                    }
+                };
+                match rd.read_buf(space).await {
                     Ok(0) | Err(_) => break,
                     Ok(_) => {}
                 }
                 loop {
-                    match decode_frame(&mut buf) {
+                    match frames.next_frame() {
                         Ok(Some(cmd)) if cmd.is_response() => {
                             let waiter = lock(&reader_pending).remove(&cmd.opaque);
                             if let Some(w) = waiter {
