@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::rc::Rc;
+
 use glommio::net::TcpListener;
 use glommio::LocalExecutorBuilder;
 

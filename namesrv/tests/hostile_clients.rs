@@ -36,5 +36,8 @@ fn the_name_server_cuts_off_floods_slowloris_and_idle_connections() {
     idle_is_closed(&mut silent, Duration::from_secs(3));
     // Still serving new connections, and still running.
     served_connection(addr, 400);
-    assert!(ns.wait_exit(Duration::from_millis(10)).is_none(), "namesrv exited");
+    assert!(
+        ns.wait_exit(Duration::from_millis(10)).is_none(),
+        "namesrv exited"
+    );
 }

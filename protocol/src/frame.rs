@@ -268,7 +268,10 @@ mod tests {
         assert_eq!(decoded, 2);
         assert_eq!(frames.buffered(), 0);
         let mut hostile = FrameBuffer::new();
-        hostile.read_space().unwrap().extend_from_slice(&[0x7F, 0xFF, 0xFF, 0xFF]);
+        hostile
+            .read_space()
+            .unwrap()
+            .extend_from_slice(&[0x7F, 0xFF, 0xFF, 0xFF]);
         assert!(matches!(hostile.read_space(), Err(FrameError::TooLarge(_))));
     }
 

@@ -137,7 +137,10 @@ pub fn slowloris_is_cut_off(addr: SocketAddr, frame_limit: Duration) {
 pub fn idle_is_closed(silent: &mut TcpStream, idle_limit: Duration) {
     let took = closed_within(silent, idle_limit + Duration::from_secs(7))
         .expect("an idle connection was not closed");
-    assert!(took < idle_limit + Duration::from_secs(7), "closed after {took:?}");
+    assert!(
+        took < idle_limit + Duration::from_secs(7),
+        "closed after {took:?}"
+    );
 }
 
 /// Requests pipelined as fast as the socket takes them, no response ever read: the server stops
@@ -168,7 +171,10 @@ pub fn request_flood_is_cut_off(addr: SocketAddr, stall_limit: Duration) -> Dura
     std::thread::sleep(Duration::from_millis(300));
     let mut other = served_connection(addr, 301);
     let t = Instant::now();
-    assert!(answered(&mut other, 302), "a second connection went unanswered");
+    assert!(
+        answered(&mut other, 302),
+        "a second connection went unanswered"
+    );
     assert!(
         t.elapsed() < Duration::from_secs(2),
         "a second connection waited {:?} during the flood",
