@@ -12,6 +12,7 @@
 pub(crate) mod common;
 pub mod config;
 pub(crate) mod error;
+pub(crate) mod exporter;
 pub(crate) mod feature;
 pub(crate) mod net;
 pub(crate) mod processor;

@@ -5,9 +5,7 @@
 //! `whichBrokerWhenConsumeSlowly` are the broker id a pull answer suggests. Settings are read from
 //! the shard's copy of the groups; a missing group is created through the control shard.
 
-use std::rc::Rc;
-
-use protocol::header::{forbidden_type, pull_sys_flag, PullMessageRequestHeader};
+use protocol::header::{forbidden_type, PullMessageRequestHeader};
 use protocol::request_code as code;
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
@@ -52,7 +50,8 @@ pub fn not_exist(group: &str) -> RemotingCommand {
 }
 
 /// A NO_PERMISSION answer to a pull, with RocketMQ 5's `forbiddenType`.
-fn forbidden(forbidden: i32, remark: String) -> RemotingCommand {
+/// A NO_PERMISSION answer with RocketMQ's `forbiddenType`.
+pub fn forbidden(forbidden: i32, remark: String) -> RemotingCommand {
     let mut response = error(rc::NO_PERMISSION, remark);
     response.set_ext("forbiddenType", &forbidden.to_string());
     response
@@ -64,6 +63,13 @@ pub struct PullGroup {
     consume_broadcast_enable: bool,
     broker_id: i64,
     which_broker_when_consume_slowly: i64,
+}
+
+impl PullGroup {
+    /// Whether the group may be consumed by broadcast (`consumeBroadcastEnable`).
+    pub fn consume_broadcast_enable(&self) -> bool {
+        self.consume_broadcast_enable
+    }
 }
 
 impl From<&SubscriptionGroupConfig> for PullGroup {
@@ -113,29 +119,6 @@ pub async fn admit_pull(
         ));
     }
     Ok(settings)
-}
-
-/// The check of a pull without a subscription of its own (push consumers), after its queue's: a
-/// group consumed by broadcast needs `consumeBroadcastEnable`. Pulls carrying their subscription
-/// (lite pull) are not checked, as in RocketMQ.
-pub fn admit_broadcast(
-    shard: &Rc<Shard>,
-    header: &PullMessageRequestHeader,
-    group: &PullGroup,
-) -> Result<(), RemotingCommand> {
-    if header.sys_flag & pull_sys_flag::SUBSCRIPTION != 0 || group.consume_broadcast_enable {
-        return Ok(());
-    }
-    if crate::feature::pull_filter::subscriptions(shard).is_broadcasting(&header.consumer_group) {
-        return Err(forbidden(
-            forbidden_type::BROADCASTING_DISABLE_FORBIDDEN,
-            format!(
-                "the consumer group[{}] can not consume by broadcast way",
-                header.consumer_group
-            ),
-        ));
-    }
-    Ok(())
 }
 
 /// The broker id a pull answer suggests (RocketMQ's `composeResponseHeader`): with slave reads on, the

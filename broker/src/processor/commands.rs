@@ -294,4 +294,23 @@ mod tests {
         assert!(!acl_rule(code::SEND_MESSAGE).needs_admin());
         assert!(!acl_rule(code::PULL_MESSAGE).needs_admin());
     }
+
+    #[test]
+    fn codes_that_read_alike_share_a_rule() {
+        // A lite pull reads like a pull; every POP code reads as a pull does.
+        assert_eq!(acl_rule(code::LITE_PULL_MESSAGE), AclRule::Pull);
+        for c in [
+            code::POP_MESSAGE,
+            code::PEEK_MESSAGE,
+            code::ACK_MESSAGE,
+            code::CHANGE_MESSAGE_INVISIBLETIME,
+            code::NOTIFICATION,
+            code::POLLING_INFO,
+        ] {
+            assert_eq!(acl_rule(c), AclRule::Pop, "code {c}");
+        }
+        assert_eq!(acl_rule(code::SEND_BATCH_MESSAGE), AclRule::SendV2);
+        // Codes this broker does not serve need nothing beyond a valid signature.
+        assert_eq!(acl_rule(code::CHECK_TRANSACTION_STATE), AclRule::Free);
+    }
 }

@@ -12,7 +12,7 @@ use bytes::BytesMut;
 use futures_lite::FutureExt;
 use protocol::body::perm;
 use protocol::header::{
-    pull_sys_flag, CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader,
+    forbidden_type, pull_sys_flag, CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader,
 };
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
@@ -71,7 +71,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
             ),
         );
     }
-    if let Err(response) = group_settings::admit_broadcast(shard, &header, &group) {
+    if let Err(response) = admit_broadcast(shard, &header, &group) {
         return response;
     }
     let filter = match filter_of(shard, &header) {
@@ -281,6 +281,29 @@ fn respond(shard: &Shard, code: i32, result: GetResult, group: &PullGroup) -> Re
         response.remark = Some(format!("{:?}", result.status));
     }
     response
+}
+
+/// The check of a pull without a subscription of its own (push consumers), after its queue's: a
+/// group consumed by broadcast needs `consumeBroadcastEnable`. Pulls carrying their subscription
+/// (lite pull) are not checked, as in RocketMQ.
+fn admit_broadcast(
+    shard: &Rc<Shard>,
+    header: &PullMessageRequestHeader,
+    group: &PullGroup,
+) -> Result<(), RemotingCommand> {
+    if header.sys_flag & pull_sys_flag::SUBSCRIPTION != 0 || group.consume_broadcast_enable() {
+        return Ok(());
+    }
+    if crate::feature::pull_filter::subscriptions(shard).is_broadcasting(&header.consumer_group) {
+        return Err(group_settings::forbidden(
+            forbidden_type::BROADCASTING_DISABLE_FORBIDDEN,
+            format!(
+                "the consumer group[{}] can not consume by broadcast way",
+                header.consumer_group
+            ),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

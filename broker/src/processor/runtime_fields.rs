@@ -8,7 +8,7 @@ use std::rc::Rc;
 use protocol::message::record::MessageRecord;
 
 use crate::feature::broker_stats::{self, sampler};
-use crate::feature::metrics::gather::{disk_figures, local_figures};
+use crate::feature::metrics::figures::{disk_figures, local_figures};
 use crate::feature::metrics::local::PUT_LATENCY_BOUNDS_US;
 use crate::shard::mesh::join_all;
 use crate::shard::stats::ShardStats;

@@ -243,7 +243,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
         if let Some(signals) = boot.signals {
             crate::startup::lifecycle::watch_signals(&shard, signals);
         }
-        crate::feature::metrics::start(&shard)?;
+        crate::exporter::start(&shard)?;
         progress.enter(Stage::Registering);
         let registered = crate::role::control::register_now(&shard).await;
         if cfg.controller.enabled {

@@ -148,9 +148,9 @@ pub fn check(
 mod tests {
     use super::*;
 
-    /// `check` under the rule the request table gives the request's code.
+    /// `check` of a send (the request table's rule for SEND_MESSAGE_V2).
     fn check(cfg: &BrokerConfig, request: &RemotingCommand, peer: SocketAddr) -> Option<RemotingCommand> {
-        super::check(cfg, request, peer, crate::processor::commands::acl_rule(request.code))
+        super::check(cfg, request, peer, AclRule::SendV2)
     }
     use protocol::request_code as code;
 

@@ -1,52 +1,8 @@
-//! Prometheus metrics: a text endpoint on its own port (`metricsPort`, 0 = off) served by shard 0,
-//! which gathers every shard's figures over the mesh (`gather`) and from the per-shard slots the hot
-//! paths write (`local`), and formats them (`render`).
+//! The figures the hot paths keep for metrics: per-shard slots written without a hop (`local`:
+//! put latency, parked pulls, open connections) and the process's figures read from them and from the
+//! disk (`figures`). The Prometheus endpoint that gathers and formats them is `crate::exporter`.
 
-pub mod gather;
-pub mod http;
+pub mod figures;
 pub mod local;
-pub mod render;
-
-use std::net::SocketAddr;
-use std::rc::Rc;
 
 pub use local::{record_put, register_shard, OpenConnection, Parked};
-
-use crate::error::BrokerError;
-use crate::shard::Shard;
-
-/// Starts the endpoint on shard 0 when `metricsPort` is set; it stops with the broker.
-pub fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
-    let port = shard.cfg.metrics_port;
-    if port == 0 || shard.id != 0 {
-        return Ok(());
-    }
-    let ip = shard
-        .cfg
-        .bind_address
-        .parse()
-        .unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
-    let addr = SocketAddr::new(ip, port);
-    let listener =
-        http::bind(addr).map_err(|e| BrokerError::io(format!("metrics endpoint {addr}"), e))?;
-    tracing::info!("metrics endpoint on http://{addr}/metrics");
-    let weak = Rc::downgrade(shard);
-    let stop_on = shard.clone();
-    glommio::spawn_local(async move {
-        let page = move || {
-            let weak = weak.clone();
-            async move {
-                match weak.upgrade() {
-                    Some(shard) => render::render(&gather::gather(&shard).await),
-                    None => String::new(),
-                }
-            }
-        };
-        http::serve(listener, page, async move {
-            stop_on.stop_accepting.wait().await
-        })
-        .await;
-    })
-    .detach();
-    Ok(())
-}

@@ -2,8 +2,9 @@
 
 use std::fmt::{self, Display, Write};
 
-use super::gather::{DiskFigures, LocalFigures, Snapshot};
-use super::local::PUT_LATENCY_BOUNDS_US;
+use super::gather::Snapshot;
+use crate::feature::metrics::figures::{DiskFigures, LocalFigures};
+use crate::feature::metrics::local::PUT_LATENCY_BOUNDS_US;
 use crate::replication::replica_state::ReplicaFigures;
 use crate::shard::stats::ShardStats;
 

@@ -3,34 +3,15 @@
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::sync::atomic::Ordering::Relaxed;
 
 
+use crate::feature::metrics::figures::{disk_figures, local_figures, DiskFigures, LocalFigures};
 use crate::shard::mesh::join_all;
 use crate::shard::stats::ShardStats;
 use crate::shard::Shard;
 
 /// Most (topic, group, queue) offsets measured per scrape, so a huge table cannot stall shard 0.
 const MAX_BACKLOG_QUEUES: usize = 20_000;
-
-/// Hot-path figures of one shard, copied out of its slot.
-#[derive(Debug, Clone, Default)]
-pub struct LocalFigures {
-    pub shard: usize,
-    pub put_latency_buckets: Vec<u64>,
-    pub put_latency_sum_us: u64,
-    pub put_requests: u64,
-    pub pull_parked: u64,
-    pub connections_open: u64,
-    pub connections_accepted: u64,
-}
-
-/// Filesystem figures of the store root (statvfs).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct DiskFigures {
-    pub total_bytes: u64,
-    pub free_bytes: u64,
-}
 
 /// Everything one scrape reports.
 #[derive(Debug, Clone, Default)]
@@ -46,43 +27,6 @@ pub struct Snapshot {
     pub is_slave: bool,
     /// Controller mode: the group as the controllers last said.
     pub controller: Option<crate::replication::replica_state::ReplicaFigures>,
-}
-
-pub fn local_figures() -> Vec<LocalFigures> {
-    super::local::all_shards()
-        .iter()
-        .map(|m| LocalFigures {
-            shard: m.shard,
-            put_latency_buckets: m
-                .put_latency_buckets
-                .iter()
-                .map(|b| b.load(Relaxed))
-                .collect(),
-            put_latency_sum_us: m.put_latency_sum_us.load(Relaxed),
-            put_requests: m.put_requests.load(Relaxed),
-            pull_parked: m.pull_parked.load(Relaxed),
-            connections_open: m.connections_open.load(Relaxed),
-            connections_accepted: m.connections_accepted.load(Relaxed),
-        })
-        .collect()
-}
-
-pub fn disk_figures(path: &std::path::Path) -> Option<DiskFigures> {
-    use std::os::unix::ffi::OsStrExt;
-    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statvfs fills a zeroed, locally owned struct from a NUL-terminated path; rc is checked.
-    let st = unsafe {
-        let mut st: libc::statvfs = std::mem::zeroed();
-        if libc::statvfs(c_path.as_ptr(), &mut st) != 0 {
-            return None;
-        }
-        st
-    };
-    let frsize = st.f_frsize as u64;
-    Some(DiskFigures {
-        total_bytes: (st.f_blocks as u64).saturating_mul(frsize),
-        free_bytes: (st.f_bavail as u64).saturating_mul(frsize),
-    })
 }
 
 /// The max offset of a queue, asked of its owner shard.

@@ -1,0 +1,49 @@
+//! The Prometheus exporter: a text endpoint on its own port (`metricsPort`, 0 = off) served by shard 0,
+//! which gathers every shard's figures over the mesh (`gather`) with the hot-path slots and disk
+//! figures (`feature::metrics`), and formats them (`render`).
+
+pub mod gather;
+pub mod http;
+pub mod render;
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+
+use crate::error::BrokerError;
+use crate::shard::Shard;
+
+/// Starts the endpoint on shard 0 when `metricsPort` is set; it stops with the broker.
+pub fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
+    let port = shard.cfg.metrics_port;
+    if port == 0 || shard.id != 0 {
+        return Ok(());
+    }
+    let ip = shard
+        .cfg
+        .bind_address
+        .parse()
+        .unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
+    let addr = SocketAddr::new(ip, port);
+    let listener =
+        http::bind(addr).map_err(|e| BrokerError::io(format!("metrics endpoint {addr}"), e))?;
+    tracing::info!("metrics endpoint on http://{addr}/metrics");
+    let weak = Rc::downgrade(shard);
+    let stop_on = shard.clone();
+    glommio::spawn_local(async move {
+        let page = move || {
+            let weak = weak.clone();
+            async move {
+                match weak.upgrade() {
+                    Some(shard) => render::render(&gather::gather(&shard).await),
+                    None => String::new(),
+                }
+            }
+        };
+        http::serve(listener, page, async move {
+            stop_on.stop_accepting.wait().await
+        })
+        .await;
+    })
+    .detach();
+    Ok(())
+}
