@@ -1,25 +1,11 @@
 //! Signing requests for brokers with plain ACL on, as the Java client's `AclClientRPCHook`: the
 //! account's `AccessKey` goes into the extFields and `Signature` is computed over them and the body.
 
-use protocol::signature::{sign, signed_content, ACCESS_KEY, SIGNATURE};
 use protocol::RemotingCommand;
 use remoting::RpcHook;
 
-/// An account of the brokers' `plain_acl.yml`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Credentials {
-    pub access_key: String,
-    pub secret_key: String,
-}
-
-impl std::fmt::Debug for Credentials {
-    /// Never prints the secret.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Credentials")
-            .field("access_key", &self.access_key)
-            .finish_non_exhaustive()
-    }
-}
+/// An account of the brokers' `plain_acl.yml` (protocol's, shared with the proxy).
+pub use protocol::signature::Credentials;
 
 /// The hook that signs every request of a connection with `Credentials`.
 pub struct AclRpcHook {
@@ -28,16 +14,14 @@ pub struct AclRpcHook {
 
 impl RpcHook for AclRpcHook {
     fn before_request(&self, request: &mut RemotingCommand) {
-        request.set_ext(ACCESS_KEY, &self.credentials.access_key);
-        let signature = sign(&signed_content(request), &self.credentials.secret_key);
-        request.set_ext(SIGNATURE, &signature);
+        protocol::signature::sign_request(request, &self.credentials);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use protocol::signature::verify;
+    use protocol::signature::{signed_content, verify, ACCESS_KEY, SIGNATURE};
 
     #[test]
     fn a_signed_request_verifies_with_the_same_secret_only() {

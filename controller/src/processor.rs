@@ -230,8 +230,22 @@ impl ControllerHandler {
                 return invalid(request, format!("expected key=value, got {line:?}"));
             };
             let key = key.trim();
-            // What cannot change while running (the raft group and its storage).
-            if matches!(key, "controllerDLegerGroup" | "controllerDLegerPeers" | "controllerDLegerSelfId" | "controllerStorePath" | "configStorePath" | "raftSnapshotLogs") {
+            // What cannot change while running: the raft group and its storage, and the connection
+            // limits (read when the listener starts).
+            if matches!(
+                key,
+                "controllerDLegerGroup"
+                    | "controllerDLegerPeers"
+                    | "controllerDLegerSelfId"
+                    | "controllerStorePath"
+                    | "configStorePath"
+                    | "raftSnapshotLogs"
+                    | "serverMaxConnectionsPerShard"
+                    | "serverChannelMaxIdleTimeSeconds"
+                    | "serverFrameTimeoutSeconds"
+                    | "serverWriteStallTimeoutSeconds"
+                    | "serverMaxPendingResponseBytes"
+            ) {
                 return invalid(request, format!("{key} cannot be changed at runtime"));
             }
             if let Err(e) = config.set(key, value.trim()) {

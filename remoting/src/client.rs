@@ -19,7 +19,8 @@ use glommio::net::TcpStream;
 use protocol::command::RemotingCommand;
 
 use crate::framed::{FrameReader, FrameWriter};
-use crate::{with_timeout, RemotingError};
+use crate::error::RemotingError;
+use crate::timeout::with_timeout;
 
 /// Answers requests a server sends to this client (e.g. NOTIFY_CONSUMER_IDS_CHANGED).
 pub trait ServerRequestHandler: 'static {

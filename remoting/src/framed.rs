@@ -9,7 +9,7 @@ use futures_lite::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use protocol::command::RemotingCommand;
 use protocol::frame::{decode_frame, encode_frame};
 
-use crate::RemotingError;
+use crate::error::RemotingError;
 
 /// Bytes asked of the socket per read when the buffer has no room.
 const READ_CHUNK: usize = 64 * 1024;
@@ -115,14 +115,14 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
         while !self.buf.is_empty() {
             let (inner, buf) = (&mut self.inner, &self.buf);
             let written =
-                crate::with_timeout(stall, async move { Ok(inner.write(buf).await?) }).await?;
+                crate::timeout::with_timeout(stall, async move { Ok(inner.write(buf).await?) }).await?;
             if written == 0 {
                 return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into());
             }
             self.buf.advance(written);
         }
         let inner = &mut self.inner;
-        crate::with_timeout(stall, async move { Ok(inner.flush().await?) }).await
+        crate::timeout::with_timeout(stall, async move { Ok(inner.flush().await?) }).await
     }
 
     /// Buffers and sends one command.

@@ -11,6 +11,7 @@ mod limits;
 mod listen;
 pub mod sd_notify;
 mod server;
+mod timeout;
 
 pub use accept::accept_connections;
 pub use client::{resolve, Client, RpcHook, ServerRequestHandler};
@@ -18,21 +19,7 @@ pub use error::RemotingError;
 pub use framed::{FrameReader, FrameWriter};
 pub use limits::{Admitted, ConnectionGate, ConnectionLimits};
 pub use listen::bind;
+pub use timeout::with_timeout;
 pub use server::{
     serve_connection, serve_connection_with, ConnectionContext, Handler, ResponseSink,
 };
-
-use std::time::Duration;
-
-/// Runs `fut`, or fails with `RemotingError::Timeout` after `limit`.
-pub async fn with_timeout<T>(
-    limit: Duration,
-    fut: impl std::future::Future<Output = Result<T, RemotingError>>,
-) -> Result<T, RemotingError> {
-    use futures_lite::FutureExt;
-    fut.or(async {
-        glommio::timer::sleep(limit).await;
-        Err(RemotingError::Timeout(limit))
-    })
-    .await
-}

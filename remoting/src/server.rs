@@ -16,7 +16,7 @@ use protocol::command::RemotingCommand;
 
 use crate::framed::{FrameReader, FrameWriter};
 use crate::limits::ConnectionLimits;
-use crate::RemotingError;
+use crate::error::RemotingError;
 
 /// Stop gathering responses into one write past this many bytes.
 const MAX_WRITE_BATCH: usize = 1024 * 1024;

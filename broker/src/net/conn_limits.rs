@@ -2,8 +2,6 @@
 //! pending response bytes, write stalls, idleness (`serverChannelMaxIdleTimeSeconds`) and slow frames.
 //! A value of 0 turns a time limit off.
 
-use std::time::Duration;
-
 use remoting::ConnectionLimits;
 
 use crate::config::BrokerConfig;
@@ -12,24 +10,21 @@ use crate::config::BrokerConfig;
 /// Parked long-poll pulls count, so it is generous.
 pub const MAX_IN_FLIGHT_PER_CONNECTION: usize = 1024;
 
-fn seconds(v: u64) -> Option<Duration> {
-    (v > 0).then(|| Duration::from_secs(v))
-}
-
 pub fn connection_limits(cfg: &BrokerConfig) -> ConnectionLimits {
-    ConnectionLimits {
-        max_in_flight: MAX_IN_FLIGHT_PER_CONNECTION,
-        max_pending_response_bytes: cfg.server_max_pending_response_bytes.max(64 * 1024),
-        write_stall_timeout: seconds(cfg.server_write_stall_timeout_seconds),
-        idle_timeout: seconds(cfg.server_channel_max_idle_time_seconds),
-        frame_timeout: seconds(cfg.server_frame_timeout_seconds),
-    }
+    ConnectionLimits::from_keys(
+        MAX_IN_FLIGHT_PER_CONNECTION,
+        cfg.server_channel_max_idle_time_seconds,
+        cfg.server_frame_timeout_seconds,
+        cfg.server_write_stall_timeout_seconds,
+        cfg.server_max_pending_response_bytes,
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::BrokerConfig;
+    use std::time::Duration;
 
     #[test]
     fn keys_reach_the_limits() {

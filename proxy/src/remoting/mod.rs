@@ -7,11 +7,5 @@ pub mod group;
 pub mod pool;
 pub mod route;
 
-/// ACL signing is `protocol::signature`'s (shared with the Rust client); this path is kept for the
-/// callers that still name it.
-pub mod sign {
-    pub use protocol::signature::{sign_request, Credentials};
-}
-
 pub use connection::{Connection, Inbound, RemotingError};
 pub use pool::Pool;

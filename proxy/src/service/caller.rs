@@ -3,7 +3,7 @@
 
 use tonic::Request;
 
-use crate::remoting::sign::Credentials;
+use protocol::signature::Credentials;
 use crate::state::Proxy;
 use crate::status::ProxyError;
 

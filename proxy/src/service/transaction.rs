@@ -212,7 +212,7 @@ pub async fn register_producers(proxy: Arc<Proxy>, kick: Arc<tokio::sync::Notify
 }
 
 /// The proxy's own heartbeats are signed with the first ACL account, if there is one.
-fn proxy_creds(proxy: &Proxy) -> Option<&crate::remoting::sign::Credentials> {
+fn proxy_creds(proxy: &Proxy) -> Option<&protocol::signature::Credentials> {
     proxy.acl.as_ref().and_then(|a| a.any_account())
 }
 
