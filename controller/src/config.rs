@@ -262,9 +262,13 @@ mod tests {
         assert_eq!(c.peers.len(), 3);
         assert_eq!(c.self_addr().unwrap().port(), 9878);
         assert!(c.enable_elect_unclean_master);
-        assert_eq!(c.scan_not_active_broker_interval, Duration::from_millis(500));
-        let err = ControllerConfig::from_file_text("controllerDLegerPeers = n0-127.0.0.1:1\nbogus = 1\n")
-            .unwrap_err();
+        assert_eq!(
+            c.scan_not_active_broker_interval,
+            Duration::from_millis(500)
+        );
+        let err =
+            ControllerConfig::from_file_text("controllerDLegerPeers = n0-127.0.0.1:1\nbogus = 1\n")
+                .unwrap_err();
         assert!(err.contains("unknown controller setting bogus"), "{err}");
         let err = ControllerConfig::from_file_text(
             "controllerDLegerPeers = n0-127.0.0.1:1\ncontrollerDLegerSelfId = n4\n",

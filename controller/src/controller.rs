@@ -75,7 +75,10 @@ impl Controller {
     }
 
     pub fn config(&self) -> ControllerConfig {
-        self.config.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.config
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub fn metrics(&self) -> Metrics {
@@ -105,11 +108,13 @@ impl Controller {
         let follower = !self.is_leader();
         let mut beats = self.heartbeats.lock().unwrap_or_else(|p| p.into_inner());
         let key = (broker_name.to_string(), broker_id);
-        live.heard_as_follower =
-            follower || beats.get(&key).is_some_and(|b| b.heard_as_follower);
+        live.heard_as_follower = follower || beats.get(&key).is_some_and(|b| b.heard_as_follower);
         beats.insert(key, live);
         drop(beats);
-        self.metrics.lock().unwrap_or_else(|p| p.into_inner()).heartbeats += 1;
+        self.metrics
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .heartbeats += 1;
     }
 
     fn default_timeout(&self) -> Duration {
@@ -230,7 +235,8 @@ impl Controller {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .get_or_insert(now);
-            let groups: Vec<BrokerGroup> = self.store.read(|s| s.groups.values().cloned().collect());
+            let groups: Vec<BrokerGroup> =
+                self.store.read(|s| s.groups.values().cloned().collect());
             for group in groups {
                 self.check_group(&group, now).await;
             }
@@ -270,17 +276,26 @@ impl Controller {
         };
         match self.propose(command).await {
             Ok(reply) if reply.role_changed => {
-                self.metrics.lock().unwrap_or_else(|p| p.into_inner()).elections += 1;
+                self.metrics
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .elections += 1;
                 tracing::info!(
                     "broker group {name}: new master {} epoch {} (elected in {} ms)",
-                    reply.header.get("masterBrokerId").map_or("?", String::as_str),
+                    reply
+                        .header
+                        .get("masterBrokerId")
+                        .map_or("?", String::as_str),
                     reply.header.get("masterEpoch").map_or("?", String::as_str),
                     started.elapsed().as_millis()
                 );
                 self.notify_role_changed(name);
             }
             Ok(reply) => {
-                self.metrics.lock().unwrap_or_else(|p| p.into_inner()).failed_elections += 1;
+                self.metrics
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .failed_elections += 1;
                 tracing::warn!(
                     "broker group {name}: no new master: {}",
                     reply.remark.unwrap_or_default()
@@ -293,9 +308,13 @@ impl Controller {
 
 /// NOTIFY_BROKER_ROLE_CHANGED as Apache's controller sends it.
 fn role_changed_request(group: &BrokerGroup, master: u64) -> RemotingCommand {
-    let mut request = RemotingCommand::request(request_code::NOTIFY_BROKER_ROLE_CHANGED)
-        .with_body(sync_state_set_body(&group.sync_state_set, group.sync_state_set_epoch));
-    request.set_ext("masterAddress", group.address_of(master).unwrap_or_default());
+    let mut request = RemotingCommand::request(request_code::NOTIFY_BROKER_ROLE_CHANGED).with_body(
+        sync_state_set_body(&group.sync_state_set, group.sync_state_set_epoch),
+    );
+    request.set_ext(
+        "masterAddress",
+        group.address_of(master).unwrap_or_default(),
+    );
     request.set_ext("masterBrokerId", &master.to_string());
     request.set_ext("masterEpoch", &group.master_epoch.to_string());
     request.set_ext("syncStateSetEpoch", &group.sync_state_set_epoch.to_string());

@@ -9,7 +9,11 @@ use controller::ControllerConfig;
 
 /// `controller` command-line arguments.
 #[derive(Debug, Parser)]
-#[command(name = "controller", version, about = "RocketMQ 5-compatible controller (controller mode)")]
+#[command(
+    name = "controller",
+    version,
+    about = "RocketMQ 5-compatible controller (controller mode)"
+)]
 struct Args {
     /// Config file with Apache's ControllerConfig keys (`key = value`), as `mqcontroller -c`.
     #[arg(short = 'c', long = "config")]

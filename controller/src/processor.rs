@@ -64,11 +64,17 @@ fn header<'a>(request: &'a RemotingCommand, key: &str) -> Result<&'a str, Box<Re
         .ok_or_else(|| bad(request, format!("the header field {key} is missing")))
 }
 
-fn number<T: std::str::FromStr>(request: &RemotingCommand, key: &str) -> Result<T, Box<RemotingCommand>> {
+fn number<T: std::str::FromStr>(
+    request: &RemotingCommand,
+    key: &str,
+) -> Result<T, Box<RemotingCommand>> {
     let text = header(request, key)?;
-    text.trim()
-        .parse()
-        .map_err(|_| bad(request, format!("the header field {key} is not a number: {text:?}")))
+    text.trim().parse().map_err(|_| {
+        bad(
+            request,
+            format!("the header field {key} is not a number: {text:?}"),
+        )
+    })
 }
 
 fn optional_number<T: std::str::FromStr>(request: &RemotingCommand, key: &str) -> Option<T> {
@@ -93,8 +99,12 @@ fn not_served(request: &RemotingCommand, e: NotServed) -> RemotingCommand {
                 request,
                 response_code::CONTROLLER_NOT_LEADER,
                 match &leader {
-                    Some((id, addr)) => format!("The controller is not in leader state, the leader is n{id} at {addr}"),
-                    None => "The controller is not in leader state, no leader is known yet".to_string(),
+                    Some((id, addr)) => format!(
+                        "The controller is not in leader state, the leader is n{id} at {addr}"
+                    ),
+                    None => {
+                        "The controller is not in leader state, no leader is known yet".to_string()
+                    }
                 },
             );
             if let Some((id, addr)) = leader {
@@ -121,7 +131,10 @@ impl ControllerHandler {
 
     async fn propose(&self, request: &RemotingCommand, command: Command) -> RemotingCommand {
         let controller = self.controller.clone();
-        match self.on_raft(async move { controller.propose(command).await }).await {
+        match self
+            .on_raft(async move { controller.propose(command).await })
+            .await
+        {
             Ok(Ok(reply)) => reply_to(request, reply),
             Ok(Err(e)) => not_served(request, e),
             Err(e) => error(request, response_code::SYSTEM_ERROR, e),
@@ -139,14 +152,26 @@ impl ControllerHandler {
             request_code::CONTROLLER_APPLY_BROKER_ID => self.apply_broker_id(&request).await,
             request_code::CONTROLLER_GET_NEXT_BROKER_ID => self.next_broker_id(&request).await,
             request_code::CONTROLLER_REGISTER_BROKER => self.register_broker(&request).await,
-            request_code::CONTROLLER_ALTER_SYNC_STATE_SET => self.alter_sync_state_set(&request).await,
+            request_code::CONTROLLER_ALTER_SYNC_STATE_SET => {
+                self.alter_sync_state_set(&request).await
+            }
             request_code::CONTROLLER_ELECT_MASTER => self.elect_master(&request).await,
             request_code::CONTROLLER_GET_REPLICA_INFO => self.replica_info(&request).await,
             request_code::CONTROLLER_GET_SYNC_STATE_DATA => self.sync_state_data(&request).await,
             request_code::CLEAN_BROKER_DATA => self.clean_broker_data(&request).await,
-            RAFT_APPEND_ENTRIES => Ok(self.raft_rpc(&request, |raft, rpc| async move { raft.append_entries(rpc).await }).await),
-            RAFT_VOTE => Ok(self.raft_rpc(&request, |raft, rpc| async move { raft.vote(rpc).await }).await),
-            RAFT_INSTALL_SNAPSHOT => Ok(self.raft_rpc(&request, |raft, rpc| async move { raft.install_snapshot(rpc).await }).await),
+            RAFT_APPEND_ENTRIES => Ok(self
+                .raft_rpc(&request, |raft, rpc| async move {
+                    raft.append_entries(rpc).await
+                })
+                .await),
+            RAFT_VOTE => Ok(self
+                .raft_rpc(&request, |raft, rpc| async move { raft.vote(rpc).await })
+                .await),
+            RAFT_INSTALL_SNAPSHOT => Ok(self
+                .raft_rpc(&request, |raft, rpc| async move {
+                    raft.install_snapshot(rpc).await
+                })
+                .await),
             code => Ok(error(
                 &request,
                 response_code::REQUEST_CODE_NOT_SUPPORTED,
@@ -157,7 +182,11 @@ impl ControllerHandler {
     }
 
     /// A raft message from a peer: decode, hand to openraft, answer with its result as JSON.
-    async fn raft_rpc<Req, Resp, F, Fut>(&self, request: &RemotingCommand, call: F) -> RemotingCommand
+    async fn raft_rpc<Req, Resp, F, Fut>(
+        &self,
+        request: &RemotingCommand,
+        call: F,
+    ) -> RemotingCommand
     where
         Req: DeserializeOwned + Send + 'static,
         Resp: Serialize + Send + 'static,
@@ -171,14 +200,19 @@ impl ControllerHandler {
         let raft = self.controller.raft.clone();
         match self.on_raft(async move { call(raft, rpc).await }).await {
             Ok(answer) => match serde_json::to_vec(&answer) {
-                Ok(body) => request.response_to(response_code::SUCCESS, None).with_body(body),
+                Ok(body) => request
+                    .response_to(response_code::SUCCESS, None)
+                    .with_body(body),
                 Err(e) => error(request, response_code::SYSTEM_ERROR, e.to_string()),
             },
             Err(e) => error(request, response_code::SYSTEM_ERROR, e),
         }
     }
 
-    fn heartbeat(&self, request: &RemotingCommand) -> Result<RemotingCommand, Box<RemotingCommand>> {
+    fn heartbeat(
+        &self,
+        request: &RemotingCommand,
+    ) -> Result<RemotingCommand, Box<RemotingCommand>> {
         let broker_id: u64 = number(request, "brokerId")
             .map_err(|_| bad(request, "Heart beat with empty brokerId"))?;
         let broker_name = header(request, "brokerName")?;
@@ -213,7 +247,11 @@ impl ControllerHandler {
             response.set_ext("controllerLeaderAddress", &addr);
         }
         response.set_ext("isLeader", &self.controller.is_leader().to_string());
-        let peers: Vec<String> = config.peers.iter().map(|p| format!("n{}-{}", p.id, p.addr)).collect();
+        let peers: Vec<String> = config
+            .peers
+            .iter()
+            .map(|p| format!("n{}-{}", p.id, p.addr))
+            .collect();
         response.set_ext("peers", &peers.join(";"));
         let m = self.controller.metrics();
         response.set_ext("elections", &m.elections.to_string());
@@ -225,7 +263,11 @@ impl ControllerHandler {
     fn update_config(&self, request: &RemotingCommand) -> RemotingCommand {
         let text = String::from_utf8_lossy(&request.body).to_string();
         let mut config = self.controller.config();
-        for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        for line in text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        {
             let Some((key, value)) = line.split_once('=') else {
                 return invalid(request, format!("expected key=value, got {line:?}"));
             };
@@ -252,11 +294,18 @@ impl ControllerHandler {
                 return invalid(request, e);
             }
         }
-        *self.controller.config.write().unwrap_or_else(|p| p.into_inner()) = config;
+        *self
+            .controller
+            .config
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = config;
         request.response_to(response_code::SUCCESS, None)
     }
 
-    async fn apply_broker_id(&self, request: &RemotingCommand) -> Result<RemotingCommand, Box<RemotingCommand>> {
+    async fn apply_broker_id(
+        &self,
+        request: &RemotingCommand,
+    ) -> Result<RemotingCommand, Box<RemotingCommand>> {
         let command = Command::ApplyBrokerId {
             cluster_name: header(request, "clusterName")?.to_string(),
             broker_name: header(request, "brokerName")?.to_string(),
@@ -266,7 +315,10 @@ impl ControllerHandler {
         Ok(self.propose(request, command).await)
     }
 
-    async fn next_broker_id(&self, request: &RemotingCommand) -> Result<RemotingCommand, Box<RemotingCommand>> {
+    async fn next_broker_id(
+        &self,
+        request: &RemotingCommand,
+    ) -> Result<RemotingCommand, Box<RemotingCommand>> {
         let cluster_name = header(request, "clusterName")?.to_string();
         let broker_name = header(request, "brokerName")?.to_string();
         let controller = self.controller.clone();
@@ -274,7 +326,13 @@ impl ControllerHandler {
         let next = self
             .on_raft(async move {
                 controller
-                    .read_as_leader(|s| s.groups.get(&name).map_or(crate::replicas::FIRST_BROKER_CONTROLLER_ID, |g| g.next_broker_id()))
+                    .read_as_leader(|s| {
+                        s.groups
+                            .get(&name)
+                            .map_or(crate::replicas::FIRST_BROKER_CONTROLLER_ID, |g| {
+                                g.next_broker_id()
+                            })
+                    })
                     .await
             })
             .await;
@@ -291,7 +349,10 @@ impl ControllerHandler {
         })
     }
 
-    async fn register_broker(&self, request: &RemotingCommand) -> Result<RemotingCommand, Box<RemotingCommand>> {
+    async fn register_broker(
+        &self,
+        request: &RemotingCommand,
+    ) -> Result<RemotingCommand, Box<RemotingCommand>> {
         let broker_name = header(request, "brokerName")?.to_string();
         let command = Command::RegisterBroker {
             cluster_name: header(request, "clusterName")?.to_string(),
@@ -303,7 +364,10 @@ impl ControllerHandler {
         Ok(self.propose(request, command).await)
     }
 
-    async fn alter_sync_state_set(&self, request: &RemotingCommand) -> Result<RemotingCommand, Box<RemotingCommand>> {
+    async fn alter_sync_state_set(
+        &self,
+        request: &RemotingCommand,
+    ) -> Result<RemotingCommand, Box<RemotingCommand>> {
         #[derive(serde::Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Body {
@@ -324,14 +388,19 @@ impl ControllerHandler {
         Ok(self.propose(request, command).await)
     }
 
-    async fn elect_master(&self, request: &RemotingCommand) -> Result<RemotingCommand, Box<RemotingCommand>> {
+    async fn elect_master(
+        &self,
+        request: &RemotingCommand,
+    ) -> Result<RemotingCommand, Box<RemotingCommand>> {
         let broker_name = header(request, "brokerName")?.to_string();
-        let broker_id = optional_number::<i64>(request, "brokerId")
-            .and_then(|id| u64::try_from(id).ok());
+        let broker_id =
+            optional_number::<i64>(request, "brokerId").and_then(|id| u64::try_from(id).ok());
         let command = Command::ElectMaster {
             alive: self.controller.live_replicas(&broker_name),
             broker_id,
-            designate_elect: request.ext("designateElect").is_some_and(|v| v.trim() == "true"),
+            designate_elect: request
+                .ext("designateElect")
+                .is_some_and(|v| v.trim() == "true"),
             enable_elect_unclean_master: self.controller.config().enable_elect_unclean_master,
             broker_name: broker_name.clone(),
         };
@@ -354,11 +423,18 @@ impl ControllerHandler {
         })
     }
 
-    async fn replica_info(&self, request: &RemotingCommand) -> Result<RemotingCommand, Box<RemotingCommand>> {
+    async fn replica_info(
+        &self,
+        request: &RemotingCommand,
+    ) -> Result<RemotingCommand, Box<RemotingCommand>> {
         let name = header(request, "brokerName")?.to_string();
         let controller = self.controller.clone();
         let group = self
-            .on_raft(async move { controller.read_as_leader(|s| s.groups.get(&name).cloned()).await })
+            .on_raft(async move {
+                controller
+                    .read_as_leader(|s| s.groups.get(&name).cloned())
+                    .await
+            })
             .await;
         Ok(match group {
             Ok(Ok(Some(g))) => {
@@ -368,7 +444,10 @@ impl ControllerHandler {
                     response.set_ext("masterAddress", g.master_address().unwrap_or_default());
                 }
                 response.set_ext("masterEpoch", &g.master_epoch.to_string());
-                response.with_body(sync_state_set_body(&g.sync_state_set, g.sync_state_set_epoch))
+                response.with_body(sync_state_set_body(
+                    &g.sync_state_set,
+                    g.sync_state_set_epoch,
+                ))
             }
             Ok(Ok(None)) => error(
                 request,
@@ -381,14 +460,26 @@ impl ControllerHandler {
     }
 
     /// GET_SYNC_STATE_DATA: the body lists brokerNames; the answer is Apache's BrokerReplicasInfo.
-    async fn sync_state_data(&self, request: &RemotingCommand) -> Result<RemotingCommand, Box<RemotingCommand>> {
-        let names: Vec<String> = serde_json::from_slice(&request.body)
-            .map_err(|e| bad(request, format!("the body is not a JSON list of broker names: {e}")))?;
+    async fn sync_state_data(
+        &self,
+        request: &RemotingCommand,
+    ) -> Result<RemotingCommand, Box<RemotingCommand>> {
+        let names: Vec<String> = serde_json::from_slice(&request.body).map_err(|e| {
+            bad(
+                request,
+                format!("the body is not a JSON list of broker names: {e}"),
+            )
+        })?;
         let controller = self.controller.clone();
         let groups = self
             .on_raft(async move {
                 controller
-                    .read_as_leader(|s| names.iter().filter_map(|n| s.groups.get(n).cloned()).collect::<Vec<_>>())
+                    .read_as_leader(|s| {
+                        names
+                            .iter()
+                            .filter_map(|n| s.groups.get(n).cloned())
+                            .collect::<Vec<_>>()
+                    })
                     .await
             })
             .await;
@@ -428,10 +519,15 @@ impl ControllerHandler {
             );
         }
         let body = serde_json::json!({ "replicasInfoTable": table }).to_string();
-        Ok(request.response_to(response_code::SUCCESS, None).with_body(body))
+        Ok(request
+            .response_to(response_code::SUCCESS, None)
+            .with_body(body))
     }
 
-    async fn clean_broker_data(&self, request: &RemotingCommand) -> Result<RemotingCommand, Box<RemotingCommand>> {
+    async fn clean_broker_data(
+        &self,
+        request: &RemotingCommand,
+    ) -> Result<RemotingCommand, Box<RemotingCommand>> {
         let broker_name = header(request, "brokerName")?.to_string();
         let ids: Option<Vec<u64>> = match request.ext("brokerControllerIdsToClean").map(str::trim) {
             None | Some("") => None,
@@ -439,14 +535,25 @@ impl ControllerHandler {
                 text.split(';')
                     .map(|s| s.trim().parse::<u64>())
                     .collect::<Result<_, _>>()
-                    .map_err(|_| bad(request, format!("brokerControllerIdsToClean: bad id list {text:?}")))?,
+                    .map_err(|_| {
+                        bad(
+                            request,
+                            format!("brokerControllerIdsToClean: bad id list {text:?}"),
+                        )
+                    })?,
             ),
         };
-        let clean_living = request.ext("isCleanLivingBroker").is_some_and(|v| v.trim() == "true");
+        let clean_living = request
+            .ext("isCleanLivingBroker")
+            .is_some_and(|v| v.trim() == "true");
         if !clean_living {
             let alive = self.controller.alive_ids(&broker_name);
             let living: Vec<u64> = match &ids {
-                Some(ids) => ids.iter().copied().filter(|id| alive.contains(id)).collect(),
+                Some(ids) => ids
+                    .iter()
+                    .copied()
+                    .filter(|id| alive.contains(id))
+                    .collect(),
                 None => alive,
             };
             if !living.is_empty() {
@@ -458,7 +565,13 @@ impl ControllerHandler {
             }
         }
         Ok(self
-            .propose(request, Command::CleanBrokerData { broker_name, broker_ids: ids })
+            .propose(
+                request,
+                Command::CleanBrokerData {
+                    broker_name,
+                    broker_ids: ids,
+                },
+            )
             .await)
     }
 }

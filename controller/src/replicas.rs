@@ -274,7 +274,9 @@ impl ReplicasInfo {
         let Some(replica) = group.replicas.get_mut(&broker_id) else {
             return Reply::error(
                 response_code::CONTROLLER_BROKER_NEED_TO_BE_REGISTERED,
-                format!("BrokerId: {broker_id} hasn't been registered in broker-set: {broker_name}"),
+                format!(
+                    "BrokerId: {broker_id} hasn't been registered in broker-set: {broker_name}"
+                ),
             );
         };
         if replica.address != broker_address {
@@ -286,7 +288,10 @@ impl ReplicasInfo {
         if let Some(master) = group.master_broker_id.filter(|m| alive.contains(m)) {
             reply = reply
                 .with("masterBrokerId", master)
-                .with("masterAddress", group.address_of(master).unwrap_or_default())
+                .with(
+                    "masterAddress",
+                    group.address_of(master).unwrap_or_default(),
+                )
                 .with("masterEpoch", group.master_epoch)
                 .with("syncStateSetEpoch", group.sync_state_set_epoch);
         }
@@ -383,7 +388,8 @@ impl ReplicasInfo {
         };
         let old_master = group.master_broker_id;
         // The very first election of a group takes the broker that asks (Apache's isFirstTimeForElect).
-        let mut new_master = broker_id.filter(|id| group.master_epoch == 0 && group.replicas.contains_key(id));
+        let mut new_master =
+            broker_id.filter(|id| group.master_epoch == 0 && group.replicas.contains_key(id));
         if new_master.is_none() {
             let prefer = if designate_elect { broker_id } else { None };
             new_master = elect_policy(&group.sync_state_set, alive, old_master, prefer);
@@ -402,9 +408,8 @@ impl ReplicasInfo {
                 .with("masterAddress", group.address_of(m).unwrap_or_default())
                 .with("masterEpoch", group.master_epoch)
                 .with("syncStateSetEpoch", group.sync_state_set_epoch);
-                reply.body = Some(
-                    serde_json::json!({ "syncStateSet": group.sync_state_set }).to_string(),
-                );
+                reply.body =
+                    Some(serde_json::json!({ "syncStateSet": group.sync_state_set }).to_string());
                 reply
             }
             Some(m) => {
@@ -546,7 +551,10 @@ mod tests {
     fn first_election_takes_the_asking_broker_then_only_the_sync_state_set() {
         let mut s = group_of_three();
         let g = &s.groups["b"];
-        assert_eq!((g.master_broker_id, g.master_epoch, g.sync_state_set_epoch), (Some(1), 1, 1));
+        assert_eq!(
+            (g.master_broker_id, g.master_epoch, g.sync_state_set_epoch),
+            (Some(1), 1, 1)
+        );
         let r = s.apply(&Command::AlterSyncStateSet {
             broker_name: "b".into(),
             master_broker_id: 1,
@@ -555,7 +563,10 @@ mod tests {
             sync_state_set_epoch: 1,
             alive: vec![1, 2, 3],
         });
-        assert_eq!((r.code, r.header["newSyncStateSetEpoch"].as_str()), (0, "2"));
+        assert_eq!(
+            (r.code, r.header["newSyncStateSetEpoch"].as_str()),
+            (0, "2")
+        );
         // A stale SyncStateSet epoch is fenced.
         let r = s.apply(&Command::AlterSyncStateSet {
             broker_name: "b".into(),
@@ -565,7 +576,10 @@ mod tests {
             sync_state_set_epoch: 1,
             alive: vec![1, 2, 3],
         });
-        assert_eq!(r.code, response_code::CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH);
+        assert_eq!(
+            r.code,
+            response_code::CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH
+        );
         // Master 1 dies; 3 is out of sync and has the higher offset, 2 is in sync: 2 wins.
         let r = s.apply(&Command::ElectMaster {
             broker_name: "b".into(),

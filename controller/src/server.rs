@@ -51,7 +51,12 @@ fn wait_for_port(listen: SocketAddr) -> Result<(), ControllerError> {
             Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && start.elapsed() < PORT_WAIT => {
                 std::thread::sleep(Duration::from_millis(200));
             }
-            Err(source) => return Err(ControllerError::Bind { addr: listen, source }),
+            Err(source) => {
+                return Err(ControllerError::Bind {
+                    addr: listen,
+                    source,
+                })
+            }
         }
     }
 }
@@ -79,7 +84,10 @@ impl Embedded {
             .map_err(ControllerError::Raft)?;
         let controller = Arc::new(Controller::new(raft, store, config));
         runtime.spawn(controller.clone().scan_loop());
-        Ok(Embedded { runtime, controller })
+        Ok(Embedded {
+            runtime,
+            controller,
+        })
     }
 
     /// A request handler for a glommio executor (controller codes only; see

@@ -42,7 +42,11 @@ impl Cluster {
         }
         let addrs: Vec<String> = ports.iter().map(|p| format!("127.0.0.1:{p}")).collect();
         let dir = tempfile::tempdir().unwrap();
-        let peers: Vec<String> = addrs.iter().enumerate().map(|(i, a)| format!("n{i}-{a}")).collect();
+        let peers: Vec<String> = addrs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| format!("n{i}-{a}"))
+            .collect();
         for i in 0..3 {
             let conf = format!(
                 "controllerDLegerGroup = test\ncontrollerDLegerPeers = {}\ncontrollerDLegerSelfId = n{i}\ncontrollerStorePath = {}\nscanNotActiveBrokerInterval = {SCAN_MS}\ncontrollerHeartBeatTimeoutMills = {HEARTBEAT_TIMEOUT_MS}\nraftSnapshotLogs = 2\n",
@@ -51,7 +55,11 @@ impl Cluster {
             );
             std::fs::write(dir.path().join(format!("controller-{i}.conf")), conf).unwrap();
         }
-        let mut c = Cluster { dir, addrs, procs: vec![None, None, None] };
+        let mut c = Cluster {
+            dir,
+            addrs,
+            procs: vec![None, None, None],
+        };
         for i in 0..3 {
             c.start(i);
         }
@@ -59,12 +67,16 @@ impl Cluster {
     }
 
     fn start(&mut self, i: usize) {
-        let log = std::fs::File::create(self.dir.path().join(format!("controller-{i}.log"))).unwrap();
+        let log =
+            std::fs::File::create(self.dir.path().join(format!("controller-{i}.log"))).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_controller"))
             .arg("-c")
             .arg(self.dir.path().join(format!("controller-{i}.conf")))
             .stdout(Stdio::null())
-            .env("RUST_LOG", "info,openraft=warn,controller::raft::store=debug")
+            .env(
+                "RUST_LOG",
+                "info,openraft=warn,controller::raft::store=debug",
+            )
             .stderr(log)
             .spawn()
             .unwrap();
@@ -87,7 +99,8 @@ impl Drop for Cluster {
         }
         if std::thread::panicking() {
             for i in 0..3 {
-                let log = std::fs::read_to_string(self.dir.path().join(format!("controller-{i}.log")));
+                let log =
+                    std::fs::read_to_string(self.dir.path().join(format!("controller-{i}.log")));
                 eprintln!("--- controller n{i} log:\n{}", log.unwrap_or_default());
             }
         }
@@ -95,7 +108,10 @@ impl Drop for Cluster {
 }
 
 async fn call(addr: &str, request: RemotingCommand) -> Option<RemotingCommand> {
-    PeerClient::new(addr.to_string()).call(request, RPC).await.ok()
+    PeerClient::new(addr.to_string())
+        .call(request, RPC)
+        .await
+        .ok()
 }
 
 /// The raft leader's index, waiting up to `limit` for one the live controllers agree on.
@@ -106,12 +122,19 @@ async fn leader(c: &Cluster, limit: Duration) -> usize {
             if c.procs[i].is_none() {
                 continue;
             }
-            let r = call(addr, RemotingCommand::request(request_code::CONTROLLER_GET_METADATA_INFO)).await;
+            let r = call(
+                addr,
+                RemotingCommand::request(request_code::CONTROLLER_GET_METADATA_INFO),
+            )
+            .await;
             if r.as_ref().and_then(|r| r.ext("isLeader")) == Some("true") {
                 return i;
             }
         }
-        assert!(start.elapsed() < limit, "no controller leader within {limit:?}");
+        assert!(
+            start.elapsed() < limit,
+            "no controller leader within {limit:?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -126,13 +149,21 @@ async fn agreed_leader(c: &Cluster, limit: Duration) -> usize {
             if c.procs[i].is_none() {
                 continue;
             }
-            let r = call(addr, RemotingCommand::request(request_code::CONTROLLER_GET_METADATA_INFO)).await;
-            agree &= r.as_ref().and_then(|r| r.ext("controllerLeaderAddress")) == Some(c.addrs[l].as_str());
+            let r = call(
+                addr,
+                RemotingCommand::request(request_code::CONTROLLER_GET_METADATA_INFO),
+            )
+            .await;
+            agree &= r.as_ref().and_then(|r| r.ext("controllerLeaderAddress"))
+                == Some(c.addrs[l].as_str());
         }
         if agree {
             return l;
         }
-        assert!(start.elapsed() < limit, "controllers disagree on the leader after {limit:?}");
+        assert!(
+            start.elapsed() < limit,
+            "controllers disagree on the leader after {limit:?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -155,7 +186,10 @@ async fn to_leader(c: &Cluster, request: RemotingCommand) -> RemotingCommand {
                 return r;
             }
         }
-        assert!(start.elapsed() < Duration::from_secs(20), "no leader answered");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no leader answered"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -169,7 +203,14 @@ struct ReplicaInfo {
 }
 
 async fn replica_info(c: &Cluster) -> ReplicaInfo {
-    let r = to_leader(c, req(request_code::CONTROLLER_GET_REPLICA_INFO, &[("brokerName", "broker-a".into())])).await;
+    let r = to_leader(
+        c,
+        req(
+            request_code::CONTROLLER_GET_REPLICA_INFO,
+            &[("brokerName", "broker-a".into())],
+        ),
+    )
+    .await;
     assert_eq!(r.code, 0, "{r:?}");
     let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
     ReplicaInfo {
@@ -228,7 +269,8 @@ fn heartbeats(
 ) -> tokio::task::JoinHandle<()> {
     let addrs = c.addrs.clone();
     tokio::spawn(async move {
-        let mut clients: Vec<PeerClient> = addrs.iter().map(|a| PeerClient::new(a.clone())).collect();
+        let mut clients: Vec<PeerClient> =
+            addrs.iter().map(|a| PeerClient::new(a.clone())).collect();
         loop {
             for id in 1..=3u64 {
                 if !beating[(id - 1) as usize].load(Ordering::SeqCst) {
@@ -243,12 +285,17 @@ fn heartbeats(
                         ("brokerId", id.to_string()),
                         ("epoch", "1".into()),
                         // Replica 3 claims the most data: it must still lose to in-sync replicas.
-                        ("maxOffset", (if id == 3 { 1_000_000 } else { 100 }).to_string()),
+                        (
+                            "maxOffset",
+                            (if id == 3 { 1_000_000 } else { 100 }).to_string(),
+                        ),
                         ("heartbeatTimeoutMills", HEARTBEAT_TIMEOUT_MS.to_string()),
                     ],
                 );
                 for client in clients.iter_mut() {
-                    let _ = client.call(request.clone(), Duration::from_millis(300)).await;
+                    let _ = client
+                        .call(request.clone(), Duration::from_millis(300))
+                        .await;
                 }
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -257,14 +304,21 @@ fn heartbeats(
 }
 
 /// Waits until the group's master satisfies `done`; returns the info and how long it took.
-async fn wait_master(c: &Cluster, limit: Duration, done: impl Fn(&ReplicaInfo) -> bool) -> (ReplicaInfo, Duration) {
+async fn wait_master(
+    c: &Cluster,
+    limit: Duration,
+    done: impl Fn(&ReplicaInfo) -> bool,
+) -> (ReplicaInfo, Duration) {
     let start = Instant::now();
     loop {
         let info = replica_info(c).await;
         if done(&info) {
             return (info, start.elapsed());
         }
-        assert!(start.elapsed() < limit, "master not as expected within {limit:?}: {info:?}");
+        assert!(
+            start.elapsed() < limit,
+            "master not as expected within {limit:?}: {info:?}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -278,13 +332,19 @@ async fn alter(c: &Cluster, info: &ReplicaInfo, set: &[u64]) -> RemotingCommand 
             ("masterEpoch", info.master_epoch.to_string()),
         ],
     );
-    r.set_body(serde_json::json!({"syncStateSet": set, "syncStateSetEpoch": info.sync_state_set_epoch}).to_string());
+    r.set_body(
+        serde_json::json!({"syncStateSet": set, "syncStateSetEpoch": info.sync_state_set_epoch})
+            .to_string(),
+    );
     to_leader(c, r).await
 }
 
 #[test]
 fn three_controllers_fail_over_masters_and_keep_state() {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let mut c = Cluster::new();
         let first = agreed_leader(&c, Duration::from_secs(20)).await;

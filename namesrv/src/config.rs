@@ -137,8 +137,7 @@ impl Args {
             .controller_config
             .as_ref()
             .ok_or("--enableControllerInNamesrv true needs --controllerConfig FILE")?;
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let config = controller::ControllerConfig::from_file_text(&text)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         let port = config.self_addr().map(|a| a.port());

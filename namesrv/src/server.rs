@@ -83,9 +83,9 @@ pub fn run_with_controller(
 ) -> Result<(), NamesrvError> {
     shutdown::install_signal_handlers().map_err(NamesrvError::Signals)?;
     let embedded = match controller {
-        Some(c) => Some(
-            controller::Embedded::start(c).map_err(|e| NamesrvError::Config(e.to_string()))?,
-        ),
+        Some(c) => {
+            Some(controller::Embedded::start(c).map_err(|e| NamesrvError::Config(e.to_string()))?)
+        }
         None => None,
     };
     let controller_handler = embedded.as_ref().map(|e| e.handler());

@@ -50,8 +50,15 @@ fn name_server_serves_an_embedded_controller() {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.trim().strip_prefix("namesrv listening on ").unwrap().parse().unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("namesrv listening on ")
+        .unwrap()
+        .parse()
+        .unwrap();
     let ns = NameServerProcess { child, addr };
     let mut conn = RawConnection::connect(ns.addr);
 
@@ -59,36 +66,66 @@ fn name_server_serves_an_embedded_controller() {
     let mut opaque = 1;
     loop {
         opaque += 1;
-        let r = ask(&mut conn, RemotingCommand::request(request_code::CONTROLLER_GET_METADATA_INFO).with_opaque(opaque));
+        let r = ask(
+            &mut conn,
+            RemotingCommand::request(request_code::CONTROLLER_GET_METADATA_INFO)
+                .with_opaque(opaque),
+        );
         assert_eq!(r.code, response_code::SUCCESS, "{r:?}");
         if r.ext("isLeader") == Some("true") {
             assert_eq!(r.ext("group"), Some("ns-group"));
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(20), "embedded controller never leads: {r:?}");
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "embedded controller never leads: {r:?}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
-    let mut apply = RemotingCommand::request(request_code::CONTROLLER_APPLY_BROKER_ID).with_opaque(100);
-    for (k, v) in [("clusterName", "c"), ("brokerName", "broker-a"), ("appliedBrokerId", "1"), ("registerCheckCode", "127.0.0.1:1001;1")] {
+    let mut apply =
+        RemotingCommand::request(request_code::CONTROLLER_APPLY_BROKER_ID).with_opaque(100);
+    for (k, v) in [
+        ("clusterName", "c"),
+        ("brokerName", "broker-a"),
+        ("appliedBrokerId", "1"),
+        ("registerCheckCode", "127.0.0.1:1001;1"),
+    ] {
         apply.set_ext(k, v);
     }
     let r = ask(&mut conn, apply);
     assert_eq!(r.code, response_code::SUCCESS, "{r:?}");
-    let mut elect = RemotingCommand::request(request_code::CONTROLLER_ELECT_MASTER).with_opaque(101);
-    for (k, v) in [("clusterName", "c"), ("brokerName", "broker-a"), ("brokerId", "1")] {
+    let mut elect =
+        RemotingCommand::request(request_code::CONTROLLER_ELECT_MASTER).with_opaque(101);
+    for (k, v) in [
+        ("clusterName", "c"),
+        ("brokerName", "broker-a"),
+        ("brokerId", "1"),
+    ] {
         elect.set_ext(k, v);
     }
     let r = ask(&mut conn, elect);
-    assert_eq!((r.code, r.ext("masterEpoch")), (response_code::SUCCESS, Some("1")), "{r:?}");
+    assert_eq!(
+        (r.code, r.ext("masterEpoch")),
+        (response_code::SUCCESS, Some("1")),
+        "{r:?}"
+    );
     // The name server itself still answers.
-    let r = ask(&mut conn, RemotingCommand::request(request_code::GET_BROKER_CLUSTER_INFO).with_opaque(102));
+    let r = ask(
+        &mut conn,
+        RemotingCommand::request(request_code::GET_BROKER_CLUSTER_INFO).with_opaque(102),
+    );
     assert_eq!(r.code, response_code::SUCCESS, "{r:?}");
 }
 
 #[test]
 fn embedding_without_a_controller_config_is_refused() {
     let out = Command::new(env!("CARGO_BIN_EXE_namesrv"))
-        .args(["--listen", "127.0.0.1:0", "--enableControllerInNamesrv", "true"])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--enableControllerInNamesrv",
+            "true",
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());

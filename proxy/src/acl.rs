@@ -7,8 +7,8 @@ use std::collections::HashMap;
 
 use tonic::metadata::MetadataMap;
 
-use protocol::signature::{hmac_sha1, Credentials};
 use crate::status::ProxyError;
+use protocol::signature::{hmac_sha1, Credentials};
 
 pub struct Acl {
     /// accessKey -> secretKey.

@@ -18,8 +18,8 @@ use glommio::channels::local_channel::{self, LocalSender};
 use glommio::net::TcpStream;
 use protocol::command::RemotingCommand;
 
-use crate::framed::{FrameReader, FrameWriter};
 use crate::error::RemotingError;
+use crate::framed::{FrameReader, FrameWriter};
 use crate::timeout::with_timeout;
 
 /// Answers requests a server sends to this client (e.g. NOTIFY_CONSUMER_IDS_CHANGED).

@@ -115,7 +115,8 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
         while !self.buf.is_empty() {
             let (inner, buf) = (&mut self.inner, &self.buf);
             let written =
-                crate::timeout::with_timeout(stall, async move { Ok(inner.write(buf).await?) }).await?;
+                crate::timeout::with_timeout(stall, async move { Ok(inner.write(buf).await?) })
+                    .await?;
             if written == 0 {
                 return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into());
             }

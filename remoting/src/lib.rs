@@ -19,7 +19,7 @@ pub use error::RemotingError;
 pub use framed::{FrameReader, FrameWriter};
 pub use limits::{Admitted, ConnectionGate, ConnectionLimits};
 pub use listen::bind;
-pub use timeout::with_timeout;
 pub use server::{
     serve_connection, serve_connection_with, ConnectionContext, Handler, ResponseSink,
 };
+pub use timeout::with_timeout;

@@ -14,9 +14,9 @@ use glommio::net::TcpStream;
 use glommio::sync::Semaphore;
 use protocol::command::RemotingCommand;
 
+use crate::error::RemotingError;
 use crate::framed::{FrameReader, FrameWriter};
 use crate::limits::ConnectionLimits;
-use crate::error::RemotingError;
 
 /// Stop gathering responses into one write past this many bytes.
 const MAX_WRITE_BATCH: usize = 1024 * 1024;

@@ -118,7 +118,5 @@ pub async fn ensure_retry_topic(
         },
         ..TopicConfig::new(topic, 1)
     };
-    create_through_control(shard, tc)
-        .await
-        .map(|_| ())
+    create_through_control(shard, tc).await.map(|_| ())
 }

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
-
 use crate::feature::metrics::figures::{disk_figures, local_figures, DiskFigures, LocalFigures};
 use crate::shard::mesh::join_all;
 use crate::shard::stats::ShardStats;

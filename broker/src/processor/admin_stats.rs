@@ -59,9 +59,11 @@ pub(crate) async fn group_topics_everywhere(
     receiver: usize,
     group: &str,
 ) -> Vec<Result<Vec<String>, MeshError>> {
-    join_all(shard.broker_shards(receiver).map(|s| {
-        s.group_topics(group.to_owned())
-    }))
+    join_all(
+        shard
+            .broker_shards(receiver)
+            .map(|s| s.group_topics(group.to_owned())),
+    )
     .await
 }
 
@@ -306,7 +308,9 @@ async fn consume_stats_topics(
             }
         }
     }
-    if let Some(subscribed) = crate::feature::pull_filter::subscriptions(shard).subscribed_topics(group) {
+    if let Some(subscribed) =
+        crate::feature::pull_filter::subscriptions(shard).subscribed_topics(group)
+    {
         if !subscribed.is_empty() {
             topics.retain(|t| subscribed.contains(t));
         }
@@ -337,9 +341,13 @@ pub async fn consume_stats(shard: &Rc<Shard>, req: &RemotingCommand) -> Remoting
         let Some(tc) = topic_config(shard, topic) else {
             continue;
         };
-        let answers = match on_owners(shard, shard.id, topic, 0..tc.read_queue_nums.max(0), |owner, qs| {
-            owner.group_offsets(group.to_owned(), topic.clone(), qs)
-        })
+        let answers = match on_owners(
+            shard,
+            shard.id,
+            topic,
+            0..tc.read_queue_nums.max(0),
+            |owner, qs| owner.group_offsets(group.to_owned(), topic.clone(), qs),
+        )
         .await
         {
             Ok(a) => a,
@@ -432,13 +440,19 @@ pub async fn reset_offset(
     if targets.is_empty() {
         return error(rc::SYSTEM_ERROR, "No queues to reset.");
     }
-    let answers = match on_owners(shard, receiver, topic, targets.keys().copied(), |owner, qs| {
-        let owned: Vec<(i32, ResetTarget)> = qs
-            .iter()
-            .filter_map(|q| targets.get(q).map(|t| (*q, *t)))
-            .collect();
-        owner.reset_queues(group.to_owned(), topic.to_owned(), owned, force)
-    })
+    let answers = match on_owners(
+        shard,
+        receiver,
+        topic,
+        targets.keys().copied(),
+        |owner, qs| {
+            let owned: Vec<(i32, ResetTarget)> = qs
+                .iter()
+                .filter_map(|q| targets.get(q).map(|t| (*q, *t)))
+                .collect();
+            owner.reset_queues(group.to_owned(), topic.to_owned(), owned, force)
+        },
+    )
     .await
     {
         Ok(a) => a,

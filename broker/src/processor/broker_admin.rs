@@ -159,7 +159,10 @@ pub async fn runtime_info(shard: &Rc<Shard>, receiver: usize) -> RemotingCommand
         );
         // What crossed a core from this shard, by request kind (`shard::requests`).
         for (kind, n) in &s.requests_sent {
-            put(&format!("shard{}.requestsSent.{kind}", s.shard), n.to_string());
+            put(
+                &format!("shard{}.requestsSent.{kind}", s.shard),
+                n.to_string(),
+            );
         }
     }
     ok().with_body(protocol::body::to_json(&KVTable { table: t }))

@@ -17,7 +17,12 @@ use crate::shard::mesh::join_all;
 use crate::shard::Shard;
 
 /// On one shard: copies `src`'s offsets of `topics` to `dest`; answers how many queues it copied.
-pub(crate) fn clone_on_shard(shard: &Shard, src: &str, dest: &str, topics: &BTreeSet<String>) -> usize {
+pub(crate) fn clone_on_shard(
+    shard: &Shard,
+    src: &str,
+    dest: &str,
+    topics: &BTreeSet<String>,
+) -> usize {
     let mut offsets = shard.offsets.borrow_mut();
     let copies: Vec<(String, i32, i64)> = offsets
         .entries()
@@ -73,9 +78,11 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand, receiver: usize) -
             }
         }
     }
-    let answers = join_all(shard.broker_shards(receiver).map(|s| {
-        s.clone_group_offsets(src.to_owned(), dest.to_owned(), topics.clone())
-    }))
+    let answers = join_all(
+        shard
+            .broker_shards(receiver)
+            .map(|s| s.clone_group_offsets(src.to_owned(), dest.to_owned(), topics.clone())),
+    )
     .await;
     let mut queues = 0;
     for answer in answers {

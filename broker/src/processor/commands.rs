@@ -132,9 +132,7 @@ pub fn route(request_code: i32) -> Option<Route> {
         code::NOTIFICATION => row(QueueOwner, A::Pop, C::Notification),
         code::POLLING_INFO => row(QueueOwner, A::Pop, C::PollingInfo),
         code::QUERY_CONSUMER_OFFSET => row(QueueOwner, A::Free, C::QueryConsumerOffset),
-        code::UPDATE_CONSUMER_OFFSET => {
-            row(QueueOwner, A::GroupAndTopic, C::UpdateConsumerOffset)
-        }
+        code::UPDATE_CONSUMER_OFFSET => row(QueueOwner, A::GroupAndTopic, C::UpdateConsumerOffset),
         code::GET_MAX_OFFSET => row(QueueOwner, A::Free, C::MaxOffset),
         code::GET_MIN_OFFSET => row(QueueOwner, A::Free, C::MinOffset),
         code::GET_EARLIEST_MSG_STORETIME => row(QueueOwner, A::Free, C::EarliestStoreTime),
@@ -191,7 +189,12 @@ pub fn acl_rule(request_code: i32) -> AclRule {
 
 impl Command {
     /// Runs the handler on the shard the table chose.
-    pub async fn execute(self, shard: &Rc<Shard>, req: RemotingCommand, conn: ConnRef) -> RemotingCommand {
+    pub async fn execute(
+        self,
+        shard: &Rc<Shard>,
+        req: RemotingCommand,
+        conn: ConnRef,
+    ) -> RemotingCommand {
         let req = &req;
         match self {
             Command::Send => send::handle(shard, req, conn.peer).await,
@@ -220,7 +223,9 @@ impl Command {
             Command::DeleteTopic => topic_admin::delete(shard, req).await,
             Command::AllTopicConfig => topic_admin::all_topic_config(shard),
             Command::RuntimeInfo => broker_admin::runtime_info(shard, conn.shard).await,
-            Command::AllConsumerOffset => broker_admin::all_consumer_offset(shard, conn.shard).await,
+            Command::AllConsumerOffset => {
+                broker_admin::all_consumer_offset(shard, conn.shard).await
+            }
             Command::AllDelayOffset => broker_admin::all_delay_offset(shard).await,
             Command::AllSubscriptionGroups => broker_admin::all_subscription_groups(shard),
             Command::UpdateSubscriptionGroup => {
@@ -274,7 +279,10 @@ mod tests {
         assert_eq!(runs_on(code::END_TRANSACTION), Some(RunsOn::HalfQueueOwner));
         assert_eq!(runs_on(code::HEART_BEAT), Some(RunsOn::Control));
         // The client registry, which knows the consumer's connection, is the control shard's.
-        assert_eq!(runs_on(code::GET_CONSUMER_RUNNING_INFO), Some(RunsOn::Control));
+        assert_eq!(
+            runs_on(code::GET_CONSUMER_RUNNING_INFO),
+            Some(RunsOn::Control)
+        );
         assert_eq!(runs_on(code::CHECK_CLIENT_CONFIG), Some(RunsOn::Receiver));
         // The check-back request is the broker's own, never taken from a client.
         assert_eq!(runs_on(code::CHECK_TRANSACTION_STATE), None);

@@ -7,8 +7,8 @@ use std::rc::Rc;
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
-use crate::config::BrokerRole;
 use crate::common::reply::{error, ok};
+use crate::config::BrokerRole;
 use crate::replication::replicas::MasterInfo;
 use crate::shard::Shard;
 
@@ -25,7 +25,8 @@ pub fn role_changed(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         info.master_epoch
     );
     let shard = shard.clone();
-    glommio::spawn_local(async move { crate::replication::replicas::apply(&shard, info).await }).detach();
+    glommio::spawn_local(async move { crate::replication::replicas::apply(&shard, info).await })
+        .detach();
     ok()
 }
 

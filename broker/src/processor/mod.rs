@@ -56,7 +56,11 @@ pub async fn dispatch(
         return Some(denied);
     }
     let Some(route) = route else {
-        tracing::debug!("request code {} not supported (from {})", req.code, ctx.peer);
+        tracing::debug!(
+            "request code {} not supported (from {})",
+            req.code,
+            ctx.peer
+        );
         return Some(unsupported(req.code));
     };
     let conn = ConnRef {

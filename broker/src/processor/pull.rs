@@ -12,7 +12,8 @@ use bytes::BytesMut;
 use futures_lite::FutureExt;
 use protocol::body::perm;
 use protocol::header::{
-    forbidden_type, pull_sys_flag, CommandHeader, PullMessageRequestHeader, PullMessageResponseHeader,
+    forbidden_type, pull_sys_flag, CommandHeader, PullMessageRequestHeader,
+    PullMessageResponseHeader,
 };
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
@@ -147,7 +148,8 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
             return respond(shard, code, result, &group);
         }
         // Register, then look again without an await in between, so no arrival is missed.
-        let arrival = crate::feature::long_poll::waiters(shard).register(&header.topic, header.queue_id);
+        let arrival =
+            crate::feature::long_poll::waiters(shard).register(&header.topic, header.queue_id);
         if shard
             .store
             .visible_max_offset(&header.topic, header.queue_id)
@@ -201,15 +203,16 @@ fn filter_of(
             if kind != SQL92 {
                 return Err(parse_failed(&format_args!("no filter of type {kind}")));
             }
-            let compiled = crate::feature::pull_filter::subscriptions(shard).sql_filters.borrow_mut().compile(
-                &header.consumer_group,
-                &header.topic,
-                expression,
-            );
+            let compiled = crate::feature::pull_filter::subscriptions(shard)
+                .sql_filters
+                .borrow_mut()
+                .compile(&header.consumer_group, &header.topic, expression);
             return compiled.map(PullFilter::Sql).map_err(|e| parse_failed(&e));
         }
     }
-    match crate::feature::pull_filter::subscriptions(shard).registered_filter(&header.consumer_group, &header.topic) {
+    match crate::feature::pull_filter::subscriptions(shard)
+        .registered_filter(&header.consumer_group, &header.topic)
+    {
         Some(Registered::Filter(filter)) => {
             if filter.checks_records() && !shard.cfg.enable_property_filter {
                 return Err(not_supported());

@@ -73,7 +73,11 @@ async fn prepare(
     }
     if cfg.controller.enabled {
         // Controller mode: refused rather than acknowledged by fewer replicas than required.
-        let in_sync = crate::replication::ha_state::ha(shard).sync_state_set.borrow().len().max(1);
+        let in_sync = crate::replication::ha_state::ha(shard)
+            .sync_state_set
+            .borrow()
+            .len()
+            .max(1);
         if in_sync < cfg.controller.min_in_sync_replicas {
             return Err(error(
                 rc::SYSTEM_ERROR,

@@ -74,7 +74,9 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     if let Err(why) = crate::state::topics::validate_topic_name(&topic) {
         return error(rc::SYSTEM_ERROR, why);
     }
-    if let Err(response) = crate::common::topic_create::ensure_retry_topic(shard, &topic, to_dlq).await {
+    if let Err(response) =
+        crate::common::topic_create::ensure_retry_topic(shard, &topic, to_dlq).await
+    {
         return response;
     }
     let mut props = original.properties.clone();

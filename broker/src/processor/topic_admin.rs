@@ -4,9 +4,7 @@
 use std::rc::Rc;
 
 use protocol::body::TopicConfig;
-use protocol::header::{
-    CommandHeader, CreateTopicRequestHeader, DeleteTopicRequestHeader,
-};
+use protocol::header::{CommandHeader, CreateTopicRequestHeader, DeleteTopicRequestHeader};
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 

@@ -42,12 +42,7 @@ pub fn on_arrival(shard: &Rc<Shard>, topic: &str, queue_id: i32) {
     }
     let s = shard.clone();
     let topic = topic.to_owned();
-    glommio::spawn_local(async move {
-        s.control_shard()
-            .topic_seen(topic, queues)
-            .await
-    })
-    .detach();
+    glommio::spawn_local(async move { s.control_shard().topic_seen(topic, queues).await }).detach();
 }
 
 /// Shard 0 of a slave: installs a stand-in config for a replicated topic and asks for a metadata copy.
@@ -112,7 +107,8 @@ fn start_lag_log(shard: &Rc<Shard>) {
             if shard.shutting_down.get() {
                 return;
             }
-            let s = crate::replication::ha_state::ha(&shard).stats(shard.store.max_physical_offset());
+            let s =
+                crate::replication::ha_state::ha(&shard).stats(shard.store.max_physical_offset());
             if s.slaves > 0 && (s.behind_bytes > 0 || s.behind_ms > 0) {
                 tracing::info!(
                     "HA shard {}: best slave is {} bytes and {} ms behind",
@@ -197,10 +193,7 @@ async fn route_connection(shard: Rc<Shard>, mut stream: TcpStream) {
     match borrowed.try_clone_to_owned() {
         Ok(fd) => {
             drop(stream);
-            shard
-                .on(target)
-                .adopt_slave(fd, peer, hello)
-                .await;
+            shard.on(target).adopt_slave(fd, peer, hello).await;
         }
         Err(e) => {
             tracing::error!("HA: cannot pass the connection of {peer} to shard {target}: {e}")
@@ -248,18 +241,26 @@ fn start_slave(shard: &Rc<Shard>) {
 pub async fn follow_master(shard: &Rc<Shard>) {
     stop_replication(shard).await;
     let handle = replicate(shard, None).detach();
-    *crate::replication::ha_state::ha(shard).replication.borrow_mut() = Some(handle);
+    *crate::replication::ha_state::ha(shard)
+        .replication
+        .borrow_mut() = Some(handle);
 }
 
 /// Controller mode: stops this shard's replication and waits until it has stopped, so nothing
 /// more is appended from the old master. Appends are not awaited, so none is cut in half.
 pub async fn stop_replication(shard: &Shard) {
-    let handle = crate::replication::ha_state::ha(shard).replication.borrow_mut().take();
+    let handle = crate::replication::ha_state::ha(shard)
+        .replication
+        .borrow_mut()
+        .take();
     if let Some(handle) = handle {
         handle.cancel();
         handle.await;
     }
-    crate::replication::ha_state::ha(shard).slave.connected.set(false);
+    crate::replication::ha_state::ha(shard)
+        .slave
+        .connected
+        .set(false);
 }
 
 /// The replication task of one shard: from `configured` (haMasterAddress), else from the master the
@@ -283,9 +284,12 @@ fn replicate(shard: &Rc<Shard>, configured: Option<String>) -> glommio::Task<()>
     });
     let weak = Rc::downgrade(shard);
     let master: ha::MasterAddr = Rc::new(move || {
-        let learned = weak
-            .upgrade()
-            .and_then(|s| crate::replication::ha_state::ha(&s).master_ha_addr.borrow().clone());
+        let learned = weak.upgrade().and_then(|s| {
+            crate::replication::ha_state::ha(&s)
+                .master_ha_addr
+                .borrow()
+                .clone()
+        });
         let addr = configured.clone().or(learned)?;
         remoting::resolve(&addr).ok()
     });
@@ -372,7 +376,10 @@ async fn after_put(shard: &Shard, stored: &[PutOk]) -> Result<(), ha::WaitError>
             return Ok(());
         };
         let timeout = Duration::from_millis(shard.cfg.sync_flush_timeout_ms.max(1));
-        return crate::replication::ha_state::ha(shard).watermark.wait_all(end, &others, timeout).await;
+        return crate::replication::ha_state::ha(shard)
+            .watermark
+            .wait_all(end, &others, timeout)
+            .await;
     }
     let Some(end) = stored
         .iter()
@@ -434,10 +441,20 @@ pub fn runtime_info(
         }
     } else {
         let configured = shard.cfg.ha_master_address.clone();
-        let learned = crate::replication::ha_state::ha(shard).master_ha_addr.borrow().clone();
+        let learned = crate::replication::ha_state::ha(shard)
+            .master_ha_addr
+            .borrow()
+            .clone();
         put("haMasterAddr", configured.or(learned).unwrap_or_default());
-        let from_ns = crate::replication::ha_state::ha(shard).master_addr.borrow().clone();
-        let from_ha = crate::replication::ha_state::ha(shard).slave.master_addr.borrow().clone();
+        let from_ns = crate::replication::ha_state::ha(shard)
+            .master_addr
+            .borrow()
+            .clone();
+        let from_ha = crate::replication::ha_state::ha(shard)
+            .slave
+            .master_addr
+            .borrow()
+            .clone();
         put("masterAddr", from_ns.or(from_ha).unwrap_or_default());
         put(
             "haReplicating",
@@ -489,5 +506,12 @@ pub fn consumes_slowly(shard: &Shard, result: &storage::GetResult) -> Option<boo
     };
     let behind = shard.store.max_physical_offset().saturating_sub(phys);
     let cache = i64::try_from(shard.cfg.read_cache_bytes).unwrap_or(i64::MAX);
-    Some(behind > cache && crate::replication::ha_state::ha(shard).watermark.lag().slaves > 0)
+    Some(
+        behind > cache
+            && crate::replication::ha_state::ha(shard)
+                .watermark
+                .lag()
+                .slaves
+                > 0,
+    )
 }

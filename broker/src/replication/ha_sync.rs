@@ -41,15 +41,26 @@ pub fn start(shard: &Rc<Shard>) {
                 masters_learned(&shard, &learned).await;
                 known = learned;
             }
-            if Instant::now() < next_sync && !crate::replication::ha_state::ha(&shard).sync_soon.replace(false) {
+            if Instant::now() < next_sync
+                && !crate::replication::ha_state::ha(&shard)
+                    .sync_soon
+                    .replace(false)
+            {
                 continue;
             }
             if shard.role() != crate::config::BrokerRole::Slave {
                 continue;
             }
             next_sync = Instant::now() + SYNC_PERIOD;
-            let from_ns = crate::replication::ha_state::ha(&shard).master_addr.borrow().clone();
-            let from_ha = crate::replication::ha_state::ha(&shard).slave.master_addr.borrow().clone();
+            let from_ns = crate::replication::ha_state::ha(&shard)
+                .master_addr
+                .borrow()
+                .clone();
+            let from_ha = crate::replication::ha_state::ha(&shard)
+                .slave
+                .master_addr
+                .borrow()
+                .clone();
             let Some(addr) = from_ns.or(from_ha) else {
                 continue;
             };
@@ -164,11 +175,7 @@ async fn install_offsets(shard: &Rc<Shard>, first: usize, master: ConsumerOffset
             .into_iter()
             .enumerate()
             .filter(|(_, l)| !l.is_empty())
-            .map(|(s, entries)| {
-                shard
-                    .on(s)
-                    .set_consumer_offsets(entries)
-            }),
+            .map(|(s, entries)| shard.on(s).set_consumer_offsets(entries)),
     )
     .await;
 }
@@ -214,14 +221,15 @@ async fn masters_learned(shard: &Rc<Shard>, masters: &BTreeMap<usize, MasterAddr
             continue;
         };
         tracing::info!("HA: shard {s}'s master is {master_addr:?}, its HA address {ha_addr:?}");
-        shard
-            .on(s)
-            .follow_master(ha_addr, master_addr)
-            .await;
+        shard.on(s).follow_master(ha_addr, master_addr).await;
     }
 }
 
 pub(crate) fn set_master(shard: &Shard, ha_addr: Option<String>, master_addr: Option<String>) {
-    *crate::replication::ha_state::ha(shard).master_ha_addr.borrow_mut() = ha_addr;
-    *crate::replication::ha_state::ha(shard).master_addr.borrow_mut() = master_addr;
+    *crate::replication::ha_state::ha(shard)
+        .master_ha_addr
+        .borrow_mut() = ha_addr;
+    *crate::replication::ha_state::ha(shard)
+        .master_addr
+        .borrow_mut() = master_addr;
 }

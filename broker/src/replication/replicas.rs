@@ -67,7 +67,6 @@ impl MasterInfo {
     }
 }
 
-
 fn failed(what: &str, resp: &RemotingCommand) -> String {
     format!(
         "{what}: code {} {}",
@@ -99,8 +98,7 @@ async fn run(shard: Rc<Shard>) {
         r.state.borrow_mut().broker_id = Some(broker_id);
     }
     for s in shard.every_shard() {
-        s.set_controller_id(broker_id)
-            .await;
+        s.set_controller_id(broker_id).await;
     }
     tracing::info!(
         "controller mode: brokerId {broker_id} in group {}",
@@ -308,8 +306,7 @@ async fn learn_master_ha_addr(shard: Rc<Shard>, master_addr: String, epoch: i32)
                 }
                 for s in shard.every_shard() {
                     let ha_addr = ha_addr.clone();
-                    s.master_ha_known(ha_addr)
-                        .await;
+                    s.master_ha_known(ha_addr).await;
                 }
                 return;
             }
@@ -354,11 +351,7 @@ async fn heartbeat_loop(shard: Rc<Shard>) {
     let period = Duration::from_millis(cfg.controller.broker_heartbeat_interval_ms);
     let mut unanswered_since: Option<Instant> = None;
     loop {
-        let ends =
-            join_all(shard.every_shard().map(|s| {
-                s.local_max_physical_offset()
-            }))
-            .await;
+        let ends = join_all(shard.every_shard().map(|s| s.local_max_physical_offset())).await;
         let max_offset = ends
             .into_iter()
             .filter_map(Result::ok)

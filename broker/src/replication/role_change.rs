@@ -18,16 +18,25 @@ pub async fn become_master(shard: &Rc<Shard>, epoch: i32, sync_state_set: BTreeS
         Ok(Err(e)) => tracing::error!("shard {}: epoch {epoch} not recorded: {e}", shard.id),
         Err(_) => tracing::error!("shard {}: epoch {epoch} out of range", shard.id),
     }
-    *crate::replication::ha_state::ha(shard).master_ha_addr.borrow_mut() = None;
-    *crate::replication::ha_state::ha(shard).master_addr.borrow_mut() = None;
-    *crate::replication::ha_state::ha(shard).sync_state_set.borrow_mut() = sync_state_set;
+    *crate::replication::ha_state::ha(shard)
+        .master_ha_addr
+        .borrow_mut() = None;
+    *crate::replication::ha_state::ha(shard)
+        .master_addr
+        .borrow_mut() = None;
+    *crate::replication::ha_state::ha(shard)
+        .sync_state_set
+        .borrow_mut() = sync_state_set;
     shard.chosen_role.set(Some((BrokerRole::SyncMaster, 0)));
     tracing::info!(
         "shard {}: master at epoch {epoch} from local offset {}",
         shard.id,
         storage::local_of(shard.store.max_physical_offset())
     );
-    if crate::replication::ha_state::ha(shard).master_services_started.replace(true) {
+    if crate::replication::ha_state::ha(shard)
+        .master_services_started
+        .replace(true)
+    {
         return;
     }
     crate::feature::schedule::start_deliveries(shard);
@@ -47,9 +56,16 @@ pub async fn become_master(shard: &Rc<Shard>, epoch: i32, sync_state_set: BTreeS
 /// shard is at `master_addr`; replication starts once the master's HA address is known.
 pub async fn become_slave(shard: &Rc<Shard>, broker_id: u64, master_addr: String) {
     shard.chosen_role.set(Some((BrokerRole::Slave, broker_id)));
-    crate::replication::ha_state::ha(shard).sync_state_set.borrow_mut().clear();
-    *crate::replication::ha_state::ha(shard).master_ha_addr.borrow_mut() = None;
-    *crate::replication::ha_state::ha(shard).master_addr.borrow_mut() = Some(master_addr);
+    crate::replication::ha_state::ha(shard)
+        .sync_state_set
+        .borrow_mut()
+        .clear();
+    *crate::replication::ha_state::ha(shard)
+        .master_ha_addr
+        .borrow_mut() = None;
+    *crate::replication::ha_state::ha(shard)
+        .master_addr
+        .borrow_mut() = Some(master_addr);
     crate::replication::ha::follow_master(shard).await;
 }
 
@@ -63,11 +79,15 @@ pub fn controller_id_known(shard: &Shard, broker_id: u64) {
 
 pub fn master_ha_known(shard: &Shard, ha_addr: String) {
     if shard.role() == BrokerRole::Slave {
-        *crate::replication::ha_state::ha(shard).master_ha_addr.borrow_mut() = Some(ha_addr);
+        *crate::replication::ha_state::ha(shard)
+            .master_ha_addr
+            .borrow_mut() = Some(ha_addr);
     }
 }
 
 /// A new SyncStateSet for the master's sends to wait on.
 pub fn sync_state_set_changed(shard: &Shard, sync_state_set: BTreeSet<u64>) {
-    *crate::replication::ha_state::ha(shard).sync_state_set.borrow_mut() = sync_state_set;
+    *crate::replication::ha_state::ha(shard)
+        .sync_state_set
+        .borrow_mut() = sync_state_set;
 }

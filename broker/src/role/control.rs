@@ -9,8 +9,8 @@ use protocol::body::TopicConfig;
 use protocol::header::{CommandHeader, NotifyConsumerIdsChangedRequestHeader};
 use protocol::{request_code, RemotingCommand};
 
-use crate::shard::events::{broadcast, ShardEvent};
 use crate::role::namesrv::registrar;
+use crate::shard::events::{broadcast, ShardEvent};
 use crate::shard::Shard;
 use crate::state::control::Control;
 use crate::state::subscription_groups::{may_auto_create, SubscriptionGroupConfig};
@@ -184,7 +184,8 @@ pub async fn broadcast_subscriptions(shard: &Rc<Shard>, group: &str) {
         (clients.subscriptions(group), clients.is_broadcasting(group))
     };
     crate::feature::pull_filter::subscriptions(shard).set_group_broadcasting(group, broadcasting);
-    crate::feature::pull_filter::subscriptions(shard).set_group_subscriptions(group.to_owned(), subs.clone());
+    crate::feature::pull_filter::subscriptions(shard)
+        .set_group_subscriptions(group.to_owned(), subs.clone());
     broadcast(
         shard,
         ShardEvent::GroupSubscriptions {
@@ -294,4 +295,3 @@ pub fn start_tasks(shard: &Rc<Shard>) {
     })
     .detach();
 }
-

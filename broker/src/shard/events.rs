@@ -87,8 +87,10 @@ pub fn apply(shard: &Shard, event: ShardEvent) {
             subscriptions,
             broadcasting,
         } => {
-            crate::feature::pull_filter::subscriptions(shard).set_group_broadcasting(&group, broadcasting);
-            crate::feature::pull_filter::subscriptions(shard).set_group_subscriptions(group, subscriptions);
+            crate::feature::pull_filter::subscriptions(shard)
+                .set_group_broadcasting(&group, broadcasting);
+            crate::feature::pull_filter::subscriptions(shard)
+                .set_group_subscriptions(group, subscriptions);
         }
     }
 }

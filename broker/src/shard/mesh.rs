@@ -128,7 +128,12 @@ impl<C: 'static> Mesh<C> {
     }
 
     /// Runs `job` (of `kind`, for the counts) on shard `to` and waits for its answer.
-    pub async fn call<T, F, Fut>(&self, to: usize, kind: &'static str, job: F) -> Result<T, MeshError>
+    pub async fn call<T, F, Fut>(
+        &self,
+        to: usize,
+        kind: &'static str,
+        job: F,
+    ) -> Result<T, MeshError>
     where
         T: Send + 'static,
         F: FnOnce(Rc<C>) -> Fut + Send + 'static,
@@ -244,7 +249,11 @@ mod tests {
                     mesh.start(receivers, &context);
                     if me == 0 {
                         let there: String = mesh
-                            .call(1, "format", |c: Rc<usize>| async move { format!("ctx {c}") })
+                            .call(
+                                1,
+                                "format",
+                                |c: Rc<usize>| async move { format!("ctx {c}") },
+                            )
                             .await
                             .map_err(|e| e.to_string())?;
                         let here: usize = mesh
@@ -252,7 +261,8 @@ mod tests {
                             .await
                             .map_err(|e| e.to_string())?;
                         let all = join_all(
-                            (0..2).map(|to| mesh.call(to, "read", |c: Rc<usize>| async move { *c })),
+                            (0..2)
+                                .map(|to| mesh.call(to, "read", |c: Rc<usize>| async move { *c })),
                         )
                         .await;
                         mesh.tell(1, "nothing", |_c: Rc<usize>| async move {}).await;

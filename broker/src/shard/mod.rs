@@ -121,7 +121,9 @@ impl Shard {
 
     /// The brokerId this broker registers with now (0 for a master).
     pub fn broker_id(&self) -> u64 {
-        self.chosen_role.get().map_or(self.cfg.broker_id, |(_, id)| id)
+        self.chosen_role
+            .get()
+            .map_or(self.cfg.broker_id, |(_, id)| id)
     }
 
     /// The config with the role and brokerId in force (what registration and GET_BROKER_CONFIG use).

@@ -197,8 +197,10 @@ impl<'a> ShardRef<'a> {
 
     /// The consumer offsets the target holds: (topic@group key, queue id, offset).
     pub async fn consumer_offsets(self) -> Result<Vec<(String, i32, i64)>, MeshError> {
-        self.run("consumer_offsets", |s| async move { s.offsets.borrow().entries() })
-            .await
+        self.run("consumer_offsets", |s| async move {
+            s.offsets.borrow().entries()
+        })
+        .await
     }
 
     /// The topics a group has offsets for on the target.
@@ -350,8 +352,11 @@ impl<'a> ShardRef<'a> {
 
     /// Applies a broadcast of the control shard to the target's copies.
     pub async fn apply_event(self, event: ShardEvent) -> Result<(), MeshError> {
-        self.run("apply_event", move |s| async move { events::apply(&s, event) })
-            .await
+        self.run(
+            "apply_event",
+            move |s| async move { events::apply(&s, event) },
+        )
+        .await
     }
 
     /// Applies a changed broker config on the target (the values changeable at run time).
@@ -416,7 +421,10 @@ impl<'a> ShardRef<'a> {
     }
 
     /// Control shard: asks the producer of a half message for its transaction's state.
-    pub async fn check_transaction(self, cmd: RemotingCommand) -> Result<RemotingCommand, MeshError> {
+    pub async fn check_transaction(
+        self,
+        cmd: RemotingCommand,
+    ) -> Result<RemotingCommand, MeshError> {
         self.run("check_transaction", move |ctl| async move {
             crate::feature::transaction::deliver_check(&ctl, cmd).await
         })
@@ -446,7 +454,10 @@ impl<'a> ShardRef<'a> {
     }
 
     /// Control shard of a slave: installs the master's delay offsets.
-    pub async fn install_delay_offsets(self, json: String) -> Result<Result<usize, String>, MeshError> {
+    pub async fn install_delay_offsets(
+        self,
+        json: String,
+    ) -> Result<Result<usize, String>, MeshError> {
         self.run("install_delay_offsets", move |s| async move {
             schedule::install_delay_offsets_json(&s, &json).await
         })

@@ -48,12 +48,20 @@ pub fn watch_signals(shard: &Rc<Shard>, signals: SignalFd) {
 pub async fn shutdown_broker(shard: &Rc<Shard>) {
     remoting::sd_notify::notify_stopping();
     let all = || shard.every_shard();
-    for (result, s) in join_all(all().map(|s| s.drain())).await.into_iter().zip(all()) {
+    for (result, s) in join_all(all().map(|s| s.drain()))
+        .await
+        .into_iter()
+        .zip(all())
+    {
         if let Err(e) = result {
             tracing::warn!("shard {} did not drain: {e}", s.id());
         }
     }
-    for (result, s) in join_all(all().map(|s| s.shut_store())).await.into_iter().zip(all()) {
+    for (result, s) in join_all(all().map(|s| s.shut_store()))
+        .await
+        .into_iter()
+        .zip(all())
+    {
         if let Err(e) = result {
             tracing::warn!("shard {} did not shut its store: {e}", s.id());
         }

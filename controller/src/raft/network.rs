@@ -48,7 +48,12 @@ pub struct PeerConnection {
 type RpcResult<T, E> = Result<T, RPCError<NodeId, BasicNode, RaftError<NodeId, E>>>;
 
 impl PeerConnection {
-    async fn rpc<Req, Resp, E>(&mut self, code: i32, req: &Req, option: RPCOption) -> RpcResult<Resp, E>
+    async fn rpc<Req, Resp, E>(
+        &mut self,
+        code: i32,
+        req: &Req,
+        option: RPCOption,
+    ) -> RpcResult<Resp, E>
     where
         Req: Serialize,
         Resp: DeserializeOwned,

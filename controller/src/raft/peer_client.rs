@@ -43,7 +43,11 @@ impl PeerClient {
             .ok_or_else(|| std::io::Error::other("not connected"))
     }
 
-    async fn exchange(&mut self, request: RemotingCommand, oneway: bool) -> std::io::Result<Option<RemotingCommand>> {
+    async fn exchange(
+        &mut self,
+        request: RemotingCommand,
+        oneway: bool,
+    ) -> std::io::Result<Option<RemotingCommand>> {
         let frame = protocol::frame::encode_to_bytes(&request).map_err(std::io::Error::other)?;
         let (stream, frames) = self.connected().await?;
         stream.write_all(&frame).await?;
@@ -66,14 +70,21 @@ impl PeerClient {
     }
 
     /// Sends `request` and waits up to `timeout` for its response. Any failure drops the connection.
-    pub async fn call(&mut self, mut request: RemotingCommand, timeout: Duration) -> std::io::Result<RemotingCommand> {
+    pub async fn call(
+        &mut self,
+        mut request: RemotingCommand,
+        timeout: Duration,
+    ) -> std::io::Result<RemotingCommand> {
         request.opaque = self.next_opaque;
         self.next_opaque = self.next_opaque.wrapping_add(1);
         let result = match tokio::time::timeout(timeout, self.exchange(request, false)).await {
             Ok(Ok(Some(cmd))) => Ok(cmd),
             Ok(Ok(None)) => Err(std::io::Error::other("no response")),
             Ok(Err(e)) => Err(e),
-            Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, format!("no answer from {} in {timeout:?}", self.addr))),
+            Err(_) => Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no answer from {} in {timeout:?}", self.addr),
+            )),
         };
         if result.is_err() {
             self.conn = None;
@@ -82,7 +93,11 @@ impl PeerClient {
     }
 
     /// Sends a oneway request (no response expected).
-    pub async fn send_oneway(&mut self, mut request: RemotingCommand, timeout: Duration) -> std::io::Result<()> {
+    pub async fn send_oneway(
+        &mut self,
+        mut request: RemotingCommand,
+        timeout: Duration,
+    ) -> std::io::Result<()> {
         request.mark_oneway();
         request.opaque = self.next_opaque;
         self.next_opaque = self.next_opaque.wrapping_add(1);
@@ -94,7 +109,10 @@ impl PeerClient {
             }
             Err(_) => {
                 self.conn = None;
-                Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "send timed out"))
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "send timed out",
+                ))
             }
         }
     }

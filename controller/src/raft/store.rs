@@ -362,7 +362,10 @@ impl RaftStorage<TypeConfig> for Store {
         snapshot: Box<Cursor<Vec<u8>>>,
     ) -> StoreResult<()> {
         let data = snapshot.into_inner();
-        tracing::info!("installing a snapshot at {:?} from the leader", meta.last_log_id);
+        tracing::info!(
+            "installing a snapshot at {:?} from the leader",
+            meta.last_log_id
+        );
         let replicas: ReplicasInfo = serde_json::from_slice(&data).map_err(io_err)?;
         let stored = StoredSnapshot {
             meta: meta.clone(),

@@ -11,8 +11,8 @@ use protocol::{request_code, response_code, RemotingCommand};
 use serde::Deserialize;
 
 use super::pool::Pool;
-use protocol::signature::Credentials;
 use crate::status::ProxyError;
+use protocol::signature::Credentials;
 
 /// How long a group's settings are used before they are asked again (`mqadmin updateSubGroup` takes
 /// effect in the proxy within this time).

@@ -3,9 +3,9 @@
 
 use tonic::Request;
 
-use protocol::signature::Credentials;
 use crate::state::Proxy;
 use crate::status::ProxyError;
+use protocol::signature::Credentials;
 
 /// Who is calling: from the SDK's request metadata.
 pub struct Caller {

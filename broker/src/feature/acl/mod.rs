@@ -149,7 +149,11 @@ mod tests {
     use super::*;
 
     /// `check` of a send (the request table's rule for SEND_MESSAGE_V2).
-    fn check(cfg: &BrokerConfig, request: &RemotingCommand, peer: SocketAddr) -> Option<RemotingCommand> {
+    fn check(
+        cfg: &BrokerConfig,
+        request: &RemotingCommand,
+        peer: SocketAddr,
+    ) -> Option<RemotingCommand> {
         super::check(cfg, request, peer, AclRule::SendV2)
     }
     use protocol::request_code as code;

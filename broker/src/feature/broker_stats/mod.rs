@@ -19,9 +19,11 @@ use item::ItemWindows;
 /// One item's windows summed over the shards of this shard's broker; `None` when none knows the key.
 pub async fn item_windows(shard: &Rc<Shard>, name: &str, key: &str) -> Option<ItemWindows> {
     let since = u64::try_from(shard.boot_ms).unwrap_or(0);
-    let answers = join_all(shard.broker_shards(shard.id).map(|s| {
-        s.stats_item(name.to_owned(), key.to_owned(), since)
-    }))
+    let answers = join_all(
+        shard
+            .broker_shards(shard.id)
+            .map(|s| s.stats_item(name.to_owned(), key.to_owned(), since)),
+    )
     .await;
     answers
         .into_iter()
@@ -57,14 +59,10 @@ pub async fn group_consume_tps<'a>(
 
 /// The slowest send on any shard of the broker a client reached through shard `receiver`, in ms.
 pub async fn put_time_max_ms(shard: &Rc<Shard>, receiver: usize) -> u64 {
-    join_all(
-        shard
-            .broker_shards(receiver)
-            .map(|s| s.put_time_max_ms()),
-    )
-    .await
-    .into_iter()
-    .filter_map(Result::ok)
-    .max()
-    .unwrap_or(0)
+    join_all(shard.broker_shards(receiver).map(|s| s.put_time_max_ms()))
+        .await
+        .into_iter()
+        .filter_map(Result::ok)
+        .max()
+        .unwrap_or(0)
 }

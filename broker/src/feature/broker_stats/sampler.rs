@@ -88,26 +88,17 @@ pub(crate) fn local_daily() -> DailyTotals {
 /// The morning totals of the broker a client reached through shard `receiver`, summed over its
 /// shards.
 pub async fn daily_totals(shard: &Rc<Shard>, receiver: usize) -> DailyTotals {
-    join_all(
-        shard
-            .broker_shards(receiver)
-            .map(|s| s.daily_totals()),
-    )
-    .await
-    .into_iter()
-    .filter_map(Result::ok)
-    .fold(DailyTotals::default(), DailyTotals::merge)
+    join_all(shard.broker_shards(receiver).map(|s| s.daily_totals()))
+        .await
+        .into_iter()
+        .filter_map(Result::ok)
+        .fold(DailyTotals::default(), DailyTotals::merge)
 }
 
 /// The rates of the broker a client reached through shard `receiver`, summed over its shards, as
 /// RocketMQ formats them ("x.xx y.yy z.zz": 10 s, 1 min, 10 min).
 pub async fn rate_fields(shard: &Rc<Shard>, receiver: usize) -> Vec<(&'static str, String)> {
-    let answers = join_all(
-        shard
-            .broker_shards(receiver)
-            .map(|s| s.rates()),
-    )
-    .await;
+    let answers = join_all(shard.broker_shards(receiver).map(|s| s.rates())).await;
     let mut sum: Rates = [[0.0; WINDOWS_S.len()]; RATE_NAMES.len()];
     for rates in answers.into_iter().filter_map(Result::ok) {
         for (total, shard_rate) in sum.iter_mut().zip(rates) {

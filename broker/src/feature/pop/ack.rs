@@ -131,7 +131,10 @@ pub async fn ack_ordered(
     if position.is_some_and(|p| offset < p) {
         return Ok(ok());
     }
-    let commit = crate::feature::pop::state(shard).orders.borrow_mut().commit(key, offset, pop_time);
+    let commit = crate::feature::pop::state(shard)
+        .orders
+        .borrow_mut()
+        .commit(key, offset, pop_time);
     match commit {
         OrderCommit::Next(next) => {
             revive_log::append_order_commit(shard, key, next)
@@ -145,7 +148,12 @@ pub async fn ack_ordered(
                 offsets.commit(&key.group, &key.topic, key.queue_id, next);
             }
             drop(offsets);
-            if crate::feature::pop::state(shard).orders.borrow().unblocks_at(key).is_none() {
+            if crate::feature::pop::state(shard)
+                .orders
+                .borrow()
+                .unblocks_at(key)
+                .is_none()
+            {
                 crate::feature::long_poll::waiters(shard).notify(&key.topic, key.queue_id);
             }
             Ok(ok())
@@ -227,6 +235,8 @@ pub(crate) async fn ack_entry(shard: &Shard, topic: String, ack: BatchAck) -> Re
             start_offset: ack.start_offset,
             pop_time: ack.pop_time,
         };
-        ack_offsets(shard, &key, &offsets).await.unwrap_or_else(|r| r)
+        ack_offsets(shard, &key, &offsets)
+            .await
+            .unwrap_or_else(|r| r)
     }
 }

@@ -63,7 +63,8 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     if info.is_order() {
         let key = QueueKey::new(&h.consumer_group, &h.topic, h.queue_id);
         let until = now.saturating_add(h.invisible_time);
-        crate::feature::pop::state(shard).orders
+        crate::feature::pop::state(shard)
+            .orders
             .borrow_mut()
             .change_invisible(&key, h.offset, info.pop_time, until);
         return answer(info.pop_time, until.saturating_sub(info.pop_time));
@@ -80,12 +81,15 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
             Ok(o) => o,
             Err(why) => return error(rc::SYSTEM_ERROR, why),
         };
-    crate::feature::pop::state(shard).cks.borrow_mut().insert(Ck::new(
-        new_key,
-        vec![h.offset],
-        h.invisible_time,
-        revive_offset,
-    ));
+    crate::feature::pop::state(shard)
+        .cks
+        .borrow_mut()
+        .insert(Ck::new(
+            new_key,
+            vec![h.offset],
+            h.invisible_time,
+            revive_offset,
+        ));
     let old_key = CkKey {
         group: h.consumer_group,
         topic: h.topic,

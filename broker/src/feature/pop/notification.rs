@@ -132,10 +132,11 @@ pub(crate) async fn has_message_here(
     attempt_id: Option<String>,
 ) -> bool {
     if order
-        && crate::feature::pop::state(shard)
-            .orders
-            .borrow()
-            .blocked(&key, attempt_id.as_deref(), now_ms())
+        && crate::feature::pop::state(shard).orders.borrow().blocked(
+            &key,
+            attempt_id.as_deref(),
+            now_ms(),
+        )
     {
         return false;
     }

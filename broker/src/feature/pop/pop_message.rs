@@ -217,7 +217,8 @@ fn register(
     }
     if !req.order {
         out.push(
-            crate::feature::long_poll::waiters(shard).register(&pop_retry_topic(&req.topic, &req.group), 0),
+            crate::feature::long_poll::waiters(shard)
+                .register(&pop_retry_topic(&req.topic, &req.group), 0),
         );
     }
     out
@@ -379,10 +380,7 @@ pub async fn peek(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand {
         }
         let owner = shard.owner_of(&h.topic, q);
         let (group, topic, want) = (h.consumer_group.clone(), h.topic.clone(), max - got);
-        let records = shard
-            .on(owner)
-            .peek_queue(group, topic, q, want)
-            .await;
+        let records = shard.on(owner).peek_queue(group, topic, q, want).await;
         match records {
             Ok(Ok(records)) => {
                 got += records.len() as i32;

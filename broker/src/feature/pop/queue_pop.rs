@@ -144,7 +144,9 @@ fn filter_of(shard: &Shard, req: &PopRequest, topic: &str) -> Result<PullFilter,
             "The broker does not support consumer to filter message by {kind}"
         ));
     }
-    crate::feature::pull_filter::subscriptions(shard).sql_filters.borrow_mut()
+    crate::feature::pull_filter::subscriptions(shard)
+        .sql_filters
+        .borrow_mut()
         .compile(&req.group, &req.topic, exp)
         .map(PullFilter::Sql)
         .map_err(|e| e.to_string())
@@ -172,9 +174,11 @@ pub async fn pop_queue(
         return Ok(out);
     };
     if req.order
-        && crate::feature::pop::state(shard).orders
-            .borrow()
-            .blocked(&key, req.attempt_id.as_deref(), now_ms())
+        && crate::feature::pop::state(shard).orders.borrow().blocked(
+            &key,
+            req.attempt_id.as_deref(),
+            now_ms(),
+        )
     {
         return Ok(out);
     }
@@ -217,13 +221,16 @@ pub async fn pop_queue(
         .map(|r| record_queue_offset(r))
         .collect();
     if req.order {
-        out.order_counts = crate::feature::pop::state(shard).orders.borrow_mut().update(
-            &key,
-            req.attempt_id.clone(),
-            req.pop_time,
-            req.invisible_time,
-            &offsets,
-        );
+        out.order_counts = crate::feature::pop::state(shard)
+            .orders
+            .borrow_mut()
+            .update(
+                &key,
+                req.attempt_id.clone(),
+                req.pop_time,
+                req.invisible_time,
+                &offsets,
+            );
         commit(shard, &key, offset);
     } else {
         let ck_key = CkKey {
@@ -235,12 +242,15 @@ pub async fn pop_queue(
         };
         let revive_offset =
             revive_log::append_ck(shard, &ck_key, &offsets, req.invisible_time).await?;
-        crate::feature::pop::state(shard).cks.borrow_mut().insert(Ck::new(
-            ck_key,
-            offsets.clone(),
-            req.invisible_time,
-            revive_offset,
-        ));
+        crate::feature::pop::state(shard)
+            .cks
+            .borrow_mut()
+            .insert(Ck::new(
+                ck_key,
+                offsets.clone(),
+                req.invisible_time,
+                revive_offset,
+            ));
         commit(shard, &key, result.next_begin_offset);
     }
     crate::feature::broker_stats::record_pull(

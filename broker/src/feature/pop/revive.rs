@@ -48,14 +48,25 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), String> {
 
 async fn revive_due(shard: &Rc<Shard>) {
     let now = now_ms();
-    let due = crate::feature::pop::state(shard).cks.borrow().due(now, BATCH);
+    let due = crate::feature::pop::state(shard)
+        .cks
+        .borrow()
+        .due(now, BATCH);
     for key in due {
-        let Some(ck) = crate::feature::pop::state(shard).cks.borrow().get(&key).cloned() else {
+        let Some(ck) = crate::feature::pop::state(shard)
+            .cks
+            .borrow()
+            .get(&key)
+            .cloned()
+        else {
             continue;
         };
         match revive(shard, &ck).await {
             Ok(()) => {
-                crate::feature::pop::state(shard).cks.borrow_mut().remove(&key);
+                crate::feature::pop::state(shard)
+                    .cks
+                    .borrow_mut()
+                    .remove(&key);
             }
             Err(why) => {
                 tracing::warn!(
@@ -66,7 +77,8 @@ async fn revive_due(shard: &Rc<Shard>) {
                     key.queue_id,
                     key.start_offset
                 );
-                crate::feature::pop::state(shard).cks
+                crate::feature::pop::state(shard)
+                    .cks
                     .borrow_mut()
                     .postpone(&key, now + RETRY_LATER_MS);
             }
@@ -86,7 +98,8 @@ async fn revive(shard: &Rc<Shard>, ck: &Ck) -> Result<(), String> {
     let mut revived = Vec::new();
     for offset in ck.unacked().collect::<Vec<_>>() {
         // Acked while an earlier message of the check point was being revived.
-        let still_open = crate::feature::pop::state(shard).cks
+        let still_open = crate::feature::pop::state(shard)
+            .cks
             .borrow()
             .get(&ck.key)
             .is_some_and(|c| c.is_unacked(offset));
@@ -119,7 +132,10 @@ async fn revive(shard: &Rc<Shard>, ck: &Ck) -> Result<(), String> {
             Err(e) => return Err(e.to_string()),
         }
         // Settled in memory now, so a failure later in this check point does not revive it twice.
-        crate::feature::pop::state(shard).cks.borrow_mut().ack(&ck.key, offset);
+        crate::feature::pop::state(shard)
+            .cks
+            .borrow_mut()
+            .ack(&ck.key, offset);
         revived.push(offset);
     }
     if !revived.is_empty() {

@@ -238,7 +238,8 @@ fn apply(shard: &Shard, record: &MessageRecord) {
                 start_offset: ck.so,
                 pop_time: ck.pt,
             };
-            crate::feature::pop::state(shard).cks
+            crate::feature::pop::state(shard)
+                .cks
                 .borrow_mut()
                 .insert(Ck::new(key, offsets, ck.it, record.queue_offset));
         }

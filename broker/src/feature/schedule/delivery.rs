@@ -42,7 +42,8 @@ pub async fn run_level(shard: Rc<Shard>, level: i32) {
     let queue_id = level - 1;
     tracing::debug!("shard {}: delivering delay level {level}", shard.id);
     loop {
-        if crate::feature::schedule::state::schedule(&shard).stopping() || shard.shutting_down.get() {
+        if crate::feature::schedule::state::schedule(&shard).stopping() || shard.shutting_down.get()
+        {
             return;
         }
         // Registered before the read, so an arrival during the read is not missed.
@@ -124,7 +125,11 @@ async fn round(shard: &Rc<Shard>, level: i32) -> Step {
             if got.next_begin_offset > offset =>
         {
             // Units gone (retention) or unreadable: nothing left to deliver there.
-            crate::feature::schedule::state::schedule(shard).advance(level, got.next_begin_offset, Vec::new());
+            crate::feature::schedule::state::schedule(shard).advance(
+                level,
+                got.next_begin_offset,
+                Vec::new(),
+            );
             Step::More
         }
         GetMessageStatus::OffsetOverflowBadly => {

@@ -55,11 +55,16 @@ fn file_of(shard: &Shard) -> std::path::PathBuf {
 
 /// The number of configured delay levels (the clamp for DELAY), parsed once per shard.
 pub fn max_level(shard: &Shard) -> usize {
-    if let Some(n) = crate::feature::schedule::state::schedule(shard).max_level.get() {
+    if let Some(n) = crate::feature::schedule::state::schedule(shard)
+        .max_level
+        .get()
+    {
         return n;
     }
     let n = shard.cfg.delay_levels_ms().map_or(0, |l| l.len());
-    crate::feature::schedule::state::schedule(shard).max_level.set(Some(n));
+    crate::feature::schedule::state::schedule(shard)
+        .max_level
+        .set(Some(n));
     n
 }
 
@@ -89,7 +94,9 @@ pub fn start(shard: &Rc<Shard>) {
         }
     }
     if keeps_the_file(shard) {
-        *crate::feature::schedule::state::schedule(shard).written.borrow_mut() = Some(table);
+        *crate::feature::schedule::state::schedule(shard)
+            .written
+            .borrow_mut() = Some(table);
         let s = shard.clone();
         glommio::spawn_local(async move {
             loop {
@@ -136,10 +143,14 @@ pub fn start_deliveries(shard: &Rc<Shard>) {
 /// Drain phase: stops the delivery tasks and waits (bounded) for deliveries in flight, so no put
 /// reaches a store after it shut down.
 pub async fn quiesce(shard: &Shard) {
-    crate::feature::schedule::state::schedule(shard).stopping.set(true);
+    crate::feature::schedule::state::schedule(shard)
+        .stopping
+        .set(true);
     crate::feature::long_poll::waiters(shard).wake_all();
     let start = Instant::now();
-    while crate::feature::schedule::state::schedule(shard).busy.get() > 0 && start.elapsed() < QUIESCE_LIMIT {
+    while crate::feature::schedule::state::schedule(shard).busy.get() > 0
+        && start.elapsed() < QUIESCE_LIMIT
+    {
         glommio::timer::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -245,14 +256,23 @@ pub async fn persist(shard: &Shard, settle_all: bool) {
             return;
         }
     };
-    if crate::feature::schedule::state::schedule(shard).written.borrow().as_ref() == Some(&table) {
+    if crate::feature::schedule::state::schedule(shard)
+        .written
+        .borrow()
+        .as_ref()
+        == Some(&table)
+    {
         return;
     }
     let path = file_of(shard);
     match crate::state::persist::write_atomic_off_thread(path.clone(), offsets::encode(&table))
         .await
     {
-        Ok(()) => *crate::feature::schedule::state::schedule(shard).written.borrow_mut() = Some(table),
+        Ok(()) => {
+            *crate::feature::schedule::state::schedule(shard)
+                .written
+                .borrow_mut() = Some(table)
+        }
         Err(e) => tracing::error!("cannot persist {}: {e}", path.display()),
     }
 }

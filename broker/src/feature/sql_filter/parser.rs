@@ -8,9 +8,9 @@
 use std::collections::VecDeque;
 
 use super::ast::{CmpOp, Expr, Literal, StrOp};
+use super::error::SqlError;
 use super::eval::{java_compare, literal_value};
 use super::lexer::{Lexer, Spanned, Tok};
-use super::error::SqlError;
 
 /// Deepest expression tree accepted (and deepest nesting of parentheses and unary operators while
 /// parsing): bounds the recursion of parsing, evaluating and dropping a filter.

@@ -193,7 +193,8 @@ async fn run(shard: Rc<Shard>, queue_id: i32) {
         shard.id
     );
     loop {
-        if crate::feature::schedule::state::schedule(&shard).stopping() || shard.shutting_down.get() {
+        if crate::feature::schedule::state::schedule(&shard).stopping() || shard.shutting_down.get()
+        {
             return;
         }
         // Registered before the read, so an arrival during the read is not missed.

@@ -121,10 +121,7 @@ async fn check(shard: &Rc<Shard>, half: &HalfMessage, times: u32) -> Result<(), 
     renewed.check_times = times;
     let cmd = renewed.check_request(shard.store_host)?;
     // The control shard knows the producers' connections.
-    let answer = shard
-        .control_shard()
-        .check_transaction(cmd)
-        .await;
+    let answer = shard.control_shard().check_transaction(cmd).await;
     match answer {
         Ok(r) if r.code == protocol::response_code::SUCCESS => {
             tracing::debug!("transaction {} checked (check {times})", uniq(half));

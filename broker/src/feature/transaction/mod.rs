@@ -18,8 +18,8 @@ use protocol::message::record::decode_view;
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
-use crate::error::BrokerError;
 use crate::common::reply::{error, ok};
+use crate::error::BrokerError;
 use crate::shard::Shard;
 use crate::state::topics::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
 use op_set::{CheckPolicy, OpSet};
@@ -28,7 +28,6 @@ use op_set::{CheckPolicy, OpSet};
 pub fn half_shard(shard: &Shard) -> usize {
     shard.owner_of(TRANS_HALF_TOPIC, 0)
 }
-
 
 /// On the half queue's shard: loads the op queue into the op set, restores the check progress and starts
 /// the check service. Other shards, and slaves, do nothing.

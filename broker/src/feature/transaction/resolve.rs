@@ -30,7 +30,8 @@ pub async fn resolve(
     half: &HalfMessage,
     outcome: Outcome,
 ) -> Result<Resolved, String> {
-    let state = super::state::state().ok_or("this shard does not own the transaction half queue")?;
+    let state =
+        super::state::state().ok_or("this shard does not own the transaction half queue")?;
     if !state.ops.borrow_mut().begin(half.origin) {
         return Ok(Resolved::Already);
     }
