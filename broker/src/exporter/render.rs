@@ -84,6 +84,8 @@ enum Read {
     Controller(fn(&ReplicaFigures) -> Value),
     /// One unlabelled sample, when the disk figures are known (no family otherwise).
     Disk(fn(&DiskFigures) -> Value),
+    /// One sample per shard and kind of request it sent to another shard.
+    RequestsSent,
 }
 
 /// Which role's brokers show a family: HA figures are the master side's or the slave side's.
@@ -233,6 +235,9 @@ const FAMILIES: &[Family] = &[
                 (1.0 - d.free_bytes as f64 / d.total_bytes as f64).into()
             }
         })),
+    family("rocketmq_broker_cross_core_requests_total", "counter",
+        "Requests a shard sent to another shard, per kind (the named requests of shard/requests.rs).",
+        Read::RequestsSent),
 ];
 
 struct Out {
@@ -320,6 +325,14 @@ impl Out {
                     self.sample(name, "", read(d));
                 }
             }
+            Read::RequestsSent => {
+                for sh in &s.shards {
+                    for (kind, n) in &sh.requests_sent {
+                        let l = format!("shard=\"{}\",kind=\"{}\"", sh.shard, escape(kind));
+                        self.sample(name, &l, n);
+                    }
+                }
+            }
         }
     }
 }
@@ -375,6 +388,9 @@ mod tests {
             sh.ha.slaves = 1 - shard as usize;
             sh.ha.behind_bytes = 4096;
             sh.ha.behind_ms = 1500;
+            if shard == 1 {
+                sh.requests_sent = vec![("process", 3), ("put", 12)];
+            }
             snap.shards.push(sh);
         }
         for shard in 0..2usize {
@@ -423,13 +439,17 @@ mod tests {
     fn exposition_text_is_exactly_as_expected() {
         assert_eq!(render(&master_snapshot()), MASTER_TEXT);
         assert_eq!(render(&slave_snapshot()), SLAVE_TEXT);
-        // Without disk figures the text ends before the disk families.
+        // Without disk figures the disk families are left out, and nothing else.
         let mut no_disk = master_snapshot();
         no_disk.disk = None;
         let disk_at = MASTER_TEXT
             .find("# HELP rocketmq_store_disk_total_bytes")
             .unwrap();
-        assert_eq!(render(&no_disk), MASTER_TEXT[..disk_at]);
+        let after_disk = MASTER_TEXT
+            .find("# HELP rocketmq_broker_cross_core_requests_total")
+            .unwrap();
+        let expected = format!("{}{}", &MASTER_TEXT[..disk_at], &MASTER_TEXT[after_disk..]);
+        assert_eq!(render(&no_disk), expected);
     }
 
     #[test]
@@ -677,6 +697,10 @@ rocketmq_store_disk_free_bytes{cluster="C\\1",broker="broker-\"a\""} 250
 # HELP rocketmq_store_disk_used_ratio Used fraction of that filesystem (compare with diskMaxUsedSpaceRatio).
 # TYPE rocketmq_store_disk_used_ratio gauge
 rocketmq_store_disk_used_ratio{cluster="C\\1",broker="broker-\"a\""} 0.75
+# HELP rocketmq_broker_cross_core_requests_total Requests a shard sent to another shard, per kind (the named requests of shard/requests.rs).
+# TYPE rocketmq_broker_cross_core_requests_total counter
+rocketmq_broker_cross_core_requests_total{cluster="C\\1",broker="broker-\"a\"",shard="1",kind="process"} 3
+rocketmq_broker_cross_core_requests_total{cluster="C\\1",broker="broker-\"a\"",shard="1",kind="put"} 12
 "#;
 
     /// `render(&slave_snapshot())`.
@@ -771,5 +795,7 @@ rocketmq_store_disk_free_bytes{cluster="C\\1",broker="broker-\"a\""} 0
 # HELP rocketmq_store_disk_used_ratio Used fraction of that filesystem (compare with diskMaxUsedSpaceRatio).
 # TYPE rocketmq_store_disk_used_ratio gauge
 rocketmq_store_disk_used_ratio{cluster="C\\1",broker="broker-\"a\""} 0
+# HELP rocketmq_broker_cross_core_requests_total Requests a shard sent to another shard, per kind (the named requests of shard/requests.rs).
+# TYPE rocketmq_broker_cross_core_requests_total counter
 "#;
 }
