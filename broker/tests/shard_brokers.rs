@@ -124,6 +124,17 @@ fn forward_mode_is_one_broker_that_hops_to_the_owner() {
             assert_eq!(got.len(), 1);
             assert_eq!(got[0].queue_id, q);
         }
+        // Two of the four queues are the other shard's: their puts and pulls crossed a core, and
+        // the mesh counted them by request kind.
+        let info = runtime_info(broker.addr()).await;
+        let sent = |kind: &str| -> u64 {
+            (0..2)
+                .filter_map(|s| info.get(&format!("shard{s}.requestsSent.{kind}")))
+                .filter_map(|v| v.parse::<u64>().ok())
+                .sum()
+        };
+        assert!(sent("put") >= 2, "puts across cores: {info:?}");
+        assert!(sent("process") >= 2, "pulls across cores: {info:?}");
         // Nobody listens on a shard-broker port in forward mode.
         let shard1 = at(shard_broker_port(broker.port, 1));
         assert!(
