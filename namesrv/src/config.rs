@@ -14,12 +14,12 @@ pub const DEFAULT_SCAN_INTERVAL_MS: u64 = 10_000;
 
 /// Connection limits, under the broker's key names and with its defaults (0 turns a time limit off).
 /// The name server runs one executor, so `serverMaxConnectionsPerShard` caps all its connections.
-pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
-/// RocketMQ's `serverChannelMaxIdleTimeSeconds` (its name server closes idle channels too).
-pub const DEFAULT_IDLE_SECONDS: u64 = 120;
-pub const DEFAULT_FRAME_TIMEOUT_SECONDS: u64 = 60;
-pub const DEFAULT_WRITE_STALL_SECONDS: u64 = 30;
-pub const DEFAULT_MAX_PENDING_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
+pub use remoting::limit_defaults::{
+    FRAME_TIMEOUT_SECONDS as DEFAULT_FRAME_TIMEOUT_SECONDS, IDLE_SECONDS as DEFAULT_IDLE_SECONDS,
+    MAX_CONNECTIONS as DEFAULT_MAX_CONNECTIONS,
+    MAX_PENDING_RESPONSE_BYTES as DEFAULT_MAX_PENDING_RESPONSE_BYTES,
+    WRITE_STALL_SECONDS as DEFAULT_WRITE_STALL_SECONDS,
+};
 /// Requests of one connection handled at once (brokers and clients send few; this bounds memory).
 pub const MAX_IN_FLIGHT_PER_CONNECTION: usize = 64;
 

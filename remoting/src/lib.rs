@@ -17,7 +17,7 @@ pub use accept::accept_connections;
 pub use client::{resolve, Client, RpcHook, ServerRequestHandler};
 pub use error::RemotingError;
 pub use framed::{FrameReader, FrameWriter};
-pub use limits::{Admitted, ConnectionGate, ConnectionLimits};
+pub use limits::{defaults as limit_defaults, Admitted, ConnectionGate, ConnectionLimits};
 pub use listen::bind;
 pub use server::{
     serve_connection, serve_connection_with, ConnectionContext, Handler, ResponseSink,

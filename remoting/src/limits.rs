@@ -5,6 +5,21 @@ use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
+/// The defaults of the servers' connection-limit keys (RocketMQ's names and values), shared by the
+/// broker, the name server and the controller.
+pub mod defaults {
+    /// `serverMaxConnectionsPerShard`.
+    pub const MAX_CONNECTIONS: usize = 10_000;
+    /// `serverChannelMaxIdleTimeSeconds`.
+    pub const IDLE_SECONDS: u64 = 120;
+    /// `serverFrameTimeoutSeconds`.
+    pub const FRAME_TIMEOUT_SECONDS: u64 = 60;
+    /// `serverWriteStallTimeoutSeconds`.
+    pub const WRITE_STALL_SECONDS: u64 = 30;
+    /// `serverMaxPendingResponseBytes`.
+    pub const MAX_PENDING_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
+}
+
 /// What one connection may hold and how long it may dawdle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectionLimits {
