@@ -14,6 +14,7 @@ pub mod header;
 pub mod language;
 pub mod properties_text;
 pub mod signature;
+pub mod topic_attributes;
 
 pub use code::{request_code, response_code};
 pub use command::{RemotingCommand, SerializeType};

@@ -142,6 +142,14 @@ pub struct BrokerConfig {
     pub acl_enable: bool,
     /// `enablePropertyFilter`: serve SQL92 filters (off by default, as in Apache RocketMQ).
     pub enable_property_filter: bool,
+    /// `enableMixedMessageType`: topics with `message.type=MIXED` may be created (Apache: off).
+    pub enable_mixed_message_type: bool,
+    /// `enableCompaction`: `cleanup.policy=COMPACTION` topics are compacted (Apache: on).
+    pub enable_compaction: bool,
+    /// `compactionScheduleInternal` (sic, Apache's name): ms between compaction passes (15 min).
+    pub compaction_schedule_interval_ms: u64,
+    /// `maxOffsetMapSize`: bytes of the key map one compaction pass may build (100 MiB).
+    pub max_offset_map_size: u64,
     /// `aclFile`: the plain_acl.yml to use (default `$ROCKETMQ_HOME/conf/plain_acl.yml`).
     pub acl_file: Option<PathBuf>,
     pub server_channel_max_idle_time_seconds: u64,
@@ -232,6 +240,10 @@ impl Default for BrokerConfig {
             ha_max_gap_not_in_sync: 256 * 1024 * 1024,
             acl_enable: false,
             enable_property_filter: false,
+            enable_mixed_message_type: false,
+            enable_compaction: true,
+            compaction_schedule_interval_ms: 15 * 60 * 1000,
+            max_offset_map_size: 100 * 1024 * 1024,
             acl_file: None,
             server_channel_max_idle_time_seconds: remoting::limit_defaults::IDLE_SECONDS,
             server_max_connections_per_shard: remoting::limit_defaults::MAX_CONNECTIONS,
@@ -435,6 +447,10 @@ impl BrokerConfig {
             "haMaxGapNotInSync" => self.ha_max_gap_not_in_sync = num(key, v)?,
             "aclEnable" => self.acl_enable = boolean(key, v)?,
             "enablePropertyFilter" => self.enable_property_filter = boolean(key, v)?,
+            "enableMixedMessageType" => self.enable_mixed_message_type = boolean(key, v)?,
+            "enableCompaction" => self.enable_compaction = boolean(key, v)?,
+            "compactionScheduleInternal" => self.compaction_schedule_interval_ms = num(key, v)?,
+            "maxOffsetMapSize" => self.max_offset_map_size = num(key, v)?,
             "aclFile" => {
                 self.acl_file = Some(PathBuf::from(v)).filter(|p| !p.as_os_str().is_empty())
             }

@@ -132,6 +132,16 @@ impl BrokerConfig {
                 self.enable_property_filter.to_string(),
             ),
             (
+                "enableMixedMessageType",
+                self.enable_mixed_message_type.to_string(),
+            ),
+            ("enableCompaction", self.enable_compaction.to_string()),
+            (
+                "compactionScheduleInternal",
+                self.compaction_schedule_interval_ms.to_string(),
+            ),
+            ("maxOffsetMapSize", self.max_offset_map_size.to_string()),
+            (
                 "aclFile",
                 self.acl_file
                     .as_ref()

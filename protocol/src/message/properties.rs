@@ -44,6 +44,12 @@ pub const MESSAGE_TYPE: &str = "MSG_TYPE";
 pub const PUSH_REPLY_TIME: &str = "PUSH_REPLY_TIME";
 pub const INSTANCE_ID: &str = "INSTANCE_ID";
 pub const SHARDING_KEY: &str = "__SHARDINGKEY";
+/// RocketMQ 5 timer messages: deliver at this unix time in ms.
+pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
+/// RocketMQ 5 timer messages: deliver after this many seconds.
+pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
+/// RocketMQ 5 timer messages: deliver after this many ms.
+pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
 /// POP: the receipt handle (`extraInfo`) of a popped message.
 pub const POP_CK: &str = "POP_CK";
 /// POP: when the message was first popped (ms), kept across retries.

@@ -21,9 +21,7 @@ use crate::state::topics::now_ms;
 use index::TimerIndex;
 
 pub use crate::state::topics::TIMER_TOPIC;
-pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
-pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
-pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
+pub use protocol::message::properties::{TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS};
 /// The due time of a parked timer message, absolute ms.
 pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
 
