@@ -170,6 +170,7 @@ async fn update_topic(admin: &Admin, body: &Value) -> Result<Value, ClientError>
         write_queues: to_i32(int_field(body, "writeQueueNums", 8)?, "writeQueueNums")?,
         perm: to_i32(int_field(body, "perm", 6)?, "perm")?,
         order: false,
+        attributes: body.get("attributes").and_then(Value::as_str),
     };
     Ok(topic_cmds::update_topic(admin, addrs, spec).await?.json)
 }

@@ -207,6 +207,7 @@ async fn client_side(namesrv: String, report: mpsc::Sender<Sent>, stop: Arc<Atom
             write_queues: 4,
             perm: 6,
             order: false,
+            attributes: None,
         };
         mqadmin::topic_cmds::update_topic(&admin, masters.clone(), spec)
             .await

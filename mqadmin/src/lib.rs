@@ -45,6 +45,7 @@ pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientEr
             write_queues,
             perm,
             order,
+            attributes,
         } => {
             let admin = Admin::new(&ns.namesrv, timeout)?;
             let addrs = admin
@@ -56,6 +57,7 @@ pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientEr
                 write_queues,
                 perm,
                 order,
+                attributes: attributes.as_deref(),
             };
             topic_cmds::update_topic(&admin, addrs, spec).await
         }

@@ -3,8 +3,11 @@
 use client::broker_api;
 use client::request::request;
 use client::ClientError;
-use protocol::body::{from_json, perm, TopicList};
-use protocol::header::{CommandHeader, CreateTopicRequestHeader, DeleteTopicRequestHeader};
+use protocol::body::{from_json, perm, TopicConfig, TopicList};
+use protocol::header::{
+    CommandHeader, CreateTopicRequestHeader, DeleteTopicRequestHeader, GetTopicConfigRequestHeader,
+};
+use protocol::topic_attributes;
 use protocol::{request_code, ExtFields};
 use serde_json::json;
 
@@ -20,6 +23,8 @@ pub struct TopicSpec<'a> {
     pub write_queues: i32,
     pub perm: i32,
     pub order: bool,
+    /// RocketMQ 5 attribute changes (`+k=v,-k`), checked here and applied by the broker.
+    pub attributes: Option<&'a str>,
 }
 
 fn check_topic_name(topic: &str) -> Result<(), ClientError> {
@@ -46,6 +51,8 @@ pub async fn update_topic(
     if !(1..=1024).contains(&spec.read_queues) || !(1..=1024).contains(&spec.write_queues) {
         return Err(ClientError::Invalid("queue counts must be 1..=1024".into()));
     }
+    let signed = topic_attributes::parse_modification(spec.attributes.unwrap_or(""))
+        .map_err(|why| ClientError::Invalid(format!("attributes: {why}")))?;
     let header = CreateTopicRequestHeader {
         topic: spec.topic.to_owned(),
         default_topic: DEFAULT_TOPIC.to_owned(),
@@ -55,7 +62,7 @@ pub async fn update_topic(
         topic_filter_type: "SINGLE_TAG".to_owned(),
         topic_sys_flag: Some(0),
         order: Some(spec.order),
-        attributes: None,
+        attributes: spec.attributes.filter(|a| !a.is_empty()).map(str::to_owned),
         force: None,
     };
     let mut table = Table::new(&["Broker Addr", "Result"]);
@@ -75,12 +82,25 @@ pub async fn update_topic(
     }
     let json = json!({
         "topic": spec.topic, "readQueueNums": spec.read_queues, "writeQueueNums": spec.write_queues,
-        "perm": spec.perm, "order": spec.order, "brokers": done,
+        "perm": spec.perm, "order": spec.order, "attributes": signed, "brokers": done,
     });
+    // The request as Apache's mqadmin prints it (attributes still signed).
+    let attributes = signed
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     Ok(Report::new(table, json).with_footer(format!(
-        "create topic {} on {} broker(s) success.",
+        "create topic {} on {} broker(s) success.\nTopicConfig [topicName={}, readQueueNums={}, \
+         writeQueueNums={}, perm={}, topicFilterType=SINGLE_TAG, topicSysFlag=0, order={}, \
+         attributes={{{attributes}}}]",
         spec.topic,
-        addrs.len()
+        addrs.len(),
+        spec.topic,
+        spec.read_queues,
+        spec.write_queues,
+        perm_name(spec.perm),
+        spec.order,
     )))
 }
 
@@ -146,6 +166,13 @@ pub async fn topic_list(admin: &Admin) -> Result<Report, ClientError> {
     Ok(Report::new(table, json!({"topicList": list.topic_list})))
 }
 
+/// Apache's `PermName.perm2String`: R, W and X (inherit) or '-'.
+fn perm_name(p: i32) -> String {
+    let mut s = perm_text(p);
+    s.push(if p & perm::INHERIT != 0 { 'X' } else { '-' });
+    s
+}
+
 fn perm_text(p: i32) -> String {
     let mut s = String::new();
     s.push(if perm::is_readable(p) { 'R' } else { '-' });
@@ -162,15 +189,31 @@ pub async fn topic_route(admin: &Admin, topic: &str) -> Result<Report, ClientErr
         "Read Queues",
         "Write Queues",
         "Perm",
+        "Attributes",
     ]);
     let mut datas = route.broker_datas.clone();
     datas.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
+    let mut attributes = serde_json::Map::new();
     for b in &datas {
         let queues = route
             .queue_datas
             .iter()
             .find(|q| q.broker_name == b.broker_name);
         for (id, addr) in &b.broker_addrs {
+            let attrs = topic_config(admin, addr, topic)
+                .await
+                .map(|tc| tc.attributes);
+            let text = match &attrs {
+                Ok(a) => topic_attributes_text(a),
+                // Brokers before RocketMQ 5 have no GET_TOPIC_CONFIG.
+                Err(_) => "-".to_owned(),
+            };
+            match &attrs {
+                Ok(a) if *id == 0 => {
+                    attributes.insert(b.broker_name.clone(), json!(a));
+                }
+                _ => {}
+            }
             table.row(vec![
                 b.broker_name.clone(),
                 id.to_string(),
@@ -178,11 +221,47 @@ pub async fn topic_route(admin: &Admin, topic: &str) -> Result<Report, ClientErr
                 queues.map_or("-".into(), |q| q.read_queue_nums.to_string()),
                 queues.map_or("-".into(), |q| q.write_queue_nums.to_string()),
                 queues.map_or("-".into(), |q| perm_text(q.perm)),
+                text,
             ]);
         }
     }
-    let json = serde_json::to_value(&route).map_err(|e| ClientError::Invalid(e.to_string()))?;
+    let mut json =
+        serde_json::to_value(&route).map_err(|e| ClientError::Invalid(e.to_string()))?;
+    if let Some(obj) = json.as_object_mut() {
+        obj.insert("attributesByBroker".into(), attributes.into());
+    }
     Ok(Report::new(table, json))
+}
+
+/// A topic's config on one broker (GET_TOPIC_CONFIG).
+pub async fn topic_config(
+    admin: &Admin,
+    addr: &str,
+    topic: &str,
+) -> Result<TopicConfig, ClientError> {
+    let header = GetTopicConfigRequestHeader {
+        topic: topic.to_owned(),
+        lo: None,
+    };
+    let resp = admin
+        .call(
+            addr,
+            request(request_code::GET_TOPIC_CONFIG, header.to_ext_fields()),
+        )
+        .await?;
+    Ok(from_json(&resp.body)?)
+}
+
+/// Stored attributes as `k=v,k=v`, or `-` for none.
+fn topic_attributes_text(attributes: &std::collections::BTreeMap<String, String>) -> String {
+    if attributes.is_empty() {
+        return "-".to_owned();
+    }
+    attributes
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 pub async fn topic_status(admin: &Admin, topic: &str) -> Result<Report, ClientError> {

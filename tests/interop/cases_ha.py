@@ -47,7 +47,8 @@ class HaCluster(harness.Cluster):
         config = os.path.join(self.workdir, "slave.toml")
         with open(self._broker_config()) as f:
             text = f.read()
-        text = (text.replace('brokerRole = "SYNC_MASTER"', 'brokerRole = "SLAVE"')
+        # slaveReadEnable: the check below pulls from the slave, which RocketMQ 5 refuses without it.
+        text = (text.replace('brokerRole = "SYNC_MASTER"', 'brokerRole = "SLAVE"\nslaveReadEnable = true')
                 .replace("brokerId = 0", "brokerId = 1")
                 .replace("listenPort = %d" % self.broker_port, "listenPort = %d" % self.slave_port)
                 .replace(self.store, self.store + "-slave"))

@@ -19,6 +19,8 @@ pub struct SendTopic {
     pub perm: i32,
     pub write_queue_nums: i32,
     pub read_queue_nums: i32,
+    /// `cleanup.policy=COMPACTION`: every message needs a key.
+    pub compacted: bool,
 }
 
 impl From<&TopicConfig> for SendTopic {
@@ -27,6 +29,7 @@ impl From<&TopicConfig> for SendTopic {
             perm: tc.perm,
             write_queue_nums: tc.write_queue_nums,
             read_queue_nums: tc.read_queue_nums,
+            compacted: tc.is_compacted(),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! of store statuses to FOUND / PULL_NOT_FOUND / PULL_RETRY_IMMEDIATELY / PULL_OFFSET_MOVED. The body
 //! of a FOUND answer is the stored records back to back. A lite pull is served like a pull, as
 //! RocketMQ 5 does (`litePullMessageEnable` may refuse it): it parks only when its sysFlag asks to.
+//! A slave without `slaveReadEnable` refuses both, as RocketMQ 5 does.
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -34,6 +35,14 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         Err(e) => return header_error(&e),
     };
     let cfg = &shard.cfg;
+    // RocketMQ 5 (`PullMessageProcessor.rejectRequest`): a slave serves pulls only with
+    // `slaveReadEnable`; the client retries later, and goes back to the master once it is routed.
+    if !cfg.slave_read_enable && shard.role() == crate::config::BrokerRole::Slave {
+        return error(
+            rc::SYSTEM_BUSY,
+            "[REJECTREQUEST]system busy, start flow control for a while",
+        );
+    }
     if !perm::is_readable(crate::config::live::broker_permission(cfg) as i32) {
         return error(
             rc::NO_PERMISSION,

@@ -130,6 +130,7 @@ async fn prepare(
     }
     let props = with_cluster(shard, header.properties.as_deref().unwrap_or_default());
     check_properties(&props)?;
+    let compacted = topic_config.compacted;
     let is_batch =
         header.is_batch(req.code) || flag_set_as_digit(req, "batch") || flag_set_as_digit(req, "m");
     let template = MessageRecord {
@@ -167,6 +168,9 @@ async fn prepare(
         for entry in entries {
             let properties = with_cluster(shard, &entry.properties);
             check_properties(&properties)?;
+            if compacted {
+                require_key(&properties)?;
+            }
             records.push(MessageRecord {
                 flag: entry.flag,
                 body: entry.body,
@@ -176,6 +180,9 @@ async fn prepare(
         }
         records
     } else {
+        if compacted {
+            require_key(&props)?;
+        }
         let mut record = MessageRecord {
             body: req.body.clone(),
             properties: props,
@@ -193,6 +200,16 @@ async fn prepare(
         vec![record]
     };
     Ok((records, is_batch))
+}
+
+/// A compaction topic keeps the newest message per key, so a message without one is refused, as
+/// RocketMQ 5 does.
+fn require_key(props: &str) -> Result<(), RemotingCommand> {
+    let keys = properties::get(props, properties::KEYS).unwrap_or("");
+    if keys.trim().is_empty() {
+        return Err(error(rc::MESSAGE_ILLEGAL, "Required message key is missing"));
+    }
+    Ok(())
 }
 
 /// Parks a timer message on the timer queue of the shard owning its real queue (so delivery is a local

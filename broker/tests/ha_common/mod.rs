@@ -22,9 +22,11 @@ pub fn master_extra(role: &str, flush: &str) -> String {
     )
 }
 
-/// Extra config of a slave of `master` (by haMasterAddress) or found through `namesrv`.
+/// Extra config of a slave of `master` (by haMasterAddress) or found through `namesrv`. The tests read
+/// the replicated data back from the slave, which RocketMQ 5 refuses without `slaveReadEnable`.
 pub fn slave_extra(master: Option<&Broker>, namesrv: Option<SocketAddr>) -> String {
-    let mut s = format!("brokerRole = \"SLAVE\"\nbrokerId = 1\n{NO_DISK_PRESSURE}");
+    let mut s =
+        format!("brokerRole = \"SLAVE\"\nbrokerId = 1\nslaveReadEnable = true\n{NO_DISK_PRESSURE}");
     if let Some(m) = master {
         s.push_str(&format!("haMasterAddress = \"{}\"\n", m.ha_addr()));
     }

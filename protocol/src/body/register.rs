@@ -91,6 +91,15 @@ impl TopicConfig {
     }
 }
 
+/// UPDATE_AND_CREATE_TOPIC_LIST (18) body: topics to create or update at once. Their `attributes`
+/// are signed (`+key` / `-key`), as in a modification string.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateTopicListRequestBody {
+    #[serde(default)]
+    pub topic_config_list: Vec<TopicConfig>,
+}
+
 /// A broker's topic table with its version (topics.json, GET_ALL_TOPIC_CONFIG, and inside the
 /// registration body). The RocketMQ 5 static-topic mapping fields are kept as raw JSON; they are
 /// written only when set (topics.json has none, as Java's), see [`RegisterBrokerBody::new`].

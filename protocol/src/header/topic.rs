@@ -26,3 +26,11 @@ command_header! {
         topic: String = "topic",
     }
 }
+
+command_header! {
+    /// GET_TOPIC_CONFIG (351): one topic's config; `lo` asks for its static-topic mapping too.
+    pub struct GetTopicConfigRequestHeader {
+        topic: String = "topic",
+        lo: Option<bool> = "lo",
+    }
+}
