@@ -37,6 +37,15 @@ pub struct ProxyConfig {
     /// `grpcThreadPoolNums`: the runtime's worker threads, which serve every gRPC and remoting
     /// connection; 0 (default) is one per CPU. Fewer where the proxy shares its cores.
     pub grpc_threads: usize,
+    /// `enableTopicMessageTypeCheck`: a message must be of its topic's `message.type` (any on a MIXED
+    /// topic), and the settings answer tells the SDKs to check the same (`validateMessageType`).
+    pub enable_topic_message_type_check: bool,
+    /// `topicConfigCacheRefreshSeconds`: a topic's message type is asked again when older than this.
+    pub topic_config_cache_refresh: Duration,
+    /// `topicConfigCacheExpiredSeconds`: a topic's type unused this long is forgotten.
+    pub topic_config_cache_expired: Duration,
+    /// `topicConfigCacheMaxNum`: the most topics whose types are kept.
+    pub topic_config_cache_max: usize,
 }
 
 /// `tlsServerMode`.
@@ -83,6 +92,10 @@ impl Default for ProxyConfig {
             tls_cert_path: None,
             tls_key_path: None,
             grpc_threads: 0,
+            enable_topic_message_type_check: true,
+            topic_config_cache_refresh: Duration::from_secs(20),
+            topic_config_cache_expired: Duration::from_secs(300),
+            topic_config_cache_max: 20_000,
         }
     }
 }
@@ -150,6 +163,22 @@ impl ProxyConfig {
                     .ok()
                     .filter(|n| *n <= MAX_GRPC_THREADS)
                     .ok_or_else(|| format!("{value:?}: at most {MAX_GRPC_THREADS} threads"))?
+            }
+            "enableTopicMessageTypeCheck" => {
+                self.enable_topic_message_type_check = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("{value:?} is not true or false"))?
+            }
+            "topicConfigCacheRefreshSeconds" => {
+                self.topic_config_cache_refresh = Duration::from_secs(num(value)?)
+            }
+            "topicConfigCacheExpiredSeconds" => {
+                self.topic_config_cache_expired = Duration::from_secs(num(value)?)
+            }
+            "topicConfigCacheMaxNum" => {
+                self.topic_config_cache_max =
+                    usize::try_from(num(value)?).map_err(|e| e.to_string())?
             }
             _ => tracing::warn!("unknown config key {key} ignored"),
         }
@@ -230,5 +259,18 @@ mod tests {
         assert!(c.set("grpcThreadPoolNums", "-1").is_err());
         c.set("grpcThreadPoolNums", "4").unwrap();
         assert_eq!(c.grpc_threads, 4);
+    }
+
+    #[test]
+    fn the_message_type_check_is_on_unless_turned_off() {
+        let mut c = ProxyConfig::default();
+        assert!(c.enable_topic_message_type_check);
+        assert_eq!(c.topic_config_cache_refresh, Duration::from_secs(20));
+        assert_eq!(c.topic_config_cache_expired, Duration::from_secs(300));
+        c.set("enableTopicMessageTypeCheck", "false").unwrap();
+        assert!(!c.enable_topic_message_type_check);
+        assert!(c.set("enableTopicMessageTypeCheck", "no").is_err());
+        c.set("topicConfigCacheRefreshSeconds", "1").unwrap();
+        assert_eq!(c.topic_config_cache_refresh, Duration::from_secs(1));
     }
 }

@@ -1,4 +1,4 @@
-//! What every gRPC call shares: config, the remoting pool, routes, consumer groups' settings, telemetry
+//! What every gRPC call shares: config, the remoting pool, routes, topics' message types, consumer groups' settings, telemetry
 //! sessions, brokers' timer settings, ACL accounts and metrics. Nothing here is durable: the proxy is a stateless front.
 
 use std::collections::HashMap;
@@ -12,6 +12,7 @@ use crate::config::ProxyConfig;
 use crate::metrics::Metrics;
 use crate::remoting::group::Groups;
 use crate::remoting::route::Routes;
+use crate::remoting::topic_type::TopicTypes;
 use crate::remoting::Pool;
 use crate::session::Sessions;
 
@@ -19,6 +20,8 @@ pub struct Proxy {
     pub cfg: ProxyConfig,
     pub pool: Pool,
     pub routes: Routes,
+    /// Topics' message types (`message.type`), for the type check and the routes' accepted types.
+    pub topic_types: TopicTypes,
     pub groups: Groups,
     pub sessions: Sessions,
     pub acl: Option<Acl>,
@@ -38,11 +41,17 @@ pub struct Proxy {
 impl Proxy {
     pub fn new(cfg: ProxyConfig, pool: Pool, acl: Option<Acl>) -> Proxy {
         let routes = Routes::new(cfg.namesrv_addr.clone());
+        let topic_types = TopicTypes::new(
+            cfg.topic_config_cache_refresh,
+            cfg.topic_config_cache_expired,
+            cfg.topic_config_cache_max,
+        );
         let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "proxy".into());
         Proxy {
             cfg,
             pool,
             routes,
+            topic_types,
             groups: Groups::default(),
             sessions: Sessions::default(),
             acl,

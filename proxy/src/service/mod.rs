@@ -2,6 +2,7 @@
 //! brokers, as Apache's proxy does in cluster mode. One file per group of RPCs.
 
 mod caller;
+pub mod message_type;
 pub mod pop;
 pub mod receipt;
 pub mod route;

@@ -1,22 +1,14 @@
 //! QueryRoute and QueryAssignment: a topic's queues from the name server, each broker shown at the
-//! endpoint the SDK already uses (this proxy), as Apache's proxy does in cluster mode.
+//! endpoint the SDK already uses (this proxy), as Apache's proxy does in cluster mode; each queue
+//! accepts the message types of the topic's `message.type`.
 
 use protocol::body::{perm, QueueData, TopicRouteData};
 
 use super::caller::Caller;
+use super::message_type::advertised;
 use crate::pb::*;
 use crate::state::Proxy;
 use crate::status::{ok, ProxyError};
-
-/// Every message type: the brokers keep no per-topic type, so none is refused here.
-pub fn all_message_types() -> Vec<i32> {
-    vec![
-        MessageType::Normal as i32,
-        MessageType::Fifo as i32,
-        MessageType::Delay as i32,
-        MessageType::Transaction as i32,
-    ]
-}
 
 fn resource(caller: &Caller, name: &str) -> Resource {
     Resource {
@@ -47,6 +39,7 @@ fn queues_of(
     topic: &str,
     route: &TopicRouteData,
     endpoints: &Option<Endpoints>,
+    accept: &[i32],
 ) -> Vec<MessageQueue> {
     let mut datas: Vec<&QueueData> = route.queue_datas.iter().collect();
     datas.sort_by(|a, b| a.broker_name.cmp(&b.broker_name));
@@ -74,7 +67,7 @@ fn queues_of(
                 id,
                 permission: permission as i32,
                 broker: Some(broker(q, endpoints)),
-                accept_message_types: all_message_types(),
+                accept_message_types: accept.to_vec(),
             });
         }
     }
@@ -99,7 +92,8 @@ pub async fn query_route(
     let topic = topic_name(&req.topic)?;
     access_point(&req.endpoints)?;
     let route = proxy.routes.get(&proxy.pool, topic).await?;
-    let message_queues = queues_of(caller, topic, &route, &req.endpoints);
+    let accept = advertised(proxy, topic).await?;
+    let message_queues = queues_of(caller, topic, &route, &req.endpoints, &accept);
     Ok(QueryRouteResponse {
         status: Some(ok()),
         message_queues,
@@ -116,6 +110,7 @@ pub async fn query_assignment(
     let topic = topic_name(&req.topic)?;
     access_point(&req.endpoints)?;
     let route = proxy.routes.get(&proxy.pool, topic).await?;
+    let accept = advertised(proxy, topic).await?;
     let mut datas: Vec<&QueueData> = route
         .queue_datas
         .iter()
@@ -130,7 +125,7 @@ pub async fn query_assignment(
                 id: -1,
                 permission: Permission::ReadWrite as i32,
                 broker: Some(broker(q, &req.endpoints)),
-                accept_message_types: all_message_types(),
+                accept_message_types: accept.clone(),
             }),
         })
         .collect();

@@ -1,7 +1,8 @@
 //! SendMessage: each SDK message becomes a SEND_MESSAGE to the master of the queue chosen here:
 //! by the hash of its message group for FIFO messages (one group, one queue, so order holds), round
 //! robin otherwise. Transactional messages go as half messages of producer group = topic (Apache's
-//! proxy's choice); delayed ones as timer messages, refused when the broker cannot hold them back.
+//! proxy's choice); delayed ones as timer messages, refused when the broker cannot hold them back. A
+//! message not of its topic's message type is refused first (`message_type`).
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -13,6 +14,7 @@ use protocol::message::record::sys_flag;
 use protocol::{request_code, response_code, RemotingCommand};
 
 use super::caller::Caller;
+use super::message_type;
 use super::transaction::TransactionId;
 use crate::convert::{remoting_properties, send_kind, timestamp_ms, SendKind};
 use crate::pb::*;
@@ -89,6 +91,7 @@ async fn send_one(
     // the proxy's registration of that group.
     let producer_group = topic.clone();
     let props = remoting_properties(msg, &producer_group)?;
+    message_type::check_send(proxy, &topic, &props).await?;
 
     let route = proxy.routes.get_cached(&proxy.pool, &topic).await?;
     let queues = &route.writable;

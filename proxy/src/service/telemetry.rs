@@ -127,6 +127,8 @@ fn settings_in_force(proxy: &Proxy, mut s: Settings, group: GroupSettings) -> Se
     match &mut s.pub_sub {
         Some(settings::PubSub::Publishing(p)) => {
             p.max_body_size = i32::try_from(proxy.cfg.max_message_size).unwrap_or(i32::MAX);
+            // The SDKs then refuse a message their route's queues do not accept, as the proxy would.
+            p.validate_message_type = proxy.cfg.enable_topic_message_type_check;
             s.backoff_policy = Some(RetryPolicy {
                 max_attempts: 3,
                 strategy: Some(retry_policy::Strategy::ExponentialBackoff(

@@ -1,7 +1,8 @@
 //! Transactions: EndTransaction to the broker that holds the half message; the broker's check-back
 //! (CHECK_TRANSACTION_STATE on the proxy's connection) forwarded to a producer of the topic as a
 //! RecoverOrphanedTransactionCommand over its Telemetry stream; and the HEART_BEAT that registers
-//! the proxy as a producer of every topic a connected SDK publishes, so check-backs reach it.
+//! the proxy as a producer of every transactional topic a connected SDK publishes, so check-backs
+//! reach it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,9 +12,11 @@ use protocol::body::{HeartbeatData, ProducerData};
 use protocol::header::CommandHeader;
 use protocol::header::{CheckTransactionStateRequestHeader, EndTransactionRequestHeader};
 use protocol::message::record::{decode_view, sys_flag};
+use protocol::topic_attributes::TopicMessageType;
 use protocol::{request_code, response_code, RemotingCommand};
 
 use super::caller::Caller;
+use super::message_type;
 use crate::convert::to_sdk_message;
 use crate::pb::*;
 use crate::remoting::Inbound;
@@ -168,13 +171,17 @@ fn forward_check(proxy: &Proxy, req: &Inbound) -> Result<(), String> {
         .map_err(|e| format!("producer stream full or closed: {e}"))
 }
 
-/// Every 10 s (and when `kick` fires): HEART_BEAT to every master of every published topic, with
-/// producer group = topic, so that the brokers' check-backs find a producer (this proxy).
+/// Every 10 s (and when `kick` fires): HEART_BEAT to every master of every published topic that takes
+/// transactional messages, with producer group = topic, so that the brokers' check-backs find a
+/// producer (this proxy).
 pub async fn register_producers(proxy: Arc<Proxy>, kick: Arc<tokio::sync::Notify>) {
     loop {
         let topics = proxy.sessions.published_topics();
         let mut by_broker: std::collections::BTreeMap<String, Vec<String>> = Default::default();
         for topic in topics {
+            if !takes_transactions(&proxy, &topic).await {
+                continue;
+            }
             let Ok(route) = proxy.routes.get(&proxy.pool, &topic).await else {
                 continue;
             };
@@ -209,6 +216,19 @@ pub async fn register_producers(proxy: Arc<Proxy>, kick: Arc<tokio::sync::Notify
         }
         let _ = tokio::time::timeout(Duration::from_secs(10), kick.notified()).await;
     }
+}
+
+/// Whether transactional messages can be sent to `topic`, so check-backs may come: a TRANSACTION topic
+/// (Apache's proxy subscribes to check-backs for those only), a MIXED one, or any with the type check
+/// off.
+async fn takes_transactions(proxy: &Proxy, topic: &str) -> bool {
+    if !proxy.cfg.enable_topic_message_type_check {
+        return true;
+    }
+    matches!(
+        message_type::topic_type(proxy, topic).await,
+        Ok(TopicMessageType::Transaction | TopicMessageType::Mixed)
+    )
 }
 
 /// The proxy's own heartbeats are signed with the first ACL account, if there is one.
