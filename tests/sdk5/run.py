@@ -133,10 +133,26 @@ class Setup:
         self.cluster.stop()
 
 
+def mqadmin():
+    return os.path.join(os.path.dirname(proxy_bin()), "mqadmin")
+
+
+def create_topic(s, topic, message_type):
+    """`topic` with 4 queues on every broker of the cluster and RocketMQ 5's `message.type` attribute (our
+    mqadmin's `updateTopic -a +message.type=...`): the proxy refuses messages of another type (unless MIXED,
+    which needs the broker's `enableMixedMessageType`). Topics made without it are NORMAL."""
+    r = subprocess.run([mqadmin(), "updateTopic", "-n", s.cluster.namesrv_addr, "-c", "DefaultCluster", "-t", topic,
+                        "-r", "4", "-w", "4", "-a", "+message.type=%s" % message_type],
+                       capture_output=True, timeout=60)
+    check(r.returncode == 0, "updateTopic %s failed: %s" % (topic, (r.stdout + r.stderr).decode()[-2000:]))
+    s.cluster.wait_route(topic)
+
+
 def case_send_stored(s):
     """Sends through the proxy land in the brokers: counts per queue, FIFO groups whole, rollback absent."""
-    for t in ("SdkPlain", "SdkGroups", "SdkTxStored"):
-        s.cluster.create_topic(t)
+    s.cluster.create_topic("SdkPlain")
+    create_topic(s, "SdkGroups", "FIFO")
+    create_topic(s, "SdkTxStored", "TRANSACTION")
     print("   ", s.sdk("produce", "SdkPlain", "SdkGroups", "SdkTxStored"))
     plain = s.cluster.max_offsets("SdkPlain", 4)
     check(sum(plain.values()) == 10, "SdkPlain holds %s" % plain)
@@ -152,7 +168,7 @@ def case_send_stored(s):
 
 
 def case_orphan(s):
-    s.cluster.create_topic("SdkOrphan")
+    create_topic(s, "SdkOrphan", "TRANSACTION")
     print("   ", s.sdk("orphan", "SdkOrphan"))
     end = time.time() + 10
     while time.time() < end and sum(s.cluster.max_offsets("SdkOrphan", 4).values()) < 1:
@@ -287,7 +303,7 @@ def check_fifo_log(out, prefix):
 
 
 def case_node_fifo(s):
-    s.cluster.create_topic("NodeFifo")
+    create_topic(s, "NodeFifo", "FIFO")
     make_orderly(s, "GID_node_fifo")
     out = s.node("fifo", "NodeFifo", "GID_node_fifo")
     print("   ", check_fifo_log(out, "node"))
@@ -307,7 +323,7 @@ def case_node_push(s):
 
 
 def case_node_transaction(s):
-    s.cluster.create_topic("NodeTx")
+    create_topic(s, "NodeTx", "TRANSACTION")
     print("   ", s.node("transaction", "NodeTx", "GID_node_tx"))
 
 
@@ -362,7 +378,7 @@ def case_rust_normal(s):
 
 
 def case_rust_fifo(s):
-    s.cluster.create_topic("RustFifo")
+    create_topic(s, "RustFifo", "FIFO")
     make_orderly(s, "GID_rust_fifo")
     print("   ", check_fifo_log(rust_sdk(s, "fifo", "RustFifo", "GID_rust_fifo"), "rust"))
 
@@ -373,7 +389,7 @@ def case_rust_redelivery(s):
 
 
 def case_rust_transaction(s):
-    s.cluster.create_topic("RustTx")
+    create_topic(s, "RustTx", "TRANSACTION")
     print("   ", rust_sdk(s, "transaction", "RustTx", "GID_rust_tx"))
 
 
@@ -440,7 +456,7 @@ def case_normal(s):
 
 
 def case_fifo(s):
-    s.cluster.create_topic("SdkFifo")
+    create_topic(s, "SdkFifo", "FIFO")
     make_orderly(s, "GID_fifo")
     out = s.sdk("fifo", "SdkFifo", "GID_fifo")
     print("   ", check_fifo_log(out, "order"))
@@ -452,7 +468,7 @@ def case_fifo(s):
 def case_fifo_dlq(s):
     # Two deliveries (retryMaxTimes = 1), then the proxy dead-letters the ordered message.
     make_orderly(s, "GID_fifo_dlq", retry_max_times=1)
-    s.cluster.create_topic("SdkFifoDlq")
+    create_topic(s, "SdkFifoDlq", "FIFO")
     print("   ", s.sdk("fifo_dlq", "SdkFifoDlq", "GID_fifo_dlq", "2"))
     dead = 0
     for _, addr in s.cluster.shard_brokers():
@@ -463,7 +479,7 @@ def case_fifo_dlq(s):
 
 
 def case_transaction(s):
-    s.cluster.create_topic("SdkTx")
+    create_topic(s, "SdkTx", "TRANSACTION")
     print("   ", s.sdk("transaction", "SdkTx", "GID_tx"))
 
 
@@ -473,12 +489,12 @@ def case_redelivery(s):
 
 
 def case_delay(s):
-    s.cluster.create_topic("SdkDelay")
+    create_topic(s, "SdkDelay", "MIXED")
     print("   ", s.sdk("delay", "SdkDelay", "GID_delay"))
 
 
 def case_delay_refused(s):
-    s.cluster.create_topic("SdkDelayOff")
+    create_topic(s, "SdkDelayOff", "DELAY")
     print("   ", s.sdk("delay_refused", "SdkDelayOff"))
 
 
@@ -543,7 +559,7 @@ def case_java_tls_enforcing(s):
 
 
 def case_java_fifo(s):
-    s.cluster.create_topic("JavaFifo")
+    create_topic(s, "JavaFifo", "FIFO")
     make_orderly(s, "GID_java_fifo")
     out = s.java("fifo", "JavaFifo", "GID_java_fifo")
     print("   ", check_fifo_log(out, "java"))
@@ -553,14 +569,14 @@ def case_java_fifo(s):
 
 
 def case_java_delay(s):
-    s.cluster.create_topic("JavaDelay")
+    create_topic(s, "JavaDelay", "MIXED")
     out = s.java("delay", "JavaDelay", "GID_java_delay")
     print("   ", out)
     check(0 <= java_out(out)["late_ms"] < 10000, "the delayed message came %s ms late" % java_out(out)["late_ms"])
 
 
 def case_java_transaction(s):
-    s.cluster.create_topic("JavaTx")
+    create_topic(s, "JavaTx", "TRANSACTION")
     out = s.java("transaction", "JavaTx", "GID_java_tx")
     print("   ", out)
     check(java_out(out)["received"] == ["tx-commit", "tx-orphan"], "received %s" % java_out(out)["received"])
@@ -582,7 +598,7 @@ def case_java_fifo_push(s):
     %DLQ%group (ForwardMessageToDeadLetterQueue), and only then does its group go on."""
     group, attempts = "GID_java_fifo_push", 2
     make_orderly(s, group, retry_max_times=attempts - 1)
-    s.cluster.create_topic("JavaFifoPush")
+    create_topic(s, "JavaFifoPush", "FIFO")
     out = s.java("fifo_push", "JavaFifoPush", group, str(attempts), timeout=150)
     log = java_out(out)["log"]
     with open(os.path.join(s.workdir, "logs", "rocketmq", "rocketmq-client.log")) as f:
@@ -629,6 +645,60 @@ def case_java_acl(s):
     acl_case(s, s.java, "JavaAcl")
     out = open(os.path.join(s.workdir, "java-acl.out")).read()
     check(java_out(out)["refused"].startswith("UnauthorizedException"), "refused as %s" % out)
+
+
+TYPE_KINDS = ("NORMAL", "FIFO", "DELAY", "TRANSACTION")
+TYPE_TOPICS = (("Normal", "NORMAL"), ("Fifo", "FIFO"), ("Delay", "DELAY"), ("Tx", "TRANSACTION"), ("Mixed", "MIXED"))
+
+
+def java_types(s, prefix):
+    """java/JavaTypes.java against topics <prefix>Normal, Fifo, Delay, Tx, Mixed and Flip (MIXED): its outcomes."""
+    for suffix, mtype in TYPE_TOPICS + (("Flip", "MIXED"),):
+        create_topic(s, prefix + suffix, mtype)
+    argv = [JAVA_SH, JAVA_SET, "-cp", JAVA_CLASSES, "JavaTypes", s.endpoint, prefix, mqadmin(),
+            s.cluster.namesrv_addr]
+    out = s._scenario("Java", "java-types", argv, 150, env={"JAVA_OPT_EXT": "-Duser.home=%s" % s.workdir},
+                      cwd=s.workdir)
+    return java_out(out)
+
+
+def case_java_types(s):
+    """Topic message types (`message.type`), Apache's proxy's rules: each type is accepted by its own topic and
+    by a MIXED one. Routes advertise a topic's type, so the SDK refuses a wrong one itself; with the SDK's route
+    still saying MIXED after the topic was turned NORMAL, then FIFO, the proxy refuses every other type with
+    MESSAGE_PROPERTY_CONFLICT_WITH_TYPE (40014) and Apache's text."""
+    got = java_types(s, "JType")
+    for suffix, mtype in TYPE_TOPICS:
+        row = got["sdk"]["JType" + suffix]
+        for kind in TYPE_KINDS:
+            outcome = row[kind]
+            if mtype in (kind, "MIXED"):
+                check(outcome == "ok", "%s to the %s topic failed: %s" % (kind, mtype, outcome))
+            else:
+                check("IllegalArgumentException" in outcome and "accept" in outcome,
+                      "%s to the %s topic: %s (want the SDK's own refusal from the route's types)"
+                      % (kind, mtype, outcome))
+    for mtype, row in got["proxy"].items():
+        for kind in TYPE_KINDS:
+            outcome = row[kind]
+            if kind == mtype:
+                check(outcome == "ok", "%s to the topic turned %s failed: %s" % (kind, mtype, outcome))
+            else:
+                text = ("TopicMessageType validate failed, the expected type is %s, but actual type is %s"
+                        % (mtype, kind))
+                check("response-code=40014" in outcome and text in outcome,
+                      "%s to the topic turned %s: %s (want 40014 %r)" % (kind, mtype, outcome, text))
+    print("    SDK refusals per route, proxy refusals 40014 after NORMAL and FIFO: %s" % json.dumps(got["proxy"])[:300])
+
+
+def case_java_types_unchecked(s):
+    """`enableTopicMessageTypeCheck = false`: every type to every topic is sent (the settings told the SDK not to
+    check, and the proxy does not either)."""
+    got = java_types(s, "JFree")
+    for part in ("sdk", "proxy"):
+        for where, row in got[part].items():
+            for kind in TYPE_KINDS:
+                check(row[kind] == "ok", "%s %s to %s refused with the check off: %s" % (part, kind, where, row[kind]))
 
 
 def java_unavailable():
@@ -681,7 +751,8 @@ CASES = {
     "py_fifo_dlq": (case_fifo_dlq, None, None, "forward"),
     "py_transaction": (case_transaction, {"transactionTimeOut": "2000", "transactionCheckInterval": "1000"}, None),
     "py_redelivery": (case_redelivery, None, None),
-    "py_delay": (case_delay, None, None),
+    # A delayed and a plain message to one topic: MIXED.
+    "py_delay": (case_delay, {"enableMixedMessageType": "true"}, None),
     "py_delay_refused": (case_delay_refused, {"timerWheelEnable": "false"}, None),
     "py_bad_handle": (case_bad_handle, None, None),
     "py_acl": (case_acl, "acl", None),
@@ -707,7 +778,7 @@ CASES = {
     "java_fifo": (case_java_fifo, None, None, "forward"),
     # `forward`: every receive sees both queues, so the message sent without a delivery time is received at
     # once (the scenario checks it comes before the delayed one's time).
-    "java_delay": (case_java_delay, {"timerWheelEnable": "true"}, None, "forward"),
+    "java_delay": (case_java_delay, {"timerWheelEnable": "true", "enableMixedMessageType": "true"}, None, "forward"),
     "java_transaction": (case_java_transaction,
                          {"transactionTimeOut": "2000", "transactionCheckInterval": "1000"}, None),
     "java_push": (case_java_push, None, None),
@@ -715,6 +786,12 @@ CASES = {
     "java_redelivery": (case_java_redelivery, None, None),
     "java_dlq": (case_java_dlq, None, None),
     "java_acl": (case_java_acl, "acl", None),
+    # Topics' message types: MIXED topics need the broker's enableMixedMessageType, delayed messages its timer;
+    # the proxy asks a topic's type again after 1 s.
+    "java_types": (case_java_types, {"enableMixedMessageType": "true", "timerWheelEnable": "true"},
+                   {"topicConfigCacheRefreshSeconds": "1"}),
+    "java_types_unchecked": (case_java_types_unchecked, {"enableMixedMessageType": "true", "timerWheelEnable": "true"},
+                             {"topicConfigCacheRefreshSeconds": "1", "enableTopicMessageTypeCheck": "false"}),
 }
 
 
