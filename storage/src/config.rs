@@ -70,6 +70,14 @@ pub struct StoreConfig {
     /// already read the lost one would skip the new one for good. Off for slaves (their master holds
     /// the truth and sends the same bytes again) and ASYNC_FLUSH (which accepts losing the unsynced tail).
     pub consume_durable_only: bool,
+    /// Compacted topics are compacted, and retention keeps what is not compacted yet
+    /// (`enableCompaction`). Off: compacted topics are treated like any other.
+    pub enable_compaction: bool,
+    /// Milliseconds between compaction passes (`compactionScheduleInternal`, sic).
+    pub compaction_interval_ms: u64,
+    /// Bytes of key map one queue's pass may use (`maxOffsetMapSize`); past it the pass stops and the
+    /// next one goes on.
+    pub max_offset_map_size: u64,
 }
 
 impl StoreConfig {
@@ -102,6 +110,9 @@ impl StoreConfig {
             message_index_enable: true,
             warm_mapped_file_enable: None,
             consume_durable_only: false,
+            enable_compaction: true,
+            compaction_interval_ms: 900_000,
+            max_offset_map_size: 100 << 20,
         }
     }
 

@@ -5,6 +5,7 @@
 //! <root>/commitlog/<20-digit start offset>.corrupt          a segment recovery set aside
 //! <root>/consumequeue/<topic>/<queueId>/<20-digit offset>   ConsumeQueue files (byte offset of the first unit)
 //! <root>/index/<20-digit creation time in ms>               IndexFiles
+//! <root>/compaction/<topic>/<queueId>/compacted            a compacted topic's queue: newest record per key
 //! <root>/checkpoint                                         durable points of the CommitLog and dispatch
 //! <root>/abort                                              present while the store runs
 //! <root>/epochFileCheckpoint                                controller mode: (epoch, start offset) history
@@ -25,6 +26,8 @@ pub const CHECKPOINT_FILE: &str = "checkpoint";
 pub const ABORT_FILE: &str = "abort";
 /// The epoch history of the shard's CommitLog (controller mode), RocketMQ 5's name.
 pub const EPOCH_FILE: &str = "epochFileCheckpoint";
+/// Sub-directory of the shard directory that holds compacted logs (`<topic>/<queueId>/compacted`).
+pub const COMPACTION_DIR: &str = "compaction";
 /// The DMA probe file in the shard directory.
 pub const PROBE_FILE: &str = ".dma-probe";
 /// Suffix of a CommitLog segment that recovery moved aside (data past a cut).
@@ -41,6 +44,15 @@ pub fn consume_queue_root(root: &Path) -> PathBuf {
 /// The directory of one ConsumeQueue under the ConsumeQueue root.
 pub fn consume_queue_dir(cq_root: &Path, topic: &str, queue_id: i32) -> PathBuf {
     cq_root.join(topic).join(queue_id.to_string())
+}
+
+pub fn compaction_root(root: &Path) -> PathBuf {
+    root.join(COMPACTION_DIR)
+}
+
+/// A queue's compacted log directory; the topic was checked by `topic_is_storable`.
+pub fn compaction_dir(root: &Path, topic: &str, queue_id: i32) -> PathBuf {
+    compaction_root(root).join(topic).join(queue_id.to_string())
 }
 
 pub fn index_dir(root: &Path) -> PathBuf {

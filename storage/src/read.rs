@@ -32,8 +32,19 @@ pub fn record_store_timestamp(rec: &[u8]) -> Option<i64> {
 }
 
 impl MessageStore {
-    /// Smallest queue offset still readable (0 for an unknown queue).
+    /// Smallest queue offset still readable (0 for an unknown queue). For a compacted queue, the
+    /// compacted log's first offset when that is lower, so that consumers starting from the beginning
+    /// read the compacted records.
     pub fn min_offset(&self, topic: &str, queue_id: i32) -> i64 {
+        let cq_min = self.queue_min_offset(topic, queue_id);
+        match self.compacted_log(topic, queue_id) {
+            Some(log) => cq_min.min(log.first_offset().unwrap_or(log.up_to)),
+            None => cq_min,
+        }
+    }
+
+    /// The ConsumeQueue's own min offset.
+    fn queue_min_offset(&self, topic: &str, queue_id: i32) -> i64 {
         self.queue(topic, queue_id)
             .map_or(0, |q| q.borrow().min_offset)
     }
@@ -55,7 +66,7 @@ impl MessageStore {
     }
 
     /// ConsumeQueue units `[from, from+count)`: from memory, else one DMA read inside one file.
-    async fn units(
+    pub(crate) async fn units(
         &self,
         topic: &str,
         queue_id: i32,
@@ -162,8 +173,28 @@ impl MessageStore {
         if max == 0 {
             return Ok(result(GetMessageStatus::NoMessageInQueue, Vec::new(), 0));
         }
-        if offset < min {
-            return Ok(result(GetMessageStatus::OffsetTooSmall, Vec::new(), min));
+        let mut offset = offset;
+        if let Some(log) = self.compacted_log(topic, queue_id) {
+            if offset < log.up_to {
+                let bounds = crate::compaction::read::Bounds { min, max };
+                let from = offset.max(0);
+                let filter = ReadFilter {
+                    tags_code: filter,
+                    record: record_filter,
+                };
+                let got =
+                    crate::compaction::read::read(&log, from, max_count, max_bytes, filter, bounds)
+                        .await?;
+                if let Some(got) = got {
+                    return Ok(got);
+                }
+                // Nothing compacted at or after it: the ConsumeQueue goes on from there.
+                offset = log.up_to;
+            }
+        }
+        let cq_min = self.queue_min_offset(topic, queue_id);
+        if offset < cq_min {
+            return Ok(result(GetMessageStatus::OffsetTooSmall, Vec::new(), cq_min));
         }
         if offset == max {
             return Ok(result(

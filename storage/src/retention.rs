@@ -2,6 +2,9 @@
 //! when the disk is fuller than `diskMaxUsedSpaceRatio`; oldest first even if not expired when fuller
 //! than `diskSpaceCleanForciblyRatio`, 85%, as RocketMQ), then the
 //! ConsumeQueue and index files wholly below the new CommitLog minimum. Also keeps the disk-full flag.
+//! Topics with a policy of their own hold segments back (`retention_policy`): compacted queues'
+//! uncompacted records and long `reserve.time` messages are kept unless the disk is full enough for
+//! forced deletion, which takes them with a WARN line.
 
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -92,6 +95,9 @@ impl MessageStore {
         let reserved = Duration::from_secs(cfg.file_reserved_time_hours.saturating_mul(3600));
         let now = SystemTime::UNIX_EPOCH + Duration::from_millis(now_ms.max(0) as u64);
         let mut report = RetentionReport::default();
+        self.expire_short_reserve(now_ms).await?;
+        let floors = self.retention_floors(now_ms).await?;
+        let floor = floors.iter().map(|f| f.local).min();
         let active = inner.log.segment_start(inner.log.write_pos());
         let flushed = inner.log.flushed.get();
         for start in inner.log.segment_starts() {
@@ -105,10 +111,25 @@ impl MessageStore {
             let modified = std::fs::metadata(&seg.path).and_then(|m| m.modified()).ok();
             let expired =
                 modified.is_some_and(|m| now.duration_since(m).is_ok_and(|age| age >= reserved));
-            let delete = (expired && (in_window || disk_pressure))
-                || (clean_forcibly && report.commitlog_segments.is_empty());
-            if !delete {
+            let seg_end = start + cfg.mapped_file_size_commit_log;
+            // Holds records a compacted queue has not compacted yet, or unexpired reserve.time ones.
+            let held = floor.is_some_and(|f| f < seg_end);
+            let normal = expired && (in_window || disk_pressure) && !held;
+            let forced = clean_forcibly && report.commitlog_segments.is_empty();
+            if !normal && !forced {
                 break;
+            }
+            if held && !normal {
+                for f in floors.iter().filter(|f| f.local < seg_end) {
+                    tracing::warn!(
+                        "shard {}: disk full: forced deletion of {} takes records of {} topic {} queue {} not yet safe to delete",
+                        cfg.shard_id,
+                        seg.path.display(),
+                        f.why,
+                        f.topic,
+                        f.queue_id
+                    );
+                }
             }
             inner.log.remove_segment(start);
             if let Err(e) = std::fs::remove_file(&seg.path) {

@@ -98,6 +98,12 @@ pub(crate) struct Inner {
     pub epochs: RefCell<EpochFile>,
     /// Set while `truncate_tail` runs: appends are refused.
     pub truncating: Cell<bool>,
+    /// Compacted and `reserve.time` topics, as the broker set them.
+    pub policies: RefCell<crate::policy::TopicPolicies>,
+    /// The compacted logs of this shard's compacted queues.
+    pub compacted: RefCell<crate::compaction::CompactedLogs>,
+    /// Serializes compaction passes (timer and on demand).
+    pub compaction_lock: glommio::sync::Semaphore,
 }
 
 /// One shard's message store. Create and use it inside one glommio executor; clones share it.
@@ -117,6 +123,7 @@ impl MessageStore {
         let epochs = EpochFile::load(&cfg.root_dir)?;
         let rec = crate::recovery::recover(&cfg).await?;
         let writer = CheckpointWriter::open(&cfg.root_dir, rec.checkpoint_seq).await?;
+        let compacted = crate::compaction::load_all(&cfg.root_dir).await?;
         let queues: QueueMap = rec
             .queues
             .into_iter()
@@ -151,6 +158,9 @@ impl MessageStore {
             retention_clock: RetentionClock::new(now_ms()),
             epochs: RefCell::new(epochs),
             truncating: Cell::new(false),
+            policies: RefCell::new(crate::policy::TopicPolicies::default()),
+            compacted: RefCell::new(compacted),
+            compaction_lock: glommio::sync::Semaphore::new(1),
             cfg,
         });
         inner.waiters.flushed.set(inner.log.flushed.get());
@@ -223,6 +233,32 @@ impl MessageStore {
         )
         .map_err(spawn_err)?;
         self.inner.background.borrow_mut().push(maintenance);
+        if self.inner.cfg.enable_compaction {
+            // Behind the hot path like the rest of maintenance, but in a task of its own: a long
+            // pass must not hold back ConsumeQueue flushes and checkpoints.
+            let me = self.clone();
+            let compaction = glommio::spawn_local_into(
+                async move {
+                    let interval =
+                        Duration::from_millis(me.inner.cfg.compaction_interval_ms.max(100));
+                    loop {
+                        glommio::timer::sleep(interval).await;
+                        if me.inner.shutting_down.get() {
+                            break;
+                        }
+                        if let Err(e) = me.compact_now().await {
+                            tracing::error!(
+                                "shard {}: compaction failed: {e}",
+                                me.inner.cfg.shard_id
+                            );
+                        }
+                    }
+                },
+                maintenance_tq,
+            )
+            .map_err(spawn_err)?;
+            self.inner.background.borrow_mut().push(compaction);
+        }
         Ok(())
     }
 
@@ -510,6 +546,7 @@ impl MessageStore {
     pub async fn delete_topic(&self, topic: &str) {
         let _permit = self.inner.maintenance.acquire_permit(1).await.ok();
         let removed = self.inner.queues.borrow_mut().remove(topic);
+        self.drop_compacted(topic);
         if removed.is_some() {
             let dir = self.inner.cq_root.join(topic);
             if let Err(e) = std::fs::remove_dir_all(&dir) {

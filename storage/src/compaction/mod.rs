@@ -1,0 +1,121 @@
+//! Compaction topics (`cleanup.policy=COMPACTION`): per queue, a compacted log keeps, for the records
+//! below its "compacted up to" queue offset, only the newest record of each key, byte for byte as
+//! stored (queue and physical offsets unchanged, so msgIds and offsets stay valid).
+//!
+//! The key is the whole `KEYS` property, as Apache RocketMQ's `CompactionLog` uses
+//! `MessageExt.getKeys()`: `"a b"` is one key, not two. As there, records without keys are not kept,
+//! and a key whose newest record has an empty body is dropped (a tombstone).
+//!
+//! - [`format`]: the file's bytes; [`file`]: loading, atomic replacement, reads;
+//! - [`pass`]: one pass (the previous log plus new ConsumeQueue entries up to the flush point, bounded
+//!   by `maxOffsetMapSize`), run every `compactionScheduleInternal` ms in the store's low-share
+//!   maintenance queue, or on demand with [`MessageStore::compact_now`];
+//! - [`read`]: pulls below "compacted up to" are served from the compacted log.
+//!
+//! A slave has the same CommitLog and ConsumeQueues as its master, so it compacts its own copy the
+//! same way. Retention treats the compaction progress as a floor (see `retention`).
+
+pub(crate) mod file;
+pub(crate) mod format;
+pub(crate) mod pass;
+pub(crate) mod read;
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use file::CompactedLog;
+
+use crate::error::StoreError;
+use crate::layout::compaction_root;
+use crate::policy::TopicPolicies;
+use crate::store::MessageStore;
+
+pub use pass::CompactionReport;
+
+/// The loaded compacted logs of a shard, by (topic, queue id).
+pub(crate) type CompactedLogs = HashMap<(String, i32), Rc<CompactedLog>>;
+
+/// Loads every compacted log under `<root>/compaction`; a damaged one is moved aside with an ERROR
+/// line (its queue is then read from the ConsumeQueue, as far as it still reaches).
+pub(crate) async fn load_all(root: &std::path::Path) -> Result<CompactedLogs, StoreError> {
+    let mut out = CompactedLogs::new();
+    let base = compaction_root(root);
+    let Ok(topics) = std::fs::read_dir(&base) else {
+        return Ok(out);
+    };
+    for t in topics.flatten() {
+        let Some(topic) = t.file_name().to_str().map(str::to_owned) else {
+            continue;
+        };
+        let Ok(queues) = std::fs::read_dir(t.path()) else {
+            continue;
+        };
+        for q in queues.flatten() {
+            let Some(queue_id) = q.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                continue;
+            };
+            match CompactedLog::load(&q.path()).await {
+                Ok(Some(log)) => {
+                    out.insert((topic.clone(), queue_id), Rc::new(log));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    let path = q.path().join(file::LOG_FILE);
+                    tracing::error!(
+                        "compacted log {} unusable ({e}); moved aside to {}.corrupt",
+                        path.display(),
+                        path.display()
+                    );
+                    let _ = std::fs::rename(&path, path.with_extension("corrupt"));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+impl MessageStore {
+    /// Sets which topics are compacted and which have a `reserve.time` of their own (the broker
+    /// calls it at start and whenever the shard's topic table changes).
+    pub fn set_topic_policies(&self, policies: TopicPolicies) {
+        *self.inner.policies.borrow_mut() = policies;
+    }
+
+    /// The policies in force.
+    pub fn topic_policies(&self) -> TopicPolicies {
+        self.inner.policies.borrow().clone()
+    }
+
+    /// Whether the queues of `topic` are compacted here (compacted topic and compaction enabled).
+    pub(crate) fn compacts(&self, topic: &str) -> bool {
+        self.inner.cfg.enable_compaction && self.inner.policies.borrow().is_compacted(topic)
+    }
+
+    /// The queue's compacted log, if it has one.
+    pub(crate) fn compacted_log(&self, topic: &str, queue_id: i32) -> Option<Rc<CompactedLog>> {
+        let logs = self.inner.compacted.borrow();
+        if logs.is_empty() {
+            return None;
+        }
+        logs.get(&(topic.to_owned(), queue_id)).cloned()
+    }
+
+    /// The queue offset up to which the queue is compacted (None without a compacted log).
+    pub fn compacted_up_to(&self, topic: &str, queue_id: i32) -> Option<i64> {
+        self.compacted_log(topic, queue_id).map(|l| l.up_to)
+    }
+
+    /// Drops a topic's compacted logs (with `delete_topic`).
+    pub(crate) fn drop_compacted(&self, topic: &str) {
+        self.inner
+            .compacted
+            .borrow_mut()
+            .retain(|(t, _), _| t != topic);
+        let dir = compaction_root(&self.inner.cfg.root_dir).join(topic);
+        if let Err(e) = std::fs::remove_dir_all(&dir) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!("deleting {} failed: {e}", dir.display());
+            }
+        }
+    }
+}
