@@ -17,7 +17,8 @@ fn properties_file_with_unknown_keys_starts_and_reports_them() {
                 "# a broker-a.properties from an existing cluster\nbrokerClusterName=DefaultCluster\nbrokerName=broker-a\n\
                  brokerId=0\ndeleteWhen=04\nfileReservedTime=48\nbrokerRole=ASYNC_MASTER\nflushDiskType=ASYNC_FLUSH\n\
                  listenPort={port}\nbrokerIP1=127.0.0.1\nstorePathRootDir={}\nstorePathCommitLog={}/commitlog\n\
-                 mapedFileSizeCommitLog=4194304\nmaxMessageSize=1048576\nshardCount=2\nnoSuchKey=1\n",
+                 mapedFileSizeCommitLog=4194304\nmaxMessageSize=1048576\nshardCount=2\nnoSuchKey=1\n\
+                 serverWorkerThreads=8\nauthenticationEnabled=false\n",
                 dir.join("store").display(),
                 dir.join("store").display()
             )
@@ -25,6 +26,14 @@ fn properties_file_with_unknown_keys_starts_and_reports_them() {
         .start();
     let log = broker.log();
     assert!(log.contains("unknown config key `noSuchKey`"), "{log}");
+    // An Apache key this broker does not use is told apart from a typo, with its reason.
+    assert!(
+        log.contains(
+            "config key `serverWorkerThreads` is accepted but not used: Netty/epoll tuning"
+        ),
+        "{log}"
+    );
+    assert!(!log.contains("`authenticationEnabled`"), "{log}");
     assert!(log.contains("storePathCommitLog"), "{log}");
     run_local(async {
         let client = connect(broker.addr()).await;
@@ -89,4 +98,21 @@ fn store_paths_apart_from_the_root_and_dledger_are_refused_at_start() {
     );
     assert_eq!(status.code(), Some(2), "{err}");
     assert!(err.contains("master/slave"), "{err}");
+}
+
+#[test]
+fn acl_2_in_a_5_3_broker_conf_is_refused_at_start() {
+    let (status, err) = start_refused(
+        "brokerClusterName=DefaultCluster\nbrokerName=broker-a\nbrokerId=0\nbrokerRole=ASYNC_MASTER\n\
+         brokerIP1=127.0.0.1\nlistenPort=1\nstorePathRootDir=/tmp/nowhere-store\n\
+         authenticationEnabled=true\nauthenticationProvider=org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider\n\
+         initAuthenticationUser={\"username\":\"rocketmq\",\"password\":\"12345678\"}\n",
+    );
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("authenticationEnabled"), "{err}");
+    assert!(err.contains("ACL 2.0 is not supported yet"), "{err}");
+    assert!(
+        err.contains("aclEnable") && err.contains("plain_acl.yml"),
+        "{err}"
+    );
 }

@@ -2,9 +2,10 @@
 
 use std::path::PathBuf;
 
+use super::classification;
 use super::controller_mode::ControllerModeConfig;
 use super::error::LoadError;
-use super::not_used::{moot_reason, ACCEPTED_NOT_USED};
+pub use super::issue::ConfigIssue;
 use super::store_paths;
 
 /// `brokerRole`.
@@ -44,34 +45,6 @@ impl ShardRouting {
         match self {
             ShardRouting::Direct => "direct",
             ShardRouting::Forward => "forward",
-        }
-    }
-}
-
-/// A key that was read but not applied, reported at start.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ConfigIssue {
-    /// Not a key Apache RocketMQ or this broker knows (probably a typo).
-    Unknown(String),
-    /// A RocketMQ key this broker accepts but does not act on.
-    NotSupported(String),
-    /// A RocketMQ key whose mechanism this broker does not have, and why that is harmless.
-    Moot { key: String, reason: String },
-}
-
-impl std::fmt::Display for ConfigIssue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ConfigIssue::Unknown(k) => write!(f, "unknown config key `{k}` ignored"),
-            ConfigIssue::NotSupported(k) => {
-                write!(
-                    f,
-                    "config key `{k}` is a RocketMQ key this broker does not use; ignored"
-                )
-            }
-            ConfigIssue::Moot { key, reason } => {
-                write!(f, "config key `{key}` is accepted but not used: {reason}")
-            }
         }
     }
 }
@@ -356,12 +329,6 @@ impl BrokerConfig {
     /// Applies one key. `Ok(Some(issue))` for keys that were not applied.
     pub fn set(&mut self, key: &str, value: &str) -> Result<Option<ConfigIssue>, LoadError> {
         let v = value.trim();
-        if let Some(reason) = moot_reason(key) {
-            return Ok(Some(ConfigIssue::Moot {
-                key: key.to_owned(),
-                reason: reason.to_owned(),
-            }));
-        }
         if let Some(result) = self.controller.set(key, v) {
             return result.map(|()| None).map_err(|reason| bad(key, v, reason));
         }
@@ -412,18 +379,6 @@ impl BrokerConfig {
             "defaultTopicQueueNums" => self.default_topic_queue_nums = num(key, v)?,
             "brokerPermission" => self.broker_permission = num(key, v)?,
             "messageDelayLevel" => self.message_delay_level = v.to_owned(),
-            "enableDLegerCommitLog" => {
-                if boolean(key, v)? {
-                    return Err(bad(
-                        key,
-                        v,
-                        "the DLedger CommitLog is not built; run master/slave pairs instead \
-                         (brokerRole = SYNC_MASTER or ASYNC_MASTER with a SLAVE of the same \
-                         brokerName), or controller mode (enableControllerMode) for automatic \
-                         failover",
-                    ));
-                }
-            }
             "longPollingEnable" => self.long_polling_enable = boolean(key, v)?,
             "litePullMessageEnable" => self.lite_pull_message_enable = boolean(key, v)?,
             "timerWheelEnable" => self.timer_wheel_enable = boolean(key, v)?,
@@ -477,10 +432,11 @@ impl BrokerConfig {
             "spinBeforeParkMicros" => self.spin_before_park_micros = num(key, v)?,
             "metricsPort" => self.metrics_port = num(key, v)?,
             "logLevel" => self.log_level = v.to_owned(),
-            _ if ACCEPTED_NOT_USED.contains(&key) || store_paths::part(key).is_some() => {
+            // Read by `from_pairs` once storePathRootDir is known; not changeable at run time.
+            _ if store_paths::part(key).is_some() => {
                 return Ok(Some(ConfigIssue::NotSupported(key.to_owned())))
             }
-            _ => return Ok(Some(ConfigIssue::Unknown(key.to_owned()))),
+            _ => return classification::unapplied(key, v),
         }
         Ok(None)
     }
@@ -673,7 +629,11 @@ mod tests {
     #[test]
     fn keys_read_are_not_listed_as_unused() {
         let defaults = BrokerConfig::default().to_pairs();
-        for key in super::super::not_used::ACCEPTED_NOT_USED {
+        let unused = classification::TABLE
+            .iter()
+            .filter(|(_, class)| *class != super::super::class::Class::Applied)
+            .flat_map(|(keys, _)| keys.iter());
+        for key in unused {
             assert!(
                 !defaults.iter().any(|(k, _)| k == key),
                 "{key} is read, yet listed as not used"

@@ -1,13 +1,15 @@
 //! Broker configuration: Apache RocketMQ's property names and defaults, read from TOML or
 //! `.properties`, with the overlay of keys changed at run time (`overlay`, `live`).
 
+pub mod class;
+pub mod classification;
 pub mod controller_mode;
 mod error;
 mod file;
+mod issue;
 mod keys;
 pub mod live;
 mod local_address;
-mod not_used;
 pub mod overlay;
 mod render;
 mod shard_brokers;

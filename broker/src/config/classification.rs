@@ -1,0 +1,1085 @@
+//! Every Apache RocketMQ 5.x broker key (the lists in `apache_keys/`) and what this broker does with
+//! it: applied (read by `BrokerConfig::set`), refused at start when its value asks for something
+//! this broker would silently not do (security, durability), or not used with the reason that is
+//! harmless here. Keys in none of the lists are typos and reported as unknown.
+
+use super::class::{Class, Refusal, When};
+use super::error::LoadError;
+use super::issue::ConfigIssue;
+
+/// One row of the table: keys that share a class (and reason).
+pub type Group = (&'static [&'static str], Class);
+
+const THREADS: &str = "a JVM thread pool or its queue: each request runs on the shard (core) that \
+     owns it, one executor per core, so there is no pool to size";
+const QUEUE_WAIT: &str =
+    "requests are not queued for a thread pool here: each runs at once on the \
+     shard that received it, and a store with too much unflushed data answers SYSTEM_BUSY at once";
+const NETTY: &str =
+    "Netty/epoll tuning: connections are glommio (io_uring) sockets on each shard, \
+     bounded by serverMaxConnectionsPerShard, serverMaxPendingResponseBytes, \
+     serverWriteStallTimeoutSeconds and serverFrameTimeoutSeconds";
+const NETTY_CLIENT: &str =
+    "tuning of Netty's client (the broker's connections to name servers and \
+     controllers): those are glommio sockets with fixed timeouts, and registerBrokerTimeoutMills \
+     bounds a registration";
+const MMAP: &str = "page-cache or mmap tuning: the CommitLog is written with O_DIRECT and group \
+     commit and older data is read through each shard's block cache, so there is no mapped file, \
+     transient store pool or page cache to tune";
+const CQ_FLUSH: &str = "ConsumeQueue and index flushing: both are rebuilt from the CommitLog past \
+     their flush points at recovery, so their flush cadence does not change durability";
+const ROCKSDB: &str = "a RocksDB option: this broker has no RocksDB; ConsumeQueues are RocketMQ's \
+     files and metadata is JSON";
+const POP: &str = "tuning of Apache's POP implementation: POP here keeps its check points in each \
+     shard's revive log and revives on the shard's own timer, with no buffers or scan knobs";
+const METRICS: &str = "an OpenTelemetry exporter setting: this broker serves Prometheus text at \
+     metricsPort (ours, off by default); point the scraper there";
+const STATS: &str = "statistics detail of Apache's broker: the counters here are always on, per \
+     shard, and exported at metricsPort";
+const BLOOM: &str =
+    "the bit-map (bloom filter) pre-filter of consume queues: tag and SQL92 filters \
+     are evaluated per message at pull time here, with the same results";
+const DLEDGER: &str = "a DLedger setting, and the DLedger CommitLog is not built \
+     (enableDLegerCommitLog = true is refused)";
+const CONTAINER: &str = "broker container mode (several brokers in one JVM) is not built; each \
+     broker is its own process";
+const ACTING_MASTER: &str =
+    "slave-acting-master mode is not built: a slave never serves as master \
+     here; automatic failover is controller mode (enableControllerMode)";
+const TIMER: &str = "tuning of Apache's timer-log store: timer messages here wait in a per-shard \
+     wheel kept with the store (timerWheelEnable, timerMaxDelaySec are the knobs)";
+const ADDR_LOOKUP: &str = "finding name servers or controllers through an address server or DNS \
+     is not built; they are given in namesrvAddr (or NAMESRV_ADDR) and controllerAddr";
+const LMQ: &str =
+    "light message queues (LMQ multi-dispatch, for MQTT) are not built; a message is \
+     stored in its own topic's queue only";
+const REGISTRATION: &str = "registration tuning: each shard-broker registers all its topics with \
+     every name server in one request per registerNameServerPeriod";
+const HA: &str = "tuning of Apache's replication service: each shard streams its CommitLog to its \
+     slaves with fixed heartbeats; haTransferBatchSize and haMaxGapNotInSync are the knobs";
+const RECOVERY: &str = "recovery tuning: recovery here scans each shard from its checkpoint, \
+     checking every record's CRC, and cuts a torn tail";
+const RETENTION: &str = "retention scheduling: the control shard deletes expired segments at \
+     deleteWhen and when the disk is over diskMaxUsedSpaceRatio, a few files per pass";
+const COLD: &str = "cold-data throttling for the page cache: pulls of old data read through each \
+     shard's block cache with aligned O_DIRECT reads and fault no pages in";
+const COMPACTION: &str = "compaction writes one compacted file per queue; its size is not \
+     configurable";
+const CQ_FORMAT: &str = "ConsumeQueue extension and batch ConsumeQueue formats are not built; \
+     ConsumeQueue units are RocketMQ's 20-byte ones";
+const MOOT_DISK: &str =
+    "there is no page cache to fall out of: every pull reads through the block \
+     cache, and the maxTransfer...OnMessageInMemory limits apply to all of them";
+const ACL2: &str = "ACL 2.0 is not supported yet (authentication and authorization with users \
+     and ACL rules); remove the AuthConfig keys, and for access control use plain ACL: \
+     aclEnable = true with a plain_acl.yml (aclFile names it)";
+
+/// The table: every Apache key in one row.
+pub const TABLE: &[Group] = &[
+    (
+        &[
+            "brokerClusterName",
+            "brokerName",
+            "brokerId",
+            "brokerIP1",
+            "brokerIP2",
+            "namesrvAddr",
+            "bindAddress",
+            "listenPort",
+            "haListenPort",
+            "brokerRole",
+            "flushDiskType",
+            "storePathRootDir",
+            "mappedFileSizeCommitLog",
+            "mappedFileSizeConsumeQueue",
+            "flushIntervalCommitLog",
+            "flushCommitLogLeastPages",
+            "syncFlushTimeout",
+            "maxMessageSize",
+            "deleteWhen",
+            "fileReservedTime",
+            "diskMaxUsedSpaceRatio",
+            "cleanFileForciblyEnable",
+            "autoCreateTopicEnable",
+            "autoCreateSubscriptionGroup",
+            "defaultTopicQueueNums",
+            "brokerPermission",
+            "messageDelayLevel",
+            "longPollingEnable",
+            "litePullMessageEnable",
+            "timerWheelEnable",
+            "timerMaxDelaySec",
+            "storeReplyMessageEnable",
+            "shortPollingTimeMills",
+            "maxTransferCountOnMessageInMemory",
+            "maxTransferBytesOnMessageInMemory",
+            "transactionTimeOut",
+            "transactionCheckMax",
+            "transactionCheckInterval",
+            "slaveReadEnable",
+            "haMasterAddress",
+            "haTransferBatchSize",
+            "haMaxGapNotInSync",
+            "aclEnable",
+            "enablePropertyFilter",
+            "enableMixedMessageType",
+            "enableCompaction",
+            "compactionScheduleInternal",
+            "maxOffsetMapSize",
+            "serverChannelMaxIdleTimeSeconds",
+            "registerNameServerPeriod",
+            "registerBrokerTimeoutMills",
+            "enableControllerMode",
+            "controllerAddr",
+            "brokerHeartbeatInterval",
+            "controllerHeartBeatTimeoutMills",
+            "syncBrokerMetadataPeriod",
+            "checkSyncStateSetPeriod",
+            "brokerElectionPriority",
+            "haMaxTimeSlaveNotCatchup",
+            "allAckInSyncStateSet",
+            "minInSyncReplicas",
+            // Accepted at Apache's default place under storePathRootDir, refused anywhere else.
+            "storePathCommitLog",
+            "storePathConsumeQueue",
+            "storePathIndex",
+            "storeCheckpoint",
+            // Ours, or Apache 4.x's spellings.
+            "aclFile",
+            "fastListenPort",
+            "listenAddress",
+            "logLevel",
+            "mapedFileSizeCommitLog",
+            "mapedFileSizeConsumeQueue",
+            "metricsPort",
+            "readBlockCacheBytes",
+            "readCacheBytes",
+            "serverFrameTimeoutSeconds",
+            "serverMaxConnectionsPerShard",
+            "serverMaxPendingResponseBytes",
+            "serverWriteStallTimeoutSeconds",
+            "shardCount",
+            "shardRouting",
+            "spinBeforeParkMicros",
+        ],
+        Class::Applied,
+    ),
+    // Security: ACL 2.0 and TLS are not built, so asking for them must not start an open broker.
+    (
+        &[
+            "authenticationEnabled",
+            "authorizationEnabled",
+            "migrateAuthFromV1Enabled",
+        ],
+        Class::Refused(Refusal {
+            when: When::NotOff,
+            why: ACL2,
+        }),
+    ),
+    (
+        &[
+            "authConfigPath",
+            "authenticationProvider",
+            "authenticationMetadataProvider",
+            "authenticationStrategy",
+            "authenticationWhitelist",
+            "initAuthenticationUser",
+            "innerClientAuthenticationCredentials",
+            "authorizationProvider",
+            "authorizationMetadataProvider",
+            "authorizationStrategy",
+            "authorizationWhitelist",
+            "configName",
+            "clusterName",
+            "userCacheMaxNum",
+            "userCacheExpiredSecond",
+            "userCacheRefreshSecond",
+            "aclCacheMaxNum",
+            "aclCacheExpiredSecond",
+            "aclCacheRefreshSecond",
+            "statefulAuthenticationCacheMaxNum",
+            "statefulAuthenticationCacheExpiredSecond",
+            "statefulAuthorizationCacheMaxNum",
+            "statefulAuthorizationCacheExpiredSecond",
+        ],
+        Class::Refused(Refusal {
+            when: When::NotEmpty,
+            why: ACL2,
+        }),
+    ),
+    (
+        &["useTLS"],
+        Class::Refused(Refusal {
+            when: When::NotOff,
+            why: "the broker's connections to name servers and controllers are plain TCP (TLS \
+                  is not built in the broker); remove the key, or encrypt the links outside \
+                  the broker (a VPN or a TLS tunnel)",
+        }),
+    ),
+    (
+        &["socksProxyConfig"],
+        Class::Refused(Refusal {
+            when: When::NotDefault("{}"),
+            why: "the broker connects to name servers and controllers directly, never through a \
+                  SOCKS proxy; remove the key",
+        }),
+    ),
+    (
+        &["configBlackList"],
+        Class::Refused(Refusal {
+            when: When::NotDefault("configBlackList;brokerConfigPath"),
+            why: "UPDATE_BROKER_CONFIG here refuses storePathRootDir and shardCount only and \
+                  takes no list of further keys to lock; remove the key and restrict who may \
+                  send admin requests with plain ACL (aclEnable)",
+        }),
+    ),
+    // Durability: asking for more copies or checks than this broker makes.
+    (
+        &["enableDLegerCommitLog"],
+        Class::Refused(Refusal {
+            when: When::NotOff,
+            why: "the DLedger CommitLog is not built; run master/slave pairs instead (brokerRole \
+                  = SYNC_MASTER or ASYNC_MASTER with a SLAVE of the same brokerName), or \
+                  controller mode (enableControllerMode) for automatic failover",
+        }),
+    ),
+    (
+        &["inSyncReplicas"],
+        Class::Refused(Refusal {
+            when: When::Above(2),
+            why: "a SYNC_MASTER here waits for one slave's acknowledgement (two copies); more \
+                  in-sync copies per send are not built; in controller mode, \
+                  allAckInSyncStateSet = true waits for every member of the SyncStateSet",
+        }),
+    ),
+    (
+        &["forceVerifyPropCRC"],
+        Class::Refused(Refusal {
+            when: When::NotOff,
+            why: "records here carry the body CRC only (checked at recovery), no properties CRC \
+                  to verify; remove the key",
+        }),
+    ),
+    (
+        &["readOnlyCommitLogStorePaths"],
+        Class::Refused(Refusal {
+            when: When::NotEmpty,
+            why: "this broker reads CommitLogs only under storePathRootDir/shard-<N>; messages in \
+                  other folders would be unreachable; remove the key",
+        }),
+    ),
+    (
+        &["messageStorePlugIn"],
+        Class::Refused(Refusal {
+            when: When::NotEmpty,
+            why: "Java message store plug-ins cannot be loaded; remove the key",
+        }),
+    ),
+    (
+        &["rejectTransactionMessage"],
+        Class::Refused(Refusal {
+            when: When::NotOff,
+            why: "this broker always accepts transactional messages; to keep producers from \
+                  sending them, deny the topic with plain ACL",
+        }),
+    ),
+    (
+        &["asyncLearner"],
+        Class::Refused(Refusal {
+            when: When::NotOff,
+            why: "every slave here may join the SyncStateSet and be elected master; learners \
+                  are not built",
+        }),
+    ),
+    (
+        &[
+            "sendMessageThreadPoolNums",
+            "pullMessageThreadPoolNums",
+            "queryMessageThreadPoolNums",
+            "adminBrokerThreadPoolNums",
+            "clientManageThreadPoolNums",
+            "consumerManageThreadPoolNums",
+            "putMessageFutureThreadPoolNums",
+            "litePullMessageThreadPoolNums",
+            "ackMessageThreadPoolNums",
+            "processReplyMessageThreadPoolNums",
+            "loadBalanceProcessorThreadPoolNums",
+            "heartbeatThreadPoolNums",
+            "recoverThreadPoolNums",
+            "endTransactionThreadPoolNums",
+            "sendThreadPoolQueueCapacity",
+            "pullThreadPoolQueueCapacity",
+            "putThreadPoolQueueCapacity",
+            "litePullThreadPoolQueueCapacity",
+            "ackThreadPoolQueueCapacity",
+            "replyThreadPoolQueueCapacity",
+            "queryThreadPoolQueueCapacity",
+            "clientManagerThreadPoolQueueCapacity",
+            "consumerManagerThreadPoolQueueCapacity",
+            "heartbeatThreadPoolQueueCapacity",
+            "endTransactionPoolQueueCapacity",
+            "adminBrokerThreadPoolQueueCapacity",
+            "loadBalanceThreadPoolQueueCapacity",
+            "timerGetMessageThreadNum",
+            "timerPutMessageThreadNum",
+            "dispatchCqThreads",
+            "dispatchCqCacheNum",
+            "batchDispatchRequestThreadPoolNums",
+            "enableBuildConsumeQueueConcurrently",
+            "enableAsyncReput",
+            "dispatchFromSenderThread",
+            "useReentrantLockWhenPutMessage",
+            "spinLockCollisionRetreatOptimalDegree",
+            "useABSLock",
+            "topicQueueLockNum",
+            "debugLockEnable",
+            "putMessageTimeout",
+            "maxAsyncPutMessageRequests",
+            "asyncSendEnable",
+            "recoverConcurrently",
+            "appendAckAsync",
+            "appendCkAsync",
+            "enableFastChannelEventProcess",
+        ],
+        Class::NotUsed(THREADS),
+    ),
+    (
+        &[
+            "waitTimeMillsInSendQueue",
+            "waitTimeMillsInPullQueue",
+            "waitTimeMillsInLitePullQueue",
+            "waitTimeMillsInHeartbeatQueue",
+            "waitTimeMillsInTransactionQueue",
+            "waitTimeMillsInAckQueue",
+            "waitTimeMillsInAdminBrokerQueue",
+            "brokerFastFailureEnable",
+            "osPageCacheBusyTimeOutMills",
+        ],
+        Class::NotUsed(QUEUE_WAIT),
+    ),
+    (
+        &[
+            "serverWorkerThreads",
+            "serverSelectorThreads",
+            "serverCallbackExecutorThreads",
+            "serverSocketSndBufSize",
+            "serverSocketRcvBufSize",
+            "serverPooledByteBufAllocatorEnable",
+            "useEpollNativeSelector",
+            "serverOnewaySemaphoreValue",
+            "serverAsyncSemaphoreValue",
+            "writeBufferHighWaterMark",
+            "writeBufferLowWaterMark",
+            "serverSocketBacklog",
+            "serverNettyWorkerGroupEnable",
+            "enableShutdownGracefully",
+            "shutdownWaitTimeSeconds",
+            "transferMsgByHeap",
+            "enableNetWorkFlowControl",
+        ],
+        Class::NotUsed(NETTY),
+    ),
+    (
+        &[
+            "clientWorkerThreads",
+            "clientCallbackExecutorThreads",
+            "clientOnewaySemaphoreValue",
+            "clientAsyncSemaphoreValue",
+            "connectTimeoutMillis",
+            "channelNotActiveInterval",
+            "isScanAvailableNameSrv",
+            "clientChannelMaxIdleTimeSeconds",
+            "clientSocketSndBufSize",
+            "clientSocketRcvBufSize",
+            "clientPooledByteBufAllocatorEnable",
+            "clientCloseSocketIfTimeout",
+            "disableCallbackExecutor",
+            "disableNettyWorkerGroup",
+            "maxReconnectIntervalTimeSeconds",
+            "enableReconnectForGoAway",
+            "sendHeartbeatTimeoutMillis",
+            "forwardTimeout",
+        ],
+        Class::NotUsed(NETTY_CLIENT),
+    ),
+    (
+        &[
+            "transientStorePoolEnable",
+            "transientStorePoolSize",
+            "fastFailIfNoBufferInStorePool",
+            "warmMapedFileEnable",
+            "flushLeastPagesWhenWarmMapedFile",
+            "commitIntervalCommitLog",
+            "commitCommitLogLeastPages",
+            "commitCommitLogThoroughInterval",
+            "flushCommitLogThoroughInterval",
+            "flushCommitLogTimed",
+            "wakeCommitWhenPutMessage",
+            "wakeFlushWhenPutMessage",
+            "writeWithoutMmap",
+            "mappedFileSwapEnable",
+            "commitLogForceSwapMapInterval",
+            "commitLogSwapMapInterval",
+            "commitLogSwapMapReserveFileNum",
+            "logicQueueForceSwapMapInterval",
+            "logicQueueSwapMapInterval",
+            "cleanSwapedMapInterval",
+            "logicQueueSwapMapReserveFileNum",
+            "destroyMapedFileIntervalForcibly",
+            "redeleteHangedFileInterval",
+            "accessMessageInMemoryMaxRatio",
+            "accessMessageInMemoryHotRatio",
+            "dataReadAheadEnable",
+            "putConsumeQueueDataByFileChannel",
+            "enableRunningFlagsInFlush",
+        ],
+        Class::NotUsed(MMAP),
+    ),
+    (
+        &[
+            "flushIntervalConsumeQueue",
+            "flushConsumeQueueLeastPages",
+            "flushConsumeQueueThoroughInterval",
+            "messageIndexSafe",
+            "putMsgIndexHightWater",
+        ],
+        Class::NotUsed(CQ_FLUSH),
+    ),
+    (
+        &[
+            "coldDataFlowControlEnable",
+            "coldDataScanEnable",
+            "timerColdDataCheckIntervalMs",
+            "sampleCountThreshold",
+            "sampleSteps",
+            "coldCtrStrategyEnable",
+            "usePIDColdCtrStrategy",
+            "cgColdReadThreshold",
+            "globalColdReadThreshold",
+        ],
+        Class::NotUsed(COLD),
+    ),
+    (
+        &[
+            "storeType",
+            "cleanRocksDBDirtyCQIntervalMin",
+            "statRocksDBCQIntervalSec",
+            "memTableFlushIntervalMs",
+            "realTimePersistRocksDBConfig",
+            "enableRocksDBLog",
+            "rocksdbCQDoubleWriteEnable",
+            "combineCQLoadingCQTypes",
+            "combineCQPreferCQType",
+            "combineAssignOffsetCQType",
+            "combineCQEnableCheckSelf",
+            "combineCQMaxExtraSearchCommitLogFiles",
+            "bottomMostCompressionTypeForConsumeQueueStore",
+            "rocksdbCompressionType",
+            "rocksdbFlushWalFrequency",
+            "rocksdbWalFileRollingThreshold",
+            "configManagerVersion",
+        ],
+        Class::NotUsed(ROCKSDB),
+    ),
+    (
+        &[
+            "popPollingSize",
+            "popPollingMapSize",
+            "popPollingMapExpireTimeSeconds",
+            "maxPopPollingSize",
+            "reviveQueueNum",
+            "reviveInterval",
+            "reviveMaxSlow",
+            "reviveScanTime",
+            "enableSkipLongAwaitingAck",
+            "reviveAckWaitMs",
+            "enablePopLog",
+            "enablePopBufferMerge",
+            "popCkStayBufferTime",
+            "popCkStayBufferTimeOut",
+            "popCkMaxBufferSize",
+            "popCkOffsetMaxQueueSize",
+            "enablePopBatchAck",
+            "popLongPollingForceNotifyInterval",
+            "enableNotifyBeforePopCalculateLag",
+            "enableNotifyAfterPopOrderLockRelease",
+            "initPopOffsetByCheckMsgInMem",
+            "retrieveMessageFromPopRetryTopicV1",
+            "enableRetryTopicV2",
+            "popFromRetryProbability",
+            "popConsumerFSServiceInit",
+            "popConsumerKVServiceLog",
+            "popConsumerKVServiceInit",
+            "popConsumerKVServiceEnable",
+            "popReviveMaxReturnSizePerRead",
+            "popReviveMaxAttemptTimes",
+            "popResponseReturnActualRetryTopic",
+            "popInflightMessageThreshold",
+            "enablePopMessageThreshold",
+            "skipWhenCKRePutReachMaxTimes",
+            "defaultPopShareQueueNum",
+        ],
+        Class::NotUsed(POP),
+    ),
+    (
+        &[
+            "metricsExporterType",
+            "metricsOtelCardinalityLimit",
+            "metricsGrpcExporterTarget",
+            "metricsGrpcExporterHeader",
+            "metricGrpcExporterTimeOutInMills",
+            "metricGrpcExporterIntervalInMills",
+            "metricLoggingExporterIntervalInMills",
+            "metricsPromExporterPort",
+            "metricsPromExporterHost",
+            "metricsLabel",
+            "metricsInDelta",
+            "enableRemotingMetrics",
+            "enableMessageStoreMetrics",
+            "enablePopMetrics",
+            "enableConnectionMetrics",
+            "enableTransactionMetrics",
+            "enableStatsMetrics",
+            "enableRequestMetrics",
+            "enableLagAndDlqMetrics",
+        ],
+        Class::NotUsed(METRICS),
+    ),
+    (
+        &[
+            "accountStatsEnable",
+            "accountStatsPrintZeroValues",
+            "maxStatsIdleTimeInMinutes",
+            "enableDetailStat",
+            "autoDeleteUnusedStats",
+            "enableScheduleMessageStats",
+            "enableLmqStats",
+            "transactionMetricFlushInterval",
+            "commercialBaseCount",
+            "commercialSizePerMsg",
+            "printChannelGroups",
+            "printChannelGroupsMinNum",
+            "estimateAccumulation",
+            "isolateLogEnable",
+            "enableLogConsumeQueueRepeatedlyBuildWhenRecover",
+            "timerEnableCheckMetrics",
+            "timerCheckMetricsWhen",
+            "timerMetricSmallThreshold",
+            "timerProgressLogIntervalMs",
+        ],
+        Class::NotUsed(STATS),
+    ),
+    (
+        &[
+            "enableCalcFilterBitMap",
+            "expectConsumerNumUseFilter",
+            "maxErrorRateOfBloomFilter",
+            "filterDataCleanTimeSpan",
+            "filterSupportRetry",
+            "enableConsumeQueueExt",
+            "bitMapLengthConsumeQueueExt",
+        ],
+        Class::NotUsed(BLOOM),
+    ),
+    (
+        &[
+            "mappedFileSizeConsumeQueueExt",
+            "mapperFileSizeBatchConsumeQueue",
+            "searchBcqByCacheEnable",
+        ],
+        Class::NotUsed(CQ_FORMAT),
+    ),
+    (
+        &[
+            "storePathDLedgerCommitLog",
+            "dLegerGroup",
+            "dLegerPeers",
+            "dLegerSelfId",
+            "preferredLeaderId",
+            "enableBatchPush",
+        ],
+        Class::NotUsed(DLEDGER),
+    ),
+    (
+        &["isBrokerContainer", "isInBrokerContainer"],
+        Class::NotUsed(CONTAINER),
+    ),
+    (
+        &[
+            "enableSlaveActingMaster",
+            "enableRemoteEscape",
+            "totalReplicas",
+            "enableAutoInSyncReplicas",
+            "lockInStrictMode",
+            "syncBrokerMemberGroupPeriod",
+            "brokerNotActiveTimeoutMillis",
+            "skipPreOnline",
+        ],
+        Class::NotUsed(ACTING_MASTER),
+    ),
+    (
+        &[
+            "mappedFileSizeTimerLog",
+            "timerPrecisionMs",
+            "timerRollWindowSlot",
+            "timerFlushIntervalMs",
+            "timerEnableDisruptor",
+            "timerInterceptDelayLevel",
+            "disappearTimeAfterStart",
+            "timerStopEnqueue",
+            "timerSkipUnknownError",
+            "timerWarmEnable",
+            "timerStopDequeue",
+            "timerEnableRetryUntilSuccess",
+            "timerCongestNumEachSlot",
+            "enableScheduleAsyncDeliver",
+            "scheduleAsyncDeliverMaxPendingLimit",
+            "scheduleAsyncDeliverMaxResendNum2Blocked",
+            "flushDelayOffsetInterval",
+        ],
+        Class::NotUsed(TIMER),
+    ),
+    (
+        &[
+            "fetchNamesrvAddrByAddressServer",
+            "fetchNameSrvAddrByDnsLookup",
+            "fetchNamesrvAddrInterval",
+            "updateNameServerAddrPeriod",
+            "fetchControllerAddrByDnsLookup",
+            "syncControllerMetadataPeriod",
+        ],
+        Class::NotUsed(ADDR_LOOKUP),
+    ),
+    (
+        &["enableLmq", "enableMultiDispatch", "maxLmqConsumeQueueNum"],
+        Class::NotUsed(LMQ),
+    ),
+    (
+        &[
+            "forceRegister",
+            "compressedRegister",
+            "enableSingleTopicRegister",
+            "enableSplitRegistration",
+            "splitRegistrationSize",
+            "enableSplitMetadata",
+            "splitMetadataSize",
+            "compatibleWithOldNameSrv",
+            "consumerOffsetUpdateVersionStep",
+            "delayOffsetUpdateVersionStep",
+        ],
+        Class::NotUsed(REGISTRATION),
+    ),
+    (
+        &[
+            "haSendHeartbeatInterval",
+            "haHousekeepingInterval",
+            "haFlowControlEnable",
+            "maxHaTransferByteInSecond",
+            "slaveTimeout",
+            "syncMasterFlushOffsetWhenStartup",
+            "maxChecksumRange",
+            "syncFromLastFile",
+            "maxSlaveResendLength",
+            "duplicationEnable",
+            "offsetCheckInSlave",
+        ],
+        Class::NotUsed(HA),
+    ),
+    (
+        &[
+            "maxRecoveryCommitlogFiles",
+            "checkCRCOnRecover",
+            "enableAcceleratedRecovery",
+            "recheckReputOffsetFromCq",
+            "abortFile",
+        ],
+        Class::NotUsed(RECOVERY),
+    ),
+    (
+        &[
+            "cleanResourceInterval",
+            "deleteFileBatchMax",
+            "maxBatchDeleteFilesNum",
+            "deleteCommitLogFilesInterval",
+            "deleteConsumeQueueFilesInterval",
+            "diskFallRecorded",
+            "travelCqFileNumWhenGetMessage",
+            "correctLogicMinOffsetSleepInterval",
+            "correctLogicMinOffsetForceInterval",
+            "replicasPerDiskPartition",
+            "logicalDiskSpaceCleanForciblyThreshold",
+        ],
+        Class::NotUsed(RETENTION),
+    ),
+    (
+        &[
+            "compactionMappedFileSize",
+            "compactionCqMappedFileSize",
+            "compactionThreadNum",
+        ],
+        Class::NotUsed(COMPACTION),
+    ),
+    (
+        &[
+            "maxTransferCountOnMessageInDisk",
+            "maxTransferBytesOnMessageInDisk",
+        ],
+        Class::NotUsed(MOOT_DISK),
+    ),
+    (
+        &["diskSpaceWarningLevelRatio", "diskSpaceCleanForciblyRatio"],
+        Class::NotUsed(
+            "fixed at Apache's defaults here: writes are refused above 90% disk use and \
+             unexpired segments deleted above 85% (with cleanFileForciblyEnable)",
+        ),
+    ),
+    (
+        &[
+            "messageIndexEnable",
+            "maxHashSlotNum",
+            "maxIndexNum",
+            "maxMsgsNumBatch",
+            "defaultQueryMaxNum",
+        ],
+        Class::NotUsed(
+            "the IndexFile is always on with RocketMQ's geometry (5,000,000 slots, 20,000,000 \
+             entries), and QUERY_MESSAGE answers the client's maxNum",
+        ),
+    ),
+    (
+        &["storePathEpochFile", "storePathBrokerIdentity"],
+        Class::NotUsed(
+            "controller-mode state (epochs, the broker's identity) is kept under \
+             storePathRootDir, beside the store it describes",
+        ),
+    ),
+    (
+        &["brokerConfigPath", "rocketmqHome"],
+        Class::NotUsed(
+            "the config file is the one given with -c; changes made at run time go to \
+             storePathRootDir/config/broker.properties.override",
+        ),
+    ),
+    (
+        &[
+            "traceOn",
+            "traceTopicEnable",
+            "msgTraceTopicName",
+            "brokerTopicEnable",
+            "clusterTopicEnable",
+        ],
+        Class::NotUsed(
+            "no per-broker or per-cluster system topics or trace topic are created; clients \
+             that trace send to a topic created like any other",
+        ),
+    ),
+    (
+        &[
+            "flushConsumerOffsetInterval",
+            "flushConsumerOffsetHistoryInterval",
+            "enableBroadcastOffsetStore",
+            "broadcastOffsetExpireSecond",
+            "broadcastOffsetExpireMaxSecond",
+            "useServerSideResetOffset",
+            "enableCleanExpiredOffset",
+        ],
+        Class::NotUsed(
+            "consumer offsets are kept per shard and persisted by the control shard on its own \
+             schedule and at shutdown; broadcast consumers keep their offsets themselves",
+        ),
+    ),
+    (
+        &[
+            "notifyConsumerIdsChangedEnable",
+            "realTimeNotifyConsumerChange",
+            "channelExpiredTimeout",
+            "subscriptionExpiredTimeout",
+            "loadBalancePollNameServerInterval",
+            "cleanOfflineBrokerInterval",
+            "serverLoadBalancerEnable",
+            "defaultMessageRequestMode",
+            "useStaticSubscription",
+            "enableRegisterProducer",
+            "enableCreateSysGroup",
+        ],
+        Class::NotUsed(
+            "client management here follows Apache's defaults with fixed timeouts: consumers \
+             are told of group changes, silent clients expire after 120 s, and queues are \
+             assigned by the clients (or by POP)",
+        ),
+    ),
+    (
+        &[
+            "disableConsumeIfConsumerReadSlowly",
+            "consumerFallbehindThreshold",
+            "rejectPullConsumerEnable",
+            "maxFilterMessageSize",
+            "maxConsumeQueueScan",
+            "pullBatchMaxMessageCount",
+        ],
+        Class::NotUsed(
+            "pulls are bounded by maxTransferCountOnMessageInMemory and \
+             maxTransferBytesOnMessageInMemory; slow consumers are not cut off",
+        ),
+    ),
+    (
+        &[
+            "transactionOpMsgMaxSize",
+            "transactionOpBatchInterval",
+            "checkTransactionMessageEnable",
+        ],
+        Class::NotUsed(
+            "transaction state is kept by each shard and checked back every \
+             transactionCheckInterval; there is no op-message batching to tune",
+        ),
+    ),
+    (
+        &[
+            "highSpeedMode",
+            "regionId",
+            "startAcceptSendRequestTimeStamp",
+            "validateSystemTopicWhenUpdateTopic",
+            "clearRetryTopicWhenDeleteTopic",
+            "maxTopicLength",
+            "autoMessageVersionOnTopicLen",
+            "enabledAppendPropCRC",
+            "filterServerNums",
+        ],
+        Class::NotUsed(
+            "no behaviour to switch here: topic names are validated as Apache's defaults do \
+             (valid characters, no system-reserved names on update), records are written in \
+             the message version their topic length needs without a properties CRC (clients \
+             do not check one), and filter servers and region tags do not exist",
+        ),
+    ),
+    (
+        &["readUnCommitted"],
+        Class::NotUsed(
+            "true asks for no more than this broker does: readers see a record once it is \
+             stored (with SYNC_FLUSH once it is flushed); note that in controller mode reads \
+             are not held back until every in-sync replica has the record, whatever the key",
+        ),
+    ),
+    (
+        &["recallMessageEnable", "allowRecallWhenBrokerNotWriteable"],
+        Class::NotUsed(
+            "message recall (RECALL_MESSAGE) is not served; clients get \
+             REQUEST_CODE_NOT_SUPPORTED whatever the key says",
+        ),
+    ),
+];
+
+/// Keys the table holds that are not Apache 5.x fields: ours, or spellings of older Apache releases.
+pub const NOT_APACHE_5: &[&str] = &[
+    "aclFile",
+    "fastListenPort",
+    "listenAddress",
+    "logLevel",
+    "mapedFileSizeCommitLog",
+    "mapedFileSizeConsumeQueue",
+    "metricsPort",
+    "readBlockCacheBytes",
+    "readCacheBytes",
+    "serverFrameTimeoutSeconds",
+    "serverMaxConnectionsPerShard",
+    "serverMaxPendingResponseBytes",
+    "serverWriteStallTimeoutSeconds",
+    "shardCount",
+    "shardRouting",
+    "spinBeforeParkMicros",
+    // Apache's per-part store paths that 5.x derives from storePathRootDir (no fields there).
+    "storePathConsumeQueue",
+    "storePathIndex",
+    "storeCheckpoint",
+    // Apache 4.x keys still found in old broker.properties files.
+    "abortFile",
+    "checkTransactionMessageEnable",
+    "filterServerNums",
+];
+
+/// Apache's TLS settings (`tls.server.mode`, `tls.enable`, ...) are JVM system properties there,
+/// not broker.conf keys; one in a broker.conf still means its author wants TLS.
+const TLS: Refusal = Refusal {
+    when: When::NotOff,
+    why: "the broker's remoting ports speak plain TCP only (TLS is not built in the broker); \
+          remove the key, or terminate TLS in front of the broker; RocketMQ 5 SDKs get TLS from \
+          the gRPC proxy (tlsServerMode)",
+};
+
+/// The class of `key`, if it is a key of the table or a `tls.*` key.
+pub fn class_of(key: &str) -> Option<&'static Class> {
+    const TLS_CLASS: Class = Class::Refused(TLS);
+    if key.starts_with("tls.") {
+        return Some(&TLS_CLASS);
+    }
+    TABLE
+        .iter()
+        .find(|(keys, _)| keys.contains(&key))
+        .map(|(_, class)| class)
+}
+
+/// What `set` answers for a key it does not read: not used (with the reason), refused (an error
+/// naming the key and what to do), or unknown (probably a typo).
+pub fn unapplied(key: &str, value: &str) -> Result<Option<ConfigIssue>, LoadError> {
+    match class_of(key) {
+        Some(Class::NotUsed(reason)) => Ok(Some(ConfigIssue::Moot {
+            key: key.to_owned(),
+            reason: (*reason).to_owned(),
+        })),
+        Some(Class::Refused(r)) if r.when.refuses(value) => Err(LoadError::BadValue {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            reason: r.why.to_owned(),
+        }),
+        // An allowed value (e.g. `authenticationEnabled = false`) is what this broker does.
+        Some(Class::Refused(_)) => Ok(None),
+        // An applied key `set` did not read is a bug the tests catch; say so rather than guess.
+        Some(Class::Applied) | None => Ok(Some(ConfigIssue::Unknown(key.to_owned()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::config::BrokerConfig;
+
+    /// Apache's broker keys from the lists in `apache_keys/`, headers left out.
+    fn apache_keys() -> BTreeSet<&'static str> {
+        [
+            include_str!("apache_keys/BrokerConfig.txt"),
+            include_str!("apache_keys/MessageStoreConfig.txt"),
+            include_str!("apache_keys/NettyServerConfig.txt"),
+            include_str!("apache_keys/NettyClientConfig.txt"),
+            include_str!("apache_keys/AuthConfig.txt"),
+        ]
+        .iter()
+        .flat_map(|text| text.lines())
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .collect()
+    }
+
+    fn table_keys() -> Vec<&'static str> {
+        TABLE
+            .iter()
+            .flat_map(|(keys, _)| keys.iter().copied())
+            .collect()
+    }
+
+    #[test]
+    fn every_apache_key_is_classified() {
+        let missing: Vec<_> = apache_keys()
+            .into_iter()
+            .filter(|k| class_of(k).is_none())
+            .collect();
+        assert!(missing.is_empty(), "Apache keys with no class: {missing:?}");
+    }
+
+    #[test]
+    fn every_classified_key_is_apaches_or_ours_and_listed_once() {
+        let apache = apache_keys();
+        let stray: Vec<_> = table_keys()
+            .into_iter()
+            .filter(|k| !apache.contains(k) && !NOT_APACHE_5.contains(k))
+            .collect();
+        assert!(stray.is_empty(), "neither Apache's nor ours: {stray:?}");
+        let mut seen = BTreeSet::new();
+        let twice: Vec<_> = table_keys()
+            .into_iter()
+            .filter(|k| !seen.insert(*k))
+            .collect();
+        assert!(twice.is_empty(), "classified twice: {twice:?}");
+        // Every key of ours is in the table, so the list cannot hide a typo.
+        let unlisted: Vec<_> = NOT_APACHE_5
+            .iter()
+            .filter(|k| class_of(k).is_none())
+            .collect();
+        assert!(unlisted.is_empty(), "{unlisted:?}");
+    }
+
+    #[test]
+    fn applied_means_read_by_set_and_the_rest_is_not() {
+        let defaults = BrokerConfig::default().to_pairs();
+        for (keys, class) in TABLE {
+            for key in keys.iter().copied() {
+                let mut cfg = BrokerConfig::default();
+                match class {
+                    Class::Applied => {
+                        let value = defaults
+                            .iter()
+                            .find(|(k, _)| *k == key)
+                            .map_or("false".to_owned(), |(_, v)| v.clone());
+                        let read = match cfg.set(key, &value) {
+                            Ok(None) => true,
+                            // A value `set` parsed and rejected: the key is read.
+                            Err(crate::config::LoadError::BadValue { .. }) => true,
+                            Ok(Some(ConfigIssue::NotSupported(_))) => {
+                                super::super::store_paths::part(key).is_some()
+                            }
+                            Ok(Some(_)) | Err(_) => false,
+                        };
+                        assert!(
+                            read,
+                            "{key} is classified applied but `set` does not read it"
+                        );
+                    }
+                    Class::NotUsed(_) => assert!(
+                        matches!(cfg.set(key, "false"), Ok(Some(ConfigIssue::Moot { .. }))),
+                        "{key} is classified not used but `set` reads it"
+                    ),
+                    Class::Refused(r) => {
+                        let asking = match r.when {
+                            When::NotOff | When::NotEmpty | When::NotDefault(_) => "true",
+                            When::Above(_) => "99",
+                        };
+                        let err = cfg.set(key, asking).unwrap_err().to_string();
+                        assert!(err.contains(key) && err.contains(r.why), "{key}: {err}");
+                    }
+                }
+            }
+        }
+        for (key, _) in &defaults {
+            assert_eq!(
+                class_of(key),
+                Some(&Class::Applied),
+                "{key} is read but not classified applied"
+            );
+        }
+    }
+
+    #[test]
+    fn not_used_and_refused_keys_are_told_apart_from_typos() {
+        let mut cfg = BrokerConfig::default();
+        let issue = cfg.set("serverWorkerThreads", "16").unwrap().unwrap();
+        assert!(matches!(issue, ConfigIssue::Moot { .. }), "{issue:?}");
+        assert!(issue.to_string().contains("Netty"), "{issue}");
+        let typo = cfg.set("serverWorkerThread", "16").unwrap().unwrap();
+        assert_eq!(
+            typo.to_string(),
+            "unknown config key `serverWorkerThread` ignored"
+        );
+        let err = cfg
+            .set("authenticationEnabled", "true")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("authenticationEnabled"), "{err}");
+        assert!(err.contains("ACL 2.0 is not supported yet"), "{err}");
+        assert!(
+            err.contains("aclEnable") && err.contains("plain_acl.yml"),
+            "{err}"
+        );
+        assert!(cfg.set("authorizationEnabled", "true").is_err());
+        assert!(cfg
+            .set("initAuthenticationUser", "{\"username\":\"u\"}")
+            .is_err());
+        // Off is what this broker does: accepted, and said so.
+        assert_eq!(cfg.set("authenticationEnabled", "false").unwrap(), None);
+        assert!(cfg.set("tls.server.mode", "enforcing").is_err());
+        assert_eq!(cfg.set("tls.server.mode", "disabled").unwrap(), None);
+        assert!(cfg.set("inSyncReplicas", "3").is_err());
+        assert!(cfg.set("inSyncReplicas", "2").is_ok());
+        assert!(cfg.set("useTLS", "true").is_err());
+    }
+}
