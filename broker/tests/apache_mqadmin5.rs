@@ -238,12 +238,68 @@ fn apache_mqadmin_5_commands_against_our_cluster() {
         prints(&["delete kv config from namespace success"]),
     );
 
-    // The 5.x commands our broker does not answer yet.
+    // topicStatus reads the topic's config first (GET_TOPIC_CONFIG).
     check(
         &admin,
         &["topicStatus", "-t", TOPIC],
-        Expect::Unsupported(351, "GET_TOPIC_CONFIG"),
+        prints(&["#Broker Name", "broker-t-0", "broker-t-1"]),
     );
+
+    // RocketMQ 5 topic attributes: set with Apache's tool, kept by our broker under Apache's rules.
+    let typed = "Admin5Typed";
+    check(
+        &admin,
+        &[
+            "updateTopic",
+            "-c",
+            "TestCluster",
+            "-t",
+            typed,
+            "-a",
+            "+message.type=FIFO",
+        ],
+        prints(&[
+            "attributes={+message.type=FIFO}",
+            &format!("create topic to {first} success"),
+        ]),
+    );
+    let out = admin.run(&[
+        "updateTopic",
+        "-c",
+        "TestCluster",
+        "-t",
+        typed,
+        "-a",
+        "+cleanup.policy=COMPACTION",
+    ]);
+    assert!(
+        out.contains("command failed")
+            && out.contains("attempt to update an unchangeable attribute. key: cleanup.policy"),
+        "changing cleanup.policy was not refused with Apache's reason:\n{out}"
+    );
+    for addr in addrs {
+        let stored = run_local(async move {
+            let c = connect(addr).await;
+            let r = c
+                .invoke(
+                    protocol::RemotingCommand::request(protocol::request_code::GET_TOPIC_CONFIG)
+                        .with_ext("topic", typed),
+                    TIMEOUT,
+                )
+                .await
+                .expect("GET_TOPIC_CONFIG answered");
+            let tc: protocol::body::TopicConfig = protocol::body::from_json(&r.body).expect("body");
+            tc.attributes
+        });
+        assert_eq!(
+            stored.get("message.type").map(String::as_str),
+            Some("FIFO"),
+            "{addr}: {stored:?}"
+        );
+        assert_eq!(stored.len(), 1, "{addr}: {stored:?}");
+    }
+
+    // The 5.x commands our broker does not answer yet.
     check(
         &admin,
         &["haStatus", "-b", &first],
