@@ -101,7 +101,7 @@ pub(crate) struct Inner {
     /// Compacted and `reserve.time` topics, as the broker set them.
     pub policies: RefCell<crate::policy::TopicPolicies>,
     /// The compacted logs of this shard's compacted queues.
-    pub compacted: RefCell<crate::compaction::CompactedLogs>,
+    pub compacted: RefCell<crate::compaction::logs::CompactedLogs>,
     /// Serializes compaction passes (timer and on demand).
     pub compaction_lock: glommio::sync::Semaphore,
 }
@@ -123,7 +123,7 @@ impl MessageStore {
         let epochs = EpochFile::load(&cfg.root_dir)?;
         let rec = crate::recovery::recover(&cfg).await?;
         let writer = CheckpointWriter::open(&cfg.root_dir, rec.checkpoint_seq).await?;
-        let compacted = crate::compaction::load_all(&cfg.root_dir).await?;
+        let compacted = crate::compaction::logs::load_all(&cfg.root_dir).await?;
         let queues: QueueMap = rec
             .queues
             .into_iter()

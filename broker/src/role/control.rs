@@ -102,6 +102,7 @@ pub async fn change_topic(shard: &Rc<Shard>, upsert: Option<TopicConfig>, remove
         }
         table.data_version
     };
+    crate::feature::topic_policy::push(shard);
     persist_topics(shard).await;
     broadcast(
         shard,

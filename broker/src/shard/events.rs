@@ -65,6 +65,8 @@ pub fn apply(shard: &Shard, event: ShardEvent) {
                 table.topics.remove(&name);
             }
             table.data_version = version;
+            drop(table);
+            crate::feature::topic_policy::push(shard);
         }
         ShardEvent::GroupsChanged {
             upsert,

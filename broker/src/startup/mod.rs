@@ -95,6 +95,9 @@ pub fn store_config(cfg: &BrokerConfig, shard: usize) -> Result<StoreConfig, Bro
         .collect();
     sc.read_cache_bytes = cfg.read_cache_bytes as u64;
     sc.read_block_cache_bytes = cfg.read_block_cache_bytes as u64;
+    sc.enable_compaction = cfg.enable_compaction;
+    sc.compaction_interval_ms = cfg.compaction_schedule_interval_ms;
+    sc.max_offset_map_size = cfg.max_offset_map_size;
     // In controller mode any replica may become master without a restart.
     sc.consume_durable_only = cfg.flush_disk_type == FlushDiskType::SyncFlush
         && (cfg.broker_role != crate::config::BrokerRole::Slave || cfg.controller.enabled);
@@ -207,6 +210,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
         offsets,
         control,
     }));
+    crate::feature::topic_policy::start(&shard);
     let weak = Rc::downgrade(&shard);
     shard
         .store
