@@ -63,9 +63,11 @@ mod tests {
         c.attributes
             .insert("cleanup.policy".to_owned(), "COMPACTION".to_owned());
         let mut r = TopicConfig::new("R", 4);
-        r.attributes.insert("reserve.time".to_owned(), "48".to_owned());
+        r.attributes
+            .insert("reserve.time".to_owned(), "48".to_owned());
         let mut z = TopicConfig::new("Z", 4);
-        z.attributes.insert("reserve.time".to_owned(), "-1".to_owned());
+        z.attributes
+            .insert("reserve.time".to_owned(), "-1".to_owned());
         for tc in [c, r, z, TopicConfig::new("P", 4)] {
             table.topics.insert(tc.topic_name.clone(), tc);
         }
