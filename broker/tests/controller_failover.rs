@@ -8,6 +8,8 @@
 //! - The master is cut off by a network partition (it runs in a network namespace of the test's, where
 //!   nftables drops every packet): a new master is elected; after the heal the old one follows it.
 //!
+//! The SIGKILL case also checks a RocketMQ 5 topic attribute set on the old master is on the new one.
+//!
 //! Each prints the time from the master's death (or isolation) to the first acknowledged send on the
 //! new master: a benchmark figure, not an assertion.
 
@@ -233,10 +235,11 @@ impl Group {
         let namesrv = SocketAddr::from((Ipv4Addr::UNSPECIFIED, free_port()));
         common::start_namesrv_in_process_with(common::namesrv_config(namesrv));
         let controllers = Controllers::start(controllers, IpAddr::V4(host_ip));
+        // slaveReadEnable: the checks read every replica's queues, which RocketMQ 5 refuses without it.
         let extra = format!(
             "enableControllerMode = true\ncontrollerAddr = \"{}\"\nnamesrvAddr = \"{host_ip}:{}\"\n\
              flushDiskType = \"SYNC_FLUSH\"\nallAckInSyncStateSet = true\nregisterNameServerPeriod = 1000\n\
-             syncFlushTimeout = 3000\n{extra}\n",
+             syncFlushTimeout = 3000\nslaveReadEnable = true\n{extra}\n",
             controllers.list(),
             namesrv.port()
         );
@@ -437,6 +440,63 @@ impl Producer {
     }
 }
 
+const TYPED_TOPIC: &str = "FailoverTyped";
+
+/// Creates `topic` with RocketMQ 5 attribute changes (`+k=v`).
+fn set_attribute(addr: SocketAddr, topic: &str, change: &str) {
+    let header = protocol::header::CreateTopicRequestHeader {
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        read_queue_nums: 2,
+        write_queue_nums: 2,
+        perm: 6,
+        topic_filter_type: "SINGLE_TAG".into(),
+        topic_sys_flag: None,
+        order: None,
+        attributes: Some(change.into()),
+        force: None,
+    };
+    let r = run_local(async move {
+        let c = Client::connect(addr, Duration::from_secs(2)).await.unwrap();
+        c.invoke(
+            RemotingCommand::request(request_code::UPDATE_AND_CREATE_TOPIC)
+                .with_ext_fields(protocol::header::CommandHeader::to_ext_fields(&header)),
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap()
+    });
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+}
+
+/// Waits until the broker at `addr` holds `message.type` = `want` for TYPED_TOPIC (GET_TOPIC_CONFIG).
+fn wait_message_type(addr: SocketAddr, want: &str) {
+    let start = Instant::now();
+    loop {
+        let got = run_local(async move {
+            let c = Client::connect(addr, Duration::from_secs(2)).await.ok()?;
+            let r = c
+                .invoke(
+                    RemotingCommand::request(request_code::GET_TOPIC_CONFIG)
+                        .with_ext("topic", TYPED_TOPIC),
+                    Duration::from_secs(2),
+                )
+                .await
+                .ok()?;
+            let tc: protocol::body::TopicConfig = protocol::body::from_json(&r.body).ok()?;
+            tc.attributes.get("message.type").cloned()
+        });
+        if got.as_deref() == Some(want) {
+            return;
+        }
+        assert!(
+            start.elapsed() < LIMIT,
+            "{addr} never held {TYPED_TOPIC} with message.type={want} (has {got:?})"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// Waits until both brokers' queues are identical (a replica holds exactly its master's messages).
 fn wait_same_queues(replica: &str, master: &str) {
     let start = Instant::now();
@@ -462,12 +522,22 @@ fn master_sigkill_under_sync_sends_elects_an_in_sync_replica_and_loses_nothing_a
         seq: 0,
     };
     producer.send_ok(&master_addr, 200);
+    // A RocketMQ 5 topic attribute, copied to every replica with the topic table before the kill.
+    set_attribute(
+        shard_broker(&master_addr, 0),
+        TYPED_TOPIC,
+        "+message.type=FIFO",
+    );
+    for i in (0..group.brokers.len()).filter(|i| *i != master) {
+        wait_message_type(shard_broker(&group.addr(i), 0), "FIFO");
+    }
     group.brokers[master].kill9();
     let killed = Instant::now();
 
     let (new_master, _) =
         producer.send_through_failover(&group, &master_addr, first.epoch, killed, 200);
     producer.check_on(&new_master, "new master");
+    wait_message_type(shard_broker(&new_master, 0), "FIFO");
 
     // The old master returns as a replica of the new epoch and catches up.
     group.brokers[master].restart();
