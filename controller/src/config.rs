@@ -5,6 +5,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::config_class::{self, Class};
+use crate::config_keys;
+
 /// Scan for silent brokers every this many ms. Apache's default is 5000; 1000 keeps master death to
 /// new master within the 5 s goal with the default heartbeat timeout.
 pub const DEFAULT_SCAN_NOT_ACTIVE_BROKER_INTERVAL_MS: u64 = 1000;
@@ -148,16 +151,34 @@ impl ControllerConfig {
                 Ok(n) => self.limits.max_pending_response_bytes = n.max(64 * 1024),
                 Err(_) => return Err(format!("{key}: expected a byte count, got {value:?}")),
             },
-            // Apache's choice of consensus library; here it is always openraft.
-            "controllerType" => tracing::info!("controllerType={value} ignored: openraft is used"),
             _ => return Err(format!("unknown controller setting {key}")),
         }
         Ok(())
     }
 
+    /// Applies one key of a config file: keys `set` reads are applied, the others classified
+    /// (`config_keys`). `Ok(Some(warning))` for a key not used or not known.
+    pub fn read_key(&mut self, key: &str, value: &str) -> Result<Option<String>, String> {
+        match config_keys::class_of(key) {
+            Some(Class::Applied) => self.set(key, value).map(|()| None),
+            class => config_class::unapplied(class, key, value),
+        }
+    }
+
     /// Reads a Java-properties-like file (`key = value` or `key=value`, `#` comments, TOML-style
-    /// quotes tolerated) over the defaults, then checks it.
+    /// quotes tolerated) over the defaults, then checks it. Keys not used or not known are logged.
     pub fn from_file_text(text: &str) -> Result<Self, String> {
+        let (config, warnings) = Self::from_file_text_reporting(text)?;
+        for warning in warnings {
+            tracing::warn!("{warning}");
+        }
+        Ok(config)
+    }
+
+    /// `from_file_text`, answering the warnings instead of logging them.
+    pub fn from_file_text_reporting(text: &str) -> Result<(Self, Vec<String>), String> {
+        let mut warnings = Vec::new();
+        let mut listen_port = None;
         let mut config = ControllerConfig::default();
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -168,12 +189,30 @@ impl ControllerConfig {
                 return Err(format!("line {}: expected key = value", n + 1));
             };
             let value = value.trim().trim_matches('"');
-            config
-                .set(key.trim(), value)
-                .map_err(|e| format!("line {}: {e}", n + 1))?;
+            if key.trim() == "listenPort" {
+                listen_port = Some(value.to_owned());
+            }
+            if let Some(warning) = config
+                .read_key(key.trim(), value)
+                .map_err(|e| format!("line {}: {e}", n + 1))?
+            {
+                warnings.push(warning);
+            }
         }
         config.check()?;
-        Ok(config)
+        // Brokers reach the controller at its peer address; a different listenPort would leave
+        // them knocking at a port nobody serves.
+        if let (Some(port), Some(addr)) = (listen_port, config.self_addr()) {
+            if port.trim() != addr.port().to_string() {
+                return Err(format!(
+                    "config key `listenPort` has an invalid value `{port}`: the controller \
+                     listens on its controllerDLegerPeers address {addr}; remove the key or \
+                     set it to {}",
+                    addr.port()
+                ));
+            }
+        }
+        Ok((config, warnings))
     }
 
     /// A config that can run: peers given, the self id among them, a store path.
@@ -267,10 +306,24 @@ mod tests {
             c.scan_not_active_broker_interval,
             Duration::from_millis(500)
         );
-        let err =
-            ControllerConfig::from_file_text("controllerDLegerPeers = n0-127.0.0.1:1\nbogus = 1\n")
-                .unwrap_err();
-        assert!(err.contains("unknown controller setting bogus"), "{err}");
+        // A typo is reported and ignored, as the broker does; an Apache key not used says why.
+        let (_, warnings) = ControllerConfig::from_file_text_reporting(
+            "controllerDLegerPeers = n0-127.0.0.1:1\nbogus = 1\ncontrollerThreadPoolNums = 4\n",
+        )
+        .unwrap();
+        assert_eq!(warnings[0], "unknown config key `bogus` ignored");
+        assert!(
+            warnings[1].contains("`controllerThreadPoolNums` is accepted but not used"),
+            "{warnings:?}"
+        );
+        let err = ControllerConfig::from_file_text(
+            "controllerDLegerPeers = n0-127.0.0.1:1\njRaftInitConf = 127.0.0.1:1\n",
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("jRaftInitConf") && err.contains("controllerDLegerPeers"),
+            "{err}"
+        );
         let err = ControllerConfig::from_file_text(
             "controllerDLegerPeers = n0-127.0.0.1:1\ncontrollerDLegerSelfId = n4\n",
         )

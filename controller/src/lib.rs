@@ -3,6 +3,8 @@
 //! master when one goes silent.
 
 pub mod config;
+pub mod config_class;
+pub mod config_keys;
 pub mod controller;
 pub mod processor;
 pub mod raft;

@@ -7,6 +7,8 @@
 #![warn(clippy::indexing_slicing)]
 
 pub mod config;
+pub mod config_file;
+pub mod config_keys;
 pub mod kv_config;
 mod name_server;
 mod processor;

@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
-use namesrv::{Args, NamesrvConfig};
+use namesrv::Args;
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
@@ -16,14 +16,18 @@ fn main() -> ExitCode {
         .with_ansi(std::io::stderr().is_terminal())
         .init();
     let args = Args::parse();
-    let controller = match args.controller() {
-        Ok(c) => c,
+    let (config, controller) = match args.resolve().and_then(|(config, warnings)| {
+        for warning in warnings {
+            tracing::warn!("{warning}");
+        }
+        args.controller(&config).map(|c| (config, c))
+    }) {
+        Ok(resolved) => resolved,
         Err(e) => {
             eprintln!("namesrv: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let config = NamesrvConfig::from(args);
     let result = namesrv::run_with_controller(config, controller, |addr| {
         // One line on stdout so scripts and tests can learn the port when they passed port 0.
         let mut out = std::io::stdout().lock();

@@ -1,0 +1,260 @@
+//! Every Apache RocketMQ 5.x controller key (ControllerConfig, JraftConfig and the Netty configs
+//! that `mqcontroller -c` reads, listed in `apache_keys/`) and what this controller does with it.
+
+use crate::config_class::{Class, Refusal, When};
+
+/// One row of the table: keys that share a class (and reason).
+pub type Group = (&'static [&'static str], Class);
+
+const NETTY: &str = "Netty/epoll tuning: connections are glommio (io_uring) sockets, bounded by \
+     serverMaxConnectionsPerShard, serverMaxPendingResponseBytes, \
+     serverWriteStallTimeoutSeconds and serverFrameTimeoutSeconds";
+const NETTY_CLIENT: &str = "tuning of Netty's client: the controller's own calls (role-change \
+     notices to brokers, raft messages to peers) use fixed timeouts";
+const THREADS: &str = "a JVM thread pool or its queue: requests are served on one glommio \
+     executor and raft runs on its own thread";
+const METRICS: &str = "an OpenTelemetry exporter setting: the controller exports no metrics; \
+     GET_METADATA_INFO and the brokers' metrics show its state";
+const JRAFT_PEERS: &str = "the raft group is openraft's, described by controllerDLegerGroup, \
+     controllerDLegerPeers and controllerDLegerSelfId; set those instead";
+
+/// The table: every Apache key in one row.
+pub const TABLE: &[Group] = &[
+    (
+        &[
+            "controllerDLegerGroup",
+            "controllerDLegerPeers",
+            "controllerDLegerSelfId",
+            "controllerStorePath",
+            "scanNotActiveBrokerInterval",
+            "enableElectUncleanMaster",
+            "notifyBrokerRoleChanged",
+            "serverChannelMaxIdleTimeSeconds",
+            // Ours, and the broker's key for the heartbeat timeout.
+            "controllerHeartBeatTimeoutMills",
+            "raftSnapshotLogs",
+            "serverMaxConnectionsPerShard",
+            "serverFrameTimeoutSeconds",
+            "serverWriteStallTimeoutSeconds",
+            "serverMaxPendingResponseBytes",
+        ],
+        Class::Applied,
+    ),
+    (
+        &[
+            "jRaftGroupId",
+            "jRaftServerId",
+            "jRaftInitConf",
+            "jRaftControllerRPCAddr",
+        ],
+        Class::Refused(Refusal {
+            when: When::NotEmpty,
+            why: JRAFT_PEERS,
+        }),
+    ),
+    (
+        &["configBlackList"],
+        Class::Refused(Refusal {
+            when: When::NotDefault("configBlackList;configStorePath"),
+            why: "UPDATE_CONTROLLER_CONFIG here refuses the raft group, its storage and the \
+                  connection limits and takes no list of further keys to lock; remove the key",
+        }),
+    ),
+    (
+        &[
+            "serverWorkerThreads",
+            "serverCallbackExecutorThreads",
+            "serverSelectorThreads",
+            "serverOnewaySemaphoreValue",
+            "serverAsyncSemaphoreValue",
+            "serverSocketSndBufSize",
+            "serverSocketRcvBufSize",
+            "writeBufferHighWaterMark",
+            "writeBufferLowWaterMark",
+            "serverSocketBacklog",
+            "serverNettyWorkerGroupEnable",
+            "serverPooledByteBufAllocatorEnable",
+            "enableShutdownGracefully",
+            "shutdownWaitTimeSeconds",
+            "useEpollNativeSelector",
+        ],
+        Class::NotUsed(NETTY),
+    ),
+    (
+        &[
+            "clientWorkerThreads",
+            "clientCallbackExecutorThreads",
+            "clientOnewaySemaphoreValue",
+            "clientAsyncSemaphoreValue",
+            "connectTimeoutMillis",
+            "channelNotActiveInterval",
+            "isScanAvailableNameSrv",
+            "clientChannelMaxIdleTimeSeconds",
+            "clientSocketSndBufSize",
+            "clientSocketRcvBufSize",
+            "clientPooledByteBufAllocatorEnable",
+            "clientCloseSocketIfTimeout",
+            "disableCallbackExecutor",
+            "disableNettyWorkerGroup",
+            "maxReconnectIntervalTimeSeconds",
+            "enableReconnectForGoAway",
+        ],
+        Class::NotUsed(NETTY_CLIENT),
+    ),
+    (
+        &["useTLS"],
+        Class::Refused(Refusal {
+            when: When::NotOff,
+            why: "the controller's connections are plain TCP (TLS is not built); remove the key, \
+                  or encrypt the links outside the controller (a VPN or a TLS tunnel)",
+        }),
+    ),
+    (
+        &["socksProxyConfig"],
+        Class::Refused(Refusal {
+            when: When::NotDefault("{}"),
+            why: "the controller connects to brokers and peers directly, never through a SOCKS \
+                  proxy; remove the key",
+        }),
+    ),
+    (
+        &["listenPort", "bindAddress"],
+        Class::NotUsed(
+            "the controller serves brokers, admin tools and its peers on its own \
+             controllerDLegerPeers address; a listenPort other than that address's port is \
+             refused",
+        ),
+    ),
+    (
+        &[
+            "controllerThreadPoolNums",
+            "controllerRequestThreadPoolQueueCapacity",
+        ],
+        Class::NotUsed(THREADS),
+    ),
+    (
+        &[
+            "metricsExporterType",
+            "metricsGrpcExporterTarget",
+            "metricsGrpcExporterHeader",
+            "metricGrpcExporterTimeOutInMills",
+            "metricGrpcExporterIntervalInMills",
+            "metricLoggingExporterIntervalInMills",
+            "metricsPromExporterPort",
+            "metricsPromExporterHost",
+            "metricsLabel",
+            "metricsInDelta",
+        ],
+        Class::NotUsed(METRICS),
+    ),
+    (
+        &[
+            "controllerType",
+            "jraftConfig",
+            "mappedFileSize",
+            "jRaftElectionTimeoutMs",
+            "jRaftScanWaitTimeoutMs",
+            "jRaftSnapshotIntervalSecs",
+        ],
+        Class::NotUsed(
+            "the consensus library is always openraft, with its own log files under \
+             controllerStorePath, election timeouts and snapshots every raftSnapshotLogs entries",
+        ),
+    ),
+    (
+        &["isProcessReadEvent"],
+        Class::NotUsed(
+            "reads are always linearizable here: the leader confirms its leadership with a \
+             quorum before it answers",
+        ),
+    ),
+    (
+        &["electMasterMaxRetryCount", "scanInactiveMasterInterval"],
+        Class::NotUsed(
+            "elections run on every scanNotActiveBrokerInterval tick until a master is chosen, \
+             so there is no retry count or separate master scan to set",
+        ),
+    ),
+    (
+        &["rocketmqHome", "configStorePath"],
+        Class::NotUsed(
+            "the config is the file given with -c; changes made at run time \
+             (UPDATE_CONTROLLER_CONFIG) last until the controller restarts",
+        ),
+    ),
+];
+
+/// Keys the table holds that are not Apache 5.x controller fields: ours, or the broker's.
+pub const NOT_APACHE_5: &[&str] = &[
+    "controllerHeartBeatTimeoutMills",
+    "raftSnapshotLogs",
+    "serverMaxConnectionsPerShard",
+    "serverFrameTimeoutSeconds",
+    "serverWriteStallTimeoutSeconds",
+    "serverMaxPendingResponseBytes",
+];
+
+/// The class of `key`, if it is in the table.
+pub fn class_of(key: &str) -> Option<&'static Class> {
+    TABLE
+        .iter()
+        .find(|(keys, _)| keys.contains(&key))
+        .map(|(_, class)| class)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+    use crate::ControllerConfig;
+
+    fn apache_keys() -> BTreeSet<&'static str> {
+        [
+            include_str!("apache_keys/ControllerConfig.txt"),
+            include_str!("apache_keys/JraftConfig.txt"),
+            include_str!("apache_keys/NettyServerConfig.txt"),
+            include_str!("apache_keys/NettyClientConfig.txt"),
+        ]
+        .iter()
+        .flat_map(|text| text.lines())
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .collect()
+    }
+
+    #[test]
+    fn every_apache_key_is_classified_and_every_classified_key_is_known() {
+        let apache = apache_keys();
+        let missing: Vec<_> = apache.iter().filter(|k| class_of(k).is_none()).collect();
+        assert!(missing.is_empty(), "Apache keys with no class: {missing:?}");
+        let keys: Vec<&str> = TABLE.iter().flat_map(|(k, _)| k.iter().copied()).collect();
+        let stray: Vec<_> = keys
+            .iter()
+            .filter(|k| !apache.contains(*k) && !NOT_APACHE_5.contains(k))
+            .collect();
+        assert!(stray.is_empty(), "neither Apache's nor ours: {stray:?}");
+        let mut seen = BTreeSet::new();
+        let twice: Vec<_> = keys.iter().filter(|k| !seen.insert(**k)).collect();
+        assert!(twice.is_empty(), "classified twice: {twice:?}");
+    }
+
+    #[test]
+    fn applied_means_read_by_set_and_the_rest_is_not() {
+        let defaults = ControllerConfig::default().to_properties();
+        for (keys, class) in TABLE {
+            for key in keys.iter().copied() {
+                let mut config = ControllerConfig::default();
+                let known = match config.set(key, "1") {
+                    Ok(()) => true,
+                    Err(e) => !e.starts_with("unknown controller setting"),
+                };
+                assert_eq!(known, *class == Class::Applied, "{key}: {class:?}");
+            }
+        }
+        for line in defaults.lines() {
+            let key = line.split('=').next().unwrap_or_default();
+            assert_eq!(class_of(key), Some(&Class::Applied), "{key}");
+        }
+    }
+}
