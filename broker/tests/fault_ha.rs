@@ -131,7 +131,7 @@ fn start_pair(extra: &str) -> Option<(Broker, FaultProxy, Broker)> {
     let slave = Broker::builder()
         .bin(fault_broker_bin())
         .extra(&format!(
-            "{extra}brokerRole = \"SLAVE\"\nbrokerId = 1\nhaMasterAddress = \"{}\"\n",
+            "{extra}brokerRole = \"SLAVE\"\nbrokerId = 1\nslaveReadEnable = true\nhaMasterAddress = \"{}\"\n",
             proxy.addr()
         ))
         .start();

@@ -149,7 +149,8 @@ fn lossy_replication_link_loses_nothing_acknowledged_by_a_sync_master() {
     ));
     let slave = Broker::builder()
         .extra(&format!(
-            "shardCount = 1\nbrokerRole = \"SLAVE\"\nbrokerId = 1\ndiskMaxUsedSpaceRatio = 99\n\
+            "shardCount = 1\nbrokerRole = \"SLAVE\"\nbrokerId = 1\nslaveReadEnable = true\n\
+             diskMaxUsedSpaceRatio = 99\n\
              haMasterAddress = \"{}:{}\"\n",
             ns.host_ip,
             master.port + 1
