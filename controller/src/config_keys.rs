@@ -257,4 +257,11 @@ mod tests {
             assert_eq!(class_of(key), Some(&Class::Applied), "{key}");
         }
     }
+
+    #[test]
+    fn docs_configuration_md_lists_this_table() {
+        let doc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
+        crate::config_class::check_doc(&doc, "controller", &crate::config_class::render(TABLE))
+            .unwrap();
+    }
 }

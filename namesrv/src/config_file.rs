@@ -45,9 +45,8 @@ impl FileSettings {
                 Some(Class::Applied) => settings.set(&key, &value).map(|_| None),
                 class => config_class::unapplied(class, &key, &value),
             };
-            match outcome.map_err(|e| format!("{}: {e}", path.display()))? {
-                Some(warning) => warnings.push(warning),
-                None => {}
+            if let Some(warning) = outcome.map_err(|e| format!("{}: {e}", path.display()))? {
+                warnings.push(warning);
             }
         }
         Ok((settings, warnings))

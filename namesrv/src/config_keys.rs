@@ -215,4 +215,15 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn docs_configuration_md_lists_this_table() {
+        let doc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
+        controller::config_class::check_doc(
+            &doc,
+            "name server",
+            &controller::config_class::render(TABLE),
+        )
+        .unwrap();
+    }
 }

@@ -58,6 +58,82 @@ impl When {
     }
 }
 
+/// The table as a markdown section for docs/configuration.md: applied keys, refused keys with the
+/// values refused and why, not-used keys by reason.
+pub fn render(table: &[(&[&str], Class)]) -> String {
+    let keys = |ks: &[&str]| {
+        ks.iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let count = |f: &dyn Fn(&Class) -> bool| -> usize {
+        table
+            .iter()
+            .filter(|(_, c)| f(c))
+            .map(|(k, _)| k.len())
+            .sum()
+    };
+    let mut out = format!(
+        "{} keys: {} applied, {} refused for some values, {} not used.\n\n**Applied**: ",
+        table.iter().map(|(k, _)| k.len()).sum::<usize>(),
+        count(&|c| matches!(c, Class::Applied)),
+        count(&|c| matches!(c, Class::Refused(_))),
+        count(&|c| matches!(c, Class::NotUsed(_))),
+    );
+    let applied: Vec<&str> = table
+        .iter()
+        .filter(|(_, c)| *c == Class::Applied)
+        .flat_map(|(k, _)| k.iter().copied())
+        .collect();
+    out.push_str(&keys(&applied));
+    out.push_str("\n\n**Refused** (the server does not start):\n\n");
+    for (ks, class) in table {
+        if let Class::Refused(r) = class {
+            out.push_str(&format!(
+                "- {}: {}. {}\n",
+                keys(ks),
+                r.when.describe(),
+                r.why
+            ));
+        }
+    }
+    out.push_str("\n**Not used** (a warning at start names the key and the reason):\n\n");
+    for (ks, class) in table {
+        if let Class::NotUsed(why) = class {
+            out.push_str(&format!("- {}: {}\n", keys(ks), why));
+        }
+    }
+    out
+}
+
+/// Checks (or with `UPDATE_CONFIG_DOC=1` rewrites) the part of docs/configuration.md between
+/// `<!-- {name} keys begin -->` and `<!-- {name} keys end -->`.
+pub fn check_doc(doc: &std::path::Path, name: &str, section: &str) -> Result<(), String> {
+    let text = std::fs::read_to_string(doc).map_err(|e| format!("{}: {e}", doc.display()))?;
+    let begin = format!("<!-- {name} keys begin -->\n");
+    let end = format!("<!-- {name} keys end -->");
+    let (Some(b), Some(e)) = (text.find(&begin), text.find(&end)) else {
+        return Err(format!("{} lacks the {name} markers", doc.display()));
+    };
+    let from = b + begin.len();
+    if text.get(from..e) == Some(section) {
+        return Ok(());
+    }
+    if std::env::var_os("UPDATE_CONFIG_DOC").is_some() {
+        let new = format!(
+            "{}{section}{}",
+            text.get(..from).unwrap_or_default(),
+            text.get(e..).unwrap_or_default()
+        );
+        return std::fs::write(doc, new).map_err(|e| e.to_string());
+    }
+    Err(format!(
+        "{} is out of date for the {name}: run the tests with UPDATE_CONFIG_DOC=1",
+        doc.display()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1082,4 +1082,11 @@ mod tests {
         assert!(cfg.set("inSyncReplicas", "2").is_ok());
         assert!(cfg.set("useTLS", "true").is_err());
     }
+
+    #[test]
+    fn docs_configuration_md_lists_this_table() {
+        let doc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
+        crate::config::class::check_doc(&doc, "broker", &crate::config::class::render(TABLE))
+            .unwrap();
+    }
 }
