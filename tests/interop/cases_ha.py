@@ -47,8 +47,10 @@ class HaCluster(harness.Cluster):
         config = os.path.join(self.workdir, "slave.toml")
         with open(self._broker_config()) as f:
             text = f.read()
-        # slaveReadEnable: the check below pulls from the slave, which RocketMQ 5 refuses without it.
-        text = (text.replace('brokerRole = "SYNC_MASTER"', 'brokerRole = "SLAVE"\nslaveReadEnable = true')
+        # slaveReadEnable: the checks pull from the slave, which RocketMQ 5 refuses without it.
+        if "slaveReadEnable" not in text:
+            text += "slaveReadEnable = true\n"
+        text = (text.replace('brokerRole = "SYNC_MASTER"', 'brokerRole = "SLAVE"')
                 .replace("brokerId = 0", "brokerId = 1")
                 .replace("listenPort = %d" % self.broker_port, "listenPort = %d" % self.slave_port)
                 .replace(self.store, self.store + "-slave"))

@@ -34,6 +34,7 @@ import cases_adminstats  # noqa: E402,F401
 import cases_java  # noqa: E402,F401
 import cases_failover  # noqa: E402,F401
 import cases_go  # noqa: E402,F401
+import cases_slave_read  # noqa: E402,F401
 import harness  # noqa: E402
 
 
