@@ -7,6 +7,9 @@ use crate::error::StoreError;
 use crate::offset::local_of;
 use crate::store::MessageStore;
 
+/// Units looked at for the first record of a floor.
+const FLOOR_SCAN: i64 = 256;
+
 /// A queue that holds back retention, and from where.
 #[derive(Debug, Clone)]
 pub(crate) struct Floor {
@@ -49,7 +52,12 @@ impl MessageStore {
             if from >= max {
                 continue;
             }
-            if let Some(unit) = self.unit_at(&topic, queue_id, from).await? {
+            // The first unit present from there (an empty slot is skipped, never taken as "none").
+            let first = self
+                .units(&topic, queue_id, from, FLOOR_SCAN)
+                .await?
+                .and_then(|u| u.into_iter().find_map(|(_, e)| e));
+            if let Some(unit) = first {
                 out.push(Floor {
                     topic,
                     queue_id,

@@ -540,10 +540,13 @@ impl MessageStore {
         out
     }
 
-    /// Drops a topic's ConsumeQueues (files included). Its records stay in the CommitLog until retention.
+    /// Drops a topic's ConsumeQueues and compacted logs (files included). Its records stay in the
+    /// CommitLog until retention.
     /// Waits for a ConsumeQueue flush in progress: it would recreate the directory, or glommio would
     /// panic on a file of it opened just before the directory went.
     pub async fn delete_topic(&self, topic: &str) {
+        // A compaction pass of the topic finishes first: it would write its log back afterwards.
+        let _compaction = self.inner.compaction_lock.acquire_permit(1).await.ok();
         let _permit = self.inner.maintenance.acquire_permit(1).await.ok();
         let removed = self.inner.queues.borrow_mut().remove(topic);
         self.drop_compacted(topic);
