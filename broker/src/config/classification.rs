@@ -99,6 +99,8 @@ pub const TABLE: &[Group] = &[
             "deleteWhen",
             "fileReservedTime",
             "diskMaxUsedSpaceRatio",
+            "diskSpaceWarningLevelRatio",
+            "diskSpaceCleanForciblyRatio",
             "cleanFileForciblyEnable",
             "autoCreateTopicEnable",
             "autoCreateSubscriptionGroup",
@@ -725,13 +727,6 @@ pub const TABLE: &[Group] = &[
             "maxTransferBytesOnMessageInDisk",
         ],
         Class::NotUsed(MOOT_DISK),
-    ),
-    (
-        &["diskSpaceWarningLevelRatio", "diskSpaceCleanForciblyRatio"],
-        Class::NotUsed(
-            "fixed at Apache's defaults here: writes are refused above 90% disk use and \
-             unexpired segments deleted above 85% (with cleanFileForciblyEnable)",
-        ),
     ),
     (
         &[

@@ -81,6 +81,11 @@ pub struct BrokerConfig {
     pub delete_when: String,
     pub file_reserved_time_hours: u64,
     pub disk_max_used_space_ratio: u32,
+    /// `diskSpaceWarningLevelRatio`: above this disk use the store refuses writes (90%).
+    pub disk_space_warning_level_ratio: u32,
+    /// `diskSpaceCleanForciblyRatio`: above this, with `cleanFileForciblyEnable`, unexpired
+    /// segments are deleted oldest first (85%).
+    pub disk_space_clean_forcibly_ratio: u32,
     /// `cleanFileForciblyEnable`: delete unexpired segments when the disk is over 85% full.
     pub clean_file_forcibly_enable: bool,
     pub auto_create_topic_enable: bool,
@@ -189,6 +194,8 @@ impl Default for BrokerConfig {
             delete_when: "04".into(),
             file_reserved_time_hours: 72,
             disk_max_used_space_ratio: 75,
+            disk_space_warning_level_ratio: 90,
+            disk_space_clean_forcibly_ratio: 85,
             clean_file_forcibly_enable: true,
             auto_create_topic_enable: true,
             auto_create_subscription_group: true,
@@ -373,6 +380,8 @@ impl BrokerConfig {
             "deleteWhen" => self.delete_when = v.to_owned(),
             "fileReservedTime" => self.file_reserved_time_hours = num(key, v)?,
             "diskMaxUsedSpaceRatio" => self.disk_max_used_space_ratio = num(key, v)?,
+            "diskSpaceWarningLevelRatio" => self.disk_space_warning_level_ratio = num(key, v)?,
+            "diskSpaceCleanForciblyRatio" => self.disk_space_clean_forcibly_ratio = num(key, v)?,
             "cleanFileForciblyEnable" => self.clean_file_forcibly_enable = boolean(key, v)?,
             "autoCreateTopicEnable" => self.auto_create_topic_enable = boolean(key, v)?,
             "autoCreateSubscriptionGroup" => self.auto_create_subscription_group = boolean(key, v)?,

@@ -67,6 +67,14 @@ impl BrokerConfig {
                 self.disk_max_used_space_ratio.to_string(),
             ),
             (
+                "diskSpaceWarningLevelRatio",
+                self.disk_space_warning_level_ratio.to_string(),
+            ),
+            (
+                "diskSpaceCleanForciblyRatio",
+                self.disk_space_clean_forcibly_ratio.to_string(),
+            ),
+            (
                 "cleanFileForciblyEnable",
                 self.clean_file_forcibly_enable.to_string(),
             ),

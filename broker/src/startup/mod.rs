@@ -86,6 +86,8 @@ pub fn store_config(cfg: &BrokerConfig, shard: usize) -> Result<StoreConfig, Bro
     sc.file_reserved_time_hours = cfg.file_reserved_time_hours;
     sc.delete_when = cfg.delete_when.clone();
     sc.disk_max_used_space_ratio = cfg.disk_max_used_space_ratio;
+    sc.disk_space_warning_level_ratio = cfg.disk_space_warning_level_ratio;
+    sc.disk_space_clean_forcibly_ratio = cfg.disk_space_clean_forcibly_ratio;
     sc.clean_file_forcibly_enable = cfg.clean_file_forcibly_enable;
     sc.max_message_size = cfg.max_message_size;
     sc.message_delay_level = cfg
