@@ -34,6 +34,7 @@ step "disk faults through the storage crate's fail points (a test-only build: --
 cargo clippy -p broker -p storage --features broker/failpoints,storage/failpoints --all-targets -- -D warnings
 cargo test -p broker --features failpoints --no-fail-fast --test fault_disk_io
 cargo test -p storage --features failpoints --no-fail-fast --test truncate_failure
+cargo test -p storage --features failpoints --no-fail-fast --test compaction
 
 step "fuzzing"
 scripts/fuzz-ci.sh
