@@ -165,6 +165,8 @@ impl MessageStore {
         });
         inner.waiters.flushed.set(inner.log.flushed.get());
         let store = MessageStore { inner };
+        // A crash between a tail cut and its rewind leaves a compacted log past its queue's end.
+        store.rewind_compacted_logs().await?;
         if store.inner.cfg.message_index_enable && store.inner.index.borrow().files.is_empty() {
             let (slots, entries) = store.inner.index.borrow().slots_entries();
             let path = store

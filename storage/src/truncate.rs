@@ -5,7 +5,8 @@
 //! off and everything written is made durable (CommitLog, ConsumeQueues, index, checkpoint); (2) the
 //! checkpoint is lowered to the cut point (recovery then scans from there); (3) the CommitLog bytes
 //! past the cut are zeroed and synced, later segments deleted; (4) ConsumeQueue units past the cut are
-//! dropped on disk and in memory; (5) the checkpoint is written again and the epochs past the cut are
+//! dropped on disk and in memory, and compacted logs that covered the cut are rewound
+//! (`compaction::rewind`); (5) the checkpoint is written again and the epochs past the cut are
 //! dropped. A failure after (2) leaves the store refusing every append (local and replicated) until a
 //! restart, whose recovery finds the old log or the cut one. Index entries past the cut stay in their files: every key lookup re-reads the record at
 //! the offset and checks its topic, key and time (`query_by_key`), so a stale entry finds nothing or
@@ -142,6 +143,7 @@ impl MessageStore {
             }
             cut_queue(&q, offset).await?;
         }
+        self.rewind_compacted_logs().await?;
         // (5)
         self.write_checkpoint(cut, dispatched).await?;
         self.truncate_epochs_from(offset)

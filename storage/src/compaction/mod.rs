@@ -10,7 +10,8 @@
 //! - [`pass`]: one pass (the previous log plus new ConsumeQueue entries up to the flush point, bounded
 //!   by `maxOffsetMapSize`), run every `compactionScheduleInternal` ms in the store's low-share
 //!   maintenance queue, or on demand with [`MessageStore::compact_now`];
-//! - [`read`]: pulls below "compacted up to" are served from the compacted log.
+//! - [`read`]: pulls below "compacted up to" are served from the compacted log;
+//! - [`rewind`]: a cut CommitLog tail rewinds the compacted logs that covered it.
 //!
 //! A slave has the same CommitLog and ConsumeQueues as its master, so it compacts its own copy the
 //! same way. Retention treats the compaction progress as a floor (see `retention`).
@@ -20,6 +21,7 @@ pub(crate) mod format;
 pub(crate) mod logs;
 pub(crate) mod pass;
 pub(crate) mod read;
+pub(crate) mod rewind;
 
 use std::rc::Rc;
 
