@@ -356,9 +356,10 @@ class Cluster:
                 out[(name, q)] = int(resp.ext_fields.get("offset", 0))
         return out
 
-    def create_topic(self, topic, queue_nums=4, timeout=40):
-        """Create `topic` on the broker and wait until the name server routes it."""
-        remoting.create_topic(self.broker_addr, topic, queue_nums)
+    def create_topic(self, topic, queue_nums=4, timeout=40, attributes=None):
+        """Create `topic` on the broker (with RocketMQ 5 `attributes`, `+k=v,...`) and wait until the name
+        server routes it."""
+        remoting.create_topic(self.broker_addr, topic, queue_nums, attributes)
         self.wait_route(topic, timeout)
 
     def wait_route(self, topic, timeout=40):

@@ -114,8 +114,9 @@ def topic_route(namesrv_addr, topic):
     return resp.json_body()
 
 
-def create_topic(broker_addr, topic, queue_nums=4):
-    """UPDATE_AND_CREATE_TOPIC on the broker, as `mqadmin updateTopic` sends it."""
+def create_topic(broker_addr, topic, queue_nums=4, attributes=None):
+    """UPDATE_AND_CREATE_TOPIC on the broker, as `mqadmin updateTopic` sends it; `attributes` is RocketMQ 5's
+    modification string (`+cleanup.policy=COMPACTION`)."""
     fields = {
         "topic": topic,
         "defaultTopic": "TBW102",
@@ -126,6 +127,8 @@ def create_topic(broker_addr, topic, queue_nums=4):
         "topicSysFlag": 0,
         "order": "false",
     }
+    if attributes:
+        fields["attributes"] = attributes
     resp = request(broker_addr, UPDATE_AND_CREATE_TOPIC, fields)
     if resp.code != SUCCESS:
         raise RemotingError("UPDATE_AND_CREATE_TOPIC answered %d %r" % (resp.code, resp.remark))

@@ -35,6 +35,7 @@ import cases_java  # noqa: E402,F401
 import cases_failover  # noqa: E402,F401
 import cases_go  # noqa: E402,F401
 import cases_slave_read  # noqa: E402,F401
+import cases_compaction  # noqa: E402,F401
 import harness  # noqa: E402
 
 
