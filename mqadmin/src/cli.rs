@@ -46,7 +46,7 @@ pub enum Command {
         #[arg(short = 'o', long = "order", default_value_t = false, action = clap::ArgAction::Set)]
         order: bool,
         /// Attribute changes, RocketMQ 5's format: +message.type=FIFO,+cleanup.policy=COMPACTION,-reserve.time
-        #[arg(short = 'a', long = "attributes")]
+        #[arg(short = 'a', long = "attributes", allow_hyphen_values = true)]
         attributes: Option<String>,
     },
     /// Delete a topic from every broker of a cluster and from the name servers.

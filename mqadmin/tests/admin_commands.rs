@@ -216,6 +216,84 @@ fn admin_commands_against_shard_brokers() {
         [("broker-a-0".into(), 6), ("broker-a-1".into(), 6)]
     );
 
+    // RocketMQ 5 topic attributes: set, shown by topicRoute, changed and deleted; a change the
+    // broker refuses fails the command with its reason.
+    let typed = "AdminTypedTopic";
+    let out = ok(
+        &cluster,
+        &[
+            "updateTopic",
+            "-c",
+            "DefaultCluster",
+            "-t",
+            typed,
+            "-a",
+            "+message.type=FIFO,+reserve.time=24",
+        ],
+    );
+    assert!(
+        out.contains("attributes={+message.type=FIFO, +reserve.time=24}"),
+        "{out}"
+    );
+    let attributes = |want_reserve: bool| {
+        wait_for(
+            "the attributes in topicRoute",
+            Duration::from_secs(60),
+            || {
+                let (success, out, _) = cluster.mqadmin(&["topicRoute", "-t", typed, "--json"]);
+                let Ok(json) = serde_json::from_str::<serde_json::Value>(&out) else {
+                    return false;
+                };
+                let shards = ["broker-a-0", "broker-a-1"];
+                success
+                    && shards.iter().all(|b| {
+                        let a = &json["attributesByBroker"][b];
+                        a["message.type"] == "FIFO" && a["reserve.time"].is_string() == want_reserve
+                    })
+            },
+        )
+    };
+    attributes(true);
+    let (success, out, err) = cluster.mqadmin(&[
+        "updateTopic",
+        "-c",
+        "DefaultCluster",
+        "-t",
+        typed,
+        "-a",
+        "+cleanup.policy=COMPACTION",
+    ]);
+    assert!(
+        !success && format!("{out}{err}").contains("attempt to update an unchangeable attribute"),
+        "{out}{err}"
+    );
+    let (success, _, err) = cluster.mqadmin(&[
+        "updateTopic",
+        "-c",
+        "DefaultCluster",
+        "-t",
+        typed,
+        "-a",
+        "message.type=FIFO",
+    ]);
+    assert!(
+        !success && err.contains("add/alter attribute format is wrong"),
+        "{err}"
+    );
+    ok(
+        &cluster,
+        &[
+            "updateTopic",
+            "-c",
+            "DefaultCluster",
+            "-t",
+            typed,
+            "-a",
+            "-reserve.time",
+        ],
+    );
+    attributes(false);
+
     // getBrokerConfig / updateBrokerConfig: brokerPermission changes at run time and is shown.
     let config = ok(&cluster, &["getBrokerConfig", "-b", &addr0]);
     assert!(

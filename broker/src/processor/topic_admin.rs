@@ -51,8 +51,7 @@ pub async fn update_and_create(shard: &Rc<Shard>, req: &RemotingCommand) -> Remo
         Ok(h) => h,
         Err(e) => return header_error(&e),
     };
-    let signed = match topic_attributes::parse_modification(h.attributes.as_deref().unwrap_or(""))
-    {
+    let signed = match topic_attributes::parse_modification(h.attributes.as_deref().unwrap_or("")) {
         Ok(m) => m,
         Err(why) => return error(rc::SYSTEM_ERROR, why),
     };
@@ -116,7 +115,10 @@ async fn apply(shard: &Rc<Shard>, changes: Vec<TopicChange>) -> RemotingCommand 
 
 /// The config to store for one change, `None` when it changes nothing, or the error answer.
 fn checked(shard: &Shard, change: TopicChange) -> Result<Option<TopicConfig>, RemotingCommand> {
-    let TopicChange { mut config, signed } = change;
+    let TopicChange {
+        mut config,
+        mut signed,
+    } = change;
     let topic = config.topic_name.clone();
     validate_topic_name(&topic).map_err(|why| error(rc::SYSTEM_ERROR, why))?;
     if topic == shard.cfg.broker_cluster_name {
@@ -135,8 +137,7 @@ fn checked(shard: &Shard, change: TopicChange) -> Result<Option<TopicConfig>, Re
     let wanted_type = signed
         .get(&format!("+{}", topic_attributes::MESSAGE_TYPE))
         .map(String::as_str);
-    if !shard.cfg.enable_mixed_message_type
-        && wanted_type == Some(TopicMessageType::Mixed.as_str())
+    if !shard.cfg.enable_mixed_message_type && wanted_type == Some(TopicMessageType::Mixed.as_str())
     {
         return Err(error(
             rc::INVALID_PARAMETER,
@@ -144,6 +145,18 @@ fn checked(shard: &Shard, change: TopicChange) -> Result<Option<TopicConfig>, Re
         ));
     }
     let current = shard.topics.borrow().get(&topic).cloned();
+    if shard.cfg.shards_are_brokers(shard.shards) {
+        // Every shard-broker of this process reaches the one topic table, and `updateTopic -c` sends
+        // the same change to each: a deletion a sibling already applied is no error here.
+        let absent = |k: &String| {
+            k.strip_prefix('-').is_some_and(|real| {
+                current
+                    .as_ref()
+                    .is_some_and(|c| !c.attributes.contains_key(real))
+            })
+        };
+        signed.retain(|k, _| !absent(k));
+    }
     let attributes = topic_attributes::alter(
         current.is_none(),
         current.as_ref().map_or(&BTreeMap::new(), |c| &c.attributes),
@@ -151,7 +164,11 @@ fn checked(shard: &Shard, change: TopicChange) -> Result<Option<TopicConfig>, Re
     )
     .map_err(|why| error(rc::SYSTEM_ERROR, why))?;
     // Every consume queue here is a simple one: refused rather than stored and not honoured.
-    if attributes.get(topic_attributes::QUEUE_TYPE).map(String::as_str) == Some("BatchCQ") {
+    if attributes
+        .get(topic_attributes::QUEUE_TYPE)
+        .map(String::as_str)
+        == Some("BatchCQ")
+    {
         return Err(error(
             rc::INVALID_PARAMETER,
             format!(
