@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::config_class::{self, Class};
+use apache_keys::Class;
 use crate::config_keys;
 
 /// Scan for silent brokers every this many ms. Apache's default is 5000; 1000 keeps master death to
@@ -161,7 +161,7 @@ impl ControllerConfig {
     pub fn read_key(&mut self, key: &str, value: &str) -> Result<Option<String>, String> {
         match config_keys::class_of(key) {
             Some(Class::Applied) => self.set(key, value).map(|()| None),
-            class => config_class::unapplied(class, key, value),
+            class => apache_keys::unapplied(class, key, value),
         }
     }
 

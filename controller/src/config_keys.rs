@@ -1,7 +1,7 @@
 //! Every Apache RocketMQ 5.x controller key (ControllerConfig, JraftConfig and the Netty configs
 //! that `mqcontroller -c` reads, listed in `apache_keys/`) and what this controller does with it.
 
-use crate::config_class::{Class, Refusal, When};
+use apache_keys::{Class, Refusal, When};
 
 /// One row of the table: keys that share a class (and reason).
 pub type Group = (&'static [&'static str], Class);
@@ -261,7 +261,7 @@ mod tests {
     #[test]
     fn docs_configuration_md_lists_this_table() {
         let doc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
-        crate::config_class::check_doc(&doc, "controller", &crate::config_class::render(TABLE))
+        apache_keys::check_doc(&doc, "controller", &apache_keys::render(TABLE))
             .unwrap();
     }
 }

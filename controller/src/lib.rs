@@ -3,7 +3,6 @@
 //! master when one goes silent.
 
 pub mod config;
-pub mod config_class;
 pub mod config_keys;
 pub mod controller;
 pub mod processor;

@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use controller::config_class::{self, Class};
+use apache_keys::Class;
 
 use crate::config_keys;
 
@@ -43,7 +43,7 @@ impl FileSettings {
         for (key, value) in protocol::properties_text::parse(&text) {
             let outcome = match config_keys::class_of(&key) {
                 Some(Class::Applied) => settings.set(&key, &value).map(|_| None),
-                class => config_class::unapplied(class, &key, &value),
+                class => apache_keys::unapplied(class, &key, &value),
             };
             if let Some(warning) = outcome.map_err(|e| format!("{}: {e}", path.display()))? {
                 warnings.push(warning);

@@ -1,7 +1,7 @@
 //! Every Apache RocketMQ 5.x name-server key (NamesrvConfig and the Netty configs that
 //! `mqnamesrv -c` reads, listed in `apache_keys/`) and what this name server does with it.
 
-use controller::config_class::{Class, Refusal, When};
+use apache_keys::{Class, Refusal, When};
 
 /// One row of the table: keys that share a class (and reason).
 pub type Group = (&'static [&'static str], Class);
@@ -219,10 +219,10 @@ mod tests {
     #[test]
     fn docs_configuration_md_lists_this_table() {
         let doc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
-        controller::config_class::check_doc(
+        apache_keys::check_doc(
             &doc,
             "name server",
-            &controller::config_class::render(TABLE),
+            &apache_keys::render(TABLE),
         )
         .unwrap();
     }

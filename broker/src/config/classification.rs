@@ -3,7 +3,7 @@
 //! this broker would silently not do (security, durability), or not used with the reason that is
 //! harmless here. Keys in none of the lists are typos and reported as unknown.
 
-use super::class::{Class, Refusal, When};
+use apache_keys::{Class, Refusal, When};
 use super::error::LoadError;
 use super::issue::ConfigIssue;
 
@@ -1081,7 +1081,7 @@ mod tests {
     #[test]
     fn docs_configuration_md_lists_this_table() {
         let doc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
-        crate::config::class::check_doc(&doc, "broker", &crate::config::class::render(TABLE))
+        apache_keys::check_doc(&doc, "broker", &apache_keys::render(TABLE))
             .unwrap();
     }
 }

@@ -640,7 +640,7 @@ mod tests {
         let defaults = BrokerConfig::default().to_pairs();
         let unused = classification::TABLE
             .iter()
-            .filter(|(_, class)| *class != super::super::class::Class::Applied)
+            .filter(|(_, class)| *class != apache_keys::Class::Applied)
             .flat_map(|(keys, _)| keys.iter());
         for key in unused {
             assert!(

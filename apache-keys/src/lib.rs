@@ -1,10 +1,12 @@
-//! The classes a config key can be in (applied, refused for some values, not used) and when a
-//! refused key's value is one this broker must not start with.
+//! Apache RocketMQ config keys in our servers' config files: the class each key is in (applied, refused
+//! for some values, not used), the warning or error a key that `set` did not read gets, and the
+//! classification tables rendered for docs/configuration.md. Shared by the broker, the name server and
+//! the controller; each keeps its own table and the lists of Apache's keys it was checked against.
 
-/// What this broker does with one config key.
+/// What this server does with one config key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Class {
-    /// Read by `BrokerConfig::set`.
+    /// Read by the server's `set`.
     Applied,
     /// Not built, and a value that asks for it is refused at start (`when`), with what to do.
     Refused(Refusal),
@@ -33,7 +35,7 @@ pub enum When {
 }
 
 impl When {
-    /// Whether `value` asks for what this broker does not do.
+    /// Whether `value` asks for what this server does not do.
     pub fn refuses(self, value: &str) -> bool {
         let v = value.trim();
         match self {
@@ -55,6 +57,23 @@ impl When {
             When::NotDefault(d) => format!("refused unless `{d}` (Apache's default)"),
             When::Above(n) => format!("refused above {n}"),
         }
+    }
+}
+
+/// What a server does with a key of its file that its `set` did not read: `Ok(Some(warning))`
+/// for a key it does not use (with the reason) or does not know (a typo), `Ok(None)` for a refused
+/// key's harmless value, `Err` naming the key and what to do for a value it must not start with.
+pub fn unapplied(class: Option<&Class>, key: &str, value: &str) -> Result<Option<String>, String> {
+    match class {
+        Some(Class::NotUsed(why)) => Ok(Some(format!(
+            "config key `{key}` is accepted but not used: {why}"
+        ))),
+        Some(Class::Refused(r)) if r.when.refuses(value) => Err(format!(
+            "config key `{key}` has an invalid value `{value}`: {}",
+            r.why
+        )),
+        Some(Class::Refused(_)) => Ok(None),
+        Some(Class::Applied) | None => Ok(Some(format!("unknown config key `{key}` ignored"))),
     }
 }
 
