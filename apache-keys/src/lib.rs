@@ -77,9 +77,57 @@ pub fn unapplied(class: Option<&Class>, key: &str, value: &str) -> Result<Option
     }
 }
 
+/// One row of a server's table: keys that share a class (and reason).
+pub type Group = (&'static [&'static str], Class);
+
+/// The class of `key` in `table`.
+pub fn class_in(table: &'static [Group], key: &str) -> Option<&'static Class> {
+    table
+        .iter()
+        .find(|(keys, _)| keys.contains(&key))
+        .map(|(_, class)| class)
+}
+
+/// The keys of Apache's key lists (one per line; blank lines and `#` headers left out).
+pub fn listed_keys(lists: &[&'static str]) -> std::collections::BTreeSet<&'static str> {
+    lists
+        .iter()
+        .flat_map(|text| text.lines())
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .collect()
+}
+
+/// Checks a server's table against Apache's keys: every Apache key has a class (`class_of`, which may
+/// know more than the table), every key of the table is Apache's or one of `ours`, every one of `ours`
+/// is classified, and no key is in the table twice. The error lists the offending keys.
+pub fn check_coverage(
+    table: &'static [Group],
+    class_of: impl Fn(&str) -> Option<&'static Class>,
+    apache: &std::collections::BTreeSet<&'static str>,
+    ours: &[&'static str],
+) -> Result<(), String> {
+    let keys: Vec<&str> = table.iter().flat_map(|(k, _)| k.iter().copied()).collect();
+    let missing: Vec<_> = apache.iter().filter(|k| class_of(k).is_none()).collect();
+    let stray: Vec<_> = keys
+        .iter()
+        .filter(|k| !apache.contains(*k) && !ours.contains(k))
+        .collect();
+    let unlisted: Vec<_> = ours.iter().filter(|k| class_of(k).is_none()).collect();
+    let mut seen = std::collections::BTreeSet::new();
+    let twice: Vec<_> = keys.iter().filter(|k| !seen.insert(**k)).collect();
+    if missing.is_empty() && stray.is_empty() && unlisted.is_empty() && twice.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "Apache keys with no class: {missing:?}; neither Apache's nor ours: {stray:?}; ours \
+         without a class: {unlisted:?}; classified twice: {twice:?}"
+    ))
+}
+
 /// The table as a markdown section for docs/configuration.md: applied keys, refused keys with the
 /// values refused and why, not-used keys by reason.
-pub fn render(table: &[(&[&str], Class)]) -> String {
+pub fn render(table: &[Group]) -> String {
     let keys = |ks: &[&str]| {
         ks.iter()
             .map(|k| format!("`{k}`"))
@@ -170,5 +218,24 @@ mod tests {
         assert!(When::Above(2).refuses("3"));
         assert!(When::Above(2).refuses("two"));
         assert!(!When::Above(2).refuses("2"));
+    }
+
+    #[test]
+    fn coverage_names_what_is_missing_stray_or_twice() {
+        static TABLE: &[Group] = &[
+            (&["a", "b"], Class::Applied),
+            (&["b", "mine"], Class::NotUsed("why")),
+        ];
+        let of = |k: &str| class_in(TABLE, k);
+        let apache = listed_keys(&["# Apache 5\na\nb\n\n"]);
+        assert_eq!(apache.len(), 2);
+        let err = check_coverage(TABLE, of, &apache, &["mine", "other"]).unwrap_err();
+        assert!(err.contains("classified twice: [\"b\"]"), "{err}");
+        assert!(err.contains("ours without a class: [\"other\"]"), "{err}");
+        let more = listed_keys(&["a\nb\nc"]);
+        let err = check_coverage(TABLE, of, &more, &["mine"]).unwrap_err();
+        assert!(err.contains("no class: [\"c\"]"), "{err}");
+        let err = check_coverage(TABLE, of, &apache, &[]).unwrap_err();
+        assert!(err.contains("nor ours: [\"mine\"]"), "{err}");
     }
 }

@@ -1,10 +1,7 @@
 //! Every Apache RocketMQ 5.x controller key (ControllerConfig, JraftConfig and the Netty configs
 //! that `mqcontroller -c` reads, listed in `apache_keys/`) and what this controller does with it.
 
-use apache_keys::{Class, Refusal, When};
-
-/// One row of the table: keys that share a class (and reason).
-pub type Group = (&'static [&'static str], Class);
+use apache_keys::{Class, Group, Refusal, When};
 
 const NETTY: &str = "Netty/epoll tuning: connections are glommio (io_uring) sockets, bounded by \
      serverMaxConnectionsPerShard, serverMaxPendingResponseBytes, \
@@ -196,47 +193,26 @@ pub const NOT_APACHE_5: &[&str] = &[
 
 /// The class of `key`, if it is in the table.
 pub fn class_of(key: &str) -> Option<&'static Class> {
-    TABLE
-        .iter()
-        .find(|(keys, _)| keys.contains(&key))
-        .map(|(_, class)| class)
+    apache_keys::class_in(TABLE, key)
 }
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeSet;
 
     use super::*;
     use crate::ControllerConfig;
 
-    fn apache_keys() -> BTreeSet<&'static str> {
-        [
+    #[test]
+    fn every_apache_key_is_classified_and_every_classified_key_is_known() {
+        let apache = apache_keys::listed_keys(&[
             include_str!("apache_keys/ControllerConfig.txt"),
             include_str!("apache_keys/JraftConfig.txt"),
             include_str!("apache_keys/NettyServerConfig.txt"),
             include_str!("apache_keys/NettyClientConfig.txt"),
-        ]
-        .iter()
-        .flat_map(|text| text.lines())
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .collect()
-    }
-
-    #[test]
-    fn every_apache_key_is_classified_and_every_classified_key_is_known() {
-        let apache = apache_keys();
-        let missing: Vec<_> = apache.iter().filter(|k| class_of(k).is_none()).collect();
-        assert!(missing.is_empty(), "Apache keys with no class: {missing:?}");
-        let keys: Vec<&str> = TABLE.iter().flat_map(|(k, _)| k.iter().copied()).collect();
-        let stray: Vec<_> = keys
-            .iter()
-            .filter(|k| !apache.contains(*k) && !NOT_APACHE_5.contains(k))
-            .collect();
-        assert!(stray.is_empty(), "neither Apache's nor ours: {stray:?}");
-        let mut seen = BTreeSet::new();
-        let twice: Vec<_> = keys.iter().filter(|k| !seen.insert(**k)).collect();
-        assert!(twice.is_empty(), "classified twice: {twice:?}");
+        ]);
+        if let Err(e) = apache_keys::check_coverage(TABLE, class_of, &apache, NOT_APACHE_5) {
+            panic!("{e}");
+        }
     }
 
     #[test]
@@ -261,7 +237,6 @@ mod tests {
     #[test]
     fn docs_configuration_md_lists_this_table() {
         let doc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
-        apache_keys::check_doc(&doc, "controller", &apache_keys::render(TABLE))
-            .unwrap();
+        apache_keys::check_doc(&doc, "controller", &apache_keys::render(TABLE)).unwrap();
     }
 }

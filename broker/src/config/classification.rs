@@ -3,12 +3,9 @@
 //! this broker would silently not do (security, durability), or not used with the reason that is
 //! harmless here. Keys in none of the lists are typos and reported as unknown.
 
-use apache_keys::{Class, Refusal, When};
 use super::error::LoadError;
 use super::issue::ConfigIssue;
-
-/// One row of the table: keys that share a class (and reason).
-pub type Group = (&'static [&'static str], Class);
+use apache_keys::{Class, Group, Refusal, When};
 
 const THREADS: &str = "a JVM thread pool or its queue: each request runs on the shard (core) that \
      owns it, one executor per core, so there is no pool to size";
@@ -907,10 +904,7 @@ pub fn class_of(key: &str) -> Option<&'static Class> {
     if key.starts_with("tls.") {
         return Some(&TLS_CLASS);
     }
-    TABLE
-        .iter()
-        .find(|(keys, _)| keys.contains(&key))
-        .map(|(_, class)| class)
+    apache_keys::class_in(TABLE, key)
 }
 
 /// What `set` answers for a key it does not read: not used (with the reason), refused (an error
@@ -935,63 +929,22 @@ pub fn unapplied(key: &str, value: &str) -> Result<Option<ConfigIssue>, LoadErro
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeSet;
 
     use super::*;
     use crate::config::BrokerConfig;
 
-    /// Apache's broker keys from the lists in `apache_keys/`, headers left out.
-    fn apache_keys() -> BTreeSet<&'static str> {
-        [
+    #[test]
+    fn every_apache_key_is_classified_and_every_classified_key_is_known() {
+        let apache = apache_keys::listed_keys(&[
             include_str!("apache_keys/BrokerConfig.txt"),
             include_str!("apache_keys/MessageStoreConfig.txt"),
             include_str!("apache_keys/NettyServerConfig.txt"),
             include_str!("apache_keys/NettyClientConfig.txt"),
             include_str!("apache_keys/AuthConfig.txt"),
-        ]
-        .iter()
-        .flat_map(|text| text.lines())
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .collect()
-    }
-
-    fn table_keys() -> Vec<&'static str> {
-        TABLE
-            .iter()
-            .flat_map(|(keys, _)| keys.iter().copied())
-            .collect()
-    }
-
-    #[test]
-    fn every_apache_key_is_classified() {
-        let missing: Vec<_> = apache_keys()
-            .into_iter()
-            .filter(|k| class_of(k).is_none())
-            .collect();
-        assert!(missing.is_empty(), "Apache keys with no class: {missing:?}");
-    }
-
-    #[test]
-    fn every_classified_key_is_apaches_or_ours_and_listed_once() {
-        let apache = apache_keys();
-        let stray: Vec<_> = table_keys()
-            .into_iter()
-            .filter(|k| !apache.contains(k) && !NOT_APACHE_5.contains(k))
-            .collect();
-        assert!(stray.is_empty(), "neither Apache's nor ours: {stray:?}");
-        let mut seen = BTreeSet::new();
-        let twice: Vec<_> = table_keys()
-            .into_iter()
-            .filter(|k| !seen.insert(*k))
-            .collect();
-        assert!(twice.is_empty(), "classified twice: {twice:?}");
-        // Every key of ours is in the table, so the list cannot hide a typo.
-        let unlisted: Vec<_> = NOT_APACHE_5
-            .iter()
-            .filter(|k| class_of(k).is_none())
-            .collect();
-        assert!(unlisted.is_empty(), "{unlisted:?}");
+        ]);
+        if let Err(e) = apache_keys::check_coverage(TABLE, class_of, &apache, NOT_APACHE_5) {
+            panic!("{e}");
+        }
     }
 
     #[test]
@@ -1081,7 +1034,6 @@ mod tests {
     #[test]
     fn docs_configuration_md_lists_this_table() {
         let doc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.md");
-        apache_keys::check_doc(&doc, "broker", &apache_keys::render(TABLE))
-            .unwrap();
+        apache_keys::check_doc(&doc, "broker", &apache_keys::render(TABLE)).unwrap();
     }
 }
