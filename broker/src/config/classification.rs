@@ -67,9 +67,9 @@ const CQ_FORMAT: &str = "ConsumeQueue extension and batch ConsumeQueue formats a
 const MOOT_DISK: &str =
     "there is no page cache to fall out of: every pull reads through the block \
      cache, and the maxTransfer...OnMessageInMemory limits apply to all of them";
-const ACL2: &str = "ACL 2.0 is not supported yet (authentication and authorization with users \
-     and ACL rules); remove the AuthConfig keys, and for access control use plain ACL: \
-     aclEnable = true with a plain_acl.yml (aclFile names it)";
+const ACL2: &str = "ACL 2.0 is not supported yet (users and ACLs can be managed with mqadmin, but \
+     requests are not authenticated or authorized by them); remove the AuthConfig keys, and for \
+     access control use plain ACL: aclEnable = true with a plain_acl.yml (aclFile names it)";
 
 /// The table: every Apache key in one row.
 pub const TABLE: &[Group] = &[

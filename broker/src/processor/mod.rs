@@ -6,6 +6,7 @@
 #![allow(clippy::result_large_err)]
 
 pub(crate) mod admin_stats;
+pub(crate) mod auth_admin;
 pub(crate) mod broker_admin;
 pub(crate) mod broker_config;
 pub(crate) mod broker_consume_stats;

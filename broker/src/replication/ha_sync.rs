@@ -1,5 +1,6 @@
 //! Slave, shard 0: follows the master's address from the name server's registration answers, and
-//! copies the master's topic config, consumer offsets, delay offsets and subscription groups every 60 s
+//! copies the master's topic config, consumer offsets, delay offsets, subscription groups and ACL 2.0
+//! users and ACLs every 60 s
 //! (RocketMQ's SlaveSynchronize) so consumers that move to the slave keep their place. When shards are
 //! brokers of their own, slave shard i follows master shard-broker i, and its consumer and delay
 //! offsets come from that shard-broker (topics and groups are the whole process's).
@@ -15,6 +16,7 @@ use remoting::Client;
 use crate::role::namesrv::MasterAddrs;
 use crate::shard::mesh::join_all;
 use crate::shard::Shard;
+use crate::state::auth_metadata::AuthMetadata;
 use crate::state::subscription_groups::SubscriptionGroupTable;
 
 /// RocketMQ's slave synchronizes metadata every 60 s.
@@ -127,7 +129,39 @@ pub async fn sync_all(
     let groups: SubscriptionGroupTable =
         protocol::body::from_json(&body).map_err(|e| e.to_string())?;
     install_groups(shard, groups).await;
+    if let Err(e) = sync_auth(shard, client).await {
+        tracing::warn!("HA: ACL 2.0 users and ACLs not copied from the master: {e}");
+    }
     tracing::debug!("HA: metadata copied from the master");
+    Ok(())
+}
+
+/// A JSON list answer; an empty body is an empty list (how the master says "none").
+fn json_list<T: serde::de::DeserializeOwned>(body: Vec<u8>) -> Result<Vec<T>, String> {
+    if body.is_empty() {
+        return Ok(Vec::new());
+    }
+    serde_json::from_slice(&body).map_err(|e| e.to_string())
+}
+
+/// Copies the master's ACL 2.0 users and ACLs (AUTH_LIST_USER, AUTH_LIST_ACL) when they differ.
+async fn sync_auth(shard: &Rc<Shard>, client: &Client) -> Result<(), String> {
+    let users = json_list(fetch(client, request_code::AUTH_LIST_USER).await?)?;
+    let acls = json_list(fetch(client, request_code::AUTH_LIST_ACL).await?)?;
+    let master = AuthMetadata::from_infos(users, acls)?;
+    let Some(ctl) = shard.control.as_ref() else {
+        return Ok(());
+    };
+    let Ok(_permit) = ctl.persist_lock.acquire_permit(1).await else {
+        return Ok(());
+    };
+    if *ctl.auth.borrow() == master {
+        return Ok(());
+    }
+    crate::role::control::store_auth(shard, master)
+        .await
+        .map_err(|e| e.to_string())?;
+    tracing::info!("HA: ACL 2.0 users and ACLs copied from the master");
     Ok(())
 }
 

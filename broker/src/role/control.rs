@@ -56,6 +56,25 @@ pub async fn persist_groups(shard: &Shard) {
     }
 }
 
+/// Writes `auth` to `config/auth.json` (shard 0), then keeps it; the caller holds `persist_lock`
+/// (with the copy it changed), so nothing is kept that is not stored.
+pub async fn store_auth(
+    shard: &Shard,
+    auth: crate::state::auth_metadata::AuthMetadata,
+) -> std::io::Result<()> {
+    let Some(ctl) = control(shard) else {
+        return Ok(());
+    };
+    let path = shard
+        .cfg
+        .store_path_root_dir
+        .join("config")
+        .join(crate::state::auth_metadata::AUTH_FILE);
+    crate::state::persist::write_atomic_off_thread(path, auth.to_json()).await?;
+    *ctl.auth.borrow_mut() = auth;
+    Ok(())
+}
+
 /// Registers with the name servers in the background. Changes in quick succession share one round:
 /// a round that has not started yet will send the table as it is when it starts.
 pub fn register_soon(shard: &Rc<Shard>) {

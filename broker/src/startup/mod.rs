@@ -22,6 +22,7 @@ use crate::shard::{Shard, ShardParts};
 use crate::startup::progress::{Stage, StartupProgress};
 use crate::startup::signals::SignalFd;
 use crate::state::consumer_offsets::{offsets_path, ConsumerOffsets};
+use crate::state::auth_metadata::{AuthMetadata, AUTH_FILE};
 use crate::state::control::Control;
 use crate::state::subscription_groups::SubscriptionGroupTable;
 use crate::state::topics::TopicTable;
@@ -36,6 +37,7 @@ struct Boot {
     shards: usize,
     topics: TopicTable,
     groups: SubscriptionGroupTable,
+    auth: AuthMetadata,
     mesh: MeshBuilder<Envelope<Shard>, Full>,
     signals: Option<SignalFd>,
     progress: Arc<StartupProgress>,
@@ -136,6 +138,8 @@ pub fn run(cfg: BrokerConfig) -> Result<(), BrokerError> {
             .map_err(|e| BrokerError::io(groups_path.display(), e))?;
     }
 
+    let auth = AuthMetadata::load(&root.join("config").join(AUTH_FILE))?;
+
     let signals = match SignalFd::install() {
         Ok(s) => Some(s),
         Err(e) => {
@@ -149,6 +153,7 @@ pub fn run(cfg: BrokerConfig) -> Result<(), BrokerError> {
         shards,
         topics,
         groups,
+        auth,
         mesh: MeshBuilder::full(shards, MESH_CHANNEL_CAPACITY),
         signals,
         progress: progress.clone(),
@@ -198,7 +203,8 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
         })?;
     progress.enter(Stage::LoadingState);
     let offsets = ConsumerOffsets::load(&offsets_path(&cfg.store_path_root_dir, id))?;
-    let control = (id == 0).then(Control::new);
+    let auth = boot.auth;
+    let control = (id == 0).then(|| Control::new(auth));
     let shard = Rc::new(Shard::new(ShardParts {
         id,
         shards: boot.shards,

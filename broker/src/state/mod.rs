@@ -1,6 +1,8 @@
 //! Broker metadata: the topic table, consumer offsets, subscription groups, the client registry,
-//! orderly consumers' queue locks, and the atomic file writes that persist them.
+//! orderly consumers' queue locks, ACL 2.0's users and ACLs, and the atomic file writes that persist
+//! them.
 
+pub(crate) mod auth_metadata;
 pub(crate) mod clients;
 pub(crate) mod consumer_offsets;
 pub(crate) mod control;

@@ -5,6 +5,7 @@
 
 mod admin_stats;
 mod admin_tools;
+mod auth;
 mod consumer;
 pub mod extra_info;
 mod fields;
@@ -19,6 +20,7 @@ mod transaction;
 
 pub use admin_stats::*;
 pub use admin_tools::*;
+pub use auth::*;
 pub use consumer::*;
 pub use fields::{CommandHeader, FieldKind, HeaderError, HeaderField, HeaderValue};
 pub use namesrv::*;
