@@ -226,6 +226,8 @@ pub enum Command {
     #[command(flatten)]
     Group(crate::group_cmds::GroupCommand),
     #[command(flatten)]
+    Auth(crate::auth_cmds::AuthCommand),
+    #[command(flatten)]
     BrokerStats(crate::broker_stats_cmds::BrokerStatsCommand),
     #[command(flatten)]
     SendConsume(crate::send_consume_cmds::SendConsumeCommand),

@@ -4,6 +4,7 @@
 //! Newer commands live in family modules (`*_cmds`), each with its own subcommand enum and `run`.
 
 pub mod admin;
+pub mod auth_cmds;
 pub mod broker_config_cmds;
 pub mod broker_stats_cmds;
 pub mod cli;
@@ -208,6 +209,7 @@ pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientEr
         Command::Namesrv(cmd) => namesrv_cmds::run(cmd, timeout).await,
         Command::Controller(cmd) => controller_cmds::run(cmd, timeout).await,
         Command::Group(cmd) => group_cmds::run(cmd, timeout).await,
+        Command::Auth(cmd) => auth_cmds::run(cmd, timeout).await,
         Command::BrokerStats(cmd) => broker_stats_cmds::run(cmd, timeout).await,
         Command::SendConsume(cmd) => send_consume_cmds::run(cmd, timeout).await,
     }

@@ -294,6 +294,103 @@ fn admin_commands_against_shard_brokers() {
     );
     attributes(false);
 
+    // ACL 2.0 users and ACLs with Apache's command names; `-c` reaches both shard-brokers of the one
+    // process, where a repeat is done, not refused.
+    let out = ok(
+        &cluster,
+        &[
+            "createUser",
+            "-c",
+            "DefaultCluster",
+            "-u",
+            "alice",
+            "-p",
+            "secret",
+        ],
+    );
+    assert!(
+        out.contains(&format!("create user to {addr0} success.")),
+        "{out}"
+    );
+    let users = cluster.mqadmin_json(&["getUser", "-b", &addr0, "-u", "alice"]);
+    assert_eq!(users[0]["user"]["password"], "secret", "{users}");
+    assert_eq!(users[0]["user"]["userType"], "Normal", "{users}");
+    ok(
+        &cluster,
+        &["updateUser", "-b", &addr0, "-u", "alice", "-s", "disable"],
+    );
+    let listed = cluster.mqadmin_json(&["listUser", "-b", &addr0, "-f", "ali"]);
+    assert_eq!(listed[0]["user"]["userStatus"], "disable", "{listed}");
+    let out = ok(
+        &cluster,
+        &[
+            "createAcl",
+            "-c",
+            "DefaultCluster",
+            "-s",
+            "User:alice",
+            "-r",
+            "Topic:orders*,Group:g1",
+            "-a",
+            "Pub,Sub",
+            "-i",
+            "10.0.0.0/8",
+            "-d",
+            "Allow",
+        ],
+    );
+    assert!(out.contains("create acl to"), "{out}");
+    let acl = ok(&cluster, &["getAcl", "-b", &addr1, "-s", "User:alice"]);
+    assert!(
+        acl.contains("Topic:orders*") && acl.contains("Group:g1") && acl.contains("10.0.0.0/8"),
+        "{acl}"
+    );
+    let (success, out, err) = cluster.mqadmin(&[
+        "createAcl",
+        "-b",
+        &addr0,
+        "-s",
+        "User:nobody",
+        "-r",
+        "*",
+        "-a",
+        "All",
+        "-d",
+        "Allow",
+    ]);
+    assert!(
+        !success && format!("{out}{err}").contains("The subject of User:nobody is not exist."),
+        "{out}{err}"
+    );
+    let out = ok(
+        &cluster,
+        &["copyUser", "-f", &addr0, "-t", &addr1, "-u", "alice"],
+    );
+    assert!(out.contains("copy user of alice from"), "{out}");
+    ok(
+        &cluster,
+        &[
+            "deleteAcl",
+            "-c",
+            "DefaultCluster",
+            "-s",
+            "User:alice",
+            "-r",
+            "Group:g1",
+        ],
+    );
+    let acls = cluster.mqadmin_json(&["listAcl", "-b", &addr0]);
+    let entries = &acls[0]["acl"]["policies"][0]["entries"];
+    assert_eq!(entries.as_array().map(Vec::len), Some(1), "{acls}");
+    ok(
+        &cluster,
+        &["deleteUser", "-c", "DefaultCluster", "-u", "alice"],
+    );
+    assert_eq!(
+        cluster.mqadmin_json(&["listAcl", "-b", &addr0]),
+        serde_json::json!([])
+    );
+
     // getBrokerConfig / updateBrokerConfig: brokerPermission changes at run time and is shown.
     let config = ok(&cluster, &["getBrokerConfig", "-b", &addr0]);
     assert!(
