@@ -16,6 +16,15 @@ use protocol::{ExtFields, RemotingCommand};
 use remoting::Client;
 use serde_json::Value;
 
+/// The credentials every `Admin` of this process signs with unless told otherwise (set once by the
+/// `mqadmin` binary from `credentials::from_environment`).
+static DEFAULT_CREDENTIALS: std::sync::OnceLock<Option<Credentials>> = std::sync::OnceLock::new();
+
+/// Sets the process's default credentials (the first call wins).
+pub fn set_default_credentials(credentials: Option<Credentials>) {
+    let _ = DEFAULT_CREDENTIALS.set(credentials);
+}
+
 /// Name servers and a timeout, shared by every step of a command.
 pub struct Admin {
     pub namesrv_addrs: Vec<SocketAddr>,
@@ -32,7 +41,7 @@ impl Admin {
             namesrv: NameServer::new(addrs.clone(), timeout),
             namesrv_addrs: addrs,
             timeout,
-            credentials: None,
+            credentials: DEFAULT_CREDENTIALS.get().cloned().flatten(),
         })
     }
 

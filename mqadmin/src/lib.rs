@@ -10,6 +10,7 @@ pub mod broker_stats_cmds;
 pub mod cli;
 pub mod cluster_cmds;
 pub mod consumer_cmds;
+pub mod credentials;
 pub mod controller_cmds;
 pub mod group_cmds;
 pub mod message_cmds;

@@ -10,6 +10,13 @@ use mqadmin::cli::Cli;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    match mqadmin::credentials::from_environment() {
+        Ok(credentials) => mqadmin::admin::set_default_credentials(credentials),
+        Err(e) => {
+            eprintln!("mqadmin: credentials: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     let json = cli.json;
     let timeout = Duration::from_millis(cli.timeout_ms.max(1));
     let executor = match glommio::LocalExecutorBuilder::default()
