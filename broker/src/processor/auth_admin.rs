@@ -20,6 +20,11 @@ use crate::config::BrokerRole;
 use crate::shard::Shard;
 use crate::state::auth_metadata::{AuthMetadata, AUTH_FILE};
 
+/// SUCCESS with `body` as JSON (get and list answers).
+fn json_ok(body: &impl serde::Serialize) -> RemotingCommand {
+    ok().with_body(serde_json::to_vec(body).unwrap_or_default())
+}
+
 /// An auth refusal: NO_PERMISSION with the reason, as Apache answers its auth exceptions.
 fn refused(why: impl Into<String>) -> RemotingCommand {
     error(rc::NO_PERMISSION, why)
@@ -188,7 +193,7 @@ pub fn get_user(shard: &Shard, req: &RemotingCommand) -> RemotingCommand {
         return ok();
     };
     match m.borrow().users.get(&name) {
-        Some(u) => ok().with_body(serde_json::to_vec(&UserInfo::from_user(u)).unwrap_or_default()),
+        Some(u) => json_ok(&UserInfo::from_user(u)),
         None => ok(),
     }
 }
@@ -213,7 +218,7 @@ pub fn list_users(shard: &Shard, req: &RemotingCommand) -> RemotingCommand {
     if users.is_empty() {
         return ok();
     }
-    ok().with_body(serde_json::to_vec(&users).unwrap_or_default())
+    json_ok(&users)
 }
 
 /// AUTH_CREATE_ACL and AUTH_UPDATE_ACL (alike, as in Apache): the body's policies merged into the
@@ -304,9 +309,7 @@ pub fn get_acl(shard: &Shard, req: &RemotingCommand) -> RemotingCommand {
         return ok();
     };
     match m.borrow().acls.get(&subject) {
-        Some(acl) => {
-            ok().with_body(serde_json::to_vec(&AclInfo::from_acl(acl)).unwrap_or_default())
-        }
+        Some(acl) => json_ok(&AclInfo::from_acl(acl)),
         None => ok(),
     }
 }
@@ -343,5 +346,5 @@ pub fn list_acls(shard: &Shard, req: &RemotingCommand) -> RemotingCommand {
     if out.is_empty() {
         return ok();
     }
-    ok().with_body(serde_json::to_vec(&out).unwrap_or_default())
+    json_ok(&out)
 }
