@@ -115,6 +115,8 @@ class ControllerCluster(harness.Cluster):
             # A new master is at the name server within a second of its election.
             ("registerNameServerPeriod", "1000"),
             ("syncFlushTimeout", "3000"),
+            # The checks read every replica's queues, which RocketMQ 5 refuses without it.
+            ("slaveReadEnable", "true"),
         ])
         with open(replica.config, "w") as f:
             f.write(text)
