@@ -1,9 +1,8 @@
 """Compaction topics (cleanup.policy=COMPACTION) with Apache RocketMQ's Java client 5.5.0, on a SYNC_MASTER
 with a slave: 10 versions of 1,000 keys are sent (each key always to the same queue), the brokers compact
-(`compactionScheduleInternal` = 500 ms), and a fresh consumer group reading every queue from the beginning
-with DefaultLitePullConsumer (Apache's compaction example) gets exactly one message per key, its newest
-value, in offset order per queue. Then the master is SIGKILLed and a new push consumer group reads the
-slave's own compacted copy (the lite pull consumer's seekToBegin needs the master): the same."""
+(`compactionScheduleInternal` = 500 ms), and a fresh DefaultLitePullConsumer group reading from the first
+offset gets exactly one message per key, its newest value, in offset order per queue. Then the master is
+SIGKILLed and a new push consumer group reads the slave's own compacted copy: the same."""
 
 import collections
 import os

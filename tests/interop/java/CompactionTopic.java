@@ -6,8 +6,8 @@
 //     to the same queue (chosen by the key's hash, as Apache's compaction example does), synchronously;
 //     one {"kind":"sent",...} per round and {"kind":"send_failed",...} per failed send.
 //   CompactionTopic consume NAMESRV TOPIC GROUP SECONDS
-//     a DefaultLitePullConsumer of a fresh GROUP assigned every queue from the beginning (as Apache's
-//     example reads a compacted topic), polling until 3 s pass without a message or SECONDS end;
+//     a DefaultLitePullConsumer of a fresh GROUP subscribed from the first offset, polling until 3 s
+//     pass without a message or SECONDS end;
 //     one {"kind":"recv","key","body","queue_id","queue_offset"} per message, then {"kind":"done"}.
 //   CompactionTopic push NAMESRV TOPIC GROUP SECONDS
 //     the same with a DefaultMQPushConsumer from the first offset on one consume thread (so each queue's
@@ -118,15 +118,16 @@ public class CompactionTopic {
     }
 
     static void consume(String namesrv, String topic, String group, int seconds) throws Exception {
+        // Subscribed from the first offset rather than assign() then seekToBegin() as Apache's example
+        // does: there the queues start pulling at assign(), and a seek that lands after the first pull
+        // sends a queue back, so messages would repeat out of order.
         DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(group);
         consumer.setNamesrvAddr(namesrv);
         consumer.setAutoCommit(false);
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.subscribe(topic, "*");
         consumer.start();
         Collection<MessageQueue> queues = consumer.fetchMessageQueues(topic);
-        consumer.assign(queues);
-        for (MessageQueue mq : queues) {
-            consumer.seekToBegin(mq);
-        }
         long end = System.currentTimeMillis() + seconds * 1000L;
         long lastMessage = System.currentTimeMillis();
         int received = 0;
