@@ -46,6 +46,8 @@ pub struct ProxyConfig {
     pub topic_config_cache_expired: Duration,
     /// `topicConfigCacheMaxNum`: the most topics whose types are kept.
     pub topic_config_cache_max: usize,
+    /// ACL 2.0 (`authenticationEnabled`, `authorizationEnabled`, ...): see `acl2::config`.
+    pub auth: crate::acl2::config::AuthConfig,
 }
 
 /// `tlsServerMode`.
@@ -96,6 +98,7 @@ impl Default for ProxyConfig {
             topic_config_cache_refresh: Duration::from_secs(20),
             topic_config_cache_expired: Duration::from_secs(300),
             topic_config_cache_max: 20_000,
+            auth: crate::acl2::config::AuthConfig::default(),
         }
     }
 }
@@ -180,7 +183,10 @@ impl ProxyConfig {
                 self.topic_config_cache_max =
                     usize::try_from(num(value)?).map_err(|e| e.to_string())?
             }
-            _ => tracing::warn!("unknown config key {key} ignored"),
+            _ => match self.auth.set(key, value) {
+                Some(result) => result?,
+                None => tracing::warn!("unknown config key {key} ignored"),
+            },
         }
         Ok(())
     }

@@ -2,6 +2,7 @@
 //! RocketMQ 5 SDKs that talks remoting to the name servers and brokers, holding no messages itself.
 
 pub mod acl;
+pub mod acl2;
 pub mod config;
 pub mod convert;
 pub mod metrics;

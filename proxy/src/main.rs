@@ -64,6 +64,19 @@ fn run(args: Args) -> Result<(), String> {
             return Err("aclEnable = true needs aclFile (the brokers' plain_acl.yml)".into())
         }
     };
+    if acl.is_some() && cfg.auth.enabled() {
+        return Err(
+            "aclEnable (plain ACL) and authenticationEnabled / authorizationEnabled \
+                    (ACL 2.0) cannot both be on: choose one"
+                .into(),
+        );
+    }
+    if cfg.auth.enabled() && cfg.auth.inner_credentials.is_none() {
+        tracing::warn!(
+            "ACL 2.0 is on without innerClientAuthenticationCredentials: the proxy's requests to \
+             brokers (users and ACLs included) are unsigned, which brokers enforcing ACL 2.0 refuse"
+        );
+    }
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if cfg.grpc_threads > 0 {
         runtime.worker_threads(cfg.grpc_threads);

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
 use crate::acl::Acl;
+use crate::acl2::store::Acl2;
 use crate::config::ProxyConfig;
 use crate::metrics::Metrics;
 use crate::remoting::group::Groups;
@@ -25,6 +26,8 @@ pub struct Proxy {
     pub groups: Groups,
     pub sessions: Sessions,
     pub acl: Option<Acl>,
+    /// ACL 2.0: users and ACLs from the brokers (off unless configured).
+    pub acl2: Acl2,
     pub metrics: Metrics,
     /// The clientID the proxy registers transactional producer groups under (HEART_BEAT).
     pub client_id: String,
@@ -48,6 +51,7 @@ impl Proxy {
         );
         let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "proxy".into());
         Proxy {
+            acl2: Acl2::new(cfg.auth.clone()),
             cfg,
             pool,
             routes,
@@ -62,6 +66,15 @@ impl Proxy {
             next_queue: AtomicUsize::new(0),
             producers_changed: Arc::default(),
         }
+    }
+
+    /// The account the proxy signs its own requests with: plain ACL's first account, else ACL 2.0's
+    /// `innerClientAuthenticationCredentials`.
+    pub fn own_creds(&self) -> Option<&protocol::signature::Credentials> {
+        self.acl
+            .as_ref()
+            .and_then(|a| a.any_account())
+            .or(self.acl2.cfg.inner_credentials.as_ref())
     }
 
     pub fn learn_broker(&self, addr: &str, name: &str) {

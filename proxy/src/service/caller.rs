@@ -11,7 +11,9 @@ use protocol::signature::Credentials;
 pub struct Caller {
     pub client_id: String,
     pub namespace: String,
-    /// The ACL account the SDK signed with (None when the proxy's ACL is off).
+    /// What the proxy signs the call's remoting requests with: the plain ACL account the SDK signed
+    /// with, else ACL 2.0's `innerClientAuthenticationCredentials` (the SDK's user is checked by the
+    /// proxy itself, as Apache's cluster-mode proxy does), else nothing.
     pub creds: Option<Credentials>,
 }
 
@@ -26,7 +28,7 @@ impl Caller {
         };
         let creds = match &proxy.acl {
             Some(acl) => Some(acl.authenticate(md)?),
-            None => None,
+            None => proxy.acl2.cfg.inner_credentials.clone(),
         };
         Ok(Caller {
             client_id: get("x-mq-client-id"),

@@ -51,7 +51,7 @@ pub fn of_properties(props: &str) -> TopicMessageType {
 /// `topic`'s type as a broker of its route holds it (cached).
 pub async fn topic_type(proxy: &Proxy, topic: &str) -> Result<TopicMessageType, ProxyError> {
     // One cache for every caller, so asked with the proxy's own account, as its heartbeats are.
-    let creds = proxy.acl.as_ref().and_then(|a| a.any_account());
+    let creds = proxy.own_creds();
     proxy
         .topic_types
         .get(&proxy.pool, &proxy.routes, topic, creds)

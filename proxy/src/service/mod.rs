@@ -35,7 +35,7 @@ macro_rules! unary {
     ($self:ident, $req:ident, $name:literal, $handler:path, $resp:ident) => {{
         let started = Instant::now();
         let proxy = $self.proxy.clone();
-        let result = match Caller::of(&proxy, &$req) {
+        let result = match authorized(&proxy, &$req).await {
             Ok(caller) => $handler(&proxy, &caller, $req.into_inner()).await,
             Err(e) => Err(e),
         };
@@ -50,6 +50,16 @@ macro_rules! unary {
         });
         Ok(Response::new(resp))
     }};
+}
+
+/// The caller of a request that passed the plain ACL or ACL 2.0 checks (whichever is on).
+async fn authorized<T: crate::acl2::request::AuthRequest>(
+    proxy: &Arc<Proxy>,
+    req: &Request<T>,
+) -> Result<Caller, ProxyError> {
+    let caller = Caller::of(proxy, req)?;
+    crate::acl2::check(proxy, req.metadata(), req.remote_addr(), req.get_ref()).await?;
+    Ok(caller)
 }
 
 #[tonic::async_trait]
@@ -108,7 +118,7 @@ impl MessagingService for Service {
     ) -> Result<Response<Self::ReceiveMessageStream>, Status> {
         let started = Instant::now();
         let proxy = self.proxy.clone();
-        let replies = match Caller::of(&proxy, &request) {
+        let replies = match authorized(&proxy, &request).await {
             Ok(caller) => pop::receive_message(&proxy, &caller, request.into_inner()).await,
             Err(e) => Err(e),
         };
@@ -210,7 +220,8 @@ impl MessagingService for Service {
     ) -> Result<Response<Self::TelemetryStream>, Status> {
         let caller = Caller::of(&self.proxy, &request)
             .map_err(|e| Status::unauthenticated(e.to_string()))?;
-        let out = telemetry::open(self.proxy.clone(), caller, request.into_inner());
+        let auth = (request.metadata().clone(), request.remote_addr());
+        let out = telemetry::open(self.proxy.clone(), caller, auth, request.into_inner());
         Ok(Response::new(Box::pin(out)))
     }
 

@@ -3,11 +3,13 @@
 //! group's `SubscriptionGroupConfig`, as Apache's proxy answers), and the proxy pushes
 //! orphaned-transaction recovery commands down it (see `transaction`).
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
+use tonic::metadata::MetadataMap;
 use tonic::Status;
 
 use super::caller::Caller;
@@ -23,15 +25,29 @@ static NEXT_STREAM: AtomicU64 = AtomicU64::new(1);
 /// Commands queued to one SDK before pushes are dropped (the SDK reads them promptly).
 const OUT_QUEUE: usize = 256;
 
+/// Serves one stream. With ACL 2.0 on, each command is checked with the stream's headers and peer
+/// (`auth`), as Apache's proxy checks each: a refused one is answered with its status.
 pub fn open(
     proxy: Arc<Proxy>,
     caller: Caller,
+    auth: (MetadataMap, Option<SocketAddr>),
     mut inbound: tonic::Streaming<TelemetryCommand>,
 ) -> ReceiverStream<Result<TelemetryCommand, Status>> {
     let (tx, rx) = mpsc::channel(OUT_QUEUE);
     let stream_id = NEXT_STREAM.fetch_add(1, Ordering::Relaxed);
     tokio::spawn(async move {
         while let Ok(Some(cmd)) = inbound.message().await {
+            if let Err(e) = crate::acl2::check(&proxy, &auth.0, auth.1, &cmd).await {
+                tracing::debug!("Telemetry refused: {e}");
+                let refused = TelemetryCommand {
+                    status: Some(e.status()),
+                    command: None,
+                };
+                if tx.send(Ok(refused)).await.is_err() {
+                    break;
+                }
+                continue;
+            }
             let Some(telemetry_command::Command::Settings(settings)) = cmd.command else {
                 // Thread stack traces and message verification results: nothing here asks for them.
                 continue;

@@ -233,7 +233,7 @@ async fn takes_transactions(proxy: &Proxy, topic: &str) -> bool {
 
 /// The proxy's own heartbeats are signed with the first ACL account, if there is one.
 fn proxy_creds(proxy: &Proxy) -> Option<&protocol::signature::Credentials> {
-    proxy.acl.as_ref().and_then(|a| a.any_account())
+    proxy.own_creds()
 }
 
 #[cfg(test)]
