@@ -1,5 +1,6 @@
 //! An accept loop that admits connections through a `ConnectionGate` and serves each under
-//! `ConnectionLimits`; a connection beyond the cap is closed at once (the peer sees EOF).
+//! `ConnectionLimits`; a connection beyond the cap is closed at once (the peer sees EOF). With a
+//! `ServerTls`, each connection is first sorted into TLS or plaintext on its own task.
 
 use std::future::Future;
 use std::rc::Rc;
@@ -9,6 +10,7 @@ use glommio::net::TcpListener;
 
 use crate::limits::{ConnectionGate, ConnectionLimits};
 use crate::server::{serve_connection_with, Handler};
+use crate::tls::{Accepted, ServerTls, HANDSHAKE_TIMEOUT};
 
 /// Pause after a failed accept (e.g. out of file descriptors) so the loop does not spin.
 const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(10);
@@ -27,7 +29,20 @@ pub async fn accept_connections<H: Handler>(
     gate: Rc<ConnectionGate>,
     stop: impl Future<Output = ()>,
 ) {
-    let accepting = glommio::spawn_local(accept_loop(listener, handler, limits, gate));
+    accept_connections_tls(listener, handler, limits, gate, None, stop).await
+}
+
+/// `accept_connections` with TLS as `tls` says (`None`: plaintext only, `tls.server.mode =
+/// disabled`). A connection holds its slot from accept, through its first byte and handshake.
+pub async fn accept_connections_tls<H: Handler>(
+    listener: TcpListener,
+    handler: Rc<H>,
+    limits: ConnectionLimits,
+    gate: Rc<ConnectionGate>,
+    tls: Option<ServerTls>,
+    stop: impl Future<Output = ()>,
+) {
+    let accepting = glommio::spawn_local(accept_loop(listener, handler, limits, gate, tls));
     stop.await;
     // Dropping a glommio task cancels it; the listener it owns closes with it.
     drop(accepting);
@@ -38,6 +53,7 @@ async fn accept_loop<H: Handler>(
     handler: Rc<H>,
     limits: ConnectionLimits,
     gate: Rc<ConnectionGate>,
+    tls: Option<ServerTls>,
 ) {
     let mut last_refusal_log: Option<Instant> = None;
     let mut refused_since_log = 0u64;
@@ -66,12 +82,37 @@ async fn accept_loop<H: Handler>(
         };
         let handler = handler.clone();
         let limits = limits.clone();
+        let tls = tls.clone();
         glommio::spawn_local(async move {
-            if let Err(e) = serve_connection_with(stream, handler, limits).await {
+            let served = match tls {
+                None => serve_connection_with(stream, handler, limits).await,
+                Some(tls) => serve_sorted(&tls, stream, handler, limits).await,
+            };
+            if let Err(e) = served {
                 tracing::info!("connection closed: {e}");
             }
             drop(slot);
         })
         .detach();
+    }
+}
+
+/// Sorts a connection into TLS or plaintext, then serves it. The first byte may take as long as
+/// the connection may idle (`serverChannelMaxIdleTimeSeconds`), else `HANDSHAKE_TIMEOUT`.
+async fn serve_sorted<H: Handler>(
+    tls: &ServerTls,
+    stream: glommio::net::TcpStream,
+    handler: Rc<H>,
+    limits: ConnectionLimits,
+) -> Result<(), crate::RemotingError> {
+    let peer = stream.peer_addr().ok();
+    let wait = limits.idle_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
+    match tls.sort(stream, wait).await {
+        Ok(Accepted::Plain(stream)) => serve_connection_with(stream, handler, limits).await,
+        Ok(Accepted::Tls(stream)) => serve_connection_with(*stream, handler, limits).await,
+        Err(e) => {
+            tracing::debug!("connection from {peer:?} not served: {e}");
+            Ok(())
+        }
     }
 }

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use glommio::channels::local_channel::{self, LocalSender};
@@ -88,11 +89,24 @@ impl Client {
     }
 
     /// Connects; requests the server sends us go to `handler` (ignored when `None`).
+    /// Uses TLS when this process has a default TLS client config (`tls::set_default_client`,
+    /// set from `tls.enable`).
     pub async fn connect_with_handler(
         addr: SocketAddr,
         timeout: Duration,
         handler: Option<Rc<dyn ServerRequestHandler>>,
     ) -> Result<Client, RemotingError> {
+        Client::connect_tls(addr, timeout, handler, crate::tls::default_client()).await
+    }
+
+    /// Connects over TLS with `tls` (plaintext when `None`); the handshake counts in `timeout`.
+    pub async fn connect_tls(
+        addr: SocketAddr,
+        timeout: Duration,
+        handler: Option<Rc<dyn ServerRequestHandler>>,
+        tls: Option<Arc<crate::tls::ClientConfig>>,
+    ) -> Result<Client, RemotingError> {
+        let started = std::time::Instant::now();
         let stream = with_timeout(timeout, async {
             TcpStream::connect(addr)
                 .await
@@ -104,6 +118,23 @@ impl Client {
         .await?;
         let _ = stream.set_nodelay(true);
         let fd = stream.as_raw_fd();
+        match tls {
+            None => Ok(Client::start(stream, fd, addr, handler)),
+            Some(config) => {
+                let left = timeout.saturating_sub(started.elapsed());
+                let stream = crate::tls::handshake(stream, addr, config, left).await?;
+                Ok(Client::start(stream, fd, addr, handler))
+            }
+        }
+    }
+
+    /// Runs the reader and writer tasks of a connected stream (plain or TLS; `fd` is its socket's).
+    fn start<S: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin + 'static>(
+        stream: S,
+        fd: RawFd,
+        addr: SocketAddr,
+        handler: Option<Rc<dyn ServerRequestHandler>>,
+    ) -> Client {
         let (read_half, write_half) = futures_lite::io::split(stream);
         let (to_writer, from_client) = local_channel::new_bounded::<RemotingCommand>(1024);
         let shared = Rc::new(Shared {
@@ -168,7 +199,7 @@ impl Client {
         })
         .detach();
 
-        Ok(Client { shared })
+        Client { shared }
     }
 
     /// Connects to `host:port`.

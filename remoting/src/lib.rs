@@ -11,9 +11,11 @@ mod limits;
 mod listen;
 pub mod sd_notify;
 mod server;
+mod stream;
 mod timeout;
+pub mod tls;
 
-pub use accept::accept_connections;
+pub use accept::{accept_connections, accept_connections_tls};
 pub use client::{resolve, Client, RpcHook, ServerRequestHandler};
 pub use error::RemotingError;
 pub use framed::{FrameReader, FrameWriter};
@@ -22,4 +24,5 @@ pub use listen::bind;
 pub use server::{
     serve_connection, serve_connection_with, ConnectionContext, Handler, ResponseSink,
 };
+pub use stream::Connection;
 pub use timeout::with_timeout;

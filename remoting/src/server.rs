@@ -17,6 +17,7 @@ use protocol::command::RemotingCommand;
 use crate::error::RemotingError;
 use crate::framed::{FrameReader, FrameWriter};
 use crate::limits::ConnectionLimits;
+use crate::stream::Connection;
 
 /// Stop gathering responses into one write past this many bytes.
 const MAX_WRITE_BATCH: usize = 1024 * 1024;
@@ -257,15 +258,18 @@ pub async fn serve_connection<H: Handler>(
 }
 
 /// Serves `stream` under `limits` (see `ConnectionLimits`).
-pub async fn serve_connection_with<H: Handler>(
-    stream: TcpStream,
+/// `stream` is a plain socket or TLS over one (`Connection`); closing goes through the socket's
+/// descriptor either way.
+pub async fn serve_connection_with<H: Handler, S: Connection>(
+    stream: S,
     handler: Rc<H>,
     limits: ConnectionLimits,
 ) -> Result<(), RemotingError> {
-    let _ = stream.set_nodelay(true);
-    let peer = stream.peer_addr()?;
-    let local = stream.local_addr()?;
-    let fd = stream.as_raw_fd();
+    let tcp = stream.tcp();
+    let _ = tcp.set_nodelay(true);
+    let peer = tcp.peer_addr()?;
+    let local = tcp.local_addr()?;
+    let fd = tcp.as_raw_fd();
     let max_in_flight = limits.max_in_flight.max(1);
     let budget = limits.max_pending_response_bytes.max(1);
     let (read_half, write_half) = futures_lite::io::split(stream);
