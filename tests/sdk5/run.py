@@ -647,6 +647,55 @@ def case_java_acl(s):
     check(java_out(out)["refused"].startswith("UnauthorizedException"), "refused as %s" % out)
 
 
+def auth_admin(s, *args):
+    """Our mqadmin's ACL 2.0 commands (createUser, createAcl, ...) against the broker."""
+    r = subprocess.run([mqadmin()] + list(args) + ["-n", s.cluster.namesrv_addr, "-b", s.cluster.broker_addr],
+                       capture_output=True, timeout=60)
+    check(r.returncode == 0, "mqadmin %s failed: %s" % (" ".join(args), (r.stdout + r.stderr).decode()[-2000:]))
+
+
+ACL2_PROXY = {
+    "authenticationEnabled": "true",
+    "authorizationEnabled": "true",
+    "innerClientAuthenticationCredentials": """'{"accessKey":"proxyadmin","secretKey":"proxysecret"}'""",
+    "userCacheRefreshSeconds": "1",
+    "aclCacheRefreshSeconds": "1",
+}
+
+
+def case_java_acl2(s):
+    """ACL 2.0 through the proxy: users and ACLs made on the broker (AUTH_CREATE_USER/AUTH_CREATE_ACL through our
+    mqadmin), the proxy reads them (AUTH_GET_USER/AUTH_GET_ACL, signed as the super user proxyadmin) and checks
+    the Java SDK's requests: alice sends and receives; no credentials, a wrong password, a Deny policy, a
+    disabled user, an unknown user and a group without a policy are refused as UNAUTHORIZED with Apache's texts."""
+    topic, group, other = "JavaAcl2", "GID_acl2", "GID_acl2_other"
+    s.cluster.create_topic(topic)
+    auth_admin(s, "createUser", "-u", "proxyadmin", "-p", "proxysecret", "-t", "Super")
+    auth_admin(s, "createUser", "-u", "alice", "-p", "alicepw", "-t", "Normal")
+    auth_admin(s, "createUser", "-u", "bob", "-p", "bobpw", "-t", "Normal")
+    auth_admin(s, "createUser", "-u", "carol", "-p", "carolpw", "-t", "Normal", "-s", "disable")
+    auth_admin(s, "createAcl", "-s", "User:alice", "-r", "Topic:%s" % topic, "-a", "Pub,Sub", "-d", "Allow")
+    auth_admin(s, "createAcl", "-s", "User:alice", "-r", "Group:%s" % group, "-a", "Sub", "-d", "Allow")
+    auth_admin(s, "createAcl", "-s", "User:bob", "-r", "Topic:%s" % topic, "-a", "Pub,Sub", "-d", "Deny")
+    argv = [JAVA_SH, JAVA_SET, "-cp", JAVA_CLASSES, "JavaAcl2", s.endpoint, topic, group, other]
+    out = java_out(s._scenario("Java", "java-acl2", argv, 240, env={"JAVA_OPT_EXT": "-Duser.home=%s" % s.workdir},
+                               cwd=s.workdir))
+    check(out["sent"] == 5 and out["received"] == 5, "alice: %s" % out)
+    want = {
+        "no_credentials": "username cannot be null.",
+        "wrong_password": "check signature failed.",
+        "deny_policy": "User:bob has no permission to access Topic:%s from 127.0.0.1, the decision is deny." % topic,
+        "disabled_user": "User:carol is disabled.",
+        "unknown_user": "User:dave is not found.",
+    }
+    for case, text in want.items():
+        check(text in out["refused"][case], "%s refused as %r, want %r" % (case, out["refused"][case], text))
+    with open(os.path.join(s.workdir, "proxy.log")) as f:
+        log = f.read()
+    text = "User:alice has no permission to access Group:%s from 127.0.0.1, no matched policies." % other
+    check(text in log, "the proxy did not refuse alice's settings for %s (%s)" % (other, out["refused"]["other_group"]))
+
+
 TYPE_KINDS = ("NORMAL", "FIFO", "DELAY", "TRANSACTION")
 TYPE_TOPICS = (("Normal", "NORMAL"), ("Fifo", "FIFO"), ("Delay", "DELAY"), ("Tx", "TRANSACTION"), ("Mixed", "MIXED"))
 
@@ -786,6 +835,8 @@ CASES = {
     "java_redelivery": (case_java_redelivery, None, None),
     "java_dlq": (case_java_dlq, None, None),
     "java_acl": (case_java_acl, "acl", None),
+    # ACL 2.0 checked by the proxy (the broker keeps the users and ACLs).
+    "java_acl2": (case_java_acl2, None, ACL2_PROXY),
     # Topics' message types: MIXED topics need the broker's enableMixedMessageType, delayed messages its timer;
     # the proxy asks a topic's type again after 1 s.
     "java_types": (case_java_types, {"enableMixedMessageType": "true", "timerWheelEnable": "true"},
