@@ -3,8 +3,7 @@
 //! request, and the `UserInfo` / `AclInfo` bodies of the user and ACL admin requests (3001-3010).
 //! Facts from Apache RocketMQ's `auth` module (5.3+); its code does not carry over.
 //!
-//! Not wired into a server yet: the broker and proxy still refuse `authenticationEnabled` /
-//! `authorizationEnabled`.
+//! The broker enforces it on remoting requests (`broker::feature::acl2`), the proxy on gRPC ones.
 
 pub mod acl;
 pub mod action;

@@ -36,6 +36,7 @@ import cases_failover  # noqa: E402,F401
 import cases_go  # noqa: E402,F401
 import cases_slave_read  # noqa: E402,F401
 import cases_compaction  # noqa: E402,F401
+import cases_acl2  # noqa: E402,F401
 import harness  # noqa: E402
 
 

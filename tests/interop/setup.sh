@@ -50,8 +50,8 @@ for set in rocketmq-4.9.8 rocketmq-5.5.0; do
 done
 (IFS=,; echo "[${built[*]}]") > "$java_build/built.json"
 
-echo "interop setup: broker, name server and controller under test"
-(cd "$repo" && cargo build --quiet -p broker -p namesrv -p controller)
+echo "interop setup: broker, name server, controller and mqadmin under test"
+(cd "$repo" && cargo build --quiet -p broker -p namesrv -p controller -p mqadmin)
 
 echo "interop setup: rust client (rocketmq-client-rust 1.0.0; slow the first time)"
 # Always its own target dir (where run.py looks), whatever CARGO_TARGET_DIR says for the main workspace.

@@ -67,9 +67,6 @@ const CQ_FORMAT: &str = "ConsumeQueue extension and batch ConsumeQueue formats a
 const MOOT_DISK: &str =
     "there is no page cache to fall out of: every pull reads through the block \
      cache, and the maxTransfer...OnMessageInMemory limits apply to all of them";
-const ACL2: &str = "ACL 2.0 is not supported yet (users and ACLs can be managed with mqadmin, but \
-     requests are not authenticated or authorized by them); remove the AuthConfig keys, and for \
-     access control use plain ACL: aclEnable = true with a plain_acl.yml (aclFile names it)";
 
 /// The table: every Apache key in one row.
 pub const TABLE: &[Group] = &[
@@ -163,49 +160,65 @@ pub const TABLE: &[Group] = &[
         ],
         Class::Applied,
     ),
-    // Security: ACL 2.0 and TLS are not built, so asking for them must not start an open broker.
+    // ACL 2.0 (Apache's AuthConfig), read by `config::auth`.
     (
         &[
             "authenticationEnabled",
             "authorizationEnabled",
+            "authenticationWhitelist",
+            "authorizationWhitelist",
+            "initAuthenticationUser",
+            "innerClientAuthenticationCredentials",
             "migrateAuthFromV1Enabled",
+            "authenticationProvider",
+            "authenticationMetadataProvider",
+            "authorizationProvider",
+            "authorizationMetadataProvider",
         ],
-        Class::Refused(Refusal {
-            when: When::NotOff,
-            why: ACL2,
-        }),
+        Class::Applied,
     ),
     (
         &[
-            "authConfigPath",
-            "authenticationProvider",
-            "authenticationMetadataProvider",
-            "authenticationStrategy",
-            "authenticationWhitelist",
-            "initAuthenticationUser",
-            "innerClientAuthenticationCredentials",
-            "authorizationProvider",
-            "authorizationMetadataProvider",
-            "authorizationStrategy",
-            "authorizationWhitelist",
-            "configName",
-            "clusterName",
             "userCacheMaxNum",
             "userCacheExpiredSecond",
             "userCacheRefreshSecond",
             "aclCacheMaxNum",
             "aclCacheExpiredSecond",
             "aclCacheRefreshSecond",
+        ],
+        Class::NotUsed(
+            "every shard holds all users and ACLs in memory and sees a change as soon as it is \
+             stored, so there is no cache to size or expire",
+        ),
+    ),
+    (
+        &[
+            "authenticationStrategy",
+            "authorizationStrategy",
             "statefulAuthenticationCacheMaxNum",
             "statefulAuthenticationCacheExpiredSecond",
             "statefulAuthorizationCacheMaxNum",
             "statefulAuthorizationCacheExpiredSecond",
         ],
+        Class::NotUsed(
+            "every request is authenticated and authorized on its own (Apache's stateless \
+             strategy): a stateful strategy's per-connection cache is not kept, which only \
+             makes the checks stricter",
+        ),
+    ),
+    (
+        &["authConfigPath"],
         Class::Refused(Refusal {
             when: When::NotEmpty,
-            why: ACL2,
+            why: "users and ACLs are kept in <storePathRootDir>/config/auth.json, not in a path \
+                  of their own; remove the key",
         }),
     ),
+    (
+        &["configName", "clusterName"],
+        Class::NotUsed(
+            "the broker names itself: brokerClusterName is the cluster of `Cluster:` resources",
+        ),
     (
         &["useTLS"],
         Class::Refused(Refusal {
@@ -1008,20 +1021,17 @@ mod tests {
             typo.to_string(),
             "unknown config key `serverWorkerThread` ignored"
         );
+        // ACL 2.0 keys are read; a provider this broker does not have is refused with the reason.
+        assert_eq!(cfg.set("authenticationEnabled", "true").unwrap(), None);
         let err = cfg
-            .set("authenticationEnabled", "true")
+            .set("authorizationProvider", "com.example.Mine")
             .unwrap_err()
             .to_string();
-        assert!(err.contains("authenticationEnabled"), "{err}");
-        assert!(err.contains("ACL 2.0 is not supported yet"), "{err}");
-        assert!(
-            err.contains("aclEnable") && err.contains("plain_acl.yml"),
-            "{err}"
-        );
-        assert!(cfg.set("authorizationEnabled", "true").is_err());
+        assert!(err.contains("authorizationProvider"), "{err}");
         assert!(cfg
             .set("initAuthenticationUser", "{\"username\":\"u\"}")
             .is_err());
+        assert!(cfg.set("authConfigPath", "/etc/auth").is_err());
         // Off is what this broker does: accepted, and said so.
         assert_eq!(cfg.set("authenticationEnabled", "false").unwrap(), None);
         assert!(cfg.set("tls.server.mode", "enforcing").is_err());

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::classification;
+use super::auth::AuthConfig;
 use super::controller_mode::ControllerModeConfig;
 use super::error::LoadError;
 pub use super::issue::ConfigIssue;
@@ -162,6 +163,8 @@ pub struct BrokerConfig {
     pub log_level: String,
     /// Controller mode (automatic failover).
     pub controller: ControllerModeConfig,
+    /// ACL 2.0 (`authenticationEnabled`, ...).
+    pub auth: AuthConfig,
 }
 
 impl Default for BrokerConfig {
@@ -240,6 +243,7 @@ impl Default for BrokerConfig {
             metrics_port: 0,
             log_level: "info".into(),
             controller: ControllerModeConfig::default(),
+            auth: AuthConfig::default(),
         }
     }
 }
@@ -338,6 +342,9 @@ impl BrokerConfig {
         let v = value.trim();
         if let Some(result) = self.controller.set(key, v) {
             return result.map(|()| None).map_err(|reason| bad(key, v, reason));
+        }
+        if let Some(result) = self.auth.set(key, v) {
+            return result.map(|()| None).map_err(|reason| bad(key, v, &reason));
         }
         match key {
             "brokerClusterName" => self.broker_cluster_name = v.to_owned(),

@@ -1,6 +1,7 @@
 //! Broker configuration: Apache RocketMQ's property names and defaults, read from TOML or
 //! `.properties`, with the overlay of keys changed at run time (`overlay`, `live`).
 
+pub mod auth;
 pub mod classification;
 pub mod controller_mode;
 mod error;

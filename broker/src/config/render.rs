@@ -198,6 +198,7 @@ impl BrokerConfig {
             ("logLevel", self.log_level.clone()),
         ];
         pairs.extend(self.controller.to_pairs());
+        pairs.extend(self.auth.to_pairs());
         pairs
     }
 

@@ -1,8 +1,8 @@
 //! ACL 2.0's admin requests on the control shard: AUTH_CREATE_USER .. AUTH_LIST_ACL (3001-3010), with
 //! Apache's checks, answers and texts (its `AdminBrokerProcessor`); every change is written to
 //! `config/auth.json` before it is answered. A slave refuses changes: it copies its master's users and
-//! ACLs. The users and ACLs are kept and served, but requests are not yet authenticated or authorized
-//! by them: `authenticationEnabled` / `authorizationEnabled` are refused at start.
+//! ACLs. Every shard checks requests against them (`feature::acl2`) when `authenticationEnabled` /
+//! `authorizationEnabled` are on.
 
 use std::rc::Rc;
 
@@ -37,7 +37,7 @@ fn repeats_through_siblings(shard: &Shard) -> bool {
 }
 
 fn metadata(shard: &Shard) -> Option<&std::cell::RefCell<AuthMetadata>> {
-    shard.control.as_ref().map(|c| &c.auth)
+    shard.control.as_ref().map(|_| &shard.auth)
 }
 
 /// Whether the request is signed by someone other than a super user (Apache: unsigned requests are
@@ -72,7 +72,7 @@ async fn change(
     let Ok(_permit) = ctl.persist_lock.acquire_permit(1).await else {
         return error(rc::SYSTEM_ERROR, "the broker is shutting down");
     };
-    let mut next = ctl.auth.borrow().clone();
+    let mut next = shard.auth.borrow().clone();
     if let Err(answer) = change(&mut next) {
         return answer;
     }

@@ -36,6 +36,16 @@ pub fn updated_config(
         if REFUSED_KEYS.contains(&key.as_str()) {
             return Err(format!("`{key}` cannot be changed at run time"));
         }
+        // Who may do what is not changed by a request that passes through it.
+        if crate::config::auth::AuthConfig::default()
+            .set(key, value)
+            .is_some()
+        {
+            return Err(format!(
+                "`{key}` (ACL 2.0) cannot be changed at run time: change it in the broker's \
+                 config file and restart"
+            ));
+        }
         match cfg.set(key, value) {
             Ok(None) => {}
             Ok(Some(ConfigIssue::Unknown(k))) => return Err(format!("unknown config key `{k}`")),
@@ -137,5 +147,8 @@ mod tests {
         assert!(updated_config(&current, &pairs(&[("shardCount", "3")])).is_err());
         assert!(updated_config(&current, &pairs(&[("storePathRootDir", "/x")])).is_err());
         assert!(updated_config(&current, &pairs(&[("storeCheckpoint", "/x")])).is_err());
+        let err =
+            updated_config(&current, &pairs(&[("authenticationEnabled", "false")])).unwrap_err();
+        assert!(err.contains("restart"), "{err}");
     }
 }

@@ -1,6 +1,6 @@
 //! Request processors, one request-code family per file (POP's are in `feature::pop`). `dispatch`
 //! takes every request a connection receives, finds its row in the request table (`commands`), checks
-//! ACL, and runs its handler where the row says (here, on the queue's owner, or on the control shard).
+//! plain ACL and ACL 2.0, and runs its handler where the row says (here, on the queue's owner, or on the control shard).
 
 // Early returns carry the error response itself; it is built once per request, so its size is moot.
 #![allow(clippy::result_large_err)]
@@ -54,6 +54,9 @@ pub async fn dispatch(
     // Codes this broker does not serve are still checked (for a valid signature) before the answer.
     let rule = route.map_or(AclRule::Free, |r| r.acl);
     if let Some(denied) = crate::feature::acl::check(&shard.cfg, &req, ctx.peer, rule) {
+        return Some(denied);
+    }
+    if let Some(denied) = crate::feature::acl2::check(&shard, &req, ctx.peer) {
         return Some(denied);
     }
     let Some(route) = route else {

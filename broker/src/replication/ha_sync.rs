@@ -13,6 +13,8 @@ use protocol::body::{ConsumerOffsetSerializeWrapper, TopicConfigSerializeWrapper
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
 
+use crate::config::auth::AuthConfig;
+
 use crate::role::namesrv::MasterAddrs;
 use crate::shard::mesh::join_all;
 use crate::shard::Shard;
@@ -84,9 +86,11 @@ pub fn start(shard: &Rc<Shard>) {
     .detach();
 }
 
-async fn fetch(client: &Client, code: i32) -> Result<Vec<u8>, String> {
+async fn fetch(client: &Client, auth: &AuthConfig, code: i32) -> Result<Vec<u8>, String> {
+    let mut request = RemotingCommand::request(code);
+    auth.sign_inner(&mut request);
     let resp = client
-        .invoke(RemotingCommand::request(code), CALL_TIMEOUT)
+        .invoke(request, CALL_TIMEOUT)
         .await
         .map_err(|e| e.to_string())?;
     if resp.code != response_code::SUCCESS {
@@ -106,7 +110,7 @@ pub async fn sync_all(
     client: &Client,
     masters: &BTreeMap<usize, MasterAddrs>,
 ) -> Result<(), String> {
-    let body = fetch(client, request_code::GET_ALL_TOPIC_CONFIG).await?;
+    let body = fetch(client, &shard.cfg.auth, request_code::GET_ALL_TOPIC_CONFIG).await?;
     let topics: TopicConfigSerializeWrapper =
         protocol::body::from_json(&body).map_err(|e| e.to_string())?;
     install_topics(shard, topics).await;
@@ -125,7 +129,12 @@ pub async fn sync_all(
     }
     sync_offsets(shard, 0, client).await?;
 
-    let body = fetch(client, request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG).await?;
+    let body = fetch(
+        client,
+        &shard.cfg.auth,
+        request_code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+    )
+    .await?;
     let groups: SubscriptionGroupTable =
         protocol::body::from_json(&body).map_err(|e| e.to_string())?;
     install_groups(shard, groups).await;
@@ -146,8 +155,8 @@ fn json_list<T: serde::de::DeserializeOwned>(body: Vec<u8>) -> Result<Vec<T>, St
 
 /// Copies the master's ACL 2.0 users and ACLs (AUTH_LIST_USER, AUTH_LIST_ACL) when they differ.
 async fn sync_auth(shard: &Rc<Shard>, client: &Client) -> Result<(), String> {
-    let users = json_list(fetch(client, request_code::AUTH_LIST_USER).await?)?;
-    let acls = json_list(fetch(client, request_code::AUTH_LIST_ACL).await?)?;
+    let users = json_list(fetch(client, &shard.cfg.auth, request_code::AUTH_LIST_USER).await?)?;
+    let acls = json_list(fetch(client, &shard.cfg.auth, request_code::AUTH_LIST_ACL).await?)?;
     let master = AuthMetadata::from_infos(users, acls)?;
     let Some(ctl) = shard.control.as_ref() else {
         return Ok(());
@@ -155,7 +164,7 @@ async fn sync_auth(shard: &Rc<Shard>, client: &Client) -> Result<(), String> {
     let Ok(_permit) = ctl.persist_lock.acquire_permit(1).await else {
         return Ok(());
     };
-    if *ctl.auth.borrow() == master {
+    if *shard.auth.borrow() == master {
         return Ok(());
     }
     crate::role::control::store_auth(shard, master)
@@ -176,12 +185,17 @@ async fn install_topics(shard: &Rc<Shard>, master: TopicConfigSerializeWrapper) 
 
 /// Consumer and delay offsets of the broker shard `first` belongs to, from its master.
 async fn sync_offsets(shard: &Rc<Shard>, first: usize, client: &Client) -> Result<(), String> {
-    let body = fetch(client, request_code::GET_ALL_CONSUMER_OFFSET).await?;
+    let body = fetch(
+        client,
+        &shard.cfg.auth,
+        request_code::GET_ALL_CONSUMER_OFFSET,
+    )
+    .await?;
     let offsets: ConsumerOffsetSerializeWrapper =
         protocol::body::from_json(&body).map_err(|e| e.to_string())?;
     install_offsets(shard, first, offsets).await;
 
-    let body = fetch(client, request_code::GET_ALL_DELAY_OFFSET).await?;
+    let body = fetch(client, &shard.cfg.auth, request_code::GET_ALL_DELAY_OFFSET).await?;
     let text = String::from_utf8_lossy(&body).into_owned();
     shard
         .on(first)

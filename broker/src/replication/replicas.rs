@@ -296,7 +296,7 @@ async fn learn_master_ha_addr(shard: Rc<Shard>, master_addr: String, epoch: i32)
         if current != Some(epoch) || shard.shutting_down.get() {
             return;
         }
-        match exchange_ha_info(&master_addr).await {
+        match exchange_ha_info(&shard.cfg.auth, &master_addr).await {
             Ok(ha_addr) => {
                 tracing::info!("controller mode: replicating from {master_addr} through {ha_addr}");
                 if let Some(registrar) = registrar(&shard) {
@@ -322,15 +322,17 @@ async fn learn_master_ha_addr(shard: Rc<Shard>, master_addr: String, epoch: i32)
     }
 }
 
-async fn exchange_ha_info(master_addr: &str) -> Result<String, String> {
+async fn exchange_ha_info(
+    auth: &crate::config::auth::AuthConfig,
+    master_addr: &str,
+) -> Result<String, String> {
     let client = remoting::Client::connect_str(master_addr, Duration::from_secs(2))
         .await
         .map_err(|e| e.to_string())?;
+    let mut request = RemotingCommand::request(request_code::EXCHANGE_BROKER_HA_INFO);
+    auth.sign_inner(&mut request);
     let resp = client
-        .invoke(
-            RemotingCommand::request(request_code::EXCHANGE_BROKER_HA_INFO),
-            Duration::from_secs(2),
-        )
+        .invoke(request, Duration::from_secs(2))
         .await
         .map_err(|e| e.to_string())?;
     client.close();

@@ -56,22 +56,24 @@ pub async fn persist_groups(shard: &Shard) {
     }
 }
 
-/// Writes `auth` to `config/auth.json` (shard 0), then keeps it; the caller holds `persist_lock`
-/// (with the copy it changed), so nothing is kept that is not stored.
+/// Writes `auth` to `config/auth.json` (shard 0), then keeps it and sends it to every other shard;
+/// the caller holds `persist_lock` (with the copy it changed), so nothing is kept that is not stored.
 pub async fn store_auth(
     shard: &Shard,
     auth: crate::state::auth_metadata::AuthMetadata,
 ) -> std::io::Result<()> {
-    let Some(ctl) = control(shard) else {
+    if control(shard).is_none() {
         return Ok(());
-    };
+    }
     let path = shard
         .cfg
         .store_path_root_dir
         .join("config")
         .join(crate::state::auth_metadata::AUTH_FILE);
     crate::state::persist::write_atomic_off_thread(path, auth.to_json()).await?;
-    *ctl.auth.borrow_mut() = auth;
+    *shard.auth.borrow_mut() = auth.clone();
+    crate::shard::events::broadcast(shard, crate::shard::events::ShardEvent::AuthChanged(auth))
+        .await;
     Ok(())
 }
 

@@ -1,13 +1,15 @@
 //! Events the control shard broadcasts to every other shard: changes of the topic table, of the
-//! subscription groups' settings and of a consumer group's subscriptions. Each shard keeps a read-only
-//! copy of all three, applied here. Group settings travel as events, like topics, because they are
-//! read on every pull (on the queue's owner) and change rarely: a copy per shard costs one broadcast
-//! per change instead of a hop to the control shard per pull.
+//! subscription groups' settings, of ACL 2.0 users and ACLs and of a consumer group's subscriptions.
+//! Each shard keeps a read-only copy of all four, applied here. Group settings travel as events, like
+//! topics, because they are read on every pull (on the queue's owner) and change rarely: a copy per
+//! shard costs one broadcast per change instead of a hop to the control shard per pull. Users and
+//! ACLs likewise: every request of an ACL 2.0 broker is checked on the shard that received it.
 
 use protocol::body::{DataVersion, SubscriptionData, TopicConfig};
 
 use crate::shard::mesh::join_all;
 use crate::shard::Shard;
+use crate::state::auth_metadata::AuthMetadata;
 use crate::state::subscription_groups::SubscriptionGroupConfig;
 
 /// A change every shard's copy must follow.
@@ -26,6 +28,8 @@ pub enum ShardEvent {
         remove: Vec<String>,
         version: DataVersion,
     },
+    /// ACL 2.0 users or ACLs changed (all of them: they are few, and change rarely).
+    AuthChanged(AuthMetadata),
     /// A consumer group's subscriptions or message model changed (empty: the group is gone).
     GroupSubscriptions {
         group: String,
@@ -84,6 +88,7 @@ pub fn apply(shard: &Shard, event: ShardEvent) {
             }
             table.data_version = version;
         }
+        ShardEvent::AuthChanged(auth) => *shard.auth.borrow_mut() = auth,
         ShardEvent::GroupSubscriptions {
             group,
             subscriptions,

@@ -24,6 +24,7 @@ use crate::shard::latch::Latch;
 use crate::shard::mesh::Mesh;
 use crate::shard::ownership::owner_shard;
 use crate::shard::stats::{ShardCounters, ShardStats};
+use crate::state::auth_metadata::AuthMetadata;
 use crate::state::consumer_offsets::ConsumerOffsets;
 use crate::state::control::Control;
 use crate::state::subscription_groups::SubscriptionGroupTable;
@@ -48,6 +49,9 @@ pub struct Shard {
     /// on a queue's owner reads its group's settings without a hop.
     pub groups: RefCell<SubscriptionGroupTable>,
     pub offsets: RefCell<ConsumerOffsets>,
+    /// ACL 2.0 users and ACLs. Shard 0: the master (`config/auth.json`); others: a copy kept current
+    /// by broadcasts, so every shard authenticates and authorizes its own connections' requests.
+    pub auth: RefCell<AuthMetadata>,
     /// Only on shard 0.
     pub control: Option<Control>,
     pub counters: ShardCounters,
@@ -79,6 +83,7 @@ pub struct ShardParts {
     pub topics: TopicTable,
     pub groups: SubscriptionGroupTable,
     pub offsets: ConsumerOffsets,
+    pub auth: AuthMetadata,
     pub control: Option<Control>,
 }
 
@@ -97,6 +102,7 @@ impl Shard {
             topics: RefCell::new(p.topics),
             groups: RefCell::new(p.groups),
             offsets: RefCell::new(p.offsets),
+            auth: RefCell::new(p.auth),
             control: p.control,
             counters: ShardCounters::default(),
             chosen_role: Cell::new(None),

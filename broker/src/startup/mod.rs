@@ -138,7 +138,26 @@ pub fn run(cfg: BrokerConfig) -> Result<(), BrokerError> {
             .map_err(|e| BrokerError::io(groups_path.display(), e))?;
     }
 
-    let auth = AuthMetadata::load(&root.join("config").join(AUTH_FILE))?;
+    let auth_path = root.join("config").join(AUTH_FILE);
+    let mut auth = AuthMetadata::load(&auth_path)?;
+    let added = crate::feature::acl2::bootstrap::apply(&cfg, &mut auth, || {
+        crate::feature::acl::load(&crate::feature::acl::acl_file_path(&cfg))
+    })
+    .map_err(|reason| BrokerError::BadMetadata {
+        path: auth_path.display().to_string(),
+        reason,
+    })?;
+    if !added.is_empty() {
+        crate::state::persist::write_atomic(&auth_path, &auth.to_json())
+            .map_err(|e| BrokerError::io(auth_path.display(), e))?;
+        tracing::info!("ACL 2.0: added {}", added.join(", "));
+    }
+    if cfg.auth.authentication_enabled && auth.users.is_empty() {
+        tracing::warn!(
+            "authenticationEnabled with no user: every request is refused until one exists \
+             (set initAuthenticationUser)"
+        );
+    }
 
     let signals = match SignalFd::install() {
         Ok(s) => Some(s),
@@ -203,8 +222,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
         })?;
     progress.enter(Stage::LoadingState);
     let offsets = ConsumerOffsets::load(&offsets_path(&cfg.store_path_root_dir, id))?;
-    let auth = boot.auth;
-    let control = (id == 0).then(|| Control::new(auth));
+    let control = (id == 0).then(Control::new);
     let shard = Rc::new(Shard::new(ShardParts {
         id,
         shards: boot.shards,
@@ -216,6 +234,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
         topics: boot.topics,
         groups: boot.groups,
         offsets,
+        auth: boot.auth,
         control,
     }));
     crate::feature::topic_policy::start(&shard);
