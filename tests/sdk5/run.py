@@ -647,10 +647,14 @@ def case_java_acl(s):
     check(java_out(out)["refused"].startswith("UnauthorizedException"), "refused as %s" % out)
 
 
-def auth_admin(s, *args):
-    """Our mqadmin's ACL 2.0 commands (createUser, createAcl, ...) against the broker."""
+def auth_admin(s, *args, creds=None):
+    """Our mqadmin's ACL 2.0 commands (createUser, createAcl, ...) against the broker, signed with `creds`
+    (accessKey, secretKey) when given."""
+    env = dict(os.environ)
+    if creds:
+        env.update(ROCKETMQ_ACCESS_KEY=creds[0], ROCKETMQ_SECRET_KEY=creds[1])
     r = subprocess.run([mqadmin()] + list(args) + ["-n", s.cluster.namesrv_addr, "-b", s.cluster.broker_addr],
-                       capture_output=True, timeout=60)
+                       capture_output=True, timeout=60, env=env)
     check(r.returncode == 0, "mqadmin %s failed: %s" % (" ".join(args), (r.stdout + r.stderr).decode()[-2000:]))
 
 
@@ -661,22 +665,44 @@ ACL2_PROXY = {
     "userCacheRefreshSeconds": "1",
     "aclCacheRefreshSeconds": "1",
 }
+# The proxy's super user, made at the broker's start when the broker enforces ACL 2.0 too.
+ACL2_ADMIN = ("proxyadmin", "proxysecret")
+ACL2_BROKER = {
+    "authenticationEnabled": "true",
+    "authorizationEnabled": "true",
+    "initAuthenticationUser": '{\\"username\\":\\"%s\\",\\"password\\":\\"%s\\"}' % ACL2_ADMIN,
+}
 
 
-def case_java_acl2(s):
+def case_java_acl2(s, broker_enforces=False):
     """ACL 2.0 through the proxy: users and ACLs made on the broker (AUTH_CREATE_USER/AUTH_CREATE_ACL through our
     mqadmin), the proxy reads them (AUTH_GET_USER/AUTH_GET_ACL, signed as the super user proxyadmin) and checks
     the Java SDK's requests: alice sends and receives; no credentials, a wrong password, a Deny policy, a
-    disabled user, an unknown user and a group without a policy are refused as UNAUTHORIZED with Apache's texts."""
+    disabled user, an unknown user and a group without a policy are refused as UNAUTHORIZED with Apache's texts.
+    With `broker_enforces` the broker checks ACL 2.0 too: the proxy's requests pass as proxyadmin's."""
     topic, group, other = "JavaAcl2", "GID_acl2", "GID_acl2_other"
-    s.cluster.create_topic(topic)
-    auth_admin(s, "createUser", "-u", "proxyadmin", "-p", "proxysecret", "-t", "Super")
-    auth_admin(s, "createUser", "-u", "alice", "-p", "alicepw", "-t", "Normal")
-    auth_admin(s, "createUser", "-u", "bob", "-p", "bobpw", "-t", "Normal")
-    auth_admin(s, "createUser", "-u", "carol", "-p", "carolpw", "-t", "Normal", "-s", "disable")
-    auth_admin(s, "createAcl", "-s", "User:alice", "-r", "Topic:%s" % topic, "-a", "Pub,Sub", "-d", "Allow")
-    auth_admin(s, "createAcl", "-s", "User:alice", "-r", "Group:%s" % group, "-a", "Sub", "-d", "Allow")
-    auth_admin(s, "createAcl", "-s", "User:bob", "-r", "Topic:%s" % topic, "-a", "Pub,Sub", "-d", "Deny")
+    creds = ACL2_ADMIN if broker_enforces else None
+    if broker_enforces:
+        resp = remoting.request(s.cluster.broker_addr, remoting.GET_MAX_OFFSET, {"topic": "TBW102", "queueId": 0})
+        check(resp.code != 0, "the broker answered an unsigned request: ACL 2.0 is not on")
+        fields = signed({"topic": topic, "defaultTopic": "TBW102", "readQueueNums": 4, "writeQueueNums": 4,
+                         "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": "false"},
+                        *ACL2_ADMIN)
+        resp = remoting.request(s.cluster.broker_addr, 17, fields)
+        check(resp.code == 0, "signed topic creation answered %d %r" % (resp.code, resp.remark))
+        s.cluster.wait_route(topic)
+    else:
+        s.cluster.create_topic(topic)
+        auth_admin(s, "createUser", "-u", ACL2_ADMIN[0], "-p", ACL2_ADMIN[1], "-t", "Super")
+    auth_admin(s, "createUser", "-u", "alice", "-p", "alicepw", "-t", "Normal", creds=creds)
+    auth_admin(s, "createUser", "-u", "bob", "-p", "bobpw", "-t", "Normal", creds=creds)
+    auth_admin(s, "createUser", "-u", "carol", "-p", "carolpw", "-t", "Normal", "-s", "disable", creds=creds)
+    auth_admin(s, "createAcl", "-s", "User:alice", "-r", "Topic:%s" % topic, "-a", "Pub,Sub", "-d", "Allow",
+               creds=creds)
+    auth_admin(s, "createAcl", "-s", "User:alice", "-r", "Group:%s" % group, "-a", "Sub", "-d", "Allow",
+               creds=creds)
+    auth_admin(s, "createAcl", "-s", "User:bob", "-r", "Topic:%s" % topic, "-a", "Pub,Sub", "-d", "Deny",
+               creds=creds)
     argv = [JAVA_SH, JAVA_SET, "-cp", JAVA_CLASSES, "JavaAcl2", s.endpoint, topic, group, other]
     out = java_out(s._scenario("Java", "java-acl2", argv, 240, env={"JAVA_OPT_EXT": "-Duser.home=%s" % s.workdir},
                                cwd=s.workdir))
@@ -837,6 +863,8 @@ CASES = {
     "java_acl": (case_java_acl, "acl", None),
     # ACL 2.0 checked by the proxy (the broker keeps the users and ACLs).
     "java_acl2": (case_java_acl2, None, ACL2_PROXY),
+    # ... and the broker enforcing ACL 2.0 as well: the proxy signs as its super user.
+    "java_acl2_broker": (lambda s: case_java_acl2(s, broker_enforces=True), ACL2_BROKER, ACL2_PROXY),
     # Topics' message types: MIXED topics need the broker's enableMixedMessageType, delayed messages its timer;
     # the proxy asks a topic's type again after 1 s.
     "java_types": (case_java_types, {"enableMixedMessageType": "true", "timerWheelEnable": "true"},
