@@ -30,15 +30,18 @@ pub fn parse_toml(text: &str, path: &str) -> Result<Vec<(String, String)>, LoadE
         .collect()
 }
 
-/// The key/value pairs of a config file: `.properties` files are read as Java properties, everything
-/// else as TOML.
+/// The key/value pairs of a config file: `.properties` and `.conf` files (Apache's `conf/broker.conf`
+/// and `broker-a.properties`) are read as Java properties, everything else as TOML.
 pub fn read_pairs(path: &Path) -> Result<Vec<(String, String)>, LoadError> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
         path: shown.clone(),
         source,
     })?;
-    if path.extension().is_some_and(|e| e == "properties") {
+    if path
+        .extension()
+        .is_some_and(|e| e == "properties" || e == "conf")
+    {
         Ok(parse_properties(&text))
     } else {
         parse_toml(&text, &shown)
