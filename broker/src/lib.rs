@@ -24,4 +24,5 @@ pub(crate) mod state;
 
 pub use error::BrokerError;
 pub use feature::acl::check_at_start as check_acl_at_start;
+pub use net::tls::start as start_tls;
 pub use startup::run;

@@ -53,6 +53,10 @@ fn main() {
     for issue in issues {
         tracing::warn!("{issue}");
     }
+    if let Err(e) = broker::start_tls(&cfg) {
+        eprintln!("broker: {e}");
+        std::process::exit(2);
+    }
     if let Err(e) = broker::check_acl_at_start(&cfg) {
         eprintln!("broker: {e}");
         std::process::exit(2);

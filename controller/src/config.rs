@@ -5,8 +5,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use apache_keys::Class;
 use crate::config_keys;
+use apache_keys::Class;
 
 /// Scan for silent brokers every this many ms. Apache's default is 5000; 1000 keeps master death to
 /// new master within the 5 s goal with the default heartbeat timeout.
@@ -66,6 +66,9 @@ pub struct ControllerConfig {
     /// `serverWriteStallTimeoutSeconds`, `serverMaxPendingResponseBytes`: what each connection is
     /// served under (read at start, as `max_connections`).
     pub limits: remoting::ConnectionLimits,
+    /// `tls.*`: TLS on the port (read at start). `enforcing` is refused: peers' raft messages
+    /// arrive in plaintext.
+    pub tls: remoting::tls::TlsSettings,
 }
 
 impl ControllerConfig {
@@ -127,6 +130,12 @@ impl ControllerConfig {
             Ok(ms) if ms > 0 => Ok(Duration::from_millis(ms)),
             _ => Err(format!("{key}: expected milliseconds > 0, got {v:?}")),
         };
+        if remoting::tls::SERVER_KEYS.contains(&key) {
+            return match self.tls.set(key, value) {
+                Some(Err(e)) => Err(format!("{key}: {e}")),
+                _ => Ok(()),
+            };
+        }
         match key {
             "controllerDLegerGroup" => self.group = value.to_string(),
             "controllerDLegerPeers" => self.peers = parse_peers(value)?,
@@ -229,6 +238,14 @@ impl ControllerConfig {
         if self.store_path.as_os_str().is_empty() {
             return Err("controllerStorePath is empty".into());
         }
+        if self.tls.server_mode == remoting::tls::ServerMode::Enforcing {
+            return Err(
+                "tls.server.mode = enforcing is refused for the controller: the \
+                        controllers' raft messages to each other are plaintext on this port; use \
+                        permissive (TLS clients are served) or disabled"
+                    .into(),
+            );
+        }
         Ok(())
     }
 }
@@ -256,6 +273,7 @@ impl Default for ControllerConfig {
                 DEFAULT_WRITE_STALL_SECONDS,
                 DEFAULT_MAX_PENDING_RESPONSE_BYTES,
             ),
+            tls: remoting::tls::TlsSettings::default(),
         }
     }
 }

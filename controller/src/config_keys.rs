@@ -17,6 +17,27 @@ const JRAFT_PEERS: &str = "the raft group is openraft's, described by controller
 
 /// The table: every Apache key in one row.
 pub const TABLE: &[Group] = &[
+    // TLS on the port (Apache's tls.* JVM system properties, config keys here).
+    (remoting::tls::SERVER_KEYS, Class::Applied),
+    (
+        &[remoting::tls::ENABLE_KEY],
+        Class::Refused(Refusal {
+            when: When::NotOff,
+            why: "the controller's own outgoing connections are plaintext (tls.enable is for the \
+                  broker and clients); remove the key",
+        }),
+    ),
+    (
+        remoting::tls::CLIENT_KEYS,
+        Class::NotUsed("client-side TLS settings: the controller makes no TLS connections"),
+    ),
+    (
+        remoting::tls::PASSWORD_KEYS,
+        Class::Refused(Refusal {
+            when: When::NotEmpty,
+            why: remoting::tls::KEY_PASSWORD_REFUSED,
+        }),
+    ),
     (
         &[
             "controllerDLegerGroup",
@@ -102,8 +123,9 @@ pub const TABLE: &[Group] = &[
         &["useTLS"],
         Class::Refused(Refusal {
             when: When::NotOff,
-            why: "the controller's connections are plain TCP (TLS is not built); remove the key, \
-                  or encrypt the links outside the controller (a VPN or a TLS tunnel)",
+            why: "the controller's own connections (raft messages to its peers, notices to \
+                  brokers) are plain TCP; remove the key (TLS on the controller's port is \
+                  tls.server.mode, permissive by default)",
         }),
     ),
     (
@@ -191,9 +213,19 @@ pub const NOT_APACHE_5: &[&str] = &[
     "serverMaxPendingResponseBytes",
 ];
 
-/// The class of `key`, if it is in the table.
+/// A `tls.` key that is not one of Apache's: refused, so a misspelt TLS key cannot leave TLS off.
+const TLS_UNKNOWN: Class = Class::Refused(Refusal {
+    when: When::NotEmpty,
+    why: "not one of Apache's TLS keys (tls.server.mode, tls.test.mode.enable, tls.server.*, \
+          tls.client.*, tls.config.file); fix or remove it",
+});
+
+/// The class of `key`, if it is in the table or a `tls.` key.
 pub fn class_of(key: &str) -> Option<&'static Class> {
-    apache_keys::class_in(TABLE, key)
+    match apache_keys::class_in(TABLE, key) {
+        None if key.starts_with("tls.") => Some(&TLS_UNKNOWN),
+        class => class,
+    }
 }
 
 #[cfg(test)]
@@ -210,7 +242,16 @@ mod tests {
             include_str!("apache_keys/NettyServerConfig.txt"),
             include_str!("apache_keys/NettyClientConfig.txt"),
         ]);
-        if let Err(e) = apache_keys::check_coverage(TABLE, class_of, &apache, NOT_APACHE_5) {
+        // TLS keys are JVM system properties in Apache, not config fields.
+        let ours = [
+            NOT_APACHE_5,
+            remoting::tls::SERVER_KEYS,
+            &[remoting::tls::ENABLE_KEY],
+            remoting::tls::CLIENT_KEYS,
+            remoting::tls::PASSWORD_KEYS,
+        ]
+        .concat();
+        if let Err(e) = apache_keys::check_coverage(TABLE, class_of, &apache, &ours) {
             panic!("{e}");
         }
     }

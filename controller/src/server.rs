@@ -122,6 +122,8 @@ pub fn run(
     let self_id = config.self_id;
     let max_connections = config.max_connections;
     let limits = config.limits.clone();
+    let tls =
+        remoting::tls::ServerTls::from_settings(&config.tls).map_err(ControllerError::Config)?;
     let embedded = Embedded::start(config)?;
     let handler = embedded.handler();
     let executor = LocalExecutorBuilder::default()
@@ -130,11 +132,12 @@ pub fn run(
             let listener = bind(SocketAddr::from(([0, 0, 0, 0], listen.port())))?;
             tracing::info!("controller n{self_id} listening on {listen}");
             on_bound(listen);
-            remoting::accept_connections(
+            remoting::accept_connections_tls(
                 listener,
                 Rc::new(handler),
                 limits,
                 Rc::new(remoting::ConnectionGate::new(max_connections)),
+                tls,
                 shutdown::signalled(),
             )
             .await;

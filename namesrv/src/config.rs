@@ -48,6 +48,8 @@ pub struct NamesrvConfig {
     pub max_connections: usize,
     /// What each connection is served under: idleness, slow frames, write stalls, queued responses.
     pub limits: remoting::ConnectionLimits,
+    /// `tls.*` keys of the `-c` file: TLS on the port.
+    pub tls: remoting::tls::TlsSettings,
 }
 
 /// `~/namesrv/<file>`, as Apache's name server places its files under `user.home`.
@@ -74,6 +76,7 @@ impl Default for NamesrvConfig {
                 DEFAULT_WRITE_STALL_SECONDS,
                 DEFAULT_MAX_PENDING_RESPONSE_BYTES,
             ),
+            tls: remoting::tls::TlsSettings::default(),
         }
     }
 }
@@ -234,6 +237,7 @@ impl Args {
                     .or(file.max_pending_response_bytes)
                     .unwrap_or(DEFAULT_MAX_PENDING_RESPONSE_BYTES),
             ),
+            tls: file.tls,
         };
         Ok((config, warnings))
     }

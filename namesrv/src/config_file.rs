@@ -23,6 +23,8 @@ pub struct FileSettings {
     pub frame_timeout_seconds: Option<u64>,
     pub write_stall_seconds: Option<u64>,
     pub max_pending_response_bytes: Option<u64>,
+    /// `tls.*` (Apache's JVM system properties, file keys here).
+    pub tls: remoting::tls::TlsSettings,
 }
 
 fn parsed<T: std::str::FromStr>(key: &str, value: &str, what: &str) -> Result<Option<T>, String> {
@@ -55,6 +57,14 @@ impl FileSettings {
     /// Applies one key: `Ok(true)` when it is a key this reader applies.
     pub fn set(&mut self, key: &str, value: &str) -> Result<bool, String> {
         let v = value.trim();
+        if remoting::tls::SERVER_KEYS.contains(&key) {
+            return match self.tls.set(key, v) {
+                Some(Err(e)) => Err(format!(
+                    "config key `{key}` has an invalid value `{v}`: {e}"
+                )),
+                _ => Ok(true),
+            };
+        }
         match key {
             "bindAddress" => self.bind_address = parsed(key, v, "an IP address")?,
             "listenPort" => self.listen_port = parsed(key, v, "a port")?,

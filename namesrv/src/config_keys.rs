@@ -13,6 +13,27 @@ const THREADS: &str = "a JVM thread pool or its queue: requests are served on on
 
 /// The table: every Apache key in one row.
 pub const TABLE: &[Group] = &[
+    // TLS on the port (Apache's tls.* JVM system properties, config keys here).
+    (remoting::tls::SERVER_KEYS, Class::Applied),
+    (
+        &[remoting::tls::ENABLE_KEY],
+        Class::Refused(Refusal {
+            when: When::NotOff,
+            why: "the name server's own outgoing connections are plaintext (tls.enable is for the \
+                  broker and clients); remove the key",
+        }),
+    ),
+    (
+        remoting::tls::CLIENT_KEYS,
+        Class::NotUsed("client-side TLS settings: the name server makes no TLS connections"),
+    ),
+    (
+        remoting::tls::PASSWORD_KEYS,
+        Class::Refused(Refusal {
+            when: When::NotEmpty,
+            why: remoting::tls::KEY_PASSWORD_REFUSED,
+        }),
+    ),
     (
         &[
             "listenPort",
@@ -51,8 +72,9 @@ pub const TABLE: &[Group] = &[
         &["useTLS"],
         Class::Refused(Refusal {
             when: When::NotOff,
-            why: "the name server speaks plain TCP only (TLS is not built); remove the key, or \
-                  encrypt the links outside it (a VPN or a TLS tunnel)",
+            why: "the name server opens no remoting connections of its own for this to \
+                  secure; remove the key (TLS on its port is tls.server.mode, permissive by \
+                  default)",
         }),
     ),
     (
@@ -158,9 +180,19 @@ pub const NOT_APACHE_5: &[&str] = &[
     "serverMaxPendingResponseBytes",
 ];
 
-/// The class of `key`, if it is in the table.
+/// A `tls.` key that is not one of Apache's: refused, so a misspelt TLS key cannot leave TLS off.
+const TLS_UNKNOWN: Class = Class::Refused(Refusal {
+    when: When::NotEmpty,
+    why: "not one of Apache's TLS keys (tls.server.mode, tls.test.mode.enable, tls.server.*, \
+          tls.client.*, tls.config.file); fix or remove it",
+});
+
+/// The class of `key`, if it is in the table or a `tls.` key.
 pub fn class_of(key: &str) -> Option<&'static Class> {
-    apache_keys::class_in(TABLE, key)
+    match apache_keys::class_in(TABLE, key) {
+        None if key.starts_with("tls.") => Some(&TLS_UNKNOWN),
+        class => class,
+    }
 }
 
 #[cfg(test)]
@@ -176,7 +208,16 @@ mod tests {
             include_str!("apache_keys/NettyServerConfig.txt"),
             include_str!("apache_keys/NettyClientConfig.txt"),
         ]);
-        if let Err(e) = apache_keys::check_coverage(TABLE, class_of, &apache, NOT_APACHE_5) {
+        // TLS keys are JVM system properties in Apache, not config fields.
+        let ours = [
+            NOT_APACHE_5,
+            remoting::tls::SERVER_KEYS,
+            &[remoting::tls::ENABLE_KEY],
+            remoting::tls::CLIENT_KEYS,
+            remoting::tls::PASSWORD_KEYS,
+        ]
+        .concat();
+        if let Err(e) = apache_keys::check_coverage(TABLE, class_of, &apache, &ours) {
             panic!("{e}");
         }
     }

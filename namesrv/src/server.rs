@@ -57,8 +57,16 @@ async fn scan_loop(ns: Rc<NameServer>) {
 pub async fn serve(listener: TcpListener, ns: Rc<NameServer>, stop: impl Future<Output = ()>) {
     let gate = Rc::new(remoting::ConnectionGate::new(ns.config().max_connections));
     let limits = ns.config().limits.clone();
+    // Checked by `run` before the server starts; never served in plaintext instead.
+    let tls = match remoting::tls::ServerTls::from_settings(&ns.config().tls) {
+        Ok(tls) => tls,
+        Err(e) => {
+            tracing::error!("TLS settings refused, not serving: {e}");
+            return;
+        }
+    };
     let scan = glommio::spawn_local(scan_loop(ns.clone()));
-    remoting::accept_connections(listener, ns, limits, gate, stop).await;
+    remoting::accept_connections_tls(listener, ns, limits, gate, tls, stop).await;
     // Dropping a glommio task cancels it.
     drop(scan);
     remoting::sd_notify::notify_stopping();
@@ -81,6 +89,18 @@ pub fn run_with_controller(
     controller: Option<controller::ControllerConfig>,
     on_bound: impl FnOnce(SocketAddr) + Send + 'static,
 ) -> Result<(), NamesrvError> {
+    if let Some(tls) =
+        remoting::tls::ServerTls::from_settings(&config.tls).map_err(NamesrvError::Config)?
+    {
+        if tls.mode() == remoting::tls::ServerMode::Enforcing && controller.is_some() {
+            return Err(NamesrvError::Config(
+                "tls.server.mode = enforcing with enableControllerInNamesrv: the controllers' \
+                 raft messages to each other are plaintext on this port; use permissive"
+                    .into(),
+            ));
+        }
+        tracing::info!("TLS on the port: tls.server.mode = {}", tls.mode().as_str());
+    }
     shutdown::install_signal_handlers().map_err(NamesrvError::Signals)?;
     let embedded = match controller {
         Some(c) => {

@@ -219,13 +219,17 @@ pub const TABLE: &[Group] = &[
         Class::NotUsed(
             "the broker names itself: brokerClusterName is the cluster of `Cluster:` resources",
         ),
+    ),
+    // TLS (Apache's JVM system properties, broker config keys here), read by `config::tls`;
+    // useTLS is NettyClientConfig's name for tls.enable.
+    (remoting::tls::SERVER_KEYS, Class::Applied),
+    (remoting::tls::CLIENT_KEYS, Class::Applied),
+    (&[remoting::tls::ENABLE_KEY, "useTLS"], Class::Applied),
     (
-        &["useTLS"],
+        remoting::tls::PASSWORD_KEYS,
         Class::Refused(Refusal {
-            when: When::NotOff,
-            why: "the broker's connections to name servers and controllers are plain TCP (TLS \
-                  is not built in the broker); remove the key, or encrypt the links outside \
-                  the broker (a VPN or a TLS tunnel)",
+            when: When::NotEmpty,
+            why: remoting::tls::KEY_PASSWORD_REFUSED,
         }),
     ),
     (
@@ -902,22 +906,21 @@ pub const NOT_APACHE_5: &[&str] = &[
     "filterServerNums",
 ];
 
-/// Apache's TLS settings (`tls.server.mode`, `tls.enable`, ...) are JVM system properties there,
-/// not broker.conf keys; one in a broker.conf still means its author wants TLS.
-const TLS: Refusal = Refusal {
-    when: When::NotOff,
-    why: "the broker's remoting ports speak plain TCP only (TLS is not built in the broker); \
-          remove the key, or terminate TLS in front of the broker; RocketMQ 5 SDKs get TLS from \
-          the gRPC proxy (tlsServerMode)",
+/// A `tls.` key that is not one of Apache's: a misspelt TLS setting must not start a broker
+/// without the TLS its author asked for.
+const TLS_UNKNOWN: Refusal = Refusal {
+    when: When::NotEmpty,
+    why: "not one of Apache's TLS keys (tls.server.mode, tls.enable, tls.test.mode.enable, \
+          tls.server.*, tls.client.*, tls.config.file); fix or remove it",
 };
 
 /// The class of `key`, if it is a key of the table or a `tls.*` key.
 pub fn class_of(key: &str) -> Option<&'static Class> {
-    const TLS_CLASS: Class = Class::Refused(TLS);
-    if key.starts_with("tls.") {
-        return Some(&TLS_CLASS);
+    const TLS_UNKNOWN_CLASS: Class = Class::Refused(TLS_UNKNOWN);
+    match apache_keys::class_in(TABLE, key) {
+        None if key.starts_with("tls.") => Some(&TLS_UNKNOWN_CLASS),
+        class => class,
     }
-    apache_keys::class_in(TABLE, key)
 }
 
 /// What `set` answers for a key it does not read: not used (with the reason), refused (an error
@@ -955,7 +958,16 @@ mod tests {
             include_str!("apache_keys/NettyClientConfig.txt"),
             include_str!("apache_keys/AuthConfig.txt"),
         ]);
-        if let Err(e) = apache_keys::check_coverage(TABLE, class_of, &apache, NOT_APACHE_5) {
+        // TLS keys are JVM system properties in Apache, not config fields.
+        let ours = [
+            NOT_APACHE_5,
+            remoting::tls::SERVER_KEYS,
+            &[remoting::tls::ENABLE_KEY],
+            remoting::tls::CLIENT_KEYS,
+            remoting::tls::PASSWORD_KEYS,
+        ]
+        .concat();
+        if let Err(e) = apache_keys::check_coverage(TABLE, class_of, &apache, &ours) {
             panic!("{e}");
         }
     }
@@ -1034,11 +1046,20 @@ mod tests {
         assert!(cfg.set("authConfigPath", "/etc/auth").is_err());
         // Off is what this broker does: accepted, and said so.
         assert_eq!(cfg.set("authenticationEnabled", "false").unwrap(), None);
-        assert!(cfg.set("tls.server.mode", "enforcing").is_err());
+        assert_eq!(cfg.set("tls.server.mode", "enforcing").unwrap(), None);
         assert_eq!(cfg.set("tls.server.mode", "disabled").unwrap(), None);
+        let typo = cfg
+            .set("tls.server.mod", "enforcing")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            typo.contains("tls.server.mod") && typo.contains("fix or remove"),
+            "{typo}"
+        );
         assert!(cfg.set("inSyncReplicas", "3").is_err());
         assert!(cfg.set("inSyncReplicas", "2").is_ok());
-        assert!(cfg.set("useTLS", "true").is_err());
+        assert_eq!(cfg.set("useTLS", "true").unwrap(), None);
+        assert!(cfg.tls.client_enabled());
     }
 
     #[test]

@@ -8,6 +8,7 @@ use super::controller_mode::ControllerModeConfig;
 use super::error::LoadError;
 pub use super::issue::ConfigIssue;
 use super::store_paths;
+use super::tls::TlsConfig;
 
 /// `brokerRole`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,6 +164,8 @@ pub struct BrokerConfig {
     pub log_level: String,
     /// Controller mode (automatic failover).
     pub controller: ControllerModeConfig,
+    /// TLS on the remoting ports and links (`tls.*`, `useTLS`).
+    pub tls: TlsConfig,
     /// ACL 2.0 (`authenticationEnabled`, ...).
     pub auth: AuthConfig,
 }
@@ -243,6 +246,7 @@ impl Default for BrokerConfig {
             metrics_port: 0,
             log_level: "info".into(),
             controller: ControllerModeConfig::default(),
+            tls: TlsConfig::default(),
             auth: AuthConfig::default(),
         }
     }
@@ -342,6 +346,9 @@ impl BrokerConfig {
         let v = value.trim();
         if let Some(result) = self.controller.set(key, v) {
             return result.map(|()| None).map_err(|reason| bad(key, v, reason));
+        }
+        if let Some(result) = self.tls.set(key, v) {
+            return result.map(|()| None).map_err(|reason| bad(key, v, &reason));
         }
         if let Some(result) = self.auth.set(key, v) {
             return result.map(|()| None).map_err(|reason| bad(key, v, &reason));

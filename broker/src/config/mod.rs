@@ -14,6 +14,7 @@ pub mod overlay;
 mod render;
 mod shard_brokers;
 mod store_paths;
+pub mod tls;
 
 pub use error::LoadError;
 pub use file::{parse_properties, parse_toml};

@@ -1,5 +1,6 @@
-//! The shard's listeners (listenPort and the fast "VIP" port, SO_REUSEPORT so every shard binds them)
-//! and the remoting `Handler` that feeds requests to the processors.
+//! The shard's listeners (listenPort and the fast "VIP" port, SO_REUSEPORT so every shard binds them,
+//! both with TLS as `tls.server.mode` says) and the remoting `Handler` that feeds requests to the
+//! processors.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -96,6 +97,7 @@ pub fn start_listeners(shard: &Rc<Shard>, addrs: &[SocketAddr]) -> Result<(), Br
         shard.cfg.server_max_connections_per_shard,
     ));
     let limits = crate::net::conn_limits::connection_limits(&shard.cfg);
+    let tls = crate::net::tls::server(&shard.cfg)?;
     for addr in addrs {
         let listener = TcpListener::bind(*addr).map_err(|e| BrokerError::Io {
             path: format!("listen {addr}"),
@@ -103,11 +105,12 @@ pub fn start_listeners(shard: &Rc<Shard>, addrs: &[SocketAddr]) -> Result<(), Br
         })?;
         let stop_shard = shard.clone();
         let (id, addr) = (shard.id, *addr);
-        let accepting = remoting::accept_connections(
+        let accepting = remoting::accept_connections_tls(
             listener,
             handler.clone(),
             limits.clone(),
             gate.clone(),
+            tls.clone(),
             async move { stop_shard.stop_accepting.wait().await },
         );
         glommio::spawn_local(async move {

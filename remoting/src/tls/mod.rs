@@ -11,4 +11,7 @@ mod verify;
 pub use client::{client_config, default_client, handshake, set_default_client};
 pub use futures_rustls::rustls::{ClientConfig, ServerConfig};
 pub use server::{server_config, Accepted, ServerTls, HANDSHAKE_TIMEOUT};
-pub use settings::{ClientAuth, ServerMode, TlsSettings, DEFAULT_CONFIG_FILE, KEYS};
+pub use settings::{
+    ClientAuth, ServerMode, TlsSettings, CLIENT_KEYS, DEFAULT_CONFIG_FILE, ENABLE_KEY,
+    KEY_PASSWORD_REFUSED, PASSWORD_KEYS, SERVER_KEYS,
+};

@@ -7,20 +7,24 @@ use std::path::Path;
 /// Apache's default `tls.config.file`: read when it exists and no other file is named.
 pub const DEFAULT_CONFIG_FILE: &str = "/etc/rocketmq/tls.properties";
 
-/// Every TLS key read, Apache's names.
-pub const KEYS: &[&str] = &[
+/// The TLS keys of a server port, Apache's names.
+pub const SERVER_KEYS: &[&str] = &[
     "tls.server.mode",
-    "tls.enable",
     "tls.config.file",
     "tls.test.mode.enable",
     "tls.server.need.client.auth",
     "tls.server.keyPath",
-    "tls.server.keyPassword",
     "tls.server.certPath",
     "tls.server.authClient",
     "tls.server.trustCertPath",
+];
+
+/// `tls.enable`: TLS on a process's outgoing remoting connections.
+pub const ENABLE_KEY: &str = "tls.enable";
+
+/// The TLS keys of a client (with `tls.enable`).
+pub const CLIENT_KEYS: &[&str] = &[
     "tls.client.keyPath",
-    "tls.client.keyPassword",
     "tls.client.certPath",
     "tls.client.authServer",
     "tls.client.trustCertPath",
@@ -123,8 +127,12 @@ fn boolean(v: &str) -> Result<bool, String> {
     }
 }
 
-/// A key password is refused: the key files must be unencrypted PEM.
-const ENCRYPTED: &str = "encrypted private keys are not supported here; give an unencrypted \
+/// The key-password keys: refused unless empty (`KEY_PASSWORD_REFUSED` says why).
+pub const PASSWORD_KEYS: &[&str] = &["tls.server.keyPassword", "tls.client.keyPassword"];
+
+/// Why a key password is refused: the key files must be unencrypted PEM.
+pub const KEY_PASSWORD_REFUSED: &str =
+    "encrypted private keys are not supported here; give an unencrypted \
      PKCS#8 PEM key (`openssl pkcs8 -topk8 -nocrypt -in enc.pem -out key.pem`) and remove the key";
 
 impl TlsSettings {
@@ -160,14 +168,16 @@ impl TlsSettings {
             "tls.client.trustCertPath" => self.client_trust_cert_path = v.to_owned(),
             "tls.server.keyPassword" | "tls.client.keyPassword" => {
                 if !v.is_empty() {
-                    return Err(ENCRYPTED.into());
+                    return Err(KEY_PASSWORD_REFUSED.into());
                 }
             }
             _ => {
                 return Err(format!(
-                    "not a TLS key this server knows (Apache's are {}); a misspelt TLS key must \
-                     not leave TLS off, so fix or remove it",
-                    KEYS.join(", ")
+                    "not a TLS key this server knows (Apache's are {}, {ENABLE_KEY}, {}, {}); a \
+                     misspelt TLS key must not leave TLS off, so fix or remove it",
+                    SERVER_KEYS.join(", "),
+                    CLIENT_KEYS.join(", "),
+                    PASSWORD_KEYS.join(", ")
                 ))
             }
         }
@@ -283,7 +293,10 @@ mod tests {
         for (key, value) in TlsSettings::default().to_pairs() {
             assert_eq!(s.set(key, &value), Some(Ok(())), "{key}");
         }
-        assert_eq!(KEYS.len(), TlsSettings::default().to_pairs().len());
+        assert_eq!(
+            SERVER_KEYS.len() + 1 + CLIENT_KEYS.len() + PASSWORD_KEYS.len(),
+            TlsSettings::default().to_pairs().len()
+        );
     }
 
     #[test]
