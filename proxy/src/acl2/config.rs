@@ -103,19 +103,64 @@ impl AuthConfig {
                     );
                 }
             }),
-            "authenticationProvider" | "authorizationProvider" | "authenticationMetadataProvider"
-            | "authorizationMetadataProvider" => Err(format!(
-                "{value:?}: this proxy has one provider, the brokers' users and ACLs (Apache's \
-                 default in cluster mode); remove the key"
-            )),
-            "authenticationStrategy" | "authorizationStrategy" => Err(format!(
-                "{value:?}: this proxy authenticates and authorizes every request (Apache's stateless \
-                 strategy); remove the key"
+            "authenticationProvider"
+            | "authorizationProvider"
+            | "authenticationMetadataProvider"
+            | "authorizationMetadataProvider" => plugin(key, value, PROVIDERS),
+            "authenticationStrategy" | "authorizationStrategy" => {
+                plugin(key, value, STRATEGIES).map(|()| {
+                    if value.trim().ends_with("StatefulAuthenticationStrategy")
+                        || value.trim().ends_with("StatefulAuthorizationStrategy")
+                    {
+                        tracing::warn!(
+                            "{key} = {value}: this proxy checks every request (stateless), not once \
+                             per connection"
+                        );
+                    }
+                })
+            }
+            "statefulAuthenticationCacheMaxNum"
+            | "statefulAuthenticationCacheExpiredSecond"
+            | "statefulAuthorizationCacheMaxNum"
+            | "statefulAuthorizationCacheExpiredSecond" => {
+                tracing::warn!("{key} ignored: this proxy checks every request (stateless strategy)");
+                Ok(())
+            }
+            "initAuthenticationUser" | "migrateAuthFromV1Enabled" => Err(format!(
+                "{key} is a broker key: the proxy reads the brokers' users and ACLs; set it on the \
+                 brokers"
             )),
             _ => return None,
         };
         Some(result)
     }
+}
+
+/// Apache's classes whose behaviour this proxy has (its cluster mode's defaults), by simple name.
+const PROVIDERS: &[&str] = &[
+    "DefaultAuthenticationProvider",
+    "DefaultAuthorizationProvider",
+    "ProxyAuthenticationMetadataProvider",
+    "ProxyAuthorizationMetadataProvider",
+];
+const STRATEGIES: &[&str] = &[
+    "StatelessAuthenticationStrategy",
+    "StatelessAuthorizationStrategy",
+    "StatefulAuthenticationStrategy",
+    "StatefulAuthorizationStrategy",
+];
+
+/// A plugin class key: accepted when it names one of `known` (what this proxy does), else refused.
+fn plugin(key: &str, value: &str, known: &[&str]) -> Result<(), String> {
+    let class = value.trim();
+    let simple = class.rsplit('.').next().unwrap_or(class);
+    if class.is_empty() || known.contains(&simple) {
+        return Ok(());
+    }
+    Err(format!(
+        "{key} = {class:?}: this proxy has Apache's cluster-mode behaviour only ({}); remove the key",
+        known.join(", ")
+    ))
 }
 
 /// A comma-separated list, trimmed, without empty items.
@@ -201,6 +246,16 @@ mod tests {
         assert_eq!(c.acl_cache.max, 10);
         assert!(c
             .set("authenticationProvider", "x.Y")
+            .is_some_and(|r| r.is_err()));
+        assert_eq!(
+            c.set(
+                "authenticationMetadataProvider",
+                "org.apache.rocketmq.proxy.auth.ProxyAuthenticationMetadataProvider"
+            ),
+            Some(Ok(()))
+        );
+        assert!(c
+            .set("initAuthenticationUser", "{}")
             .is_some_and(|r| r.is_err()));
         assert_eq!(c.set("grpcServerPort", "1"), None);
     }
