@@ -77,6 +77,12 @@ fn run(args: Args) -> Result<(), String> {
              brokers (users and ACLs included) are unsigned, which brokers enforcing ACL 2.0 refuse"
         );
     }
+    if cfg.auth.authorization_enabled && !cfg.auth.authentication_enabled {
+        tracing::warn!(
+            "authorizationEnabled without authenticationEnabled: requests are authorized as the user \
+             their authorization header names, without checking its signature"
+        );
+    }
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if cfg.grpc_threads > 0 {
         runtime.worker_threads(cfg.grpc_threads);
