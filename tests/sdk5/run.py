@@ -720,6 +720,14 @@ def case_java_acl2(s, broker_enforces=False):
         log = f.read()
     text = "User:alice has no permission to access Group:%s from 127.0.0.1, no matched policies." % other
     check(text in log, "the proxy did not refuse alice's settings for %s (%s)" % (other, out["refused"]["other_group"]))
+    # A change on the broker reaches the proxy after its cache refresh (1 s here): carol enabled and allowed.
+    auth_admin(s, "updateUser", "-u", "carol", "-s", "enable", creds=creds)
+    auth_admin(s, "createAcl", "-s", "User:carol", "-r", "Topic:%s" % topic, "-a", "Pub,Sub", "-d", "Allow",
+               creds=creds)
+    argv = [JAVA_SH, JAVA_SET, "-cp", JAVA_CLASSES, "JavaAcl2", "refresh", s.endpoint, topic]
+    out = java_out(s._scenario("Java", "java-acl2-refresh", argv, 120,
+                               env={"JAVA_OPT_EXT": "-Duser.home=%s" % s.workdir}, cwd=s.workdir))
+    print("    carol allowed after %d attempts" % out["attempts"])
 
 
 TYPE_KINDS = ("NORMAL", "FIFO", "DELAY", "TRANSACTION")

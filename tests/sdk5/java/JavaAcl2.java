@@ -3,6 +3,7 @@
  * made on the broker (AUTH_CREATE_USER / AUTH_CREATE_ACL through our mqadmin):
  *
  *     JavaAcl2 <proxy endpoint> <topic> <group> <other group>
+ *     JavaAcl2 refresh <proxy endpoint> <topic>
  *
  * alice/alicepw may publish and subscribe <topic> and consume as <group>: she sends and receives. Refused, each
  * with the SDK's UnauthorizedException (Code.UNAUTHORIZED, 40100): no credentials, alice's wrong password,
@@ -111,10 +112,41 @@ public final class JavaAcl2 {
         JavaSdk.print(out);
     }
 
+    /**
+     * carol, enabled and given Pub on `topic` after the proxy cached her as disabled: her sends are refused until
+     * the proxy's cache refreshes (a user older than userCacheRefreshSeconds is asked again), then pass.
+     */
+    static void refresh(String endpoint, String topic) throws Exception {
+        int attempts = 0;
+        String last = null;
+        while (attempts < 20) {
+            attempts++;
+            try {
+                Producer p = JavaSdk.producer(JavaSdk.config(endpoint, "carol", "carolpw"), null, topic);
+                p.send(JavaSdk.message(topic, "carol enabled").build());
+                p.close();
+                Map<String, Object> out = new LinkedHashMap<>();
+                out.put("attempts", attempts);
+                out.put("last_refusal", last);
+                JavaSdk.print(out);
+                return;
+            } catch (Throwable e) {
+                last = e.getClass().getSimpleName() + ": " + e.getMessage();
+                Thread.sleep(500);
+            }
+        }
+        JavaSdk.fail("carol still refused after " + attempts + " attempts: " + last);
+    }
+
     public static void main(String[] args) {
         try {
+            if (args.length == 3 && args[0].equals("refresh")) {
+                refresh(args[1], args[2]);
+                System.out.flush();
+                Runtime.getRuntime().halt(0);
+            }
             if (args.length < 4) {
-                JavaSdk.fail("usage: JavaAcl2 <endpoint> <topic> <group> <other group>");
+                JavaSdk.fail("usage: JavaAcl2 <endpoint> <topic> <group> <other group> | refresh <endpoint> <topic>");
             }
             run(args[0], args[1], args[2], args[3]);
         } catch (Throwable t) {
