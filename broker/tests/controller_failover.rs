@@ -5,6 +5,7 @@
 //!   replicas never got (answered with an error, never SEND_OK): a replica of the SyncStateSet becomes
 //!   master, sends resume on it, every acknowledged message is there at its queue offset; the old
 //!   master restarts, cuts its unreplicated tail by epoch, and ends with the new master's messages.
+//!   A topic attribute and an ACL 2.0 user made before the kill are on the new master.
 //! - The master is cut off by a network partition (it runs in a network namespace of the test's, where
 //!   nftables drops every packet): a new master is elected; after the heal the old one follows it.
 //!
@@ -497,6 +498,42 @@ fn wait_message_type(addr: SocketAddr, want: &str) {
     }
 }
 
+/// Creates ACL 2.0 user `name` on the broker at `addr`.
+fn create_user(addr: SocketAddr, name: &str) {
+    let req = RemotingCommand::request(request_code::AUTH_CREATE_USER)
+        .with_ext("username", name)
+        .with_body(br#"{"password":"pw-1"}"#.to_vec());
+    let r = run_local(async move {
+        let c = Client::connect(addr, Duration::from_secs(2)).await.unwrap();
+        c.invoke(req, Duration::from_secs(5)).await.unwrap()
+    });
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+}
+
+/// Waits until the broker at `addr` holds ACL 2.0 user `name` (AUTH_GET_USER).
+fn wait_user(addr: SocketAddr, name: &'static str) {
+    let start = Instant::now();
+    loop {
+        let found = run_local(async move {
+            let c = Client::connect(addr, Duration::from_secs(2)).await.ok()?;
+            let r = c
+                .invoke(
+                    RemotingCommand::request(request_code::AUTH_GET_USER)
+                        .with_ext("username", name),
+                    Duration::from_secs(2),
+                )
+                .await
+                .ok()?;
+            (r.code == response_code::SUCCESS && !r.body.is_empty()).then_some(())
+        });
+        if found.is_some() {
+            return;
+        }
+        assert!(start.elapsed() < LIMIT, "{addr} never held user {name}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// Waits until both brokers' queues are identical (a replica holds exactly its master's messages).
 fn wait_same_queues(replica: &str, master: &str) {
     let start = Instant::now();
@@ -528,8 +565,11 @@ fn master_sigkill_under_sync_sends_elects_an_in_sync_replica_and_loses_nothing_a
         TYPED_TOPIC,
         "+message.type=FIFO",
     );
+    // An ACL 2.0 user likewise (the replicas copy the master's users and ACLs).
+    create_user(shard_broker(&master_addr, 0), "failover-user");
     for i in (0..group.brokers.len()).filter(|i| *i != master) {
         wait_message_type(shard_broker(&group.addr(i), 0), "FIFO");
+        wait_user(shard_broker(&group.addr(i), 0), "failover-user");
     }
     group.brokers[master].kill9();
     let killed = Instant::now();
@@ -538,6 +578,7 @@ fn master_sigkill_under_sync_sends_elects_an_in_sync_replica_and_loses_nothing_a
         producer.send_through_failover(&group, &master_addr, first.epoch, killed, 200);
     producer.check_on(&new_master, "new master");
     wait_message_type(shard_broker(&new_master, 0), "FIFO");
+    wait_user(shard_broker(&new_master, 0), "failover-user");
 
     // The old master returns as a replica of the new epoch and catches up.
     group.brokers[master].restart();
