@@ -119,3 +119,58 @@ def acl2_users_and_acls(ctx):
     check([r["status"] for r in result.of_kind("sent")] == ["SEND_OK"],
           "alice's send after the broker's SIGKILL: %s" % result.describe())
     expect_refused(ctx, "bob", "bob-pw", "bob-after-kill", "the decision is deny")
+
+
+PLAIN_ACL = """
+accounts:
+  - accessKey: v1producer
+    secretKey: v1-secret
+    defaultTopicPerm: DENY
+    topicPerms:
+      - %s=PUB
+  - accessKey: v1admin
+    secretKey: v1-admin-secret
+    admin: true
+""" % TOPIC
+
+
+class MigratingCluster(harness.Cluster):
+    """ACL 2.0 on, its users migrated from a plain_acl.yml at the first start."""
+
+    def _broker_config(self):
+        path = super()._broker_config()
+        acl_file = os.path.join(self.workdir, "conf", "plain_acl.yml")
+        os.makedirs(os.path.dirname(acl_file), exist_ok=True)
+        with open(acl_file, "w") as f:
+            f.write(PLAIN_ACL)
+        with open(path, "a") as f:
+            f.write("authenticationEnabled = true\nauthorizationEnabled = true\n")
+            f.write("migrateAuthFromV1Enabled = true\naclFile = \"%s\"\n" % acl_file)
+        return path
+
+
+@case("java_acl2_plain_acl_accounts_migrate_to_users_and_acls", timeout=180)
+def acl2_migration(ctx):
+    cluster = MigratingCluster(os.path.join(ctx.workdir, "cluster"))
+    os.makedirs(cluster.workdir, exist_ok=True)
+    ctx.cluster = cluster
+    ctx.clients = harness.Clients(ctx.workdir, cluster)
+    cluster.start()
+    admin = ("v1admin", "v1-admin-secret")
+    resp = signed_request(cluster.broker_addr, remoting.UPDATE_AND_CREATE_TOPIC, create_topic_fields(TOPIC), admin)
+    check(resp.code == 0, "the migrated admin's topic creation answered %d %r" % (resp.code, resp.remark))
+    resp = signed_request(cluster.broker_addr, remoting.UPDATE_AND_CREATE_TOPIC, create_topic_fields("Other"), admin)
+    check(resp.code == 0, "the migrated admin's topic creation answered %d %r" % (resp.code, resp.remark))
+    cluster.wait_route(TOPIC)
+    cluster.wait_route("Other")
+    code, out = mqadmin(cluster, ["listUser"], keys=admin)
+    check(code == 0 and "v1producer" in out and "Super" in out, "listUser after the migration: %s" % out)
+    result = send(ctx, "java", "v1producer", "v1-secret", "v1", 2)
+    check([r["status"] for r in result.of_kind("sent")] == ["SEND_OK"] * 2,
+          "the migrated producer's sends: %s" % result.describe())
+    # Its default topic permission was DENY: another topic is refused.
+    result = ctx.clients.run("java", "java-acl2-send-v1-other", [
+        "Acl2Client", "send", cluster.namesrv_addr, "Other", "v1producer", "v1-secret", "1", "v1other"], 90)
+    refused = result.of_kind("refused")
+    check(len(refused) == 1 and refused[0]["code"] == NO_PERMISSION,
+          "the migrated producer's send to a denied topic: %s" % result.describe())
