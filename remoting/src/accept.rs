@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use glommio::net::TcpListener;
 
 use crate::limits::{ConnectionGate, ConnectionLimits};
-use crate::server::{serve_connection_with, Handler};
+use crate::server::{next_connection_id, serve_connection_as, serve_connection_with, Handler};
 use crate::tls::{Accepted, ServerTls, HANDSHAKE_TIMEOUT};
 
 /// Pause after a failed accept (e.g. out of file descriptors) so the loop does not spin.
@@ -86,7 +86,10 @@ async fn accept_loop<H: Handler>(
         glommio::spawn_local(async move {
             let served = match tls {
                 None => serve_connection_with(stream, handler, limits).await,
-                Some(tls) => serve_sorted(&tls, stream, handler, limits).await,
+                // The id is taken now: connections are numbered in accept order either way.
+                Some(tls) => {
+                    serve_sorted(next_connection_id(), &tls, stream, handler, limits).await
+                }
             };
             if let Err(e) = served {
                 tracing::info!("connection closed: {e}");
@@ -100,6 +103,7 @@ async fn accept_loop<H: Handler>(
 /// Sorts a connection into TLS or plaintext, then serves it. The first byte may take as long as
 /// the connection may idle (`serverChannelMaxIdleTimeSeconds`), else `HANDSHAKE_TIMEOUT`.
 async fn serve_sorted<H: Handler>(
+    id: u64,
     tls: &ServerTls,
     stream: glommio::net::TcpStream,
     handler: Rc<H>,
@@ -108,8 +112,8 @@ async fn serve_sorted<H: Handler>(
     let peer = stream.peer_addr().ok();
     let wait = limits.idle_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
     match tls.sort(stream, wait).await {
-        Ok(Accepted::Plain(stream)) => serve_connection_with(stream, handler, limits).await,
-        Ok(Accepted::Tls(stream)) => serve_connection_with(*stream, handler, limits).await,
+        Ok(Accepted::Plain(stream)) => serve_connection_as(id, stream, handler, limits).await,
+        Ok(Accepted::Tls(stream)) => serve_connection_as(id, *stream, handler, limits).await,
         Err(e) => {
             tracing::debug!("connection from {peer:?} not served: {e}");
             Ok(())

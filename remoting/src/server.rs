@@ -265,6 +265,25 @@ pub async fn serve_connection_with<H: Handler, S: Connection>(
     handler: Rc<H>,
     limits: ConnectionLimits,
 ) -> Result<(), RemotingError> {
+    serve_connection_as(next_connection_id(), stream, handler, limits).await
+}
+
+/// A new connection id (in accept order: handlers may take a higher id for a newer connection).
+pub(crate) fn next_connection_id() -> u64 {
+    NEXT_CONNECTION_ID.with(|c| {
+        let id = c.get();
+        c.set(id + 1);
+        id
+    })
+}
+
+/// `serve_connection_with` under an id taken at accept, before a TLS handshake or the first byte.
+pub(crate) async fn serve_connection_as<H: Handler, S: Connection>(
+    id: u64,
+    stream: S,
+    handler: Rc<H>,
+    limits: ConnectionLimits,
+) -> Result<(), RemotingError> {
     let tcp = stream.tcp();
     let _ = tcp.set_nodelay(true);
     let peer = tcp.peer_addr()?;
@@ -289,11 +308,6 @@ pub async fn serve_connection_with<H: Handler, S: Connection>(
         shared.clone(),
         limits.write_stall_timeout,
     ));
-    let id = NEXT_CONNECTION_ID.with(|c| {
-        let id = c.get();
-        c.set(id + 1);
-        id
-    });
     let ctx = ConnectionContext {
         id,
         peer,
