@@ -5,8 +5,10 @@
 use protocol::signature::Credentials;
 use serde::Deserialize;
 
-/// Apache's default providers: the only ones there are here (a custom Java class cannot be loaded).
-const PROVIDERS: [(&str, &str); 4] = [
+/// Apache's default providers and strategies: the only ones there are here (a custom Java class
+/// cannot be loaded). The stateful strategies cache a connection's decisions; here every request is
+/// checked on its own.
+const PROVIDERS: [(&str, &str); 6] = [
     (
         "authenticationProvider",
         "org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider",
@@ -22,6 +24,14 @@ const PROVIDERS: [(&str, &str); 4] = [
     (
         "authorizationMetadataProvider",
         "org.apache.rocketmq.auth.authorization.provider.LocalAuthorizationMetadataProvider",
+    ),
+    (
+        "authenticationStrategy",
+        "org.apache.rocketmq.auth.authentication.strategy.StatelessAuthenticationStrategy",
+    ),
+    (
+        "authorizationStrategy",
+        "org.apache.rocketmq.auth.authorization.strategy.StatelessAuthorizationStrategy",
     ),
 ];
 
@@ -131,9 +141,9 @@ impl AuthConfig {
                     Ok(())
                 } else {
                     Err(format!(
-                        "only Apache's default provider ({default}) is built in: users and ACLs \
-                         are kept by the broker (config/auth.json); remove the key or set it to \
-                         the default"
+                        "only {default} is built in (users and ACLs are kept by the broker in \
+                         config/auth.json, and every request is checked on its own); remove the \
+                         key or set it to that"
                     ))
                 }
             }
@@ -208,6 +218,8 @@ pub const APPLIED: &[&str] = &[
     "authenticationMetadataProvider",
     "authorizationProvider",
     "authorizationMetadataProvider",
+    "authenticationStrategy",
+    "authorizationStrategy",
 ];
 
 #[cfg(test)]
@@ -277,6 +289,13 @@ mod tests {
         )
         .is_err());
         let err = set(&mut c, "authorizationProvider", "com.example.Mine").unwrap_err();
-        assert!(err.contains("default"), "{err}");
+        assert!(err.contains("DefaultAuthorizationProvider"), "{err}");
+        let err = set(
+            &mut c,
+            "authenticationStrategy",
+            "org.apache.rocketmq.auth.authentication.strategy.StatefulAuthenticationStrategy",
+        )
+        .unwrap_err();
+        assert!(err.contains("StatelessAuthenticationStrategy"), "{err}");
     }
 }

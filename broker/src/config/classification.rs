@@ -60,6 +60,9 @@ const RETENTION: &str = "retention scheduling: the control shard deletes expired
      deleteWhen and when the disk is over diskMaxUsedSpaceRatio, a few files per pass";
 const COLD: &str = "cold-data throttling for the page cache: pulls of old data read through each \
      shard's block cache with aligned O_DIRECT reads and fault no pages in";
+const NO_AUTH_CACHE: &str = "users and ACLs are not cached: every shard holds all of them and \
+     sees a change as soon as it is stored, and every request is checked on its own (Apache's \
+     stateless strategy); remove the key";
 const COMPACTION: &str = "compaction writes one compacted file per queue; its size is not \
      configurable";
 const CQ_FORMAT: &str = "ConsumeQueue extension and batch ConsumeQueue formats are not built; \
@@ -174,37 +177,48 @@ pub const TABLE: &[Group] = &[
             "authenticationMetadataProvider",
             "authorizationProvider",
             "authorizationMetadataProvider",
+            "authenticationStrategy",
+            "authorizationStrategy",
         ],
         Class::Applied,
     ),
+    // Apache's caches of users, ACLs and (stateful strategy) decisions: there is none here, every
+    // shard holds all users and ACLs and sees a change at once. Their defaults are accepted.
     (
-        &[
-            "userCacheMaxNum",
-            "userCacheExpiredSecond",
-            "userCacheRefreshSecond",
-            "aclCacheMaxNum",
-            "aclCacheExpiredSecond",
-            "aclCacheRefreshSecond",
-        ],
-        Class::NotUsed(
-            "every shard holds all users and ACLs in memory and sees a change as soon as it is \
-             stored, so there is no cache to size or expire",
-        ),
+        &["userCacheMaxNum", "aclCacheMaxNum"],
+        Class::Refused(Refusal {
+            when: When::NotDefault("1000"),
+            why: NO_AUTH_CACHE,
+        }),
+    ),
+    (
+        &["userCacheExpiredSecond", "aclCacheExpiredSecond"],
+        Class::Refused(Refusal {
+            when: When::NotDefault("600"),
+            why: NO_AUTH_CACHE,
+        }),
     ),
     (
         &[
-            "authenticationStrategy",
-            "authorizationStrategy",
-            "statefulAuthenticationCacheMaxNum",
+            "userCacheRefreshSecond",
+            "aclCacheRefreshSecond",
             "statefulAuthenticationCacheExpiredSecond",
-            "statefulAuthorizationCacheMaxNum",
             "statefulAuthorizationCacheExpiredSecond",
         ],
-        Class::NotUsed(
-            "every request is authenticated and authorized on its own (Apache's stateless \
-             strategy): a stateful strategy's per-connection cache is not kept, which only \
-             makes the checks stricter",
-        ),
+        Class::Refused(Refusal {
+            when: When::NotDefault("60"),
+            why: NO_AUTH_CACHE,
+        }),
+    ),
+    (
+        &[
+            "statefulAuthenticationCacheMaxNum",
+            "statefulAuthorizationCacheMaxNum",
+        ],
+        Class::Refused(Refusal {
+            when: When::NotDefault("10000"),
+            why: NO_AUTH_CACHE,
+        }),
     ),
     (
         &["authConfigPath"],
@@ -216,9 +230,12 @@ pub const TABLE: &[Group] = &[
     ),
     (
         &["configName", "clusterName"],
-        Class::NotUsed(
-            "the broker names itself: brokerClusterName is the cluster of `Cluster:` resources",
-        ),
+        Class::Refused(Refusal {
+            when: When::NotEmpty,
+            why: "the broker names itself: brokerClusterName is the cluster of `Cluster:` \
+                  resources; remove the key",
+        }),
+    ),
     ),
     // TLS (Apache's JVM system properties, broker config keys here), read by `config::tls`;
     // useTLS is NettyClientConfig's name for tls.enable.
