@@ -236,7 +236,6 @@ pub const TABLE: &[Group] = &[
                   resources; remove the key",
         }),
     ),
-    ),
     // TLS (Apache's JVM system properties, broker config keys here), read by `config::tls`;
     // useTLS is NettyClientConfig's name for tls.enable.
     (remoting::tls::SERVER_KEYS, Class::Applied),
