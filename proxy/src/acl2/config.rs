@@ -108,24 +108,15 @@ impl AuthConfig {
             | "authenticationMetadataProvider"
             | "authorizationMetadataProvider" => plugin(key, value, PROVIDERS),
             "authenticationStrategy" | "authorizationStrategy" => {
-                plugin(key, value, STRATEGIES).map(|()| {
-                    if value.trim().ends_with("StatefulAuthenticationStrategy")
-                        || value.trim().ends_with("StatefulAuthorizationStrategy")
-                    {
-                        tracing::warn!(
-                            "{key} = {value}: this proxy checks every request (stateless), not once \
-                             per connection"
-                        );
-                    }
-                })
+                // Only the stateless strategy: every request is checked on its own.
+                plugin(key, value, STRATEGIES)
             }
-            "statefulAuthenticationCacheMaxNum"
-            | "statefulAuthenticationCacheExpiredSecond"
-            | "statefulAuthorizationCacheMaxNum"
-            | "statefulAuthorizationCacheExpiredSecond" => {
-                tracing::warn!("{key} ignored: this proxy checks every request (stateless strategy)");
-                Ok(())
+            // The stateful strategy's caches: accepted at Apache's defaults (there is no such cache).
+            "statefulAuthenticationCacheMaxNum" | "statefulAuthorizationCacheMaxNum" => {
+                stateless_default(key, value, "10000")
             }
+            "statefulAuthenticationCacheExpiredSecond"
+            | "statefulAuthorizationCacheExpiredSecond" => stateless_default(key, value, "60"),
             "initAuthenticationUser" | "migrateAuthFromV1Enabled" => Err(format!(
                 "{key} is a broker key: the proxy reads the brokers' users and ACLs; set it on the \
                  brokers"
@@ -133,6 +124,19 @@ impl AuthConfig {
             _ => return None,
         };
         Some(result)
+    }
+}
+
+/// A stateful-strategy cache key: only its default (Apache's) is accepted, since there is no such
+/// cache here (every request is checked on its own).
+fn stateless_default(key: &str, value: &str, default: &str) -> Result<(), String> {
+    if value.trim() == default {
+        Ok(())
+    } else {
+        Err(format!(
+            "{key}: this proxy keeps no per-connection cache of decisions (every request is \
+             checked on its own, Apache's stateless strategy); remove the key"
+        ))
     }
 }
 
@@ -146,8 +150,6 @@ const PROVIDERS: &[&str] = &[
 const STRATEGIES: &[&str] = &[
     "StatelessAuthenticationStrategy",
     "StatelessAuthorizationStrategy",
-    "StatefulAuthenticationStrategy",
-    "StatefulAuthorizationStrategy",
 ];
 
 /// A plugin class key: accepted when it names one of `known` (what this proxy does), else refused.
@@ -243,6 +245,23 @@ mod tests {
         c.set("aclCacheMaxNum", "10");
         assert_eq!(c.user_cache.expire, Duration::from_secs(7));
         assert_eq!(c.acl_cache.refresh, Duration::from_secs(3));
+        // Only the stateless strategy, and its stateful caches at Apache's defaults.
+        let stateless =
+            "org.apache.rocketmq.auth.authentication.strategy.StatelessAuthenticationStrategy";
+        assert_eq!(c.set("authenticationStrategy", stateless), Some(Ok(())));
+        let stateful = stateless.replace("Stateless", "Stateful");
+        assert!(matches!(
+            c.set("authenticationStrategy", &stateful),
+            Some(Err(_))
+        ));
+        assert_eq!(
+            c.set("statefulAuthenticationCacheMaxNum", "10000"),
+            Some(Ok(()))
+        );
+        assert!(matches!(
+            c.set("statefulAuthorizationCacheExpiredSecond", "5"),
+            Some(Err(_))
+        ));
         assert_eq!(c.acl_cache.max, 10);
         assert!(c
             .set("authenticationProvider", "x.Y")
