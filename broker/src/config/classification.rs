@@ -276,6 +276,25 @@ pub const TABLE: &[Group] = &[
         }),
     ),
     (
+        &["totalReplicas"],
+        Class::Refused(Refusal {
+            when: When::NotDefault("1"),
+            why: "totalReplicas serves Apache's automatic lowering of inSyncReplicas and slave \
+                  acting master, neither of which is built (a SYNC_MASTER here always waits for \
+                  its slave); remove the key",
+        }),
+    ),
+    (
+        &["enableAutoInSyncReplicas"],
+        Class::Refused(Refusal {
+            when: When::NotOff,
+            why: "in-sync replicas are never lowered automatically here: a SYNC_MASTER without \
+                  its slave answers SLAVE_NOT_AVAILABLE instead of acknowledging one copy; in \
+                  controller mode minInSyncReplicas and allAckInSyncStateSet decide; remove the \
+                  key",
+        }),
+    ),
+    (
         &["inSyncReplicas"],
         Class::Refused(Refusal {
             when: When::Above(2),
@@ -640,8 +659,6 @@ pub const TABLE: &[Group] = &[
         &[
             "enableSlaveActingMaster",
             "enableRemoteEscape",
-            "totalReplicas",
-            "enableAutoInSyncReplicas",
             "lockInStrictMode",
             "syncBrokerMemberGroupPeriod",
             "brokerNotActiveTimeoutMillis",
@@ -1076,6 +1093,28 @@ mod tests {
         assert!(cfg.set("inSyncReplicas", "2").is_ok());
         assert_eq!(cfg.set("useTLS", "true").unwrap(), None);
         assert!(cfg.tls.client_enabled());
+    }
+
+    #[test]
+    fn no_security_or_durability_key_is_warned_and_ignored() {
+        let auth = apache_keys::listed_keys(&[include_str!("apache_keys/AuthConfig.txt")]);
+        let named = [
+            "aclEnable",
+            "totalReplicas",
+            "inSyncReplicas",
+            "enableAutoInSyncReplicas",
+            "slaveReadEnable",
+            "brokerPermission",
+            "enablePropertyFilter",
+            "tls.server.mode",
+            "tls.enable",
+        ];
+        for key in auth.into_iter().chain(named) {
+            match class_of(key) {
+                Some(Class::Applied | Class::Refused(_)) => {}
+                other => panic!("{key} is {other:?}: apply it or refuse it, never warn and ignore"),
+            }
+        }
     }
 
     #[test]
