@@ -52,7 +52,13 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             if !self.buf.is_empty() && self.frame_started.get().is_none() {
                 self.frame_started.set(Some(Instant::now()));
             }
-            let n = self.inner.read(&mut self.scratch).await?;
+            let n = match self.inner.read(&mut self.scratch).await {
+                Ok(n) => n,
+                // A TLS peer that closes without close_notify (the Java client, most clients): the
+                // same end of stream as a plaintext close, clean between frames.
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => 0,
+                Err(e) => return Err(e.into()),
+            };
             if self.buf.capacity() - self.buf.len() < n {
                 self.buf.reserve(n.max(READ_CHUNK));
             }

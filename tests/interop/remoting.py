@@ -7,6 +7,7 @@ against strict brokers too. It is test scaffolding, not one of the clients under
 import json
 import re
 import socket
+import ssl
 import struct
 
 # Request codes (Apache RocketMQ RequestCode).
@@ -22,6 +23,21 @@ TOPIC_NOT_EXIST = 17
 
 # Frames over this are refused on the wire, so a larger length means we are out of sync.
 _MAX_FRAME = 16 * 1024 * 1024
+
+
+# Speak TLS (trusting any certificate, as Apache's clients do in test mode) instead of plaintext: set by
+# the TLS cases (`cases_tls.py`) while their servers refuse plaintext.
+USE_TLS = False
+
+
+def _connect(host, port, timeout):
+    sock = socket.create_connection((host, port), timeout=timeout)
+    if not USE_TLS:
+        return sock
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context.wrap_socket(sock)
 
 
 class RemotingError(Exception):
@@ -67,7 +83,7 @@ def request(addr, code, ext_fields=None, body=b"", timeout=5.0, opaque=1):
     }
     header_bytes = json.dumps(header).encode("utf-8")
     frame = struct.pack(">ii", 4 + len(header_bytes) + len(body), len(header_bytes)) + header_bytes + body
-    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+    with _connect(host, int(port), timeout) as sock:
         sock.settimeout(timeout)
         sock.sendall(frame)
         (length,) = struct.unpack(">i", _recv_exact(sock, 4))
