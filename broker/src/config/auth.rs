@@ -119,7 +119,10 @@ impl AuthConfig {
                     Some(u) if u.username.trim().is_empty() || u.password.trim().is_empty() => {
                         Err("the username and the password must not be blank".to_owned())
                     }
-                    u => Ok(self.init_authentication_user = u),
+                    u => {
+                        self.init_authentication_user = u;
+                        Ok(())
+                    }
                 }),
             "innerClientAuthenticationCredentials" => json::<SessionCredentials>(
                 v,
@@ -129,10 +132,13 @@ impl AuthConfig {
                 Some(c) if c.access_key.trim().is_empty() || c.secret_key.trim().is_empty() => {
                     Err("the accessKey and the secretKey must not be blank".to_owned())
                 }
-                c => Ok(self.inner_client_credentials = c.map(|c| Credentials {
-                    access_key: c.access_key,
-                    secret_key: c.secret_key,
-                })),
+                c => {
+                    self.inner_client_credentials = c.map(|c| Credentials {
+                        access_key: c.access_key,
+                        secret_key: c.secret_key,
+                    });
+                    Ok(())
+                }
             }),
             _ => {
                 let (_, default) = PROVIDERS.iter().find(|(k, _)| *k == key)?;
