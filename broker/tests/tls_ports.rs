@@ -6,6 +6,9 @@
 //! Every client of this test binary that does not choose (the harness's readiness check included)
 //! connects with TLS and presents a client certificate, set once as the process default.
 
+// Test code: a broken expectation panics, also in the harness's helpers.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::net::SocketAddr;

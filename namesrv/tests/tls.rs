@@ -2,6 +2,9 @@
 //! serves TLS and plaintext clients, enforcing closes plaintext ones, bad TLS settings stop the
 //! start with the key named.
 
+// Test code: a broken expectation panics, also in the harness's helpers.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::Duration;

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use glommio::net::TcpListener;
 
+use crate::error::RemotingError;
 use crate::limits::{ConnectionGate, ConnectionLimits};
 use crate::server::{next_connection_id, serve_connection_as, serve_connection_with, Handler};
 use crate::tls::{Accepted, ServerTls, HANDSHAKE_TIMEOUT};
@@ -108,7 +109,7 @@ async fn serve_sorted<H: Handler>(
     stream: glommio::net::TcpStream,
     handler: Rc<H>,
     limits: ConnectionLimits,
-) -> Result<(), crate::RemotingError> {
+) -> Result<(), RemotingError> {
     let peer = stream.peer_addr().ok();
     let wait = limits.idle_timeout.unwrap_or(HANDSHAKE_TIMEOUT);
     match tls.sort(stream, wait).await {

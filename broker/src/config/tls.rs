@@ -17,7 +17,7 @@ impl TlsConfig {
     /// value or a refused key.
     pub fn set(&mut self, key: &str, value: &str) -> Option<Result<(), String>> {
         if key == "useTLS" {
-            return Some(self.settings.set("tls.enable", value)?);
+            return self.settings.set("tls.enable", value);
         }
         self.settings.set(key, value)
     }
