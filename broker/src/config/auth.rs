@@ -210,24 +210,6 @@ impl std::fmt::Debug for AuthConfig {
     }
 }
 
-/// Keys of `AuthConfig` that `set` reads (for the classification table's tests).
-#[cfg(test)]
-pub const APPLIED: &[&str] = &[
-    "authenticationEnabled",
-    "authorizationEnabled",
-    "authenticationWhitelist",
-    "authorizationWhitelist",
-    "initAuthenticationUser",
-    "innerClientAuthenticationCredentials",
-    "migrateAuthFromV1Enabled",
-    "authenticationProvider",
-    "authenticationMetadataProvider",
-    "authorizationProvider",
-    "authorizationMetadataProvider",
-    "authenticationStrategy",
-    "authorizationStrategy",
-];
-
 #[cfg(test)]
 mod tests {
     use super::*;
