@@ -19,6 +19,7 @@ pub mod send_consume_cmds;
 pub mod shared_args;
 pub mod stats_cmds;
 pub mod table;
+pub mod tls;
 pub mod topic_cmds;
 pub mod version;
 

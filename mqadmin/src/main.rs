@@ -17,6 +17,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
+    if let Err(e) = mqadmin::tls::from_environment() {
+        eprintln!("mqadmin: TLS: {e}");
+        return ExitCode::FAILURE;
+    }
     let json = cli.json;
     let timeout = Duration::from_millis(cli.timeout_ms.max(1));
     let executor = match glommio::LocalExecutorBuilder::default()
