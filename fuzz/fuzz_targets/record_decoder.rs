@@ -1,11 +1,13 @@
 //! Fuzz target: arbitrary bytes as a stored CommitLog record. The owned and the borrowed decoders must
 //! agree, never read past the input, and whatever decodes must re-encode to a record that decodes equal.
+//! The same bytes as a message trace body (protocol::trace) must decode without panic.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use protocol::message::record::{decode_view, peek_head, MessageRecord, RecordHead};
 
 fuzz_target!(|data: &[u8]| {
+    let _ = protocol::trace::decode(data);
     if let Ok(Some(head)) = peek_head(data) {
         assert!(matches!(head, RecordHead::Message { .. } | RecordHead::Blank { .. }));
     }

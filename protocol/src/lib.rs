@@ -15,6 +15,7 @@ pub mod language;
 pub mod properties_text;
 pub mod signature;
 pub mod topic_attributes;
+pub mod trace;
 
 pub use code::{request_code, response_code};
 pub use command::{RemotingCommand, SerializeType};
