@@ -802,17 +802,17 @@ pub const TABLE: &[Group] = &[
              storePathRootDir/config/broker.properties.override",
         ),
     ),
+    // Message traces: the trace topic created at start (`state::topics`), TRACE_ON in send
+    // responses.
     (
-        &[
-            "traceOn",
-            "traceTopicEnable",
-            "msgTraceTopicName",
-            "brokerTopicEnable",
-            "clusterTopicEnable",
-        ],
+        &["traceOn", "traceTopicEnable", "msgTraceTopicName"],
+        Class::Applied,
+    ),
+    (
+        &["brokerTopicEnable", "clusterTopicEnable"],
         Class::NotUsed(
-            "no per-broker or per-cluster system topics or trace topic are created; clients \
-             that trace send to a topic created like any other",
+            "the cluster's and the broker's own topics are always readable and writable \
+             (Apache's default; clusterRT sends to them)",
         ),
     ),
     (

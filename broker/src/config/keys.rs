@@ -91,6 +91,14 @@ pub struct BrokerConfig {
     /// `cleanFileForciblyEnable`: delete unexpired segments when the disk is over 85% full.
     pub clean_file_forcibly_enable: bool,
     pub auto_create_topic_enable: bool,
+    /// `traceTopicEnable`: the trace topic (`msgTraceTopicName`) is created at start, as Apache's
+    /// TopicConfigManager does, so clients with message traces on need no auto-created topic.
+    pub trace_topic_enable: bool,
+    /// `msgTraceTopicName`: the trace topic (`RMQ_SYS_TRACE_TOPIC`).
+    pub msg_trace_topic_name: String,
+    /// `traceOn`: send responses tell clients to trace (TRACE_ON); `false` stops the Java
+    /// client's send traces.
+    pub trace_on: bool,
     pub auto_create_subscription_group: bool,
     pub default_topic_queue_nums: u32,
     pub broker_permission: u32,
@@ -204,6 +212,9 @@ impl Default for BrokerConfig {
             disk_space_clean_forcibly_ratio: 85,
             clean_file_forcibly_enable: true,
             auto_create_topic_enable: true,
+            trace_topic_enable: false,
+            msg_trace_topic_name: "RMQ_SYS_TRACE_TOPIC".into(),
+            trace_on: true,
             auto_create_subscription_group: true,
             default_topic_queue_nums: 4,
             broker_permission: 6,
@@ -398,6 +409,9 @@ impl BrokerConfig {
             "diskSpaceCleanForciblyRatio" => self.disk_space_clean_forcibly_ratio = num(key, v)?,
             "cleanFileForciblyEnable" => self.clean_file_forcibly_enable = boolean(key, v)?,
             "autoCreateTopicEnable" => self.auto_create_topic_enable = boolean(key, v)?,
+            "traceTopicEnable" => self.trace_topic_enable = boolean(key, v)?,
+            "msgTraceTopicName" => self.msg_trace_topic_name = v.to_owned(),
+            "traceOn" => self.trace_on = boolean(key, v)?,
             "autoCreateSubscriptionGroup" => self.auto_create_subscription_group = boolean(key, v)?,
             "defaultTopicQueueNums" => self.default_topic_queue_nums = num(key, v)?,
             "brokerPermission" => self.broker_permission = num(key, v)?,
@@ -480,6 +494,15 @@ impl BrokerConfig {
         }
         if self.default_topic_queue_nums == 0 {
             return Err(bad("defaultTopicQueueNums", "0", "must be at least 1"));
+        }
+        let trace = &self.msg_trace_topic_name;
+        let topic_char = |c: char| c.is_ascii_alphanumeric() || "%_|-".contains(c);
+        if trace.is_empty() || trace.len() > 127 || !trace.chars().all(topic_char) {
+            return Err(bad(
+                "msgTraceTopicName",
+                trace,
+                "a topic name: 1 to 127 of A-Z a-z 0-9 % _ | -",
+            ));
         }
         Ok(())
     }

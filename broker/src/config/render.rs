@@ -82,6 +82,9 @@ impl BrokerConfig {
                 "autoCreateTopicEnable",
                 self.auto_create_topic_enable.to_string(),
             ),
+            ("traceTopicEnable", self.trace_topic_enable.to_string()),
+            ("msgTraceTopicName", self.msg_trace_topic_name.clone()),
+            ("traceOn", self.trace_on.to_string()),
             (
                 "autoCreateSubscriptionGroup",
                 self.auto_create_subscription_group.to_string(),

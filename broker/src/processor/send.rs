@@ -326,6 +326,9 @@ fn success(shard: &Shard, oks: &[PutOk], queue_id: i32, is_batch: bool) -> Remot
     );
     let mut response = RemotingCommand::response(rc::SUCCESS, None).with_ext_fields(fields);
     response.set_ext(properties::MSG_REGION, "DefaultRegion");
-    response.set_ext(properties::TRACE_SWITCH, "true");
+    response.set_ext(
+        properties::TRACE_SWITCH,
+        if shard.cfg.trace_on { "true" } else { "false" },
+    );
     response
 }

@@ -64,7 +64,10 @@ pub async fn handle(
         Err(why) => error(rc::SYSTEM_ERROR, why),
     };
     response.set_ext(properties::MSG_REGION, "DefaultRegion");
-    response.set_ext(properties::TRACE_SWITCH, "true");
+    response.set_ext(
+        properties::TRACE_SWITCH,
+        if shard.cfg.trace_on { "true" } else { "false" },
+    );
     // A slave's store takes no writes; RocketMQ's would refuse the put, which changes no answer.
     if shard.cfg.store_reply_message_enable && shard.role() != crate::config::BrokerRole::Slave {
         let record = MessageRecord {

@@ -163,6 +163,10 @@ impl TopicTable {
         add(SCHEDULE_TOPIC, SCHEDULE_TOPIC_QUEUE_NUM, rw);
         add(TRANS_HALF_TOPIC, 1, rw);
         add(&reply_topic(&cfg.broker_cluster_name), 1, rw);
+        // Apache's TopicConfigManager: one read and one write queue, read-write.
+        if cfg.trace_topic_enable {
+            add(&cfg.msg_trace_topic_name, 1, rw);
+        }
         let queues = i32::try_from(cfg.default_topic_queue_nums).unwrap_or(i32::MAX);
         if cfg.auto_create_topic_enable {
             self.topics.insert(
@@ -237,5 +241,15 @@ mod tests {
         assert_eq!(t2.get("broker-a-1").unwrap().write_queue_nums, 1);
         assert!(t2.get("broker-a-0").is_some());
         assert!(t2.remove("T1") && !t2.remove("T1"));
+        // traceTopicEnable: Apache's trace topic, one queue, read-write.
+        assert!(t2.get("RMQ_SYS_TRACE_TOPIC").is_none());
+        let mut traced = no_auto.clone();
+        traced.trace_topic_enable = true;
+        assert!(t2.add_system_topics(&traced, 2));
+        let trace = t2.get("RMQ_SYS_TRACE_TOPIC").unwrap();
+        assert_eq!(
+            (trace.read_queue_nums, trace.write_queue_nums, trace.perm),
+            (1, 1, 6)
+        );
     }
 }
