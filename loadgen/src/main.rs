@@ -19,6 +19,11 @@ fn main() {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    // ROCKETMQ_TLS_ENABLE=true: every connection over TLS (as Apache's clients with -Dtls.enable=true).
+    if let Err(e) = remoting::tls::set_default_client_from_env() {
+        eprintln!("loadgen: TLS: {e}");
+        std::process::exit(2);
+    }
     let command_line = std::env::args().collect::<Vec<_>>().join(" ");
     let result = match cli.command {
         Command::Produce(a) => loadgen::run::run(

@@ -31,6 +31,26 @@ pub fn default_client() -> Option<Arc<ClientConfig>> {
     DEFAULT.read().ok().and_then(|slot| slot.clone())
 }
 
+/// For tools (mqadmin, loadgen), as Apache's take `-Dtls.enable=true`: `ROCKETMQ_TLS_ENABLE=true`
+/// makes TLS the default of every connection of this process, trusting any server certificate
+/// (test mode) unless `ROCKETMQ_TLS_CONFIG_FILE` names a `tls.config.file` that says otherwise
+/// (`tls.test.mode.enable=false`, `tls.client.authServer`, `tls.client.trustCertPath`, a client
+/// certificate). Answers whether TLS is on.
+pub fn set_default_client_from_env() -> Result<bool, String> {
+    let env = |key: &str| std::env::var(key).ok().filter(|v| !v.trim().is_empty());
+    let mut settings = TlsSettings::default();
+    if let Some(value) = env("ROCKETMQ_TLS_ENABLE") {
+        if let Some(Err(e)) = settings.set("tls.enable", &value) {
+            return Err(format!("ROCKETMQ_TLS_ENABLE: {e}"));
+        }
+    }
+    settings.config_file = env("ROCKETMQ_TLS_CONFIG_FILE");
+    if settings.enable {
+        set_default_client(Some(client_config(&settings)?));
+    }
+    Ok(settings.enable)
+}
+
 /// The client config of `settings` (`tls.config.file` applied): trusts any server unless
 /// `tls.client.authServer` (then the CAs of `tls.client.trustCertPath`, outside test mode, as
 /// Apache); presents `tls.client.certPath`/`tls.client.keyPath` when given.

@@ -8,7 +8,9 @@ mod server;
 mod settings;
 mod verify;
 
-pub use client::{client_config, default_client, handshake, set_default_client};
+pub use client::{
+    client_config, default_client, handshake, set_default_client, set_default_client_from_env,
+};
 pub use futures_rustls::rustls::{ClientConfig, ServerConfig};
 pub use server::{server_config, Accepted, ServerTls, HANDSHAKE_TIMEOUT};
 pub use settings::{
