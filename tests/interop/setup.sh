@@ -2,7 +2,8 @@
 # Installs the real clients the interop tests drive and builds what they run: Python `rocketmq==0.4.4`
 # (the official C++ client inside) in tests/interop/.venv, Apache RocketMQ's Java clients 4.9.8 and 5.5.0
 # from Maven Central (tests/apache/setup.sh; a JDK and Maven from apt when missing) and the programs in
-# java/ compiled against each, the Go client (apache/rocketmq-client-go/v2, go-client/build.sh),
+# java/ compiled against each, Apache's 4.9.7 name server and broker (the migration case), the Go
+# client (apache/rocketmq-client-go/v2, go-client/build.sh),
 # the small program on crates.io `rocketmq-client-rust = "1.0.0"` (its own workspace, release build),
 # and our broker, name server and controller (debug builds, where run.py looks for them:
 # $CARGO_TARGET_DIR or target/, then debug/).
@@ -49,6 +50,11 @@ for set in rocketmq-4.9.8 rocketmq-5.5.0; do
   built+=("\"$set\"")
 done
 (IFS=,; echo "[${built[*]}]") > "$java_build/built.json"
+# Apache's 4.x name server and broker for the migration case (cases_migration.py): Maven Central has
+# none of 4.9.8, so 4.9.7's (its 5.x servers come with the rocketmq-5.5.0 set above).
+if ! "$repo/tests/apache/setup.sh" rocketmq-4.9.7; then
+  echo "SKIPPED: Apache's 4.9.7 servers (above); the migration case from Apache 4.x will fail"
+fi
 
 echo "interop setup: broker, name server, controller and mqadmin under test"
 (cd "$repo" && cargo build --quiet -p broker -p namesrv -p controller -p mqadmin)
