@@ -151,6 +151,10 @@ pub const TABLE: &[Group] = &[
             "mapedFileSizeCommitLog",
             "mapedFileSizeConsumeQueue",
             "metricsPort",
+            // Apache's PROM exporter (`prom_exporter`); OTLP_GRPC and LOG are refused there.
+            "metricsExporterType",
+            "metricsPromExporterPort",
+            "metricsPromExporterHost",
             "readBlockCacheBytes",
             "readCacheBytes",
             "serverFrameTimeoutSeconds",
@@ -574,15 +578,12 @@ pub const TABLE: &[Group] = &[
     ),
     (
         &[
-            "metricsExporterType",
             "metricsOtelCardinalityLimit",
             "metricsGrpcExporterTarget",
             "metricsGrpcExporterHeader",
             "metricGrpcExporterTimeOutInMills",
             "metricGrpcExporterIntervalInMills",
             "metricLoggingExporterIntervalInMills",
-            "metricsPromExporterPort",
-            "metricsPromExporterHost",
             "metricsLabel",
             "metricsInDelta",
             "enableRemotingMetrics",

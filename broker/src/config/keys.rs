@@ -2,11 +2,12 @@
 
 use std::path::PathBuf;
 
-use super::classification;
 use super::auth::AuthConfig;
+use super::classification;
 use super::controller_mode::ControllerModeConfig;
 use super::error::LoadError;
 pub use super::issue::ConfigIssue;
+use super::prom_exporter::PromExporterConfig;
 use super::store_paths;
 use super::tls::TlsConfig;
 
@@ -168,6 +169,8 @@ pub struct BrokerConfig {
     pub spin_before_park_micros: u64,
     /// Prometheus text endpoint port (`metricsPort`); 0 = off.
     pub metrics_port: u16,
+    /// Apache's metric names in Prometheus text (`metricsExporterType = PROM`, `metricsPromExporter*`).
+    pub prom_exporter: PromExporterConfig,
     /// Log filter used when RUST_LOG is not set (`logLevel`).
     pub log_level: String,
     /// Controller mode (automatic failover).
@@ -255,6 +258,7 @@ impl Default for BrokerConfig {
             read_block_cache_bytes: 32 * 1024 * 1024,
             spin_before_park_micros: 0,
             metrics_port: 0,
+            prom_exporter: PromExporterConfig::default(),
             log_level: "info".into(),
             controller: ControllerModeConfig::default(),
             tls: TlsConfig::default(),
@@ -362,6 +366,9 @@ impl BrokerConfig {
             return result.map(|()| None).map_err(|reason| bad(key, v, &reason));
         }
         if let Some(result) = self.auth.set(key, v) {
+            return result.map(|()| None).map_err(|reason| bad(key, v, &reason));
+        }
+        if let Some(result) = self.prom_exporter.set(key, v) {
             return result.map(|()| None).map_err(|reason| bad(key, v, &reason));
         }
         match key {

@@ -11,6 +11,7 @@ mod keys;
 pub mod live;
 mod local_address;
 pub mod overlay;
+pub mod prom_exporter;
 mod render;
 mod shard_brokers;
 mod store_paths;

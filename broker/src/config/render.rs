@@ -202,6 +202,7 @@ impl BrokerConfig {
         ];
         pairs.extend(self.controller.to_pairs());
         pairs.extend(self.auth.to_pairs());
+        pairs.extend(self.prom_exporter.to_pairs());
         pairs
     }
 

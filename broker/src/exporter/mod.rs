@@ -1,7 +1,9 @@
 //! The Prometheus exporter: a text endpoint on its own port (`metricsPort`, 0 = off) served by shard 0,
 //! which gathers every shard's figures over the mesh (`gather`) with the hot-path slots and disk
-//! figures (`feature::metrics`), and formats them (`render`).
+//! figures (`feature::metrics`), and formats them (`render`). Apache's metric names are served on
+//! their own port by `apache` (`metricsExporterType = PROM`).
 
+pub mod apache;
 pub mod gather;
 pub mod http;
 pub mod render;

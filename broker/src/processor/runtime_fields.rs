@@ -209,7 +209,7 @@ pub fn percentile_ms(buckets: &[u64], p: f64) -> f64 {
 }
 
 /// The store time of the oldest record any shard holds (0 when none).
-async fn earliest_store_time(shard: &Rc<Shard>, stats: &[ShardStats]) -> i64 {
+pub(crate) async fn earliest_store_time(shard: &Rc<Shard>, stats: &[ShardStats]) -> i64 {
     let reads = stats
         .iter()
         .filter(|s| s.commit_log_max_offset > s.commit_log_min_offset)

@@ -17,6 +17,7 @@ use protocol::RemotingCommand;
 use storage::PutOk;
 
 use crate::common::reply::{error, header_error, owner_put_error};
+use crate::feature::metrics::apache_local as apache_metrics;
 use crate::shard::put::SendStatus;
 use crate::shard::Shard;
 use crate::state::topics;
@@ -286,10 +287,16 @@ async fn store(shard: &Rc<Shard>, records: Vec<MessageRecord>, is_batch: bool) -
     let owner = shard.owner(&first.topic, first.queue_id);
     let topic = first.topic.clone();
     let bytes: usize = records.iter().map(|r| r.body.len()).sum();
+    // Apache's metrics name the topic the producer sent to (a half or delayed message's real one).
+    let apache = apache_metrics::enabled().then(|| apache_metrics::topic_and_type(first));
     match owner.put(records).await {
         Ok(outcome) => {
             let stored = outcome.stored.len() as u64;
             crate::feature::broker_stats::record_send(&topic, stored, bytes as u64);
+            if let Some((apache_topic, message_type)) = &apache {
+                let wrote: u64 = outcome.stored.iter().map(|p| p.size.max(0) as u64).sum();
+                apache_metrics::record_in(apache_topic, *message_type, stored, wrote);
+            }
             let mut response = success(shard, &outcome.stored, queue_id, is_batch);
             // Stored without a slave's ack: the send result goes with the code, as RocketMQ's does.
             if outcome.status != SendStatus::SendOk {

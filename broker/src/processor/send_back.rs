@@ -67,6 +67,9 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     let max_times = max_reconsume_times(req.version, h.max_reconsume_times, group.retry_max_times);
     let to_dlq = original.reconsume_times >= max_times || h.delay_level < 0;
     let topic = if to_dlq {
+        let origin = properties::get(&original.properties, properties::RETRY_TOPIC)
+            .unwrap_or(&original.topic);
+        crate::feature::metrics::apache_local::record_dlq(&h.group, origin);
         format!("{DLQ_GROUP_TOPIC_PREFIX}{}", h.group)
     } else {
         retry_topic(&h.group)
@@ -157,6 +160,9 @@ pub async fn divert_exhausted_retry(
     crate::state::topics::validate_topic_name(&dlq)
         .map_err(|why| error(rc::MESSAGE_ILLEGAL, why))?;
     crate::common::topic_create::ensure_retry_topic(shard, &dlq, true).await?;
+    let origin =
+        properties::get(&record.properties, properties::RETRY_TOPIC).unwrap_or(&header.topic);
+    crate::feature::metrics::apache_local::record_dlq(group, origin);
     record.topic = dlq;
     record.queue_id = 0;
     record.properties = properties::without(&record.properties, properties::DELAY);

@@ -20,6 +20,7 @@ use protocol::RemotingCommand;
 use crate::config::BrokerConfig;
 use crate::feature::broker_stats::item::ItemWindows;
 use crate::feature::broker_stats::{self, daily::DailyTotals, sampler::Rates};
+use crate::feature::metrics::apache_local::{self, ApacheShardFigures};
 use crate::feature::pop::queue_pop::{PopRequest, QueuePop};
 use crate::feature::pop::{self, QueueKey};
 use crate::feature::schedule;
@@ -123,6 +124,36 @@ impl<'a> ShardRef<'a> {
                 s.store.max_offset(&topic, queue_id),
             )
         })
+        .await
+    }
+
+    /// A queue's max offset on its owner and the store time of its message at `offset` (0 when that
+    /// message is gone or not yet written), for Apache's lag gauges.
+    pub async fn queue_lag(
+        self,
+        topic: String,
+        queue_id: i32,
+        offset: i64,
+    ) -> Result<(i64, i64), MeshError> {
+        self.run("queue_lag", move |s| async move {
+            let max = s.store.max_offset(&topic, queue_id);
+            let time = if offset < max && offset >= s.store.min_offset(&topic, queue_id) {
+                let at = s.store.store_time_at(&topic, queue_id, offset).await;
+                at.ok().flatten().unwrap_or(0).max(0)
+            } else {
+                0
+            };
+            (max, time)
+        })
+        .await
+    }
+
+    /// The target's tables behind Apache's metric names (`feature::metrics::apache_local`).
+    pub async fn apache_metrics(self) -> Result<ApacheShardFigures, MeshError> {
+        self.run(
+            "apache_metrics",
+            |_| async move { apache_local::snapshot() },
+        )
         .await
     }
 

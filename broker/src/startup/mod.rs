@@ -275,6 +275,7 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
             crate::startup::lifecycle::watch_signals(&shard, signals);
         }
         crate::exporter::start(&shard)?;
+        crate::exporter::apache::start(&shard)?;
         progress.enter(Stage::Registering);
         let registered = crate::role::control::register_now(&shard).await;
         if cfg.controller.enabled {

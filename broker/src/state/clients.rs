@@ -253,6 +253,16 @@ impl ClientRegistry {
             .unwrap_or_default()
     }
 
+    /// Names of the producer groups with clients (for the metrics of connections).
+    pub fn producer_groups(&self) -> Vec<String> {
+        self.producers.keys().cloned().collect()
+    }
+
+    /// Names of the consumer groups with clients (for the metrics of connections).
+    pub fn consumer_groups(&self) -> Vec<String> {
+        self.consumers.keys().cloned().collect()
+    }
+
     /// Online consumer groups that subscribe to `topic`.
     pub fn groups_subscribing(&self, topic: &str) -> Vec<String> {
         self.consumers

@@ -73,6 +73,7 @@ pub fn record_send_time(elapsed: std::time::Duration) {
 
 /// A pull of `group` on `topic` answered `msgs` messages of `bytes` bytes (0: nothing found).
 pub fn record_pull(topic: &str, group: &str, msgs: u64, bytes: u64) {
+    crate::feature::metrics::apache_local::record_out(topic, group, msgs, bytes);
     LOCAL.with(|l| {
         let c = if msgs > 0 { &l.get_found } else { &l.get_miss };
         c.set(c.get().wrapping_add(1));
