@@ -231,4 +231,6 @@ pub enum Command {
     BrokerStats(crate::broker_stats_cmds::BrokerStatsCommand),
     #[command(flatten)]
     SendConsume(crate::send_consume_cmds::SendConsumeCommand),
+    #[command(flatten)]
+    Trace(crate::trace_cmds::TraceCommand),
 }

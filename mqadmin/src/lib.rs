@@ -21,6 +21,7 @@ pub mod stats_cmds;
 pub mod table;
 pub mod tls;
 pub mod topic_cmds;
+pub mod trace_cmds;
 pub mod version;
 
 use std::time::Duration;
@@ -214,5 +215,6 @@ pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientEr
         Command::Auth(cmd) => auth_cmds::run(cmd, timeout).await,
         Command::BrokerStats(cmd) => broker_stats_cmds::run(cmd, timeout).await,
         Command::SendConsume(cmd) => send_consume_cmds::run(cmd, timeout).await,
+        Command::Trace(cmd) => trace_cmds::run(cmd, timeout).await,
     }
 }

@@ -125,6 +125,18 @@ async fn query_key(
     key: &str,
     max: i32,
 ) -> Result<Vec<Value>, ClientError> {
+    query_key_between(admin, topic, key, max, (0, i64::MAX)).await
+}
+
+/// QUERY_MESSAGE for `key` stored within `(begin, end)` (milliseconds) on every master of the
+/// topic's route.
+pub(crate) async fn query_key_between(
+    admin: &Admin,
+    topic: &str,
+    key: &str,
+    max: i32,
+    (begin, end): (i64, i64),
+) -> Result<Vec<Value>, ClientError> {
     let route = admin.route(topic).await?;
     let mut found = Vec::new();
     for b in &route.broker_datas {
@@ -135,8 +147,8 @@ async fn query_key(
             topic: topic.to_owned(),
             key: key.to_owned(),
             max_num: max,
-            begin_timestamp: 0,
-            end_timestamp: i64::MAX,
+            begin_timestamp: begin,
+            end_timestamp: end,
         };
         let client = admin.broker(addr).await?;
         let resp = client

@@ -165,14 +165,15 @@ fn decode_record(f: &[&str]) -> Option<TraceRecord> {
             r.request_id = text(4)?;
             r.msg_id = text(5)?;
             r.retry_times = int(6)?;
-            r.keys = text(7)?;
+            // Empty keys are the record's trailing empty field, which Java's split drops.
+            r.keys = text(7).unwrap_or_default();
         }
         TraceType::SubAfter => {
             r.request_id = text(1)?;
             r.msg_id = text(2)?;
             r.cost_time = int(3)?;
             r.success = java_bool(f.get(4)?);
-            r.keys = text(5)?;
+            r.keys = text(5).unwrap_or_default();
             if f.len() >= 7 {
                 r.context_code = int(6)?;
             }
@@ -333,6 +334,7 @@ mod tests {
             b"Pub\x01x\x02",
             b"Pub\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x02",
             b"SubAfter\x01a\x02",
+            b"SubBefore\x011\x01r\x01g\x01q\x01m\x02",
             b"Nope\x01a\x01b\x02",
             b"\xff\xfe\x01\x02\x00",
             b"EndTransaction\x011\x01r\x01g\x01t\x01m\x01\x01\x01h\x012\x01tx\x01BAD\x01false\x02",
