@@ -325,3 +325,8 @@ def run_migration(ctx, servers_set, admin_set, lang):
 @case("java_migration_expand_and_drain_apache4", timeout=300)
 def migration_apache4(ctx):
     run_migration(ctx, "rocketmq-4.9.7", "rocketmq-4.9.8", "java")
+
+
+@case("java5_migration_expand_and_drain_apache5", timeout=300)
+def migration_apache5(ctx):
+    run_migration(ctx, "rocketmq-5.5.0", "rocketmq-5.5.0", "java5")
