@@ -651,6 +651,27 @@ mod tests {
     }
 
     #[test]
+    fn trace_keys_apply_and_the_topic_name_is_checked() {
+        let (cfg, issues) = BrokerConfig::from_pairs(Vec::new()).unwrap();
+        assert!(issues.is_empty());
+        assert!(!cfg.trace_topic_enable && cfg.trace_on);
+        assert_eq!(cfg.msg_trace_topic_name, "RMQ_SYS_TRACE_TOPIC");
+        let (cfg, issues) = BrokerConfig::from_pairs(pairs(&[
+            ("traceTopicEnable", "true"),
+            ("msgTraceTopicName", "MY_TRACE"),
+            ("traceOn", "false"),
+        ]))
+        .unwrap();
+        assert!(issues.is_empty(), "{issues:?}");
+        assert!(cfg.trace_topic_enable && !cfg.trace_on);
+        assert_eq!(cfg.msg_trace_topic_name, "MY_TRACE");
+        let err = BrokerConfig::from_pairs(pairs(&[("msgTraceTopicName", "a b")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("msgTraceTopicName"), "{err}");
+    }
+
+    #[test]
     fn wait_time_in_send_queue_is_reported_with_its_reason() {
         let (_, issues) =
             BrokerConfig::from_pairs(pairs(&[("waitTimeMillsInSendQueue", "500")])).unwrap();
