@@ -286,6 +286,17 @@ fn apache_metrics_count_the_real_sends_pulls_and_backlog() {
         let reserve = value(&m, "rocketmq_storage_message_reserve_time", &disk);
         assert!((300.0..120_000.0).contains(&reserve), "{reserve}");
         assert!(value(&m, "rocketmq_storage_size", &disk) > 0.0);
+        // The Grafana dashboard of deploy/ uses only names this endpoint serves.
+        let dashboard = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../deploy/grafana/rocketmq5-broker.json"),
+        )
+        .unwrap();
+        for word in dashboard.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            if word.starts_with("rocketmq_") {
+                assert!(m.contains_key(word), "the dashboard's {word} is served");
+            }
+        }
         drop((client, other));
     });
 }

@@ -496,6 +496,9 @@ impl BrokerConfig {
         self.controller
             .validate()
             .map_err(|(key, value, reason)| bad(key, &value, reason))?;
+        self.prom_exporter
+            .validate(self.metrics_port)
+            .map_err(|(key, value, reason)| bad(key, &value, reason))?;
         if self.broker_role == BrokerRole::Slave && self.broker_id == 0 {
             return Err(bad("brokerId", "0", "a SLAVE needs brokerId > 0"));
         }

@@ -71,6 +71,20 @@ impl PromExporterConfig {
         self.exporter_type == ExporterType::Prom
     }
 
+    /// Refuses a PROM port equal to `metricsPort` (ours): each set of names has a port of its own.
+    pub fn validate(&self, metrics_port: u16) -> Result<(), (&'static str, String, &'static str)> {
+        if self.enabled() && metrics_port != 0 && metrics_port == self.port {
+            return Err((
+                "metricsPromExporterPort",
+                self.port.to_string(),
+                "equals metricsPort: our metric names (metricsPort) and Apache's \
+                 (metricsExporterType = PROM) are served on ports of their own; set one of them to \
+                 another port",
+            ));
+        }
+        Ok(())
+    }
+
     /// The keys as the broker reports its configuration.
     pub fn to_pairs(&self) -> Vec<(&'static str, String)> {
         let kind = match self.exporter_type {
@@ -112,5 +126,10 @@ mod tests {
         ));
         assert_eq!(c.set("metricsExporterType", "disable"), Some(Ok(())));
         assert!(!c.enabled());
+        assert!(c.validate(5557).is_ok(), "off: no clash");
+        c.set("metricsExporterType", "PROM");
+        assert!(c.validate(6000).is_err(), "the same port as metricsPort");
+        assert!(c.validate(0).is_ok());
+        assert!(c.validate(5557).is_ok());
     }
 }
