@@ -8,7 +8,8 @@
 #                                               bench/tls.sh target/release 3
 #
 # Environment: DURATION [8s], WARMUP [2s], SIZE [1024] bytes, INFLIGHT [64], BATCH [1] (messages per
-# SEND_BATCH_MESSAGE), FLUSH [ASYNC_FLUSH].
+# SEND_BATCH_MESSAGE), FLUSH [ASYNC_FLUSH], DISK_RATIO [75] (the broker's diskMaxUsedSpaceRatio, and how
+# full the disk may be before this refuses to run).
 set -euo pipefail
 
 BIN=$(cd "${1:?release dir}" && pwd)
@@ -24,12 +25,14 @@ WORK=$(mktemp -d /tmp/tlsbench.XXXXXX)
 # shellcheck source=bench/lib.sh
 . "$(dirname "$0")/lib.sh"
 trap 'stop_pair; rm -rf "$WORK"' EXIT
-require_disk_room "$WORK"
+DISK_RATIO=${DISK_RATIO:-75}
+require_disk_room "$WORK" "$DISK_RATIO"
 
 # run NAME MODE CLIENT_TLS: one run on a fresh broker in tls.server.mode MODE; prints its figures.
 run() {
     local name=$1 mode=$2 client_tls=$3 out t0
     start_pair "$BIN" "flushDiskType = \"$FLUSH\"
+diskMaxUsedSpaceRatio = $DISK_RATIO
 \"tls.server.mode\" = \"$mode\"" TlsTopic
     rm -f "$WORK/run.json"
     t0=$(cpu_ticks "$BROKER_PID" "$NS_PID")
