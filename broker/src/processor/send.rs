@@ -288,13 +288,14 @@ async fn store(shard: &Rc<Shard>, records: Vec<MessageRecord>, is_batch: bool) -
     let topic = first.topic.clone();
     let bytes: usize = records.iter().map(|r| r.body.len()).sum();
     // Apache's metrics name the topic the producer sent to (a half or delayed message's real one).
-    let apache = apache_metrics::enabled().then(|| apache_metrics::topic_and_type(first));
+    let apache = apache_metrics::enabled().then(|| apache_metrics::type_and_real_topic(first));
     match owner.put(records).await {
         Ok(outcome) => {
             let stored = outcome.stored.len() as u64;
             crate::feature::broker_stats::record_send(&topic, stored, bytes as u64);
-            if let Some((apache_topic, message_type)) = &apache {
+            if let Some((message_type, real_topic)) = &apache {
                 let wrote: u64 = outcome.stored.iter().map(|p| p.size.max(0) as u64).sum();
+                let apache_topic = real_topic.as_deref().unwrap_or(&topic);
                 apache_metrics::record_in(apache_topic, *message_type, stored, wrote);
             }
             let mut response = success(shard, &outcome.stored, queue_id, is_batch);

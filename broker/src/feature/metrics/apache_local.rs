@@ -5,8 +5,8 @@
 //! (no lock, no atomic); shard 0 asks every shard for a copy (`snapshot`) over the mesh when
 //! scraped. Nothing is recorded while the exporter is off (one relaxed load of a flag set at start).
 
+use ahash::AHashMap as HashMap;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::time::Duration;
 
@@ -120,35 +120,42 @@ thread_local! {
     static TABLES: RefCell<Tables> = RefCell::new(Tables::default());
 }
 
-/// Apache's `TopicMessageType` of a message by its properties, as an index into `MESSAGE_TYPES`.
-pub fn message_type(props: &str) -> usize {
-    if properties::get(props, properties::TRANSACTION_PREPARED) == Some("true") {
+/// Apache's `TopicMessageType` (an index into `MESSAGE_TYPES`) and `REAL_TOPIC` (set on a transactional half or delayed record, stored under a
+/// system topic) of a record's properties, in one pass over them.
+pub fn classify(props: &str) -> (usize, Option<&str>) {
+    let (mut transaction, mut fifo, mut delay, mut real_topic) = (false, false, false, None);
+    for (k, v) in properties::iter(props) {
+        match k {
+            properties::TRANSACTION_PREPARED => transaction |= v == "true",
+            properties::SHARDING_KEY => fifo = true,
+            "__STARTDELIVERTIME"
+            | properties::DELAY
+            | properties::TIMER_DELIVER_MS
+            | properties::TIMER_DELAY_SEC
+            | properties::TIMER_DELAY_MS => delay = true,
+            properties::REAL_TOPIC if !v.is_empty() => real_topic = Some(v),
+            _ => {}
+        }
+    }
+    let kind = if transaction {
         3
-    } else if properties::get(props, properties::SHARDING_KEY).is_some() {
+    } else if fifo {
         1
-    } else if [
-        "__STARTDELIVERTIME",
-        properties::DELAY,
-        properties::TIMER_DELIVER_MS,
-        properties::TIMER_DELAY_SEC,
-        properties::TIMER_DELAY_MS,
-    ]
-    .iter()
-    .any(|k| properties::get(props, k).is_some())
-    {
+    } else if delay {
         2
     } else {
         0
-    }
+    };
+    (kind, real_topic)
 }
 
-/// The topic a producer sent a record to (a transactional half or delayed record is stored under a
-/// system topic with the real one in `REAL_TOPIC`) and its message type.
-pub fn topic_and_type(record: &protocol::message::record::MessageRecord) -> (String, usize) {
-    let topic = properties::get(&record.properties, properties::REAL_TOPIC)
-        .filter(|t| !t.is_empty())
-        .unwrap_or(&record.topic);
-    (topic.to_owned(), message_type(&record.properties))
+/// The message type of a record and the topic its producer sent it to when that is not the record's
+/// own (`None`: the record's topic).
+pub fn type_and_real_topic(
+    record: &protocol::message::record::MessageRecord,
+) -> (usize, Option<String>) {
+    let (kind, real) = classify(&record.properties);
+    (kind, real.map(str::to_owned))
 }
 
 /// Apache counts neither retry nor dead-letter topics in the message counters.
@@ -302,10 +309,12 @@ mod tests {
     #[test]
     fn message_types_by_properties() {
         let p = |k: &str, v: &str| properties::encode([(k, v)]);
-        assert_eq!(message_type(""), 0);
-        assert_eq!(message_type(&p("TRAN_MSG", "true")), 3);
-        assert_eq!(message_type(&p("__SHARDINGKEY", "k")), 1);
-        assert_eq!(message_type(&p("DELAY", "3")), 2);
-        assert_eq!(message_type(&p("TIMER_DELIVER_MS", "1")), 2);
+        assert_eq!(classify(""), (0, None));
+        assert_eq!(classify(&p("TRAN_MSG", "true")), (3, None));
+        assert_eq!(classify(&p("__SHARDINGKEY", "k")), (1, None));
+        assert_eq!(classify(&p("DELAY", "3")), (2, None));
+        assert_eq!(classify(&p("TIMER_DELIVER_MS", "1")), (2, None));
+        let half = properties::encode([("TRAN_MSG", "true"), ("REAL_TOPIC", "Orders")]);
+        assert_eq!(classify(&half), (3, Some("Orders")));
     }
 }
