@@ -307,3 +307,83 @@ pub fn render(s: &ApacheSnapshot) -> String {
     o.sample("rocketmq_storage_message_reserve_time", &storage, reserve);
     o.text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::feature::metrics::apache_local::{InFigures, OutFigures};
+
+    fn snapshot() -> ApacheSnapshot {
+        let mut s = ApacheSnapshot {
+            cluster: "C\"1".into(),
+            node_id: "broker-a".into(),
+            now_ms: 10_000,
+            broker_permission: 6,
+            topics: 3,
+            consumer_groups: 2,
+            flush_behind_bytes: 4096,
+            earliest_store_ms: 4_000,
+            storage_used_bytes: Some(1 << 20),
+            ..ApacheSnapshot::default()
+        };
+        let mut size = Histogram::default();
+        size.merge(&Histogram {
+            buckets: vec![2, 1, 0, 0, 0, 0, 0],
+            sum: 3000,
+            count: 3,
+        });
+        s.messages_in.insert(
+            ("T".into(), 0),
+            InFigures {
+                messages: 3,
+                bytes: 3000,
+                size,
+            },
+        );
+        s.messages_out.insert(
+            ("T".into(), "CID_RMQ_SYS_X".into()),
+            OutFigures {
+                messages: 2,
+                bytes: 2000,
+            },
+        );
+        s.lag.insert(
+            ("%RETRY%G".into(), "G".into()),
+            super::super::gather::Lag {
+                messages: 5,
+                oldest_unconsumed_ms: 7_000,
+            },
+        );
+        s.rpc_latency.insert(
+            (310, 0),
+            Histogram {
+                buckets: vec![1, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+                sum: 5000,
+                count: 2,
+            },
+        );
+        s
+    }
+
+    #[test]
+    fn samples_carry_apaches_labels_in_key_order() {
+        let text = render(&snapshot());
+        let has = |line: &str| assert!(text.lines().any(|l| l == line), "{line}\n{text}");
+        has("# TYPE rocketmq_messages_in_total counter");
+        has("rocketmq_messages_in_total{cluster=\"C\\\"1\",is_system=\"false\",message_type=\"normal\",node_id=\"broker-a\",node_type=\"broker\",otel_scope_name=\"broker-meter\",topic=\"T\"} 3");
+        has("rocketmq_message_size_bucket{cluster=\"C\\\"1\",is_system=\"false\",le=\"1024.0\",message_type=\"normal\",node_id=\"broker-a\",node_type=\"broker\",otel_scope_name=\"broker-meter\",topic=\"T\"} 2");
+        has("rocketmq_message_size_bucket{cluster=\"C\\\"1\",is_system=\"false\",le=\"4096.0\",message_type=\"normal\",node_id=\"broker-a\",node_type=\"broker\",otel_scope_name=\"broker-meter\",topic=\"T\"} 3");
+        has("rocketmq_message_size_bucket{cluster=\"C\\\"1\",is_system=\"false\",le=\"+Inf\",message_type=\"normal\",node_id=\"broker-a\",node_type=\"broker\",otel_scope_name=\"broker-meter\",topic=\"T\"} 3");
+        has("rocketmq_messages_out_total{cluster=\"C\\\"1\",consumer_group=\"CID_RMQ_SYS_X\",is_system=\"true\",node_id=\"broker-a\",node_type=\"broker\",otel_scope_name=\"broker-meter\",topic=\"T\"} 2");
+        has("rocketmq_consumer_lag_latency{cluster=\"C\\\"1\",consumer_group=\"G\",is_retry=\"true\",is_system=\"false\",node_id=\"broker-a\",node_type=\"broker\",otel_scope_name=\"broker-meter\",topic=\"%RETRY%G\"} 3000");
+        has("rocketmq_rpc_latency_bucket{cluster=\"C\\\"1\",is_long_polling=\"false\",le=\"1.0\",node_id=\"broker-a\",node_type=\"broker\",otel_scope_name=\"broker-meter\",protocol_type=\"remoting\",request_code=\"send_message_v2\",response_code=\"success\",result=\"success\"} 1");
+        has("rocketmq_rpc_latency_bucket{cluster=\"C\\\"1\",is_long_polling=\"false\",le=\"3000.0\",node_id=\"broker-a\",node_type=\"broker\",otel_scope_name=\"broker-meter\",protocol_type=\"remoting\",request_code=\"send_message_v2\",response_code=\"success\",result=\"success\"} 1");
+        has("rocketmq_rpc_latency_count{cluster=\"C\\\"1\",is_long_polling=\"false\",node_id=\"broker-a\",node_type=\"broker\",otel_scope_name=\"broker-meter\",protocol_type=\"remoting\",request_code=\"send_message_v2\",response_code=\"success\",result=\"success\"} 2");
+        has("rocketmq_storage_message_reserve_time{cluster=\"C\\\"1\",node_id=\"broker-a\",node_type=\"broker\",otel_scope_name=\"broker-meter\",storage_medium=\"disk\",storage_type=\"local\"} 6000");
+        has("rocketmq_storage_flush_behind_bytes{cluster=\"C\\\"1\",node_id=\"broker-a\",node_type=\"broker\",otel_scope_name=\"broker-meter\",storage_medium=\"disk\",storage_type=\"local\"} 4096");
+        // Every family is declared once, before its samples.
+        let types = text.lines().filter(|l| l.starts_with("# TYPE ")).count();
+        let helps = text.lines().filter(|l| l.starts_with("# HELP ")).count();
+        assert_eq!(types, helps);
+    }
+}
