@@ -1,14 +1,15 @@
-// Apache RocketMQ's Java client (4.9.8) running through a migration from Apache's brokers and name
-// server to ours (tests/interop/cases_migration.py): one producer or one push consumer that keeps running
-// while brokers join, are drained and leave and while the name servers are swapped. Prints one JSON
-// object per line.
+// Apache RocketMQ's Java client (4.9.8 or 5.5.0) running through a migration from Apache's brokers and
+// name server to ours (tests/interop/cases_migration.py): one producer or one push consumer that keeps
+// running while brokers join, are drained and leave and while the name servers are swapped. Prints one
+// JSON object per line.
 //
 //   MigrationClient produce NAMESRVS TOPIC PREFIX PACE_MS POLL_MS STOPFILE
 //   MigrationClient consume NAMESRVS TOPIC GROUP POLL_MS STOPFILE
 //
 // NAMESRVS is the client's namesrvAddr as users write it ("a;b"). POLL_MS is pollNameServerInterval
 // (the client's route refresh; 30 s by default). Both run until STOPFILE exists.
-// `produce` sends PREFIX-i (keys "PREFIX-key-i") one after the other, PACE_MS apart, and prints per send
+// `produce` first looks the topic's route up until a name server answers ({"kind":"route_retry"} per
+// failed try), then sends PREFIX-i (keys "PREFIX-key-i") one after the other, PACE_MS apart, and prints per send
 // {"kind":"sent","i","t","status","broker","queue","queue_offset","offset_msg_id","msg_id"} or
 // {"kind":"send_error","i","t","error"}. `consume` (the default CONSUME_FROM_LAST_OFFSET, as most
 // applications run) prints every delivery {"kind":"recv","body","keys","t","store_host","queue",
@@ -58,6 +59,22 @@ public class MigrationClient {
         producer.setPollNameServerInterval(pollMs);
         producer.setSendMsgTimeout(3000);
         producer.start();
+        // A client that asks a listed name server which is not running yet fails that request (the 5.x
+        // client does, then uses the next one; 4.9.8 tries the next within the request): learn the
+        // topic's route before the numbered sends, whose failures the case counts.
+        long routeDeadline = System.currentTimeMillis() + 30000;
+        while (true) {
+            try {
+                producer.fetchPublishMessageQueues(topic);
+                break;
+            } catch (Exception e) {
+                emit("kind", "route_retry", "t", System.currentTimeMillis(), "error", e.toString());
+                if (System.currentTimeMillis() > routeDeadline) {
+                    throw e;
+                }
+                Thread.sleep(200);
+            }
+        }
         emit("kind", "started", "t", System.currentTimeMillis());
         for (int i = 0; !stop.exists(); i++) {
             Message msg = new Message(topic, "TagM", prefix + "-key-" + i,
@@ -92,7 +109,24 @@ public class MigrationClient {
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
         });
         consumer.start();
-        emit("kind", "started", "t", System.currentTimeMillis());
+        // Ready once the rebalance gave it queues. A name server of the list that is not running yet
+        // fails a route lookup (the 5.x client's; then it uses the next), which would leave it without
+        // queues until the next rebalance (20 s): look the route up and rebalance again until then.
+        long deadline = System.currentTimeMillis() + 30000;
+        while (consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable().isEmpty()) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new IllegalStateException("no queue of " + topic + " assigned within 30 s");
+            }
+            try {
+                consumer.getDefaultMQPushConsumerImpl().getmQClientFactory().updateTopicRouteInfoFromNameServer(topic);
+            } catch (Exception e) {
+                emit("kind", "route_retry", "t", System.currentTimeMillis(), "error", e.toString());
+            }
+            consumer.getDefaultMQPushConsumerImpl().getmQClientFactory().rebalanceImmediately();
+            Thread.sleep(200);
+        }
+        emit("kind", "started", "t", System.currentTimeMillis(),
+            "queues", consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable().size());
         while (!stop.exists()) {
             Thread.sleep(100);
         }
