@@ -163,6 +163,9 @@ fn apache_metrics_count_the_real_sends_pulls_and_backlog() {
         let r = invoke(&client, pull_request(GROUP, TOPIC, 0, 0, 0, None)).await;
         assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
         assert_eq!(decode_records(&r.body).len(), 10);
+        // A long poll at the end of queue 0 parks until its suspend time runs out.
+        let r = invoke(&client, pull_request(GROUP, TOPIC, 0, 10, 300, None)).await;
+        assert_eq!(r.code, response_code::PULL_NOT_FOUND, "{:?}", r.remark);
         // Backlog: 10 - 4 on queue 0, 6 - 0 on queue 1.
         commit(&client, 0, 4).await;
         commit(&other, 1, 0).await;
@@ -262,6 +265,16 @@ fn apache_metrics_count_the_real_sends_pulls_and_backlog() {
         assert_eq!(count("update_consumer_offset"), 2.0);
         assert_eq!(count("consumer_send_msg_back"), 1.0);
         assert_eq!(count("heart_beat"), 1.0);
+        let long_poll = [
+            ("request_code", "pull_message"),
+            ("is_long_polling", "true"),
+        ];
+        assert_eq!(value(&m, "rocketmq_rpc_latency_count", &long_poll), 1.0);
+        let sum = value(&m, "rocketmq_rpc_latency_sum", &long_poll);
+        assert!(sum >= 250.0, "the parked pull's time: {sum}");
+        let mut not_parked = rpc("pull_message").to_vec();
+        not_parked.push(("is_long_polling", "false"));
+        assert_eq!(value(&m, "rocketmq_rpc_latency_count", &not_parked), 1.0);
         let mut inf = rpc("send_message_v2").to_vec();
         inf.push(("le", "+Inf"));
         assert_eq!(value(&m, "rocketmq_rpc_latency_bucket", &inf), 16.0);

@@ -55,11 +55,22 @@ impl Handler for BrokerHandler {
                 // (NOTIFY_CONSUMER_IDS_CHANGED, calls to consumers, request-reply pushes).
                 client_calls::state(&shard).remember(ctx.id, &ctx.sink);
             }
+            if !crate::feature::metrics::apache_local::enabled() {
+                return crate::processor::dispatch(shard.clone(), request, ctx).await;
+            }
             let started = std::time::Instant::now();
             let code = request.code;
-            let response = crate::processor::dispatch(shard.clone(), request, ctx).await;
+            let (response, long_polling) = crate::feature::metrics::long_polling::observe(
+                crate::processor::dispatch(shard.clone(), request, ctx),
+            )
+            .await;
             if let Some(r) = &response {
-                crate::feature::metrics::apache_local::record_rpc(code, r.code, started.elapsed());
+                crate::feature::metrics::apache_local::record_rpc(
+                    code,
+                    r.code,
+                    long_polling,
+                    started.elapsed(),
+                );
             }
             response
         })

@@ -21,6 +21,7 @@ use crate::config::BrokerConfig;
 use crate::feature::broker_stats::item::ItemWindows;
 use crate::feature::broker_stats::{self, daily::DailyTotals, sampler::Rates};
 use crate::feature::metrics::apache_local::{self, ApacheShardFigures};
+use crate::feature::metrics::long_polling;
 use crate::feature::pop::queue_pop::{PopRequest, QueuePop};
 use crate::feature::pop::{self, QueueKey};
 use crate::feature::schedule;
@@ -69,10 +70,21 @@ impl<'a> ShardRef<'a> {
         req: RemotingCommand,
         conn: ConnRef,
     ) -> Result<RemotingCommand, MeshError> {
-        self.run("process", move |s| async move {
-            command.execute(&s, req, conn).await
-        })
-        .await
+        let (response, parked) = self
+            .run("process", move |s| async move {
+                let run = command.execute(&s, req, conn);
+                if apache_local::enabled() {
+                    long_polling::observe(run).await
+                } else {
+                    (run.await, false)
+                }
+            })
+            .await?;
+        // A long poll parked on the target counts for the request this shard received.
+        if parked {
+            long_polling::mark();
+        }
+        Ok(response)
     }
 
     /// Stores records of one queue in the owner's store (validated by the caller); on a SYNC_MASTER

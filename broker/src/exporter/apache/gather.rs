@@ -40,8 +40,8 @@ pub struct ApacheSnapshot {
     pub messages_out: BTreeMap<(String, String), OutFigures>,
     /// (group, topic) -> messages.
     pub sent_to_dlq: BTreeMap<(String, String), u64>,
-    /// (request code, response code) -> latency (ms).
-    pub rpc_latency: BTreeMap<(i32, i32), Histogram>,
+    /// (request code, response code, parked as a long poll) -> latency (ms).
+    pub rpc_latency: BTreeMap<(i32, i32, bool), Histogram>,
     /// (topic, group) -> lag.
     pub lag: BTreeMap<(String, String), Lag>,
     /// (language, version) -> producer clients.

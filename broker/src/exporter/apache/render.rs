@@ -257,14 +257,14 @@ pub fn render(s: &ApacheSnapshot) -> String {
     }
 
     o.family("rocketmq_rpc_latency", "histogram", "Rpc latency");
-    for ((request, response), h) in &s.rpc_latency {
+    for ((request, response, long_polling), h) in &s.rpc_latency {
         let (request, response) = (
             labels::request_code(*request),
             labels::response_code(*response),
         );
         let l = [
             ("protocol_type", "remoting"),
-            ("is_long_polling", "false"),
+            ("is_long_polling", flag(*long_polling)),
             ("request_code", request.as_str()),
             ("response_code", response.as_str()),
             ("result", "success"),
@@ -355,7 +355,7 @@ mod tests {
             },
         );
         s.rpc_latency.insert(
-            (310, 0),
+            (310, 0, false),
             Histogram {
                 buckets: vec![1, 0, 0, 0, 0, 0, 0, 0, 0, 1],
                 sum: 5000,

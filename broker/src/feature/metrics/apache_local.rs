@@ -104,8 +104,8 @@ pub struct ApacheShardFigures {
     pub messages_out: Vec<((String, String), OutFigures)>,
     /// (group, topic) -> messages sent to `%DLQ%group`.
     pub sent_to_dlq: Vec<((String, String), u64)>,
-    /// (request code, response code) -> latency in ms.
-    pub rpc_latency: Vec<((i32, i32), Histogram)>,
+    /// (request code, response code, parked as a long poll) -> latency in ms.
+    pub rpc_latency: Vec<((i32, i32, bool), Histogram)>,
 }
 
 #[derive(Default)]
@@ -113,7 +113,7 @@ struct Tables {
     messages_in: HashMap<String, [InFigures; 4]>,
     messages_out: HashMap<String, HashMap<String, OutFigures>>,
     sent_to_dlq: HashMap<(String, String), u64>,
-    rpc_latency: HashMap<(i32, i32), Histogram>,
+    rpc_latency: HashMap<(i32, i32, bool), Histogram>,
 }
 
 thread_local! {
@@ -227,15 +227,16 @@ pub fn record_dlq(group: &str, topic: &str) {
     });
 }
 
-/// A request of `request_code` was answered with `response_code` after `elapsed`.
-pub fn record_rpc(request_code: i32, response_code: i32, elapsed: Duration) {
+/// A request of `request_code` was answered with `response_code` after `elapsed`; `long_polling`: it
+/// was parked waiting for messages.
+pub fn record_rpc(request_code: i32, response_code: i32, long_polling: bool, elapsed: Duration) {
     if !enabled() {
         return;
     }
     let ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
     TABLES.with(|t| {
         let mut t = t.borrow_mut();
-        let key = (request_code, response_code);
+        let key = (request_code, response_code, long_polling);
         let len = t.rpc_latency.len();
         let h = match t.rpc_latency.get_mut(&key) {
             Some(h) => h,
@@ -285,8 +286,8 @@ mod tests {
             record_out("T", "g", 2, 3000);
             record_out("%DLQ%g", "g", 2, 3000);
             record_dlq("g", "T");
-            record_rpc(310, 0, Duration::from_millis(4));
-            record_rpc(310, 0, Duration::from_secs(9));
+            record_rpc(310, 0, false, Duration::from_millis(4));
+            record_rpc(310, 0, false, Duration::from_secs(9));
             let s = snapshot();
             assert_eq!(s.messages_in.len(), 2);
             let normal = s.messages_in.iter().find(|(k, _)| k.1 == 0).unwrap();

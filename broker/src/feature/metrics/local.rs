@@ -97,6 +97,7 @@ pub struct Parked(());
 
 impl Parked {
     pub fn new() -> Parked {
+        super::long_polling::mark();
         with_local(|m| {
             m.pull_parked.fetch_add(1, Relaxed);
         });

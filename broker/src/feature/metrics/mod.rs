@@ -7,5 +7,6 @@
 pub mod apache_local;
 pub mod figures;
 pub mod local;
+pub mod long_polling;
 
 pub use local::{record_put, register_shard, OpenConnection, Parked};
