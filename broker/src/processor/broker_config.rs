@@ -46,6 +46,16 @@ pub fn updated_config(
                  config file and restart"
             ));
         }
+        // Nor is TLS: a request (perhaps itself in plaintext) must not turn it off for the next start.
+        if crate::config::tls::TlsConfig::default()
+            .set(key, value)
+            .is_some()
+        {
+            return Err(format!(
+                "`{key}` (TLS) cannot be changed at run time: change it in the broker's config \
+                 file and restart"
+            ));
+        }
         match cfg.set(key, value) {
             Ok(None) => {}
             Ok(Some(ConfigIssue::Unknown(k))) => return Err(format!("unknown config key `{k}`")),
@@ -146,6 +156,9 @@ mod tests {
         assert!(err.contains("noSuchKey"), "{err}");
         assert!(updated_config(&current, &pairs(&[("shardCount", "3")])).is_err());
         assert!(updated_config(&current, &pairs(&[("storePathRootDir", "/x")])).is_err());
+        let tls = updated_config(&current, &pairs(&[("tls.server.mode", "disabled")]));
+        assert!(tls.is_err_and(|e| e.contains("TLS")));
+        assert!(updated_config(&current, &pairs(&[("useTLS", "false")])).is_err());
         assert!(updated_config(&current, &pairs(&[("storeCheckpoint", "/x")])).is_err());
         let err =
             updated_config(&current, &pairs(&[("authenticationEnabled", "false")])).unwrap_err();
