@@ -21,6 +21,11 @@ pub struct PromExporterConfig {
     pub port: u16,
     /// Empty: the broker's bind address (Apache's default is every address).
     pub host: String,
+    /// Ours (`metricsPromUnitSuffix`): names with a unit get it appended, as the OpenTelemetry 1.29
+    /// exporter of Apache 5.1.4 and later prints them (`rocketmq_rpc_latency_milliseconds`,
+    /// `rocketmq_storage_size_bytes`); off (the default): the names of Apache's documentation, as
+    /// Apache 5.1.0 to 5.1.3 print them.
+    pub unit_suffix: bool,
 }
 
 impl Default for PromExporterConfig {
@@ -29,6 +34,7 @@ impl Default for PromExporterConfig {
             exporter_type: ExporterType::Disable,
             port: DEFAULT_PROM_PORT,
             host: String::new(),
+            unit_suffix: false,
         }
     }
 }
@@ -61,6 +67,17 @@ impl PromExporterConfig {
                 self.host = value.to_owned();
                 Ok(())
             }
+            "metricsPromUnitSuffix" => match value {
+                "true" => {
+                    self.unit_suffix = true;
+                    Ok(())
+                }
+                "false" => {
+                    self.unit_suffix = false;
+                    Ok(())
+                }
+                _ => Err("expected true or false".to_owned()),
+            },
             _ => return None,
         };
         Some(result)
@@ -95,6 +112,7 @@ impl PromExporterConfig {
             ("metricsExporterType", kind.to_owned()),
             ("metricsPromExporterPort", self.port.to_string()),
             ("metricsPromExporterHost", self.host.clone()),
+            ("metricsPromUnitSuffix", self.unit_suffix.to_string()),
         ]
     }
 }

@@ -30,6 +30,8 @@ pub struct Lag {
 pub struct ApacheSnapshot {
     pub cluster: String,
     pub node_id: String,
+    /// Units appended to names as OpenTelemetry 1.29's exporter does (`metricsPromUnitSuffix`).
+    pub unit_suffix: bool,
     pub now_ms: i64,
     pub broker_permission: u32,
     pub topics: usize,
@@ -80,6 +82,7 @@ pub async fn gather(shard: &Rc<Shard>) -> ApacheSnapshot {
     let mut snap = ApacheSnapshot {
         cluster: cfg.broker_cluster_name.clone(),
         node_id: cfg.broker_name.clone(),
+        unit_suffix: cfg.prom_exporter.unit_suffix,
         now_ms: crate::state::topics::now_ms(),
         broker_permission: crate::config::live::broker_permission(cfg),
         topics: shard.topics.borrow().topics.len(),

@@ -26,14 +26,34 @@ struct Out<'a> {
     snap: &'a ApacheSnapshot,
 }
 
+/// Names with a unit, and the suffix OpenTelemetry 1.29's exporter appends for it (the unit is not
+/// already in the name; Apache 5.1.4 and later print these).
+const UNIT_SUFFIXES: [(&str, &str); 5] = [
+    ("rocketmq_rpc_latency", "_milliseconds"),
+    ("rocketmq_consumer_lag_latency", "_milliseconds"),
+    ("rocketmq_consumer_queueing_latency", "_milliseconds"),
+    ("rocketmq_storage_message_reserve_time", "_milliseconds"),
+    ("rocketmq_storage_size", "_bytes"),
+];
+
 impl Out<'_> {
+    /// A family's exported name: with its unit appended when `metricsPromUnitSuffix` is on.
+    fn exported(&self, name: &str) -> String {
+        match UNIT_SUFFIXES.iter().find(|(n, _)| *n == name) {
+            Some((_, unit)) if self.snap.unit_suffix => format!("{name}{unit}"),
+            _ => name.to_owned(),
+        }
+    }
+
     fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let name = self.exported(name);
         let _ = writeln!(self.text, "# HELP {name} {help}");
         let _ = writeln!(self.text, "# TYPE {name} {kind}");
     }
 
     /// One sample: the common labels and `labels`, all sorted by key.
     fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl std::fmt::Display) {
+        let name = self.exported(name);
         let mut all: Vec<(&str, String)> = vec![
             ("cluster", escape(&self.snap.cluster)),
             ("node_id", escape(&self.snap.node_id)),
@@ -48,6 +68,7 @@ impl Out<'_> {
 
     /// `_bucket`s (cumulative), `_sum` and `_count` of one histogram series.
     fn histogram(&mut self, name: &str, labels: &[(&str, &str)], bounds: &[u64], h: &Histogram) {
+        let name = self.exported(name);
         let mut cumulative = 0u64;
         for i in 0..=bounds.len() {
             cumulative = cumulative.wrapping_add(h.buckets.get(i).copied().unwrap_or(0));
@@ -381,6 +402,23 @@ mod tests {
         has("rocketmq_rpc_latency_count{cluster=\"C\\\"1\",is_long_polling=\"false\",node_id=\"broker-a\",node_type=\"broker\",otel_scope_name=\"broker-meter\",protocol_type=\"remoting\",request_code=\"send_message_v2\",response_code=\"success\",result=\"success\"} 2");
         has("rocketmq_storage_message_reserve_time{cluster=\"C\\\"1\",node_id=\"broker-a\",node_type=\"broker\",otel_scope_name=\"broker-meter\",storage_medium=\"disk\",storage_type=\"local\"} 6000");
         has("rocketmq_storage_flush_behind_bytes{cluster=\"C\\\"1\",node_id=\"broker-a\",node_type=\"broker\",otel_scope_name=\"broker-meter\",storage_medium=\"disk\",storage_type=\"local\"} 4096");
+        // Apache 5.1.4+'s names (OpenTelemetry 1.29 appends units) on request.
+        let mut suffixed = snapshot();
+        suffixed.unit_suffix = true;
+        let text2 = render(&suffixed);
+        for name in [
+            "# TYPE rocketmq_rpc_latency_milliseconds histogram",
+            "# TYPE rocketmq_consumer_lag_latency_milliseconds gauge",
+            "# TYPE rocketmq_consumer_queueing_latency_milliseconds gauge",
+            "# TYPE rocketmq_storage_message_reserve_time_milliseconds gauge",
+            "# TYPE rocketmq_storage_size_bytes gauge",
+            "# TYPE rocketmq_storage_flush_behind_bytes gauge",
+            "# TYPE rocketmq_messages_in_total counter",
+        ] {
+            assert!(text2.lines().any(|l| l == name), "{name}\n{text2}");
+        }
+        assert!(text2.contains("\nrocketmq_rpc_latency_milliseconds_bucket{"));
+        assert!(!text2.contains("\nrocketmq_rpc_latency_bucket{"));
         // Every family is declared once, before its samples.
         let types = text.lines().filter(|l| l.starts_with("# TYPE ")).count();
         let helps = text.lines().filter(|l| l.starts_with("# HELP ")).count();
