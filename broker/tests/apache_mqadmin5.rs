@@ -299,7 +299,7 @@ fn apache_mqadmin_5_commands_against_our_cluster() {
         assert_eq!(stored.len(), 1, "{addr}: {stored:?}");
     }
 
-    // ACL 2.0 users and ACLs (kept and served; not yet enforced). `-c` sends each change to both
+    // ACL 2.0 users and ACLs (this broker runs without enforcing them). `-c` sends each change to both
     // shard-brokers of the one process: the repeat is done, not refused.
     let each = |what: &str| -> Vec<String> {
         addrs
