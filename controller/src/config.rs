@@ -311,6 +311,34 @@ mod tests {
     use super::*;
 
     #[test]
+    fn tls_server_keys_are_read_enforcing_and_client_tls_refused() {
+        let peers = "controllerDLegerPeers = n0-127.0.0.1:1\n";
+        let c = ControllerConfig::from_file_text(&format!(
+            "{peers}tls.server.mode = disabled\ntls.server.need.client.auth = optional\n"
+        ))
+        .unwrap();
+        assert_eq!(c.tls.server_mode, remoting::tls::ServerMode::Disabled);
+        assert_eq!(c.tls.need_client_auth, remoting::tls::ClientAuth::Optional);
+        for (line, expected) in [
+            ("tls.server.mode = enforcing", "raft"),
+            ("tls.enable = true", "tls.enable"),
+            ("tls.server.mod = permissive", "tls.server.mod"),
+            ("tls.server.keyPassword = x", "encrypted"),
+        ] {
+            let err = ControllerConfig::from_file_text(&format!("{peers}{line}\n")).unwrap_err();
+            assert!(err.contains(expected), "{line}: {err}");
+        }
+        let (_, warnings) = ControllerConfig::from_file_text_reporting(&format!(
+            "{peers}tls.client.certPath = /x.pem\n"
+        ))
+        .unwrap();
+        assert!(
+            warnings[0].contains("makes no TLS connections"),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
     fn reads_apaches_keys_and_refuses_unknown_ones() {
         let c = ControllerConfig::from_file_text(
             "# comment\ncontrollerDLegerGroup = group1\ncontrollerDLegerPeers = n0-127.0.0.1:9877;n1-127.0.0.1:9878;n2-127.0.0.1:9879\ncontrollerDLegerSelfId = n1\ncontrollerStorePath = /tmp/c1\nenableElectUncleanMaster = true\nscanNotActiveBrokerInterval=500\n",
