@@ -175,12 +175,18 @@ fn start_in(cgroup: &Cgroup, what: &str) -> Start {
                 !status.success(),
                 "{what}: exited 0 without serving:\n{text}"
             );
+            // The reason line is the broker's last `broker: ...` / `broker failed ...`; when two
+            // executors panic at once, another thread's backtrace can be written into the middle of
+            // it, so it is looked for anywhere in a line.
             let reason = text
                 .lines()
                 .rev()
-                .find(|l| l.starts_with("broker"))
-                .unwrap_or_default()
-                .to_owned();
+                .find_map(|l| {
+                    l.find("broker: ")
+                        .or_else(|| l.find("broker failed"))
+                        .map(|at| l[at..].to_owned())
+                })
+                .unwrap_or_default();
             break Some(Start::Refused(reason));
         }
         if began.elapsed() > DECIDE_LIMIT {
