@@ -25,18 +25,37 @@ pub fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
         .bind_address
         .parse()
         .unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
-    let addr = SocketAddr::new(ip, port);
-    let listener =
-        http::bind(addr).map_err(|e| BrokerError::io(format!("metrics endpoint {addr}"), e))?;
-    tracing::info!("metrics endpoint on http://{addr}/metrics");
+    serve_on(
+        shard,
+        SocketAddr::new(ip, port),
+        "metrics endpoint",
+        |shard| async move { render::render(&gather::gather(&shard).await) },
+    )
+}
+
+/// Binds `addr` and serves, from this shard until it stops accepting, the text `page` builds from
+/// the shard at each scrape (empty once the shard is gone). `what` names the endpoint in the log.
+pub fn serve_on<P, Fut>(
+    shard: &Rc<Shard>,
+    addr: SocketAddr,
+    what: &str,
+    page: P,
+) -> Result<(), BrokerError>
+where
+    P: Fn(Rc<Shard>) -> Fut + Clone + 'static,
+    Fut: std::future::Future<Output = String> + 'static,
+{
+    let listener = http::bind(addr).map_err(|e| BrokerError::io(format!("{what} {addr}"), e))?;
+    tracing::info!("{what} on http://{addr}/metrics");
     let weak = Rc::downgrade(shard);
     let stop_on = shard.clone();
     glommio::spawn_local(async move {
         let page = move || {
             let weak = weak.clone();
+            let page = page.clone();
             async move {
                 match weak.upgrade() {
-                    Some(shard) => render::render(&gather::gather(&shard).await),
+                    Some(shard) => page(shard).await,
                     None => String::new(),
                 }
             }

@@ -11,7 +11,6 @@ pub mod render;
 use std::net::SocketAddr;
 use std::rc::Rc;
 
-use super::http;
 use crate::error::BrokerError;
 use crate::shard::Shard;
 
@@ -32,26 +31,10 @@ pub fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
     };
     let ip = host.parse().unwrap_or(std::net::IpAddr::from([0, 0, 0, 0]));
     let addr = SocketAddr::new(ip, prom.port);
-    let listener = http::bind(addr)
-        .map_err(|e| BrokerError::io(format!("metricsPromExporterPort {addr}"), e))?;
-    tracing::info!("Apache-named metrics (metricsExporterType = PROM) on http://{addr}/metrics");
-    let weak = Rc::downgrade(shard);
-    let stop_on = shard.clone();
-    glommio::spawn_local(async move {
-        let page = move || {
-            let weak = weak.clone();
-            async move {
-                match weak.upgrade() {
-                    Some(shard) => render::render(&gather::gather(&shard).await),
-                    None => String::new(),
-                }
-            }
-        };
-        http::serve(listener, page, async move {
-            stop_on.stop_accepting.wait().await
-        })
-        .await;
-    })
-    .detach();
-    Ok(())
+    super::serve_on(
+        shard,
+        addr,
+        "Apache-named metrics (metricsExporterType = PROM)",
+        |shard| async move { render::render(&gather::gather(&shard).await) },
+    )
 }
