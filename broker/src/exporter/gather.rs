@@ -57,31 +57,51 @@ pub async fn gather(shard: &Rc<Shard>) -> Snapshot {
     {
         snap.shards.push(s);
     }
-    // Each shard keeps the committed offsets of the queues it owns.
-    let mut measured = 0usize;
+    for q in committed_offsets(shard).await {
+        let Some(max) = max_offset(shard, q.owner, &q.topic, q.queue_id).await else {
+            continue;
+        };
+        let lag = max.saturating_sub(q.committed).max(0);
+        let entry = snap.backlog.entry((q.topic, q.group)).or_insert(0);
+        *entry = entry.saturating_add(lag);
+    }
+    snap
+}
+
+/// One consumer group's committed offset of one queue, with the shard owning the queue.
+pub struct Committed {
+    pub owner: usize,
+    pub topic: String,
+    pub group: String,
+    pub queue_id: i32,
+    /// Never below 0.
+    pub committed: i64,
+}
+
+/// Every shard's committed offsets (each shard keeps those of the queues it owns), at most
+/// `MAX_BACKLOG_QUEUES` of them, so a scrape stays bounded.
+pub async fn committed_offsets(shard: &Rc<Shard>) -> Vec<Committed> {
+    let mut out = Vec::new();
     let offsets = join_all(shard.every_shard().map(|s| s.consumer_offsets())).await;
     for (owner, answer) in offsets.into_iter().enumerate() {
         let Ok(entries) = answer else {
             continue;
         };
         for (key, queue_id, committed) in entries {
-            if measured >= MAX_BACKLOG_QUEUES {
-                break;
+            if out.len() >= MAX_BACKLOG_QUEUES {
+                return out;
             }
             let Some((topic, group)) = protocol::body::split_offset_table_key(&key) else {
                 continue;
             };
-            measured += 1;
-            let Some(max) = max_offset(shard, owner, topic, queue_id).await else {
-                continue;
-            };
-            let lag = max.saturating_sub(committed.max(0)).max(0);
-            let entry = snap
-                .backlog
-                .entry((topic.to_owned(), group.to_owned()))
-                .or_insert(0);
-            *entry = entry.saturating_add(lag);
+            out.push(Committed {
+                owner,
+                topic: topic.to_owned(),
+                group: group.to_owned(),
+                queue_id,
+                committed: committed.max(0),
+            });
         }
     }
-    snap
+    out
 }

@@ -13,9 +13,6 @@ use crate::feature::metrics::apache_local::{Histogram, InFigures, OutFigures};
 use crate::shard::mesh::join_all;
 use crate::shard::Shard;
 
-/// Most (topic, group, queue) offsets measured per scrape, so a huge table cannot stall shard 0.
-const MAX_LAG_QUEUES: usize = 20_000;
-
 /// The lag of one (topic, group).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Lag {
@@ -158,38 +155,20 @@ pub async fn gather(shard: &Rc<Shard>) -> ApacheSnapshot {
 
 /// Lag per (topic, group) from every shard's committed offsets and each queue's owner.
 async fn gather_lag(shard: &Rc<Shard>, snap: &mut ApacheSnapshot) {
-    let mut measured = 0usize;
-    let offsets = join_all(shard.every_shard().map(|s| s.consumer_offsets())).await;
-    for (owner, answer) in offsets.into_iter().enumerate() {
-        let Ok(entries) = answer else {
+    for q in crate::exporter::gather::committed_offsets(shard).await {
+        let Ok((max, oldest)) = shard
+            .on(q.owner)
+            .queue_lag(q.topic.clone(), q.queue_id, q.committed)
+            .await
+        else {
             continue;
         };
-        for (key, queue_id, committed) in entries {
-            if measured >= MAX_LAG_QUEUES {
-                return;
-            }
-            let Some((topic, group)) = protocol::body::split_offset_table_key(&key) else {
-                continue;
-            };
-            measured += 1;
-            let committed = committed.max(0);
-            let Ok((max, oldest)) = shard
-                .on(owner)
-                .queue_lag(topic.to_owned(), queue_id, committed)
-                .await
-            else {
-                continue;
-            };
-            let lag = snap
-                .lag
-                .entry((topic.to_owned(), group.to_owned()))
-                .or_default();
-            lag.messages = lag
-                .messages
-                .saturating_add(max.saturating_sub(committed).max(0));
-            if oldest > 0 && (lag.oldest_unconsumed_ms == 0 || oldest < lag.oldest_unconsumed_ms) {
-                lag.oldest_unconsumed_ms = oldest;
-            }
+        let lag = snap.lag.entry((q.topic, q.group)).or_default();
+        lag.messages = lag
+            .messages
+            .saturating_add(max.saturating_sub(q.committed).max(0));
+        if oldest > 0 && (lag.oldest_unconsumed_ms == 0 || oldest < lag.oldest_unconsumed_ms) {
+            lag.oldest_unconsumed_ms = oldest;
         }
     }
 }
