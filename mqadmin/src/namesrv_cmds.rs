@@ -237,7 +237,12 @@ async fn write_perm(
     let mut first_error = None;
     for (addr, result) in admin.invoke_every_namesrv(&cmd).await {
         let count = result.and_then(|resp| {
-            Ok(match change {
+            // For a process of shard-brokers the name server names the ones it changed.
+            let shards = resp
+                .remark
+                .clone()
+                .filter(|r| r.starts_with("shard-brokers: "));
+            let count = match change {
                 PermChange::Wipe => {
                     WipeWritePermOfBrokerResponseHeader::from_ext_fields(&resp.ext_fields)?
                         .wipe_topic_count
@@ -246,14 +251,25 @@ async fn write_perm(
                     AddWritePermOfBrokerResponseHeader::from_ext_fields(&resp.ext_fields)?
                         .add_topic_count
                 }
-            })
+            };
+            Ok((count, shards))
         });
         match count {
-            Ok(n) => {
+            Ok((n, shards)) => {
+                let suffix = shards
+                    .as_deref()
+                    .map_or(String::new(), |s| format!(" ({s})"));
                 lines.push(format!(
-                    "{verb} write perm of broker[{broker_name}] in name server[{addr}] OK, {n}"
+                    "{verb} write perm of broker[{broker_name}] in name server[{addr}] OK, {n}{suffix}"
                 ));
-                rows.push(json!({"namesrv": addr.to_string(), "topicCount": n}));
+                let names: Vec<&str> = shards
+                    .as_deref()
+                    .and_then(|s| s.strip_prefix("shard-brokers: "))
+                    .map(|s| s.split(',').collect())
+                    .unwrap_or_default();
+                rows.push(
+                    json!({"namesrv": addr.to_string(), "topicCount": n, "shardBrokers": names}),
+                );
             }
             Err(e) => {
                 lines.push(format!(

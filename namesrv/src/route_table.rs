@@ -320,6 +320,58 @@ impl RouteTable {
         touched
     }
 
+    /// The broker names a write-perm change for `name` acts on: `name` itself when a broker is
+    /// registered under it; otherwise the shard-brokers of the one process configured as `name`
+    /// (`name-0` .. `name-N`, a decimal shard id after the last dash, whose addresses registered on
+    /// one connection: a process registers all its shard-brokers on one). Names of that shape from
+    /// more than one process are refused with their names; none at all is an empty list.
+    pub fn write_perm_targets(&self, name: &str) -> Result<Vec<String>, String> {
+        if self.brokers.contains_key(name) {
+            return Ok(vec![name.to_owned()]);
+        }
+        let prefix = format!("{name}-");
+        // connection of the process -> its shard-broker names
+        let mut processes: BTreeMap<Option<u64>, Vec<String>> = BTreeMap::new();
+        for (broker, group) in &self.brokers {
+            let Some(shard) = broker.strip_prefix(&prefix) else {
+                continue;
+            };
+            if shard.is_empty() || !shard.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            // The master's registration connection, else the lowest live id's.
+            let connection = group
+                .broker_addrs
+                .values()
+                .find_map(|addr| self.live.get(addr))
+                .map(|live| live.connection_id);
+            let connection = group
+                .broker_addrs
+                .get(&MASTER_ID)
+                .and_then(|addr| self.live.get(addr))
+                .map(|live| live.connection_id)
+                .or(connection);
+            processes
+                .entry(connection)
+                .or_default()
+                .push(broker.clone());
+        }
+        let mut groups = processes.into_values();
+        match (groups.next(), groups.next()) {
+            (None, _) => Ok(Vec::new()),
+            (Some(one), None) => Ok(one),
+            (Some(first), Some(second)) => {
+                let mut names: Vec<String> = first.into_iter().chain(second).collect();
+                names.extend(groups.flatten());
+                Err(format!(
+                    "no broker is named {name} and the brokers {} are not the shard-brokers of one \
+                     process: name one of them",
+                    names.join(", ")
+                ))
+            }
+        }
+    }
+
     /// The connection `connection_id` closed: drops every broker address registered on it.
     pub fn remove_connection(&mut self, connection_id: u64) -> Vec<String> {
         let gone: Vec<String> = self
@@ -521,6 +573,38 @@ mod tests {
         assert_eq!(perm_of(&table, "T1", "broker-a"), Some(4));
         assert_eq!(table.change_write_perm("broker-a", false), 2);
         assert_eq!(perm_of(&table, "T2", "broker-a"), Some(6));
+    }
+
+    #[test]
+    fn write_perm_targets_are_the_shard_brokers_of_one_process() {
+        let mut table = RouteTable::new();
+        let t = topics(&[("T", 4)], 1);
+        // Process broker-a (connection 1): two shard-brokers; its slave on connection 3.
+        table.register(&reg("broker-a-0", "h:10911", 0, "h:10912", &t, 1), 0);
+        table.register(&reg("broker-a-1", "h:10915", 0, "h:10912", &t, 1), 0);
+        table.register(&reg("broker-a-0", "s:10911", 1, "s:10912", &t, 3), 0);
+        // Another process whose name starts the same: broker-ab (connection 2).
+        table.register(&reg("broker-ab-0", "h:20911", 0, "h:20912", &t, 2), 0);
+        table.register(&reg("broker-ab-1", "h:20915", 0, "h:20912", &t, 2), 0);
+        let a = table.write_perm_targets("broker-a").unwrap();
+        assert_eq!(a, vec!["broker-a-0".to_owned(), "broker-a-1".to_owned()]);
+        assert_eq!(
+            table.write_perm_targets("broker-a-1").unwrap(),
+            vec!["broker-a-1".to_owned()]
+        );
+        assert!(table.write_perm_targets("broker").unwrap().is_empty());
+        assert!(table.write_perm_targets("broker-").unwrap().is_empty());
+        assert!(table.write_perm_targets("nobody").unwrap().is_empty());
+        // A single-shard process named broker-a-2 makes "broker-a" ambiguous.
+        table.register(&reg("broker-a-2", "k:10911", 0, "k:10912", &t, 4), 0);
+        let err = table.write_perm_targets("broker-a").unwrap_err();
+        assert!(
+            err.contains("broker-a-0") && err.contains("broker-a-2"),
+            "{err}"
+        );
+        // A process's shard-broker names with a further dash are not its shard ids.
+        table.register(&reg("broker-c-0-0", "m:10911", 0, "m:10912", &t, 5), 0);
+        assert!(table.write_perm_targets("broker-c").unwrap().is_empty());
     }
 
     #[test]
