@@ -108,6 +108,8 @@ pub const TABLE: &[Group] = &[
             "litePullMessageEnable",
             "timerWheelEnable",
             "timerMaxDelaySec",
+            "recallMessageEnable",
+            "allowRecallWhenBrokerNotWriteable",
             "storeReplyMessageEnable",
             "shortPollingTimeMills",
             "maxTransferCountOnMessageInMemory",
@@ -162,6 +164,7 @@ pub const TABLE: &[Group] = &[
             "serverMaxConnectionsPerShard",
             "serverMaxPendingResponseBytes",
             "serverWriteStallTimeoutSeconds",
+            "haMasterProtocol",
             "shardCount",
             "shardRouting",
             "spinBeforeParkMicros",
@@ -904,13 +907,6 @@ pub const TABLE: &[Group] = &[
              are not held back until every in-sync replica has the record, whatever the key",
         ),
     ),
-    (
-        &["recallMessageEnable", "allowRecallWhenBrokerNotWriteable"],
-        Class::NotUsed(
-            "message recall (RECALL_MESSAGE) is not served; clients get \
-             REQUEST_CODE_NOT_SUPPORTED whatever the key says",
-        ),
-    ),
 ];
 
 /// Keys the table holds that are not Apache 5.x fields: ours, or spellings of older Apache releases.
@@ -929,6 +925,7 @@ pub const NOT_APACHE_5: &[&str] = &[
     "serverMaxConnectionsPerShard",
     "serverMaxPendingResponseBytes",
     "serverWriteStallTimeoutSeconds",
+    "haMasterProtocol",
     "shardCount",
     "shardRouting",
     "spinBeforeParkMicros",

@@ -112,6 +112,12 @@ pub struct BrokerConfig {
     pub timer_wheel_enable: bool,
     /// `timerMaxDelaySec`: the longest timer accepted (RocketMQ's default: 3 days).
     pub timer_max_delay_sec: u64,
+    /// `recallMessageEnable`: RECALL_MESSAGE (370) is served (Apache 5.3.2+'s default: off, answered
+    /// NO_PERMISSION "recall failed, operation is forbidden").
+    pub recall_message_enable: bool,
+    /// `allowRecallWhenBrokerNotWriteable`: a recall is served while brokerPermission is not
+    /// writeable (Apache's default: true).
+    pub allow_recall_when_broker_not_writeable: bool,
     /// `storeReplyMessageEnable`: replies (SEND_REPLY_MESSAGE) are stored as well as pushed.
     pub store_reply_message_enable: bool,
     pub short_polling_time_mills: u64,
@@ -128,6 +134,9 @@ pub struct BrokerConfig {
     pub ha_master_address: Option<String>,
     pub ha_transfer_batch_size: usize,
     pub ha_max_gap_not_in_sync: u64,
+    /// Ours, `haMasterProtocol`: the protocol a slave speaks to its master, `native` (ours) or
+    /// `apache` (Apache RocketMQ's classic HA, to follow an Apache master; one shard only).
+    pub ha_master_protocol: ha::MasterProtocol,
     pub acl_enable: bool,
     /// `enablePropertyFilter`: serve SQL92 filters (off by default, as in Apache RocketMQ).
     pub enable_property_filter: bool,
@@ -227,6 +236,8 @@ impl Default for BrokerConfig {
             lite_pull_message_enable: true,
             timer_wheel_enable: true,
             timer_max_delay_sec: 259_200,
+            recall_message_enable: false,
+            allow_recall_when_broker_not_writeable: true,
             store_reply_message_enable: true,
             short_polling_time_mills: 1000,
             max_transfer_count_on_message_in_memory: 32,
@@ -238,6 +249,7 @@ impl Default for BrokerConfig {
             ha_master_address: None,
             ha_transfer_batch_size: 32 * 1024,
             ha_max_gap_not_in_sync: 256 * 1024 * 1024,
+            ha_master_protocol: ha::MasterProtocol::Native,
             acl_enable: false,
             enable_property_filter: false,
             enable_mixed_message_type: false,
@@ -427,6 +439,10 @@ impl BrokerConfig {
             "litePullMessageEnable" => self.lite_pull_message_enable = boolean(key, v)?,
             "timerWheelEnable" => self.timer_wheel_enable = boolean(key, v)?,
             "timerMaxDelaySec" => self.timer_max_delay_sec = num(key, v)?,
+            "recallMessageEnable" => self.recall_message_enable = boolean(key, v)?,
+            "allowRecallWhenBrokerNotWriteable" => {
+                self.allow_recall_when_broker_not_writeable = boolean(key, v)?
+            }
             "storeReplyMessageEnable" => self.store_reply_message_enable = boolean(key, v)?,
             "shortPollingTimeMills" => self.short_polling_time_mills = num(key, v)?,
             "maxTransferCountOnMessageInMemory" => {
@@ -444,6 +460,13 @@ impl BrokerConfig {
             }
             "haTransferBatchSize" => self.ha_transfer_batch_size = num(key, v)?,
             "haMaxGapNotInSync" => self.ha_max_gap_not_in_sync = num(key, v)?,
+            "haMasterProtocol" => {
+                self.ha_master_protocol = match v.trim().to_ascii_lowercase().as_str() {
+                    "native" => ha::MasterProtocol::Native,
+                    "apache" => ha::MasterProtocol::Apache,
+                    _ => return Err(bad(key, v, "expected native or apache")),
+                }
+            }
             "aclEnable" => self.acl_enable = boolean(key, v)?,
             "enablePropertyFilter" => self.enable_property_filter = boolean(key, v)?,
             "enableMixedMessageType" => self.enable_mixed_message_type = boolean(key, v)?,
@@ -501,6 +524,23 @@ impl BrokerConfig {
             .map_err(|(key, value, reason)| bad(key, &value, reason))?;
         if self.broker_role == BrokerRole::Slave && self.broker_id == 0 {
             return Err(bad("brokerId", "0", "a SLAVE needs brokerId > 0"));
+        }
+        if self.ha_master_protocol == ha::MasterProtocol::Apache {
+            let why = if self.broker_role != BrokerRole::Slave {
+                Some("only a SLAVE speaks Apache's HA protocol (to follow an Apache master); this \
+                      broker's master serves slaves of its own kind only")
+            } else if self.controller.enabled {
+                Some("controller mode uses Apache's AutoSwitchHA, which is not built; follow an \
+                      Apache master outside controller mode")
+            } else if self.shard_count != 1 {
+                Some("an Apache master has one CommitLog: set shardCount = 1 so this store holds \
+                      it at the same physical offsets")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(bad("haMasterProtocol", "apache", why));
+            }
         }
         if self.default_topic_queue_nums == 0 {
             return Err(bad("defaultTopicQueueNums", "0", "must be at least 1"));

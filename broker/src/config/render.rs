@@ -102,6 +102,11 @@ impl BrokerConfig {
             ),
             ("timerWheelEnable", self.timer_wheel_enable.to_string()),
             ("timerMaxDelaySec", self.timer_max_delay_sec.to_string()),
+            ("recallMessageEnable", self.recall_message_enable.to_string()),
+            (
+                "allowRecallWhenBrokerNotWriteable",
+                self.allow_recall_when_broker_not_writeable.to_string(),
+            ),
             (
                 "storeReplyMessageEnable",
                 self.store_reply_message_enable.to_string(),
@@ -137,6 +142,14 @@ impl BrokerConfig {
                 self.ha_transfer_batch_size.to_string(),
             ),
             ("haMaxGapNotInSync", self.ha_max_gap_not_in_sync.to_string()),
+            (
+                "haMasterProtocol",
+                match self.ha_master_protocol {
+                    ha::MasterProtocol::Native => "native",
+                    ha::MasterProtocol::Apache => "apache",
+                }
+                .to_string(),
+            ),
             ("aclEnable", self.acl_enable.to_string()),
             (
                 "enablePropertyFilter",

@@ -11,8 +11,9 @@ use super::{
     admin_stats, auth_admin, broker_admin, broker_config, broker_consume_stats, broker_stats_data,
     check_client_config, client_manage, clone_group_offset, consumer_calls, consumer_offset,
     controller_mode, end_transaction, message_query, producer_connection, pull, queue_offset,
-    rebalance_lock, send, send_back, send_reply, subscription_group_admin, topic_admin,
+    rebalance_lock, recall_message, send, send_back, send_reply, subscription_group_admin, topic_admin,
 };
+use super::{consume_queue_query, group_list_admin, ha_status, pop_admin, store_maintenance};
 use crate::feature::acl::AclRule;
 use crate::feature::pop::{ack, change_invisible, notification, pop_message};
 use crate::shard::Shard;
@@ -99,6 +100,17 @@ pub enum Command {
     ConsumeByWho,
     ViewMessageById,
     QueryMessage,
+    HaStatus,
+    EpochCache,
+    ResetMasterFlushOffset,
+    UpdateSubscriptionGroupList,
+    QueryConsumeQueue,
+    CleanExpiredConsumeQueue,
+    DeleteExpiredCommitLog,
+    CleanUnusedTopic,
+    MessageRequestMode,
+    ExportPopRecord,
+    RecallMessage,
 }
 
 /// One row of the table.
@@ -202,6 +214,23 @@ pub fn route(request_code: i32) -> Option<Route> {
         code::QUERY_TOPIC_CONSUME_BY_WHO => row(Control, A::Free, C::ConsumeByWho),
         code::VIEW_MESSAGE_BY_ID => row(Receiver, A::Free, C::ViewMessageById),
         code::QUERY_MESSAGE => row(Receiver, A::QueryMessage, C::QueryMessage),
+        // HA and store maintenance: the broker the request reached (each shard's stream or store).
+        code::GET_BROKER_HA_STATUS => row(Receiver, A::Free, C::HaStatus),
+        code::GET_BROKER_EPOCH_CACHE => row(Receiver, A::Free, C::EpochCache),
+        code::RESET_MASTER_FLUSH_OFFSET => row(Receiver, A::Admin, C::ResetMasterFlushOffset),
+        code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST => {
+            row(Control, A::Admin, C::UpdateSubscriptionGroupList)
+        }
+        code::QUERY_CONSUME_QUEUE => row(QueueOwner, A::Free, C::QueryConsumeQueue),
+        code::CLEAN_EXPIRED_CONSUMEQUEUE => row(Receiver, A::Admin, C::CleanExpiredConsumeQueue),
+        code::DELETE_EXPIRED_COMMITLOG => row(Receiver, A::Admin, C::DeleteExpiredCommitLog),
+        code::CLEAN_UNUSED_TOPIC => row(Receiver, A::Admin, C::CleanUnusedTopic),
+        code::SET_MESSAGE_REQUEST_MODE | code::GET_ALL_MESSAGE_REQUEST_MODE => {
+            row(Receiver, A::Free, C::MessageRequestMode)
+        }
+        code::POP_ROLLBACK => row(Receiver, A::Admin, C::ExportPopRecord),
+        // Apache's plain ACL checks nothing of a recall (ACL 2.0 asks PUB on the topic).
+        code::RECALL_MESSAGE => row(Receiver, A::Free, C::RecallMessage),
         _ => None,
     }
 }
@@ -291,6 +320,25 @@ impl Command {
             Command::ConsumeByWho => broker_stats_data::consume_by_who(shard, req).await,
             Command::ViewMessageById => message_query::view_by_id(shard, req).await,
             Command::QueryMessage => message_query::query_by_key(shard, req).await,
+            Command::HaStatus => ha_status::ha_status(shard, conn.shard).await,
+            Command::EpochCache => ha_status::epoch_cache(shard, conn.shard),
+            Command::ResetMasterFlushOffset => ha_status::reset_master_flush_offset(shard, req),
+            Command::UpdateSubscriptionGroupList => {
+                group_list_admin::update_and_create_list(shard, req).await
+            }
+            Command::QueryConsumeQueue => consume_queue_query::handle(shard, req).await,
+            Command::CleanExpiredConsumeQueue => {
+                store_maintenance::clean_expired_consume_queue(shard, conn.shard).await
+            }
+            Command::DeleteExpiredCommitLog => {
+                store_maintenance::delete_expired_commit_log(shard, conn.shard).await
+            }
+            Command::CleanUnusedTopic => {
+                store_maintenance::clean_unused_topic(shard, conn.shard).await
+            }
+            Command::MessageRequestMode => pop_admin::message_request_mode(),
+            Command::ExportPopRecord => pop_admin::export_pop_record(),
+            Command::RecallMessage => recall_message::handle(shard, req, conn.peer).await,
         }
     }
 }

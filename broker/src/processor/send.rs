@@ -289,6 +289,11 @@ async fn store(shard: &Rc<Shard>, records: Vec<MessageRecord>, is_batch: bool) -
     let bytes: usize = records.iter().map(|r| r.body.len()).sum();
     // Apache's metrics name the topic the producer sent to (a half or delayed message's real one).
     let apache = apache_metrics::enabled().then(|| apache_metrics::type_and_real_topic(first));
+    let recall_handle = if is_batch {
+        None
+    } else {
+        crate::feature::timer::recall::handle_of(first, &shard.broker_name_of(shard.id))
+    };
     match owner.put(records).await {
         Ok(outcome) => {
             let stored = outcome.stored.len() as u64;
@@ -299,6 +304,9 @@ async fn store(shard: &Rc<Shard>, records: Vec<MessageRecord>, is_batch: bool) -
                 apache_metrics::record_in(apache_topic, *message_type, stored, wrote);
             }
             let mut response = success(shard, &outcome.stored, queue_id, is_batch);
+            if let Some(handle) = &recall_handle {
+                response.set_ext("recallHandle", handle);
+            }
             // Stored without a slave's ack: the send result goes with the code, as RocketMQ's does.
             if outcome.status != SendStatus::SendOk {
                 response.code = outcome.status.response_code();

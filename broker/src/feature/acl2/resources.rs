@@ -118,6 +118,7 @@ pub fn needs(req: &RemotingCommand, cluster_name: &str) -> Result<Vec<Need>, Str
             Some(topic) => vec![(Resource::topic(topic), vec![Pub])],
             None => Vec::new(),
         },
+        code::RECALL_MESSAGE => vec![(Resource::topic(ext(req, "topic")), vec![Pub])],
         code::CONSUMER_SEND_MSG_BACK => vec![(Resource::group(ext(req, "group")), vec![Sub])],
         code::PULL_MESSAGE | code::LITE_PULL_MESSAGE => {
             group_and_topic(req, "consumerGroup", &[Sub])
@@ -286,6 +287,8 @@ mod tests {
     fn sends_pulls_and_retries_need_what_apache_asks() {
         let send = RemotingCommand::request(code::SEND_MESSAGE_V2).with_ext("b", "orders");
         assert_eq!(keys(&needs(&send, "C").unwrap()), ["Topic:orders:Pub"]);
+        let recall = RemotingCommand::request(code::RECALL_MESSAGE).with_ext("topic", "orders");
+        assert_eq!(keys(&needs(&recall, "C").unwrap()), ["Topic:orders:Pub"]);
         // A consumer sending back to its retry topic needs SUB on its group.
         let back = RemotingCommand::request(code::SEND_MESSAGE_V2)
             .with_ext("b", "%RETRY%g1")

@@ -6,6 +6,7 @@
 //! code). Progress is a low watermark per timer queue, persisted once the delivered copies are flushed.
 
 pub mod index;
+pub mod recall;
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -199,7 +200,10 @@ async fn run(shard: Rc<Shard>, queue_id: i32) {
         let arrival = crate::feature::long_poll::waiters(&shard).register(TIMER_TOPIC, queue_id);
         crate::feature::schedule::state::schedule(&shard).enter();
         let more = scan(&shard, queue_id, &mut index).await;
-        let delivered = if crate::feature::schedule::state::schedule(&shard).stopping() {
+        // Nothing is delivered before the scan has caught up: a recall marker is always read before
+        // the message it cancels falls due (after a restart the queue is read again from the
+        // watermark, and markers sit above their messages).
+        let delivered = if more || crate::feature::schedule::state::schedule(&shard).stopping() {
             false
         } else {
             deliver_due(&shard, queue_id, &mut index).await
@@ -284,19 +288,34 @@ async fn scan(shard: &Shard, queue_id: i32, index: &mut TimerIndex) -> bool {
     }
     let full = got.records.len() >= BATCH as usize;
     let mut last = from.saturating_sub(1);
+    let recalls = recall::recalls(shard);
     for bytes in &got.records {
         // An undecodable unit is "due now": its delivery finds it unreadable and skips it.
-        let (offset, due) = match MessageRecord::decode(bytes, false) {
-            Ok((rec, _)) => (
-                rec.queue_offset.max(last.saturating_add(1)),
-                properties::get(&rec.properties, TIMER_OUT_MS)
+        let (offset, due, marker) = match MessageRecord::decode(bytes, false) {
+            Ok((rec, _)) => {
+                let due = properties::get(&rec.properties, TIMER_OUT_MS)
                     .and_then(|v| v.trim().parse::<i64>().ok())
-                    .unwrap_or(0),
-            ),
-            Err(_) => (last.saturating_add(1), 0),
+                    .unwrap_or(0);
+                if let Some(key) = recall::marker_key(&rec) {
+                    recalls.note(key, due);
+                }
+                (
+                    rec.queue_offset.max(last.saturating_add(1)),
+                    due,
+                    recall::marker_key(&rec).is_some(),
+                )
+            }
+            Err(_) => (last.saturating_add(1), 0, false),
         };
         last = offset;
-        index.add(due, offset);
+        if marker {
+            // Read, never delivered: nothing to wait for.
+            if offset >= index.scan_next() {
+                index.set_scan_next(offset.saturating_add(1));
+            }
+        } else {
+            index.add(due, offset);
+        }
     }
     index.set_scan_next(index.scan_next().max(got.next_begin_offset));
     full
@@ -334,13 +353,19 @@ async fn read_one(
 async fn deliver_due(shard: &Rc<Shard>, queue_id: i32, index: &mut TimerIndex) -> bool {
     let now = now_ms();
     let due = index.take_due(now, BATCH as usize);
+    recall::recalls(shard).prune(now, due.first().map(|(d, _)| *d).or(index.next_due()));
     if due.is_empty() {
         return false;
     }
     let full = due.len() >= BATCH as usize;
     let mut items = Vec::with_capacity(due.len());
+    let recalls = recall::recalls(shard);
     for (_, offset) in &due {
         match read_one(shard, queue_id, *offset).await {
+            Ok(Ok(rec)) if recalls.take_if_recalled(&rec) => {
+                tracing::debug!("timer queue {queue_id}: unit {offset} was recalled; skipped");
+                index.skipped(*offset);
+            }
             Ok(item) => items.push((*offset, item)),
             Err(e) => {
                 tracing::warn!("timer queue {queue_id}: cannot read offset {offset}: {e}");
