@@ -31,7 +31,8 @@ impl MessageStore {
         let inner = &*self.inner;
         match inner.cfg.flush_disk_type {
             FlushDiskType::AsyncFlush => {
-                if inner.log.unflushed() >= inner.cfg.flush_commit_log_least_pages * 4096 {
+                let least_pages = inner.tunables.borrow().flush_commit_log_least_pages;
+                if inner.log.unflushed() >= least_pages.saturating_mul(4096) {
                     inner.signal.raise();
                 }
                 Ok(())
@@ -61,11 +62,17 @@ impl MessageStore {
 /// appended during a flush join the next one) or timer/threshold flushing (ASYNC_FLUSH).
 async fn flusher_loop(inner: Rc<Inner>) {
     let cfg = &inner.cfg;
-    let interval = Duration::from_millis(cfg.flush_interval_commit_log_ms.max(1));
-    let least = cfg.flush_commit_log_least_pages * 4096;
     let sync = cfg.flush_disk_type == FlushDiskType::SyncFlush;
     let mut last_flush = Instant::now();
     loop {
+        // Read each round: UPDATE_BROKER_CONFIG may change them (`tunables`).
+        let (interval, least) = {
+            let t = inner.tunables.borrow();
+            (
+                Duration::from_millis(t.flush_interval_commit_log_ms.max(1)),
+                t.flush_commit_log_least_pages.saturating_mul(4096),
+            )
+        };
         let unflushed = inner.log.unflushed();
         let stopping = inner.shutting_down.get();
         let requested = inner.flush_requested.replace(false);

@@ -68,16 +68,17 @@ impl MessageStore {
             .acquire_permit(1)
             .await
             .map_err(|e| StoreError::io("maintenance", e))?;
+        let live = inner.tunables.borrow().clone();
         let used = disk_used_percent(&cfg.root_dir);
         if let Some(u) = used {
             let mut full = inner.disk_full.borrow_mut();
-            if u >= cfg.disk_space_warning_level_ratio {
+            if u >= live.disk_space_warning_level_ratio {
                 if full.is_none() {
                     tracing::error!("shard {}: disk {u}% used; store read-only", cfg.shard_id);
                 }
                 *full = Some(format!(
                     "disk {u}% used (limit {}%)",
-                    cfg.disk_space_warning_level_ratio
+                    live.disk_space_warning_level_ratio
                 ));
             } else if full.take().is_some() {
                 tracing::warn!(
@@ -88,11 +89,11 @@ impl MessageStore {
         }
         // As RocketMQ: above diskMaxUsedSpaceRatio expired segments go at once (outside deleteWhen);
         // only above diskSpaceCleanForciblyRatio do unexpired ones go too.
-        let disk_pressure = used.is_some_and(|u| u >= cfg.disk_max_used_space_ratio);
+        let disk_pressure = used.is_some_and(|u| u >= live.disk_max_used_space_ratio);
         let clean_forcibly = cfg.clean_file_forcibly_enable
-            && used.is_some_and(|u| u >= cfg.disk_space_clean_forcibly_ratio);
-        let in_window = force || is_delete_hour(&cfg.delete_when, now_ms);
-        let reserved = Duration::from_secs(cfg.file_reserved_time_hours.saturating_mul(3600));
+            && used.is_some_and(|u| u >= live.disk_space_clean_forcibly_ratio);
+        let in_window = force || is_delete_hour(&live.delete_when, now_ms);
+        let reserved = Duration::from_secs(live.file_reserved_time_hours.saturating_mul(3600));
         let now = SystemTime::UNIX_EPOCH + Duration::from_millis(now_ms.max(0) as u64);
         let mut report = RetentionReport::default();
         self.expire_short_reserve(now_ms).await?;
@@ -171,7 +172,7 @@ impl MessageStore {
 
     /// Deletes a queue's files wholly below `min_phys` and raises its min offset; borrows stay short
     /// because appends to the queue go on meanwhile.
-    async fn trim_queue(
+    pub(crate) async fn trim_queue(
         &self,
         q: &std::rc::Rc<std::cell::RefCell<ConsumeQueue>>,
         min_phys: i64,

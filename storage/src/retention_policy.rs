@@ -26,7 +26,7 @@ impl MessageStore {
     /// unexpired messages begin in the CommitLog.
     pub(crate) async fn retention_floors(&self, now_ms: i64) -> Result<Vec<Floor>, StoreError> {
         let policies = self.inner.policies.borrow().clone();
-        let reserved = self.inner.cfg.file_reserved_time_hours;
+        let reserved = self.inner.tunables.borrow().file_reserved_time_hours;
         let mut out = Vec::new();
         for (topic, queue_id) in self.queues() {
             let max = self.max_offset(&topic, queue_id);
@@ -73,7 +73,7 @@ impl MessageStore {
     /// `fileReservedTime` past its messages older than that; the bytes go with their segment.
     pub(crate) async fn expire_short_reserve(&self, now_ms: i64) -> Result<(), StoreError> {
         let policies = self.inner.policies.borrow().clone();
-        let reserved = self.inner.cfg.file_reserved_time_hours;
+        let reserved = self.inner.tunables.borrow().file_reserved_time_hours;
         for (topic, queue_id) in self.queues() {
             let Some(&hours) = policies.reserve_hours.get(&topic) else {
                 continue;

@@ -68,6 +68,8 @@ pub(crate) fn now_ms() -> i64 {
 
 pub(crate) struct Inner {
     pub cfg: StoreConfig,
+    /// The settings that may change at run time (`tunables`), first from `cfg`.
+    pub tunables: RefCell<crate::tunables::Tunables>,
     pub log: Rc<CommitLog>,
     pub cq_root: PathBuf,
     pub queues: RefCell<QueueMap>,
@@ -161,6 +163,7 @@ impl MessageStore {
             policies: RefCell::new(crate::policy::TopicPolicies::default()),
             compacted: RefCell::new(compacted),
             compaction_lock: glommio::sync::Semaphore::new(1),
+            tunables: RefCell::new(crate::tunables::Tunables::from_config(&cfg)),
             cfg,
         });
         inner.waiters.flushed.set(inner.log.flushed.get());

@@ -1,8 +1,10 @@
 //! GET_BROKER_CONFIG (26) and UPDATE_BROKER_CONFIG (25), as `mqadmin getBrokerConfig` and
 //! `updateBrokerConfig` send them: the config as a Java properties text, and changes in the same
 //! form. An update is checked whole (unknown keys, bad values and keys that would make the next start
-//! fail are refused), applied on every shard where it can be at run time (`config::live`), and
-//! persisted to the overlay file beside the store (`config::overlay`) for the next start.
+//! fail are refused), persisted to the overlay file beside the store (`config::overlay`) for the next
+//! start, and sent to every shard (`config::live`): the live keys are in force at once, the others
+//! pending a restart. The answer's remark says which is which; GET_BROKER_CONFIG answers the values
+//! in force and names the pending ones in its `pendingRestart` field (a properties text).
 
 use std::rc::Rc;
 
@@ -14,13 +16,25 @@ use crate::config::{self, live, overlay, BrokerConfig, ConfigIssue};
 use crate::shard::mesh::join_all;
 use crate::shard::Shard;
 
-/// Keys an update may not change: the store location (the overlay lives there) and the shard
-/// count (recorded with the store; another value would be refused at start).
-const REFUSED_KEYS: &[&str] = &["storePathRootDir", "shardCount"];
+/// Keys an update may not change: the store location (the overlay lives there), and the shard
+/// count and routing mode (recorded with the store; another value would be refused at start).
+const REFUSED_KEYS: &[&str] = &["storePathRootDir", "shardCount", "shardRouting"];
 
-/// GET_BROKER_CONFIG: every key with the value in force.
+/// The response field naming keys updated but not in force until a restart.
+pub const PENDING_FIELD: &str = "pendingRestart";
+
+/// GET_BROKER_CONFIG: every key with the value in force; keys pending a restart in `pendingRestart`.
 pub fn get(shard: &Shard) -> RemotingCommand {
-    ok().with_body(shard.effective_cfg().to_properties_text())
+    let mut resp = ok().with_body(shard.effective_cfg().to_properties_text());
+    let pending = live::pending(&shard.cfg);
+    if !pending.is_empty() {
+        let text: String = pending
+            .iter()
+            .map(|(key, value)| format!("{key}={value}\n"))
+            .collect();
+        resp.ext_fields.insert(PENDING_FIELD, &text);
+    }
+    resp
 }
 
 /// Checks `changes` against the config in force; answers the updated config.
@@ -68,7 +82,40 @@ pub fn updated_config(
             Err(e) => return Err(e.to_string()),
         }
     }
+    // The store must open with the result at the next start.
+    crate::startup::store_config(&cfg, 0)
+        .map_err(|e| format!("the broker would not start with this config: {e}"))?;
     Ok(cfg)
+}
+
+/// What an update does to each key: in force at once, already the value in force, or pending a
+/// restart. The UPDATE answer's remark.
+pub fn outcome_remark(in_force: &BrokerConfig, changes: &[(String, String)]) -> String {
+    let mut applied = Vec::new();
+    let mut pending = Vec::new();
+    let in_force = in_force.to_pairs();
+    for (key, value) in changes {
+        let now = in_force.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+        if live::LIVE_KEYS.contains(&key.as_str()) {
+            applied.push(key.as_str());
+        } else if now.is_some_and(|v| v == value.trim()) {
+            applied.push(key.as_str());
+        } else {
+            let now = now.map_or(String::new(), |v| format!(" (in force: {v})"));
+            pending.push(format!("{key}{now}"));
+        }
+    }
+    let mut parts = Vec::new();
+    if !applied.is_empty() {
+        parts.push(format!("applied: {}", applied.join(", ")));
+    }
+    if !pending.is_empty() {
+        parts.push(format!(
+            "takes effect after restart: {}",
+            pending.join(", ")
+        ));
+    }
+    parts.join("; ")
 }
 
 /// UPDATE_BROKER_CONFIG, on the control shard.
@@ -86,8 +133,10 @@ pub async fn update(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         );
     };
     let changes = config::parse_properties(text);
-    let current = live::effective(&shard.cfg);
-    let updated = match updated_config(&current, &changes) {
+    let in_force = live::effective(&shard.cfg);
+    // Built on the last update, so a key pending a restart stays pending.
+    let base = live::configured(&shard.cfg);
+    let updated = match updated_config(&base, &changes) {
         Ok(cfg) => cfg,
         Err(why) => return error(rc::SYSTEM_ERROR, format!("update broker config: {why}")),
     };
@@ -106,32 +155,42 @@ pub async fn update(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
             format!("cannot write {}: {e}", path.display()),
         );
     }
-    let live_changed = changes
-        .iter()
-        .any(|(k, _)| live::LIVE_KEYS.contains(&k.as_str()));
-    if live_changed {
-        let cfg = Rc::new(updated);
-        let jobs = shard.every_shard().map(|s| {
-            let cfg = BrokerConfig::clone(&cfg);
-            s.apply_config(cfg)
-        });
-        join_all(jobs).await;
-        if current.broker_permission != cfg.broker_permission {
-            // The name servers learn the new perm from a registration with a new data version.
-            shard
-                .topics
-                .borrow_mut()
-                .data_version
-                .next(crate::state::topics::now_ms());
-            crate::role::control::register_soon(shard);
+    // Every shard takes the updated config: the live keys are in force there at once, and any shard
+    // can answer GET_BROKER_CONFIG with what is pending.
+    let new_perm = updated.broker_permission;
+    let cfg = Rc::new(updated);
+    let jobs = shard.every_shard().map(|s| {
+        let cfg = BrokerConfig::clone(&cfg);
+        s.apply_config(cfg)
+    });
+    for (i, result) in join_all(jobs).await.into_iter().enumerate() {
+        if let Err(e) = result {
+            return error(
+                rc::SYSTEM_ERROR,
+                format!(
+                    "written to {}, but shard {i} did not take the change: {e}",
+                    path.display()
+                ),
+            );
         }
     }
-    let keys: Vec<&str> = changes.iter().map(|(k, _)| k.as_str()).collect();
+    if in_force.broker_permission != new_perm {
+        // The name servers learn the new perm from a registration with a new data version.
+        shard
+            .topics
+            .borrow_mut()
+            .data_version
+            .next(crate::state::topics::now_ms());
+        crate::role::control::register_soon(shard);
+    }
+    let remark = outcome_remark(&in_force, &changes);
     tracing::info!(
-        "broker config updated ({keys:?}); written to {}",
+        "broker config updated ({remark}); written to {}",
         path.display()
     );
-    ok()
+    let mut resp = ok();
+    resp.remark = Some(remark);
+    resp
 }
 
 #[cfg(test)]
@@ -163,5 +222,28 @@ mod tests {
         let err =
             updated_config(&current, &pairs(&[("authenticationEnabled", "false")])).unwrap_err();
         assert!(err.contains("restart"), "{err}");
+        assert!(updated_config(&current, &pairs(&[("shardRouting", "forward")])).is_err());
+        // A value the store could not open with at the next start.
+        let err =
+            updated_config(&current, &pairs(&[("maxMessageSize", "2000000000")])).unwrap_err();
+        assert!(err.contains("would not start"), "{err}");
+    }
+
+    #[test]
+    fn the_remark_says_what_is_applied_and_what_waits() {
+        let current = BrokerConfig::default();
+        let remark = outcome_remark(
+            &current,
+            &pairs(&[
+                ("flushIntervalCommitLog", "250"),
+                ("maxMessageSize", "1024"),
+                ("traceOn", "true"),
+            ]),
+        );
+        assert_eq!(
+            remark,
+            "applied: flushIntervalCommitLog, traceOn; takes effect after restart: \
+             maxMessageSize (in force: 4194304)"
+        );
     }
 }

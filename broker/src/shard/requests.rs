@@ -404,8 +404,8 @@ impl<'a> ShardRef<'a> {
 
     /// Applies a changed broker config on the target (the values changeable at run time).
     pub async fn apply_config(self, cfg: BrokerConfig) -> Result<(), MeshError> {
-        self.run("apply_config", move |_| async move {
-            crate::config::live::apply(&cfg)
+        self.run("apply_config", move |s| async move {
+            crate::config::live::apply(&cfg, Some(&s.store))
         })
         .await
     }
