@@ -13,6 +13,7 @@ pub mod message;
 pub mod namesrv;
 pub mod pop;
 pub mod producer;
+mod producer_heartbeat;
 pub mod pull;
 pub mod request;
 pub mod route;

@@ -1,5 +1,6 @@
 //! The producer: round-robin queue selection over a topic's write queues, SEND_MESSAGE_V2 (sync or
-//! oneway), SEND_BATCH_MESSAGE, and an async sender that keeps at most N sends in flight.
+//! oneway), SEND_BATCH_MESSAGE, and an async sender that keeps at most N sends in flight. It
+//! heartbeats its producer group to the masters it sends to (`producer_heartbeat`).
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -18,6 +19,7 @@ use crate::connections::BrokerConnections;
 use crate::error::ClientError;
 use crate::message::Message;
 use crate::namesrv::NameServer;
+use crate::producer_heartbeat::ProducerHeartbeat;
 use crate::request::{expect_success, request};
 use crate::route::TopicRoute;
 use crate::uniq_key::{now_millis, UniqKeyGenerator};
@@ -69,17 +71,33 @@ pub struct SendResult {
 pub struct Producer {
     config: ProducerConfig,
     namesrv: NameServer,
-    connections: BrokerConnections,
+    connections: Rc<BrokerConnections>,
     routes: RefCell<HashMap<String, Rc<TopicRoute>>>,
     uniq: RefCell<UniqKeyGenerator>,
     next_queue: Cell<usize>,
+    heartbeat: Rc<ProducerHeartbeat>,
 }
 
 impl Producer {
     pub fn new(namesrv: NameServer, config: ProducerConfig) -> Producer {
         let uniq = UniqKeyGenerator::new(config.client_ip, config.instance);
-        let connections =
-            BrokerConnections::new(config.connections_per_broker, config.connect_timeout);
+        let connections = Rc::new(BrokerConnections::new(
+            config.connections_per_broker,
+            config.connect_timeout,
+        ));
+        // The Java client's clientId: IP@instance.
+        let client_id = format!(
+            "{}@{}#{}",
+            config.client_ip,
+            std::process::id(),
+            config.instance
+        );
+        let heartbeat = ProducerHeartbeat::new(
+            client_id,
+            &config.group,
+            connections.clone(),
+            config.send_timeout,
+        );
         Producer {
             // Spread producers of one process over different queues from the start.
             next_queue: Cell::new(config.instance as usize),
@@ -88,7 +106,13 @@ impl Producer {
             connections,
             routes: RefCell::new(HashMap::new()),
             uniq: RefCell::new(uniq),
+            heartbeat,
         }
+    }
+
+    /// The client id its heartbeats register (`producerConnection` lists it).
+    pub fn client_id(&self) -> &str {
+        self.heartbeat.client_id()
     }
 
     pub fn config(&self) -> &ProducerConfig {
@@ -133,6 +157,7 @@ impl Producer {
             Err(e) => return Err(e),
         };
         let route = Rc::new(TopicRoute::new(topic, data));
+        self.heartbeat.note_masters(route.master_addrs());
         self.routes
             .borrow_mut()
             .insert(topic.to_owned(), route.clone());

@@ -233,4 +233,6 @@ pub enum Command {
     SendConsume(crate::send_consume_cmds::SendConsumeCommand),
     #[command(flatten)]
     Trace(crate::trace_cmds::TraceCommand),
+    #[command(flatten)]
+    Ops(crate::ops_cmds::OpsCommand),
 }

@@ -7,20 +7,26 @@ pub mod admin;
 pub mod auth_cmds;
 pub mod broker_config_cmds;
 pub mod broker_stats_cmds;
+pub mod check_cmds;
 pub mod cli;
 pub mod cluster_cmds;
 pub mod consumer_cmds;
 pub mod credentials;
+pub mod controller_clean_cmds;
 pub mod controller_cmds;
+pub mod export_cmds;
 pub mod group_cmds;
+pub mod group_ops_cmds;
 pub mod message_cmds;
 pub mod namesrv_cmds;
+pub mod ops_cmds;
 pub mod send_consume_cmds;
 pub mod shared_args;
 pub mod stats_cmds;
 pub mod table;
 pub mod tls;
 pub mod topic_cmds;
+pub mod topic_ops_cmds;
 pub mod trace_cmds;
 pub mod version;
 
@@ -216,5 +222,6 @@ pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientEr
         Command::BrokerStats(cmd) => broker_stats_cmds::run(cmd, timeout).await,
         Command::SendConsume(cmd) => send_consume_cmds::run(cmd, timeout).await,
         Command::Trace(cmd) => trace_cmds::run(cmd, timeout).await,
+        Command::Ops(cmd) => ops_cmds::run(cmd, timeout).await,
     }
 }

@@ -9,7 +9,7 @@ use clap::Parser;
 use mqadmin::cli::Cli;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(mqadmin::ops_cmds::rewrite_two_letter_flags(std::env::args()));
     match mqadmin::credentials::from_environment() {
         Ok(credentials) => mqadmin::admin::set_default_credentials(credentials),
         Err(e) => {

@@ -208,7 +208,7 @@ async fn send_message(args: SendMessageArgs, timeout: Duration) -> Result<Report
 }
 
 /// `MessageQueue [topic=T, brokerName=b, queueId=0]`, as Java prints one.
-fn queue_text(q: &MessageQueue) -> String {
+pub(crate) fn queue_text(q: &MessageQueue) -> String {
     format!(
         "MessageQueue [topic={}, brokerName={}, queueId={}]",
         q.topic, q.broker_name, q.queue_id
@@ -216,7 +216,7 @@ fn queue_text(q: &MessageQueue) -> String {
 }
 
 /// One message as RocketMQ's printMsg / consumeMessage print it: `MSGID: id MessageExt [...] BODY: b`.
-fn message_line(m: &Value, broker_name: &str, print_body: bool) -> String {
+pub(crate) fn message_line(m: &Value, broker_name: &str, print_body: bool) -> String {
     let s = |k: &str| cell(m.get(k));
     let body = if print_body {
         s("body")
