@@ -213,13 +213,18 @@ impl Admin {
         Ok(from_json(&resp.body)?)
     }
 
-    /// The addresses a `-b`/`-c` target names: the broker itself, or every master of the cluster.
+    /// The addresses a `-b`/`-c` target names: the broker itself (by address, or by name: every
+    /// shard-broker of a process), or every master of the cluster.
     pub async fn target_addrs(
         &self,
         broker: Option<&str>,
         cluster: Option<&str>,
     ) -> Result<Vec<String>, ClientError> {
         match (broker, cluster) {
+            // A broker name (a process of shard-brokers stands for all of them).
+            (Some(b), _) if crate::cluster_cmds::is_broker_name(b) => {
+                crate::cluster_cmds::resolve_broker_name(self, b.trim()).await
+            }
             (Some(b), _) => Ok(vec![b.to_owned()]),
             (None, Some(c)) => self.master_addrs(Some(c)).await,
             (None, None) => Err(ClientError::Invalid(

@@ -1,6 +1,8 @@
 //! Broker config commands: getBrokerConfig (GET_BROKER_CONFIG: every key of a broker, or of every
-//! broker of a cluster, masters and slaves) and updateBrokerConfig (UPDATE_BROKER_CONFIG: one key on
-//! a broker or on every master of a cluster). Both carry Java properties text.
+//! broker of a cluster, masters and slaves; keys updated but pending a restart are marked) and
+//! updateBrokerConfig (UPDATE_BROKER_CONFIG: one key on a broker or on every master of a cluster,
+//! with the broker's word on whether it applied at once or takes effect after a restart). Both carry
+//! Java properties text. `-b` takes an address or a broker name (`cluster_cmds::resolve_broker_name`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -77,7 +79,13 @@ pub fn config_lines(title: &str, config: &BTreeMap<String, String>) -> Vec<Strin
     lines
 }
 
-async fn broker_config(admin: &Admin, addr: &str) -> Result<BTreeMap<String, String>, ClientError> {
+/// The field of our broker's GET_BROKER_CONFIG answer naming keys pending a restart.
+const PENDING_FIELD: &str = "pendingRestart";
+
+/// A broker's config in force, and the keys updated but pending a restart with their new values.
+type ConfigAndPending = (BTreeMap<String, String>, BTreeMap<String, String>);
+
+async fn broker_config(admin: &Admin, addr: &str) -> Result<ConfigAndPending, ClientError> {
     let resp = admin
         .call(
             addr,
@@ -85,13 +93,39 @@ async fn broker_config(admin: &Admin, addr: &str) -> Result<BTreeMap<String, Str
         )
         .await?;
     let text = String::from_utf8_lossy(&resp.body);
-    Ok(parse_properties(&text).into_iter().collect())
+    let pending = resp
+        .ext_fields
+        .get(PENDING_FIELD)
+        .map(|text| parse_properties(text).into_iter().collect())
+        .unwrap_or_default();
+    Ok((parse_properties(&text).into_iter().collect(), pending))
+}
+
+/// `config_lines` with each key pending a restart marked with the value it will take.
+fn marked_lines(
+    title: &str,
+    config: &BTreeMap<String, String>,
+    pending: &BTreeMap<String, String>,
+) -> Vec<String> {
+    let mut lines = config_lines(title, config);
+    for line in &mut lines {
+        let key = line.split_whitespace().next().unwrap_or_default();
+        if let Some(next) = pending.get(key).filter(|_| line.contains("=  ")) {
+            line.push_str(&format!("  (pending restart: {next})"));
+        }
+    }
+    lines
 }
 
 async fn get_broker_config(admin: &Admin, target: &Target) -> Result<Report, ClientError> {
     // (title, address): one broker, or each master then its slaves, as RocketMQ's tool lists them.
     let mut asked: Vec<(String, String)> = Vec::new();
     match (&target.broker, &target.cluster) {
+        (Some(name), _) if crate::cluster_cmds::is_broker_name(name) => {
+            for addr in crate::cluster_cmds::resolve_broker_name(admin, name.trim()).await? {
+                asked.push((addr.clone(), addr));
+            }
+        }
         (Some(addr), _) => asked.push((addr.clone(), addr.clone())),
         (None, Some(cluster)) => {
             let brokers = admin.cluster_brokers(cluster).await?;
@@ -122,9 +156,13 @@ async fn get_broker_config(admin: &Admin, target: &Target) -> Result<Report, Cli
     let mut lines = Vec::new();
     let mut all = serde_json::Map::new();
     for (title, addr) in asked {
-        let config = broker_config(admin, &addr).await?;
-        lines.extend(config_lines(&title, &config));
-        all.insert(addr, json!(config));
+        let (config, pending) = broker_config(admin, &addr).await?;
+        lines.extend(marked_lines(&title, &config, &pending));
+        if pending.is_empty() {
+            all.insert(addr, json!(config));
+        } else {
+            all.insert(addr, json!({"config": config, "pendingRestart": pending}));
+        }
     }
     Ok(Report::lines(lines, serde_json::Value::Object(all)))
 }
@@ -142,15 +180,22 @@ async fn update_broker_config(
     }
     let body = format!("{key}={value}\n").into_bytes();
     let mut lines = Vec::new();
+    let mut brokers = Vec::new();
     for addr in &addrs {
         let cmd =
             request(request_code::UPDATE_BROKER_CONFIG, ExtFields::new()).with_body(body.clone());
-        admin.call(addr, cmd).await?;
-        lines.push(format!("update broker config success, {addr}"));
+        let resp = admin.call(addr, cmd).await?;
+        // Our broker says whether the key applied at once or waits for a restart.
+        let remark = resp.remark.filter(|r| !r.is_empty());
+        match &remark {
+            Some(r) => lines.push(format!("update broker config success, {addr}: {r}")),
+            None => lines.push(format!("update broker config success, {addr}")),
+        }
+        brokers.push(json!({"addr": addr, "outcome": remark}));
     }
     Ok(Report::lines(
         lines,
-        json!({"key": key, "value": value, "brokers": addrs}),
+        json!({"key": key, "value": value, "brokers": brokers}),
     ))
 }
 
@@ -174,5 +219,20 @@ mod tests {
         assert_eq!(lines[0], "============127.0.0.1:10911============");
         assert_eq!(lines[1], format!("{:<50}=  broker-a", "brokerName"));
         assert_eq!(lines.last().map(String::as_str), Some(""));
+        let pending = [("brokerName".to_owned(), "broker-b".to_owned())].into();
+        let config = [
+            ("brokerName".to_owned(), "broker-a".to_owned()),
+            ("brokerId".to_owned(), "0".to_owned()),
+        ]
+        .into();
+        let lines = marked_lines("t", &config, &pending);
+        assert_eq!(lines[1], format!("{:<50}=  0", "brokerId"));
+        assert_eq!(
+            lines[2],
+            format!(
+                "{:<50}=  broker-a  (pending restart: broker-b)",
+                "brokerName"
+            )
+        );
     }
 }

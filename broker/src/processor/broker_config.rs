@@ -183,7 +183,15 @@ pub async fn update(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
             .next(crate::state::topics::now_ms());
         crate::role::control::register_soon(shard);
     }
-    let remark = outcome_remark(&in_force, &changes);
+    let mut remark = outcome_remark(&in_force, &changes);
+    if shard.cfg.shards_are_brokers(shard.shards) {
+        // The config is the process's, whichever shard-broker's address the request came to.
+        let name = &shard.cfg.broker_name;
+        let last = shard.shards.saturating_sub(1);
+        remark.push_str(&format!(
+            "; on every shard-broker of {name} ({name}-0 .. {name}-{last})"
+        ));
+    }
     tracing::info!(
         "broker config updated ({remark}); written to {}",
         path.display()
