@@ -46,6 +46,7 @@ pub mod epochs;
 pub mod error;
 pub mod io;
 pub mod master;
+pub mod rate;
 pub mod signal;
 pub mod slave;
 pub mod watermark;

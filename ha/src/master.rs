@@ -136,10 +136,14 @@ pub async fn serve_slave(
     }
     write_all_within(&mut stream, &answer, WRITE_TIMEOUT).await?;
     let conn = ms.watermark.connected_as(from, hello.broker_id);
+    if let Ok(peer) = stream.peer_addr() {
+        ms.watermark.set_addr(conn, peer.to_string());
+    }
+    let rate = ms.watermark.rate(conn).unwrap_or_default();
     let closed = Rc::new(Cell::new(false));
     let (reader, writer) = futures_lite::io::split(stream);
     let acks = glommio::spawn_local(read_acks(reader, ms.clone(), conn, closed.clone()));
-    let result = stream_frames(writer, &ms, from, &closed).await;
+    let result = stream_frames(writer, &ms, from, &closed, &rate).await;
     closed.set(true);
     ms.watermark.disconnected(conn);
     // The ack reader ends on its own once the socket is gone; don't wait for a silent peer.
@@ -231,6 +235,7 @@ async fn stream_frames(
     ms: &MasterShard,
     from: i64,
     closed: &Cell<bool>,
+    rate: &crate::rate::ByteRate,
 ) -> Result<(), HaError> {
     let batch = ms.transfer_batch_size.max(4096);
     let mut next = from;
@@ -289,6 +294,7 @@ async fn stream_frames(
         buf.extend_from_slice(&FrameHeader::for_data(next, chunk).encode());
         buf.extend_from_slice(chunk);
         write_all_within(&mut writer, &buf, WRITE_TIMEOUT).await?;
+        rate.add(buf.len() as u64);
         last_sent = std::time::Instant::now();
         next = next.saturating_add(len as i64);
     }

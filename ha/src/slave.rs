@@ -58,6 +58,10 @@ pub struct SlaveStatus {
     pub truncated_bytes: Cell<u64>,
     /// The master's remoting address, as it said when accepting.
     pub master_addr: std::cell::RefCell<Option<String>>,
+    /// Bytes received per second (`haStatus`).
+    pub rate: crate::rate::ByteRate,
+    /// Unix ms of the last offset report written to the master (0 = none yet).
+    pub last_report_ms: Rc<Cell<i64>>,
 }
 
 fn now_ms() -> i64 {
@@ -171,6 +175,7 @@ async fn session(
         reported.clone(),
         signal.clone(),
         done.clone(),
+        status.last_report_ms.clone(),
     ));
     let result = receive(reader, store, cfg, status, &reported, &signal, stopped).await;
     done.set(true);
@@ -218,6 +223,7 @@ async fn report_loop(
     end: Rc<Cell<i64>>,
     signal: DataSignal,
     done: Rc<Cell<bool>>,
+    wrote_at: Rc<Cell<i64>>,
 ) -> Result<(), HaError> {
     let mut sent = -1i64;
     let mut last = Instant::now();
@@ -237,6 +243,7 @@ async fn report_loop(
             }
             sent = now;
             last = Instant::now();
+            wrote_at.set(now_ms());
         }
         let wake = signal.changed(seq);
         let tick = glommio::timer::sleep(
@@ -283,6 +290,7 @@ async fn receive(
             .inspect_err(|_| status.rejected.set(status.rejected.get() + 1))?;
         status.frames.set(status.frames.get() + 1);
         status.bytes.set(status.bytes.get() + frame.size as u64);
+        status.rate.add(frame.size as u64);
         status.last_append_ms.set(now_ms());
         reported.set(new_end);
         signal.raise();

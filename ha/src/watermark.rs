@@ -20,7 +20,7 @@ pub enum WaitError {
     Timeout,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Slave {
     /// Controller broker id (`wire::NO_BROKER_ID` for a classic slave).
     broker_id: i64,
@@ -34,6 +34,12 @@ struct Slave {
     /// caught up as of then.
     prev_end: i64,
     prev_at: Instant,
+    /// The slave's address (`ip:port`), when the master side said it.
+    addr: Option<String>,
+    /// Where its stream started (the offset of the first byte sent).
+    transfer_from: i64,
+    /// Bytes sent to it per second.
+    rate: std::rc::Rc<crate::rate::ByteRate>,
 }
 
 #[derive(Default)]
@@ -70,6 +76,19 @@ pub struct SlaveInfo {
     pub caught_up_age: Option<Duration>,
     /// Time since its last report.
     pub report_age: Duration,
+}
+
+/// What `haStatus` shows of one connected slave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlaveTransfer {
+    pub broker_id: i64,
+    /// `ip:port` of its connection (empty when not known).
+    pub addr: String,
+    pub acked: i64,
+    /// Where its stream started.
+    pub transfer_from: i64,
+    /// Bytes sent to it in the last whole second.
+    pub bytes_per_second: u64,
 }
 
 /// A snapshot for runtime info and logs.
@@ -115,9 +134,41 @@ impl Watermark {
                 // The master's end is not known yet.
                 prev_end: i64::MAX,
                 prev_at: now,
+                addr: None,
+                transfer_from: offset,
+                rate: Default::default(),
             },
         );
         id
+    }
+
+    /// Records the address of connection `id` (for `haStatus`).
+    pub fn set_addr(&self, id: u64, addr: String) {
+        if let Some(s) = self.state.borrow_mut().slaves.get_mut(&id) {
+            s.addr = Some(addr);
+        }
+    }
+
+    /// The byte counter of connection `id`'s stream, for its sender to count what it sends.
+    pub fn rate(&self, id: u64) -> Option<std::rc::Rc<crate::rate::ByteRate>> {
+        self.state.borrow().slaves.get(&id).map(|s| s.rate.clone())
+    }
+
+    /// Every connected slave as `haStatus` shows it, by connection.
+    pub fn transfers(&self) -> Vec<SlaveTransfer> {
+        let st = self.state.borrow();
+        let mut conns: Vec<(&u64, &Slave)> = st.slaves.iter().collect();
+        conns.sort_by_key(|(id, _)| **id);
+        conns
+            .into_iter()
+            .map(|(_, s)| SlaveTransfer {
+                broker_id: s.broker_id,
+                addr: s.addr.clone().unwrap_or_default(),
+                acked: s.acked,
+                transfer_from: s.transfer_from,
+                bytes_per_second: s.rate.per_second(),
+            })
+            .collect()
     }
 
     pub fn disconnected(&self, id: u64) {

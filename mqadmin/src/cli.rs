@@ -234,5 +234,9 @@ pub enum Command {
     #[command(flatten)]
     Trace(crate::trace_cmds::TraceCommand),
     #[command(flatten)]
+    Ha(crate::ha_cmds::HaCommand),
+    #[command(flatten)]
+    Maintenance(crate::maintenance_cmds::MaintenanceCommand),
+    #[command(flatten)]
     Ops(crate::ops_cmds::OpsCommand),
 }

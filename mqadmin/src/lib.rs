@@ -17,6 +17,8 @@ pub mod controller_cmds;
 pub mod export_cmds;
 pub mod group_cmds;
 pub mod group_ops_cmds;
+pub mod ha_cmds;
+pub mod maintenance_cmds;
 pub mod message_cmds;
 pub mod namesrv_cmds;
 pub mod ops_cmds;
@@ -222,6 +224,8 @@ pub async fn run(command: Command, timeout: Duration) -> Result<Report, ClientEr
         Command::BrokerStats(cmd) => broker_stats_cmds::run(cmd, timeout).await,
         Command::SendConsume(cmd) => send_consume_cmds::run(cmd, timeout).await,
         Command::Trace(cmd) => trace_cmds::run(cmd, timeout).await,
+        Command::Ha(cmd) => ha_cmds::run(cmd, timeout).await,
+        Command::Maintenance(cmd) => maintenance_cmds::run(cmd, timeout).await,
         Command::Ops(cmd) => ops_cmds::run(cmd, timeout).await,
     }
 }

@@ -256,6 +256,35 @@ pub fn needs(req: &RemotingCommand, cluster_name: &str) -> Result<Vec<Need>, Str
         | code::NOTIFY_BROKER_ROLE_CHANGED
         | code::EXCHANGE_BROKER_HA_INFO
         | code::UPDATE_BROKER_CONFIG => cluster(cluster_name, &[Update]),
+        // HA and store maintenance (Apache annotates QUERY_CONSUME_QUEUE and
+        // RESET_MASTER_FLUSH_OFFSET; the others are checked as the broker's config is).
+        code::QUERY_CONSUME_QUEUE => fields(
+            req,
+            &[("topic", true), ("consumerGroup", false)],
+            &[Get],
+            None,
+        ),
+        code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST => {
+            let body: protocol::body::SubscriptionGroupList<serde_json::Value> =
+                serde_json::from_slice(&req.body)
+                    .map_err(|e| format!("the group list body cannot be read: {e}"))?;
+            body.group_config_list
+                .iter()
+                .map(|g| {
+                    let name = g
+                        .get("groupName")
+                        .and_then(|n| n.as_str())
+                        .unwrap_or_default();
+                    (Resource::group(name), vec![Create])
+                })
+                .collect()
+        }
+        code::RESET_MASTER_FLUSH_OFFSET
+        | code::CLEAN_EXPIRED_CONSUMEQUEUE
+        | code::DELETE_EXPIRED_COMMITLOG
+        | code::CLEAN_UNUSED_TOPIC
+        | code::POP_ROLLBACK => cluster(cluster_name, &[Update]),
+        code::GET_BROKER_HA_STATUS | code::GET_BROKER_EPOCH_CACHE => cluster(cluster_name, &[Get]),
         code::AUTH_GET_USER
         | code::AUTH_LIST_USER
         | code::AUTH_GET_ACL
@@ -332,6 +361,36 @@ mod tests {
         // Route and other unannotated reads: nothing to authorize.
         let runtime = RemotingCommand::request(code::GET_BROKER_RUNTIME_INFO);
         assert!(needs(&runtime, "C").unwrap().is_empty());
+    }
+
+    #[test]
+    fn maintenance_codes_need_what_their_siblings_need() {
+        let cq = RemotingCommand::request(code::QUERY_CONSUME_QUEUE)
+            .with_ext("topic", "orders")
+            .with_ext("consumerGroup", "g1");
+        assert_eq!(
+            keys(&needs(&cq, "C").unwrap()),
+            ["Topic:orders:Get", "Group:g1:Get"]
+        );
+        let mut list = RemotingCommand::request(code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST);
+        list.body = bytes::Bytes::from_static(
+            br#"{"groupConfigList":[{"groupName":"g1"},{"groupName":"g2"}]}"#,
+        );
+        assert_eq!(
+            keys(&needs(&list, "C").unwrap()),
+            ["Group:g1:Create", "Group:g2:Create"]
+        );
+        for c in [
+            code::RESET_MASTER_FLUSH_OFFSET,
+            code::DELETE_EXPIRED_COMMITLOG,
+            code::CLEAN_EXPIRED_CONSUMEQUEUE,
+            code::CLEAN_UNUSED_TOPIC,
+        ] {
+            let req = RemotingCommand::request(c);
+            assert_eq!(keys(&needs(&req, "C").unwrap()), ["Cluster:C:Update"], "code {c}");
+        }
+        let ha = RemotingCommand::request(code::GET_BROKER_HA_STATUS);
+        assert_eq!(keys(&needs(&ha, "C").unwrap()), ["Cluster:C:Get"]);
     }
 
     #[test]
