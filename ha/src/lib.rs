@@ -38,10 +38,14 @@
 //! below it); it also knows each slave's broker id and when it was last caught up, and `wait_all` waits
 //! for every slave of a SyncStateSet. Slave side (`slave`): `run_slave` per shard, reconnecting with
 //! back-off; version 2 when `SlaveConfig::broker_id` is set (controller mode), else version 1.
+//!
+//! `apache`: the slave side of Apache RocketMQ's classic HA protocol (`SlaveConfig::protocol` =
+//! `MasterProtocol::Apache`), so this broker can follow an Apache master (see that module).
 
 // Bytes from the network are parsed here: no indexing or slicing that could panic on them.
 #![warn(clippy::indexing_slicing)]
 
+pub mod apache;
 pub mod epochs;
 pub mod error;
 pub mod io;
@@ -55,5 +59,5 @@ pub mod wire;
 pub use error::HaError;
 pub use master::{check_handshake, read_handshake, refuse, serve_slave, MasterShard};
 pub use signal::DataSignal;
-pub use slave::{run_slave, MasterAddr, SlaveConfig, SlaveStatus};
+pub use slave::{run_slave, MasterAddr, MasterProtocol, SlaveConfig, SlaveStatus};
 pub use watermark::{Lag, SlaveInfo, WaitError, Watermark};

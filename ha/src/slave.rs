@@ -41,6 +41,19 @@ pub struct SlaveConfig {
     /// The controller broker id in controller mode (handshake version 2, epochs and truncation);
     /// `wire::NO_BROKER_ID` for classic master/slave (version 1).
     pub broker_id: i64,
+    /// Which protocol the master speaks: ours, or Apache's classic HA (`apache`).
+    pub protocol: MasterProtocol,
+}
+
+/// The replication protocol a slave speaks to its master (`haMasterProtocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MasterProtocol {
+    /// Ours: handshake, CRC-checked frames of whole records, per-shard streams.
+    #[default]
+    Native,
+    /// Apache RocketMQ's classic HA (4.x, 5.x outside controller mode): offset reports and raw
+    /// CommitLog frames, one stream (shard 0).
+    Apache,
 }
 
 /// What a slave shard's replication is doing, for logs and runtime info.
@@ -64,7 +77,7 @@ pub struct SlaveStatus {
     pub last_report_ms: Rc<Cell<i64>>,
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
@@ -88,7 +101,12 @@ pub async fn run_slave(
             continue;
         };
         let started = Instant::now();
-        let result = session(&store, &cfg, addr, &status, &stopped).await;
+        let result = match cfg.protocol {
+            MasterProtocol::Native => session(&store, &cfg, addr, &status, &stopped).await,
+            MasterProtocol::Apache => {
+                crate::apache::session(&store, &cfg, addr, &status, &stopped).await
+            }
+        };
         status.connected.set(false);
         if stopped() {
             break;
@@ -218,7 +236,7 @@ async fn adopt_master_history(
 }
 
 /// Writes the slave's log end whenever it moved, and at least every `REPORT_INTERVAL`.
-async fn report_loop(
+pub(crate) async fn report_loop(
     mut writer: WriteHalf<TcpStream>,
     end: Rc<Cell<i64>>,
     signal: DataSignal,

@@ -126,6 +126,7 @@ fn start_slave(
             shard_count: 1,
             max_frame: 64 * 1024,
             broker_id,
+            protocol: ha::MasterProtocol::Native,
         }),
         Rc::new(move || Some(addr)),
         status.clone(),

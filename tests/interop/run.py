@@ -39,6 +39,7 @@ import cases_compaction  # noqa: E402,F401
 import cases_acl2  # noqa: E402,F401
 import cases_tls  # noqa: E402,F401
 import cases_migration  # noqa: E402,F401
+import cases_migration_ha  # noqa: E402,F401
 import cases_trace  # noqa: E402,F401
 import harness  # noqa: E402
 

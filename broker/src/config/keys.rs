@@ -772,4 +772,32 @@ mod tests {
                 .is_err()
         );
     }
+
+    #[test]
+    fn apache_master_protocol_needs_a_one_shard_classic_slave() {
+        let slave = [
+            ("brokerId", "1"),
+            ("brokerRole", "SLAVE"),
+            ("shardCount", "1"),
+            ("haMasterProtocol", "apache"),
+        ];
+        let (cfg, _) = BrokerConfig::from_pairs(pairs(&slave)).unwrap();
+        assert_eq!(cfg.ha_master_protocol, ha::MasterProtocol::Apache);
+        let refused = |change: (&'static str, &'static str)| {
+            let mut list = slave.to_vec();
+            list.retain(|(k, _)| *k != change.0);
+            list.push(change);
+            let err = BrokerConfig::from_pairs(pairs(&list)).unwrap_err();
+            assert!(err.to_string().contains("haMasterProtocol"), "{err}");
+        };
+        refused(("shardCount", "2"));
+        refused(("shardCount", "0"));
+        refused(("brokerRole", "ASYNC_MASTER"));
+        let mut controller = slave.to_vec();
+        controller.push(("enableControllerMode", "true"));
+        controller.push(("controllerAddr", "127.0.0.1:9878"));
+        let err = BrokerConfig::from_pairs(pairs(&controller)).unwrap_err();
+        assert!(err.to_string().contains("haMasterProtocol"), "{err}");
+        assert!(BrokerConfig::from_pairs(pairs(&[("haMasterProtocol", "jgroups")])).is_err());
+    }
 }

@@ -281,6 +281,7 @@ fn replicate(shard: &Rc<Shard>, configured: Option<String>) -> glommio::Task<()>
             .filter(|_| shard.cfg.controller.enabled)
             .and_then(|id| i64::try_from(id).ok())
             .unwrap_or(ha::wire::NO_BROKER_ID),
+        protocol: shard.cfg.ha_master_protocol,
     });
     let weak = Rc::downgrade(shard);
     let master: ha::MasterAddr = Rc::new(move || {
