@@ -12,7 +12,8 @@ pub struct ProxyConfig {
     pub bind_address: String,
     /// `namesrvAddr`: name servers, `;`-separated.
     pub namesrv_addr: Vec<String>,
-    /// `metricsPromExporterPort`: Prometheus text metrics on `GET /metrics`; 0 turns it off.
+    /// `metricsPromExporterPort`: Prometheus text metrics on `GET /metrics` (ours; with
+    /// `metricsExporterType = PROM` Apache's names too); 0 turns it off.
     pub metrics_port: u16,
     /// `remotingTimeoutMillis`: how long a remoting call to a broker may take.
     pub remoting_timeout: Duration,
@@ -48,6 +49,8 @@ pub struct ProxyConfig {
     pub topic_config_cache_max: usize,
     /// ACL 2.0 (`authenticationEnabled`, `authorizationEnabled`, ...): see `acl2::config`.
     pub auth: crate::acl2::config::AuthConfig,
+    /// Apache's metrics keys (`metricsExporterType`, `proxyName`, ...): see `metrics_config`.
+    pub metrics: crate::metrics_config::MetricsConfig,
 }
 
 /// `tlsServerMode`.
@@ -99,6 +102,7 @@ impl Default for ProxyConfig {
             topic_config_cache_expired: Duration::from_secs(300),
             topic_config_cache_max: 20_000,
             auth: crate::acl2::config::AuthConfig::default(),
+            metrics: crate::metrics_config::MetricsConfig::default(),
         }
     }
 }
@@ -185,7 +189,10 @@ impl ProxyConfig {
             }
             _ => match self.auth.set(key, value) {
                 Some(result) => result?,
-                None => tracing::warn!("unknown config key {key} ignored"),
+                None => match self.metrics.set(key, value) {
+                    Some(result) => result?,
+                    None => tracing::warn!("unknown config key {key} ignored"),
+                },
             },
         }
         Ok(())

@@ -6,6 +6,8 @@ pub mod acl2;
 pub mod config;
 pub mod convert;
 pub mod metrics;
+pub mod metrics_apache;
+pub mod metrics_config;
 pub mod pb;
 pub mod remoting;
 pub mod service;

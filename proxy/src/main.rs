@@ -101,7 +101,22 @@ async fn serve(cfg: ProxyConfig, acl: Option<Acl>) -> Result<(), String> {
     let (inbound_tx, inbound_rx) = tokio::sync::mpsc::unbounded_channel();
     let pool = Pool::new(cfg.remoting_timeout, inbound_tx);
     let metrics_port = cfg.metrics_port;
-    let bind = cfg.bind_address.clone();
+    let apache = cfg.metrics.prom.then(|| proxy::metrics_apache::NodeLabels {
+        cluster: cfg.metrics.cluster.clone(),
+        node_id: cfg.metrics.proxy_name.clone(),
+        extra: cfg.metrics.labels.clone(),
+        unit_suffix: cfg.metrics.unit_suffix,
+    });
+    if apache.is_some() && metrics_port == 0 {
+        return Err("metricsExporterType = PROM needs a metricsPromExporterPort (0 turns the metrics \
+                    listener off)"
+            .into());
+    }
+    let bind = if cfg.metrics.prom && !cfg.metrics.host.is_empty() {
+        cfg.metrics.host.clone()
+    } else {
+        cfg.bind_address.clone()
+    };
     let proxy = Arc::new(Proxy::new(cfg, pool, acl));
 
     tokio::spawn(transaction::serve_inbound(proxy.clone(), inbound_rx));
@@ -116,7 +131,13 @@ async fn serve(cfg: ProxyConfig, acl: Option<Acl>) -> Result<(), String> {
         let p = proxy.clone();
         tokio::spawn(proxy::metrics::serve(
             listener,
-            Arc::new(move || p.metrics.render(p.sessions.len())),
+            Arc::new(move || {
+                let mut text = p.metrics.render(p.sessions.len());
+                if let Some(node) = &apache {
+                    text.push_str(&p.metrics.rpc_latency.render(node));
+                }
+                text
+            }),
         ));
     }
     let acceptor = proxy::tls::acceptor(&proxy.cfg)?;

@@ -1,5 +1,6 @@
 //! Prometheus text metrics: per gRPC method the calls, the failed calls and the summed latency, and
-//! messages sent and received; served on `GET /metrics` of `metricsPromExporterPort`.
+//! messages sent and received; served on `GET /metrics` of `metricsPromExporterPort`, beside Apache's
+//! names (`metrics_apache`) when `metricsExporterType = PROM`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -23,10 +24,14 @@ pub struct Metrics {
     pub messages_sent: AtomicU64,
     pub messages_received: AtomicU64,
     pub messages_acked: AtomicU64,
+    /// Apache's `rocketmq_rpc_latency` per RPC and status code.
+    pub rpc_latency: crate::metrics_apache::RpcLatency,
 }
 
 impl Metrics {
-    pub fn record(&self, method: &'static str, ok: bool, took: Duration) {
+    /// One RPC answered with status `code`; `ok`: the handler succeeded.
+    pub fn record(&self, method: &'static str, ok: bool, code: i32, took: Duration) {
+        self.rpc_latency.record(method, code, took);
         let mut m = self.rpcs.lock().unwrap_or_else(|e| e.into_inner());
         let r = m.entry(method).or_default();
         r.calls += 1;

@@ -5,6 +5,7 @@ mod caller;
 pub mod message_type;
 pub mod pop;
 pub mod receipt;
+pub mod recall;
 pub mod route;
 pub mod send;
 pub mod telemetry;
@@ -39,15 +40,15 @@ macro_rules! unary {
             Ok(caller) => $handler(&proxy, &caller, $req.into_inner()).await,
             Err(e) => Err(e),
         };
-        proxy
-            .metrics
-            .record($name, result.is_ok(), started.elapsed());
+        let ok = result.is_ok();
         let resp = result.unwrap_or_else(|e| {
             tracing::debug!(concat!($name, " failed: {}"), e);
             let mut resp = $resp::default();
             resp.status = Some(e.status());
             resp
         });
+        let code = resp.status.as_ref().map_or(Code::Ok as i32, |s| s.code);
+        proxy.metrics.record($name, ok, code, started.elapsed());
         Ok(Response::new(resp))
     }};
 }
@@ -122,9 +123,20 @@ impl MessagingService for Service {
             Ok(caller) => pop::receive_message(&proxy, &caller, request.into_inner()).await,
             Err(e) => Err(e),
         };
+        // The stream's status reply (first), as the SDK reads it.
+        let code = match &replies {
+            Ok(r) => r
+                .iter()
+                .find_map(|m| match &m.content {
+                    Some(receive_message_response::Content::Status(s)) => Some(s.code),
+                    _ => None,
+                })
+                .unwrap_or(Code::Ok as i32),
+            Err(e) => e.code() as i32,
+        };
         proxy
             .metrics
-            .record("ReceiveMessage", replies.is_ok(), started.elapsed());
+            .record("ReceiveMessage", replies.is_ok(), code, started.elapsed());
         let replies = replies.unwrap_or_else(|e| {
             vec![ReceiveMessageResponse {
                 content: Some(receive_message_response::Content::Status(e.status())),
@@ -253,11 +265,15 @@ impl MessagingService for Service {
 
     async fn recall_message(
         &self,
-        _request: Request<RecallMessageRequest>,
+        request: Request<RecallMessageRequest>,
     ) -> Result<Response<RecallMessageResponse>, Status> {
-        Err(Status::unimplemented(
-            "RecallMessage is not served by this proxy",
-        ))
+        unary!(
+            self,
+            request,
+            "RecallMessage",
+            recall::recall_message,
+            RecallMessageResponse
+        )
     }
 
     async fn sync_lite_subscription(

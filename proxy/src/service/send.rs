@@ -186,7 +186,8 @@ async fn send_one(
         message_id,
         transaction_id,
         offset: header.queue_offset,
-        recall_handle: String::new(),
+        // The broker's handle for a timer message (empty otherwise), as Apache's proxy passes it on.
+        recall_handle: header.recall_handle.unwrap_or_default(),
     })
 }
 
