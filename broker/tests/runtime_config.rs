@@ -1,0 +1,191 @@
+//! UPDATE_BROKER_CONFIG as operators send it with Apache RocketMQ 4.9.8's `mqadmin updateBrokerConfig`,
+//! against a process of two shard-brokers: a key applied at run time is in force on every shard-broker
+//! whichever address the update went to (GET_BROKER_CONFIG shows it, the store acts on it); a key
+//! that needs a restart answers so, shows as pending and is in force after the restart; keys that may
+//! never change are refused. Skips (with a message) when Apache's mqadmin is unavailable.
+
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod mqadmin_kit;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use common::*;
+use mqadmin_kit::{ready_kit, value_of, Admin, MQADMIN_4};
+use protocol::{request_code, response_code, RemotingCommand};
+
+/// Longest the whole test may run.
+const TEST_LIMIT: Duration = Duration::from_secs(600);
+
+const TOPIC: &str = "RuntimeConfigTopic";
+
+fn update(key: &str, value: &str) -> RemotingCommand {
+    RemotingCommand::request(request_code::UPDATE_BROKER_CONFIG)
+        .with_body(Bytes::from(format!("{key}={value}\n")))
+}
+
+async fn invoke(addr: SocketAddr, req: RemotingCommand) -> RemotingCommand {
+    connect(addr).await.invoke(req, TIMEOUT).await.unwrap()
+}
+
+/// GET_BROKER_CONFIG of one shard-broker: (the config's `key`, the `pendingRestart` field).
+async fn config_value(addr: SocketAddr, key: &str) -> (Option<String>, Option<String>) {
+    let r = invoke(
+        addr,
+        RemotingCommand::request(request_code::GET_BROKER_CONFIG),
+    )
+    .await;
+    assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+    let body = String::from_utf8_lossy(&r.body).into_owned();
+    let value = value_of(&body, key, '=').map(str::to_owned);
+    (value, r.ext_fields.get("pendingRestart").map(str::to_owned))
+}
+
+/// Sends one message of `size` bytes to each shard-broker; their answer codes.
+async fn send_everywhere(addrs: &[SocketAddr], size: usize) -> Vec<i32> {
+    let mut codes = Vec::new();
+    for addr in addrs {
+        let client = connect(*addr).await;
+        codes.push(send(&client, TOPIC, 0, &vec![b'x'; size], "").await.code);
+    }
+    codes
+}
+
+/// Waits (up to 30 s: the store checks its disk every 10 s) until every shard-broker answers `code`
+/// to a small send.
+async fn wait_sends_answer(addrs: &[SocketAddr], code: i32) {
+    let started = Instant::now();
+    loop {
+        let codes = send_everywhere(addrs, 16).await;
+        if codes.iter().all(|c| *c == code) {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "sends still answer {codes:?}, not {code}"
+        );
+        glommio::timer::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+#[test]
+fn runtime_keys_apply_on_every_shard_broker_and_the_rest_after_a_restart() {
+    let Some(kit) = ready_kit(MQADMIN_4) else {
+        return;
+    };
+    let started = Instant::now();
+    let ns = start_namesrv_in_process();
+    let mut broker = Broker::start(&format!("namesrvAddr = \"{ns}\"\n"));
+    let shard1 = broker.other_shard_brokers()[0];
+    let addrs = [broker.addr(), shard1];
+    let admin = Admin { kit, ns };
+
+    // A live key through shard-broker 1's address: in force on both, as Apache's getBrokerConfig shows.
+    let out = admin.run(&[
+        "updateBrokerConfig",
+        "-b",
+        &shard1.to_string(),
+        "-k",
+        "flushIntervalCommitLog",
+        "-v",
+        "250",
+    ]);
+    assert!(out.contains("success"), "updateBrokerConfig: {out}");
+    for addr in addrs {
+        let out = admin.run(&["getBrokerConfig", "-b", &addr.to_string()]);
+        assert_eq!(
+            value_of(&out, "flushIntervalCommitLog", '='),
+            Some("250"),
+            "{addr}: {out}"
+        );
+    }
+
+    run_local(async {
+        assert_eq!(
+            send_everywhere(&addrs, 16).await,
+            vec![response_code::SUCCESS; 2]
+        );
+        let r = invoke(addrs[0], update("flushIntervalCommitLog", "300")).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let remark = r.remark.unwrap_or_default();
+        assert!(
+            remark.contains("applied: flushIntervalCommitLog")
+                && remark.contains("every shard-broker of broker-t"),
+            "{remark}"
+        );
+
+        // The store acts on a live key on every shard: below the disk's use, writes stop; above, resume.
+        let r = invoke(addrs[1], update("diskSpaceWarningLevelRatio", "1")).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        wait_sends_answer(&addrs, response_code::SERVICE_NOT_AVAILABLE).await;
+        let r = invoke(addrs[0], update("diskSpaceWarningLevelRatio", "99")).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        wait_sends_answer(&addrs, response_code::SUCCESS).await;
+
+        // A key that needs a restart: answered so, pending on every shard-broker, not yet in force.
+        let r = invoke(addrs[1], update("maxMessageSize", "2048")).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let remark = r.remark.unwrap_or_default();
+        assert!(
+            remark.contains("takes effect after restart: maxMessageSize (in force: 1048576)"),
+            "{remark}"
+        );
+        for addr in addrs {
+            let (value, pending) = config_value(addr, "maxMessageSize").await;
+            assert_eq!(value.as_deref(), Some("1048576"), "{addr}");
+            assert_eq!(pending.as_deref(), Some("maxMessageSize=2048\n"), "{addr}");
+        }
+        // A later live update keeps it pending.
+        let r = invoke(addrs[0], update("fileReservedTime", "48")).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let (value, pending) = config_value(addrs[1], "fileReservedTime").await;
+        assert_eq!(value.as_deref(), Some("48"));
+        assert_eq!(pending.as_deref(), Some("maxMessageSize=2048\n"));
+        assert_eq!(
+            send_everywhere(&addrs, 4096).await,
+            vec![response_code::SUCCESS; 2]
+        );
+
+        // Keys that may never change are refused, and change nothing.
+        for (key, value) in [("shardCount", "4"), ("storePathRootDir", "/tmp/x")] {
+            let r = invoke(addrs[0], update(key, value)).await;
+            assert_eq!(r.code, response_code::SYSTEM_ERROR, "{key}");
+            assert!(r.remark.unwrap_or_default().contains(key), "{key}");
+        }
+    });
+
+    // After a restart: every updated key in force, nothing pending.
+    broker.stop();
+    broker.restart();
+    run_local(async {
+        for addr in addrs {
+            for (key, expected) in [
+                ("maxMessageSize", "2048"),
+                ("flushIntervalCommitLog", "300"),
+                ("fileReservedTime", "48"),
+                ("diskSpaceWarningLevelRatio", "99"),
+            ] {
+                let (value, pending) = config_value(addr, key).await;
+                assert_eq!(value.as_deref(), Some(expected), "{addr} {key}");
+                assert_eq!(pending, None, "{addr}");
+            }
+        }
+        assert_eq!(
+            send_everywhere(&addrs, 4096).await,
+            vec![response_code::MESSAGE_ILLEGAL; 2]
+        );
+        assert_eq!(
+            send_everywhere(&addrs, 1024).await,
+            vec![response_code::SUCCESS; 2]
+        );
+    });
+    assert!(
+        started.elapsed() < TEST_LIMIT,
+        "took {:?}",
+        started.elapsed()
+    );
+}
