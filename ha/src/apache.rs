@@ -10,9 +10,10 @@
 //!   segment's end, and cut anywhere, inside a record too); a frame with size 0 is a heartbeat.
 //!
 //! The master starts at the slave's first report; a slave reporting 0 (empty) gets the start of the
-//! master's newest segment. Since this store must begin at offset 0, an empty slave whose master
-//! answers with a later offset is refused here with the reason (the master's log has grown past its
-//! first segment, or its first segments were deleted).
+//! master's newest segment, so everything before it would be missing. An empty slave offered a
+//! later offset therefore refuses it, saying how to seed the store: the master's sealed segment
+//! files copied into `shard-0/commitlog` (recovery rebuilds their ConsumeQueues and index, and the
+//! slave then reports their end, which the master takes as it is).
 //!
 //! Received bytes wait in a buffer until they hold whole records; only whole records are appended
 //! (`append_replicated_unsynced` checks each record's CRC, its physical offset and its placement in
@@ -232,11 +233,12 @@ fn check_start(pending: &Pending, frame: &Header) -> Result<(), HaError> {
     }
     if expected == 0 && pending.bytes.is_empty() {
         return Err(HaError::Refused(format!(
-            "the Apache master starts an empty slave at the start of its newest CommitLog segment \
-             (offset {}), and this store must begin at offset 0: the master's log has grown past \
-             its first segment (or its first segments were deleted), so it cannot be copied from \
-             the start; import the stopped store instead",
-            frame.offset
+            "the Apache master starts an empty slave at its newest CommitLog segment (offset {}), \
+             which would leave out everything before it: stop this broker, copy the master's \
+             CommitLog files named below {} (sealed, they no longer change) into this store's \
+             shard-0/commitlog directory and start it again; it rebuilds their ConsumeQueues and \
+             index and asks the master for the rest",
+            frame.offset, frame.offset
         )));
     }
     Err(wire::WireError::OutOfOrder {

@@ -2,21 +2,26 @@
 the slave of an Apache master"), with Apache's own name server, broker, mqadmin and Java client:
 
 a. Apache's name server and master `broker-a` (4.9.7, or 5.5.0; 1 MiB CommitLog segments so the copy crosses
-   a segment end and its blank record), a topic of 4 queues. Apache's Java producer sends batch A (keys
-   "A-key-i", 1 KiB bodies); group G consumes all of A and stops (its offsets committed on Apache).
+   segment ends and their blank records), a topic of 4 queues. Apache's Java producer sends batch A (keys
+   "A-key-i", 1 KiB bodies, past the first segment); group G consumes all of A and stops (its offsets
+   committed on Apache).
 b. Our broker starts as the master's slave: brokerName broker-a, brokerId 1, brokerRole SLAVE,
    haMasterProtocol apache, shardCount 1, the same segment size; it finds the master's HA address in the
-   name server's registration answer. Batch B is sent to Apache's master (G does not consume it). During the
-   copy our slave is SIGKILLed once and restarted.
-c. Wait until our slave's commitLogMaxOffset equals the master's and its copy of G's offsets equals
-   Apache's; stop Apache's master (cleanly), then ours; the two CommitLogs are byte-identical up to the end.
-d. Ours restarts on the same store as the master (brokerId 0, ASYNC_MASTER). G resumes on ours: it gets
+   name server's registration answer. Empty, it is offered only the master's newest segment (Apache's rule)
+   and refuses, saying how to seed; stopped, seeded with the master's sealed segment files and started
+   again, it follows from their end.
+c. Batch B is sent to Apache's master (G does not consume it). During the copy our slave is SIGKILLed once
+   and restarted. Wait until our slave's commitLogMaxOffset equals the master's and its copy of G's offsets
+   equals Apache's.
+d. Apache's master stops (cleanly), then ours; the two CommitLogs are byte-identical up to the end.
+e. Ours restarts on the same store as the master (brokerId 0, ASYNC_MASTER). G resumes on ours: it gets
    exactly batch B (nothing of A again: no reset; every acknowledged message of B: no loss), at the queue
    offsets Apache gave them, contiguous per queue; batch C sent to ours is consumed too. Apache's mqadmin
    finds a message of A by key (queryMsgByKey) and by its msgId (queryMsgByUniqueKey) on ours."""
 
 import collections
 import os
+import shutil
 import time
 
 import harness
@@ -29,7 +34,9 @@ SEGMENT = 1024 * 1024
 # A segment must hold the largest message (ours checks; Apache's would fail such a put).
 MAX_MESSAGE = 512 * 1024
 BODY = 1024
-COUNT_A, COUNT_B, COUNT_C = 300, 1200, 100
+COUNT_A, COUNT_B, COUNT_C = 1000, 1200, 100
+# What our empty slave logs when Apache's master offers it only its newest segment.
+REFUSAL = "starts an empty slave at its newest CommitLog segment"
 QUERY_CONSUMER_OFFSET = 14
 GET_BROKER_RUNTIME_INFO = 28
 
@@ -190,10 +197,27 @@ def run_in_place(ctx, servers_set, admin_set, lang):
               "G's committed offsets on Apache after consuming batch A: %s" % apache_offsets)
         phase["batch A consumed on Apache"] = time.monotonic() - started
 
-        # b. Our slave follows; batch B is sent to Apache's master; our slave is SIGKILLed during the copy.
-        ours.start_broker(timeout=60)
-        wait_for("our slave copying batch A", lambda: (max_offset(ours.broker_addr) or 0) > 0, 30)
+        # b. Our slave, empty, is offered the master's newest segment only: it refuses and says why.
         end_a = max_offset(apache.broker_addr)
+        check(end_a > SEGMENT, "the master's log (%d bytes) did not pass its first segment" % end_a)
+        ours.start_broker(timeout=60)
+        log = os.path.join(ours.workdir, "broker.log")
+        wait_for("our empty slave refusing to start at the master's newest segment",
+                 lambda: REFUSAL in open(log, errors="replace").read(), 30)
+        check(max_offset(ours.broker_addr) == 0, "the empty slave stored data from the newest segment")
+        ours.stop_broker()
+        # Seeded with the master's sealed segments (all files but the newest), it follows from their end.
+        theirs = segments(apache.commitlog)
+        sealed = sorted(start for start in theirs if start < max(theirs))
+        target = os.path.join(ours.store, "shard-0", "commitlog")
+        check(sealed and os.path.isdir(target), "nothing to seed %s with: %s" % (target, sorted(theirs)))
+        for start in sealed:
+            shutil.copyfile(theirs[start], os.path.join(target, "%020d" % start))
+        ours.start_broker(timeout=60)
+        wait_for("our slave copying batch A to %d" % end_a, lambda: max_offset(ours.broker_addr) == end_a, 30)
+        phase["slave seeded and following"] = time.monotonic() - started
+
+        # c. Batch B is sent to Apache's master; our slave is SIGKILLed during the copy.
         producer_b = produce(ctx, lang, ns, "B", COUNT_B)
         kill_at = end_a + 200 * BODY
         wait_for("our slave past offset %d" % kill_at, lambda: (max_offset(ours.broker_addr) or 0) >= kill_at, 60)
@@ -204,7 +228,7 @@ def run_in_place(ctx, servers_set, admin_set, lang):
         sent_b = acked(finish(ctx, producer_b, 60))
         check(len(sent_b) == COUNT_B, "batch B: %d of %d acknowledged" % (len(sent_b), COUNT_B))
         end_b = max_offset(apache.broker_addr)
-        check(end_b > SEGMENT, "the master's log (%d bytes) did not pass its first segment" % end_b)
+        check(end_b > 2 * SEGMENT, "the master's log (%d bytes) did not pass its second segment" % end_b)
         wait_for("our slave's max offset reaching the master's %d" % end_b,
                  lambda: max_offset(ours.broker_addr) == end_b, 30)
         wait_for("our slave's copy of G's offsets equal to Apache's %s" % apache_offsets,
@@ -214,13 +238,13 @@ def run_in_place(ctx, servers_set, admin_set, lang):
                                                           queue_ends(apache.broker_addr)))
         phase["slave caught up"] = time.monotonic() - started
 
-        # c. Apache's master stops; the logs are the same bytes.
+        # d. Apache's master stops; the logs are the same bytes.
         apache.stop(apache.broker_dir)
         ours.stop_broker()
         diff = first_difference(apache.commitlog, ours.store, end_b)
         check(diff is None, "the CommitLogs differ: %s" % diff)
 
-        # d. Ours restarts as the master; G resumes where it stopped; pre-move messages are found.
+        # e. Ours restarts as the master; G resumes where it stopped; pre-move messages are found.
         ours.become_master()
         ours.start_broker(timeout=60)
         wait_for("route of %s to our master" % TOPIC,
