@@ -575,6 +575,29 @@ def case_java_delay(s):
     check(0 <= java_out(out)["late_ms"] < 10000, "the delayed message came %s ms late" % java_out(out)["late_ms"])
 
 
+def case_java_recall(s):
+    """Producer.recallMessage through the proxy: the recalled delay message never comes, the other does; the
+    proxy's Apache-named metrics (metricsExporterType = PROM) count the RPCs by request and status code."""
+    create_topic(s, "JavaRecall", "DELAY")
+    out = s.java("recall", "JavaRecall", "GID_java_recall")
+    print("   ", out)
+    m = s.metrics()
+    common = 'cluster="SdkCluster",node_id="proxy-t",node_type="proxy",otel_scope_name="broker-meter"'
+    check('rocketmq_proxy_up{%s,proxy_mode="cluster"} 1' % common in m, "no rocketmq_proxy_up:\n" + m)
+
+    def count(request, response):
+        needle = ('rocketmq_rpc_latency_count{%s,protocol_type="grpc",request_code="%s",response_code="%s",'
+                  'result="success"} ') % (common.replace(',node_id', ',is_long_polling="false",node_id'),
+                                           request, response)
+        lines = [l for l in m.splitlines() if l.startswith(needle)]
+        return int(lines[0].split()[-1]) if lines else 0
+    check(count("send_message", "ok") == 2, "rpc latency counts %d sends, want 2:\n%s" % (count("send_message", "ok"), m))
+    check(count("recall_message", "ok") == 1, "want 1 recall answered ok:\n" + m)
+    check(count("recall_message", "internal_server_error") == 1, "want the made-up handle's refusal:\n" + m)
+    # Our own names stay beside Apache's.
+    check('rocketmq_proxy_rpc_calls_total{method="RecallMessage"} 2' in m, "our rpc counter lacks the recalls:\n" + m)
+
+
 def case_java_transaction(s):
     create_topic(s, "JavaTx", "TRANSACTION")
     out = s.java("transaction", "JavaTx", "GID_java_tx")
@@ -862,6 +885,10 @@ CASES = {
     # `forward`: every receive sees both queues, so the message sent without a delivery time is received at
     # once (the scenario checks it comes before the delayed one's time).
     "java_delay": (case_java_delay, {"timerWheelEnable": "true", "enableMixedMessageType": "true"}, None, "forward"),
+    # `forward` as java_delay (broker/tests/recall.rs covers recalls on shard-brokers).
+    "java_recall": (case_java_recall, {"timerWheelEnable": "true", "recallMessageEnable": "true"},
+                    {"metricsExporterType": '"PROM"', "proxyName": '"proxy-t"', "proxyClusterName": '"SdkCluster"'},
+                    "forward"),
     "java_transaction": (case_java_transaction,
                          {"transactionTimeOut": "2000", "transactionCheckInterval": "1000"}, None),
     "java_push": (case_java_push, None, None),

@@ -338,6 +338,45 @@ public final class JavaSdk {
     }
 
     /**
+     * Two delay messages due in 4 s; one is recalled by the handle its send answered (RocketMQ 5.3.2+'s
+     * Producer.recallMessage): only the other is received, also well past the due time. A made-up handle is
+     * refused.
+     */
+    static void recall(String endpoint, String topic, String group) throws Exception {
+        Producer p = producer(endpoint, topic);
+        long due = System.currentTimeMillis() + 4000;
+        SendReceipt gone = p.send(message(topic, "recalled").setDeliveryTimestamp(due).build());
+        SendReceipt kept = p.send(message(topic, "kept").setDeliveryTimestamp(due).build());
+        String handle = gone.getRecallHandle();
+        check(handle != null && !handle.isEmpty(), "a delay message's send receipt has no recall handle");
+        check(kept.getRecallHandle() != null && !kept.getRecallHandle().isEmpty(), "the second has no handle");
+        String recalledId = p.recallMessage(topic, handle).getMessageId().toString();
+        check(recalledId.equals(gone.getMessageId().toString()),
+            "the recall answered message id " + recalledId + ", sent as " + gone.getMessageId());
+        String refused = null;
+        try {
+            p.recallMessage(topic, "bm90IGEgaGFuZGxl");
+        } catch (ClientException e) {
+            refused = e.getMessage();
+        }
+        check(refused != null, "a made-up handle was accepted");
+        p.close();
+        SimpleConsumer c = consumer(endpoint, group, topic);
+        List<String> got = new ArrayList<>();
+        // Past the due time by 4 s more than the delivery bound, so a late recalled message shows too.
+        double end = now() + 12;
+        while (now() < end) {
+            for (MessageView m : c.receive(32, Duration.ofSeconds(4))) {
+                got.add(body(m));
+                c.ack(m);
+            }
+        }
+        c.close();
+        check(got.equals(Collections.singletonList("kept")), "received " + got + ", want only [kept]");
+        print(obj("recalled", recalledId, "refused", refused));
+    }
+
+    /**
      * commit is delivered, rollback never; of two half messages left open, the checker answers UNKNOWN at the
      * first check of each, then COMMIT for `tx-orphan` and ROLLBACK for `tx-orphan-rollback`.
      */
@@ -571,6 +610,7 @@ public final class JavaSdk {
                 case "normal": normal(a[1], a[2], a[3]); break;
                 case "fifo": fifo(a[1], a[2], a[3]); break;
                 case "delay": delay(a[1], a[2], a[3]); break;
+                case "recall": recall(a[1], a[2], a[3]); break;
                 case "transaction": transaction(a[1], a[2], a[3]); break;
                 case "push": push(a[1], a[2], a[3]); break;
                 case "fifo_push": fifoPush(a[1], a[2], a[3], a[4]); break;
