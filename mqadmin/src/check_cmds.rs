@@ -153,10 +153,14 @@ async fn print_msg_by_queue(
         let route = consumer.route(&queue.topic).await?;
         let addr = route.master_addr(&queue.broker_name)?;
         if let Some(ts) = begin {
-            from = admin.search_offset(addr, &queue.topic, queue.queue_id, ts).await?;
+            from = admin
+                .search_offset(addr, &queue.topic, queue.queue_id, ts)
+                .await?;
         }
         if let Some(ts) = end {
-            to = admin.search_offset(addr, &queue.topic, queue.queue_id, ts).await?;
+            to = admin
+                .search_offset(addr, &queue.topic, queue.queue_id, ts)
+                .await?;
         }
     }
     let options = PullOptions {
@@ -244,9 +248,7 @@ async fn send_msg_status(
     let topic = args.broker_name.trim();
     let producer = check_producer(&args.ns.namesrv, "PID_SMSC", timeout)?;
     // The first send (route, connection) is not counted, as Apache's tool does.
-    producer
-        .send(&Message::new(topic, jodie_body(16)))
-        .await?;
+    producer.send(&Message::new(topic, jodie_body(16))).await?;
     let msg = Message::new(topic, jodie_body(args.size));
     let mut lines = Vec::new();
     let mut sends = Vec::new();
@@ -254,7 +256,10 @@ async fn send_msg_status(
         let start = Instant::now();
         let result = producer.send(&msg).await?;
         let rt = start.elapsed().as_millis();
-        lines.push(format!("rt={rt}ms, SendResult={}", send_result_text(&result)));
+        lines.push(format!(
+            "rt={rt}ms, SendResult={}",
+            send_result_text(&result)
+        ));
         sends.push(json!({
             "rtMs": rt, "sendStatus": "SEND_OK", "msgId": result.msg_id,
             "brokerName": result.queue.broker_name, "queueId": result.queue.queue_id,
@@ -330,7 +335,11 @@ mod tests {
 
     #[test]
     fn tags_count_most_frequent_first() {
-        let counts = BTreeMap::from([("A".to_owned(), 2), ("B".to_owned(), 5), ("C".to_owned(), 2)]);
+        let counts = BTreeMap::from([
+            ("A".to_owned(), 2),
+            ("B".to_owned(), 5),
+            ("C".to_owned(), 2),
+        ]);
         let lines = tag_count_lines(&counts);
         assert_eq!(lines[0], format!("Tag: {:<30} Count: 5", "B"));
         assert_eq!(lines[1], format!("Tag: {:<30} Count: 2", "A"));

@@ -40,7 +40,10 @@ pub struct CleanBrokerMetadataArgs {
     pub clean_living: bool,
 }
 
-pub async fn run(command: ControllerCleanCommand, timeout: Duration) -> Result<Report, ClientError> {
+pub async fn run(
+    command: ControllerCleanCommand,
+    timeout: Duration,
+) -> Result<Report, ClientError> {
     match command {
         ControllerCleanCommand::CleanBrokerMetadata(args) => clean(args, timeout).await,
     }
@@ -59,7 +62,11 @@ pub fn check_ids(text: &str) -> Result<String, ClientError> {
 
 async fn clean(args: CleanBrokerMetadataArgs, timeout: Duration) -> Result<Report, ClientError> {
     let broker_name = args.broker_name.trim();
-    let cluster = args.cluster.as_deref().map(str::trim).filter(|c| !c.is_empty());
+    let cluster = args
+        .cluster
+        .as_deref()
+        .map(str::trim)
+        .filter(|c| !c.is_empty());
     if !args.clean_living && cluster.is_none() {
         return Err(ClientError::Invalid(
             "cleanLivingBroker option is false, clusterName option can not be empty.".into(),

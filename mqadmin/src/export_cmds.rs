@@ -206,8 +206,9 @@ async fn user_offsets(
         .offset_table
         .into_iter()
         .filter(|(key, _)| {
-            split_offset_table_key(key)
-                .is_some_and(|(topic, group)| !is_system_group(group) && !is_system_topic(topic, &own))
+            split_offset_table_key(key).is_some_and(|(topic, group)| {
+                !is_system_group(group) && !is_system_topic(topic, &own)
+            })
         })
         .collect())
 }
@@ -395,7 +396,10 @@ async fn export_configs(args: ExportClusterArgs, timeout: Duration) -> Result<Re
         let config = broker_config(&admin, &addr).await?;
         masters += 1;
         slaves += slave_count;
-        let name = config.get("brokerName").cloned().unwrap_or_else(|| addr.clone());
+        let name = config
+            .get("brokerName")
+            .cloned()
+            .unwrap_or_else(|| addr.clone());
         let keys: BTreeMap<&str, &String> = EXPORTED_BROKER_KEYS
             .iter()
             .filter_map(|k| config.get(*k).map(|v| (*k, v)))
@@ -457,15 +461,23 @@ async fn topic_put(admin: &Admin, addr: &str, topic: &str) -> (f64, u64) {
     let Ok(data) = from_json::<BrokerStatsData>(&resp.body) else {
         return (0.0, 0);
     };
-    let day = [data.stats_day.sum, data.stats_hour.sum, data.stats_minute.sum]
-        .into_iter()
-        .find(|s| *s != 0)
-        .unwrap_or(0);
+    let day = [
+        data.stats_day.sum,
+        data.stats_hour.sum,
+        data.stats_minute.sum,
+    ]
+    .into_iter()
+    .find(|s| *s != 0)
+    .unwrap_or(0);
     (data.stats_minute.tps, day)
 }
 
 /// `LANGUAGE%VERSION` of every client of the broker's groups.
-async fn client_versions(admin: &Admin, addr: &str, groups: &Map<String, Value>) -> BTreeSet<String> {
+async fn client_versions(
+    admin: &Admin,
+    addr: &str,
+    groups: &Map<String, Value>,
+) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for group in groups.keys() {
         let header = GetConsumerConnectionListRequestHeader {
@@ -479,9 +491,11 @@ async fn client_versions(admin: &Admin, addr: &str, groups: &Map<String, Value>)
             continue;
         };
         if let Ok(cc) = from_json::<ConsumerConnection>(&resp.body) {
-            out.extend(cc.connection_set.iter().map(|c| {
-                format!("{}%{}", c.language, crate::version::version_desc(c.version))
-            }));
+            out.extend(
+                cc.connection_set
+                    .iter()
+                    .map(|c| format!("{}%{}", c.language, crate::version::version_desc(c.version))),
+            );
         }
     }
     out
@@ -500,7 +514,11 @@ async fn export_metrics(args: ExportClusterArgs, timeout: Duration) -> Result<Re
     let mut total_tps = [0.0f64; 4];
     let mut total_day = [0i64; 4];
     for name in names {
-        let Some(addr) = info.broker_addr_table.get(name).and_then(|b| b.master_addr()) else {
+        let Some(addr) = info
+            .broker_addr_table
+            .get(name)
+            .and_then(|b| b.master_addr())
+        else {
             continue;
         };
         let kv = admin.runtime_info(addr).await?;
@@ -523,10 +541,16 @@ async fn export_metrics(args: ExportClusterArgs, timeout: Duration) -> Result<Re
             i64::try_from(trans_day).unwrap_or(i64::MAX),
             i64::try_from(sched_day).unwrap_or(i64::MAX),
         );
-        for (t, v) in total_tps.iter_mut().zip([in_tps, out_tps, trans_tps, sched_tps]) {
+        for (t, v) in total_tps
+            .iter_mut()
+            .zip([in_tps, out_tps, trans_tps, sched_tps])
+        {
             *t += v;
         }
-        for (t, v) in total_day.iter_mut().zip([in_day, out_day, trans_day, sched_day]) {
+        for (t, v) in total_day
+            .iter_mut()
+            .zip([in_day, out_day, trans_day, sched_day])
+        {
             *t = t.saturating_add(v);
         }
         let version = kv

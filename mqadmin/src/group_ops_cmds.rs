@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
+use clap::{Args, Subcommand};
 use client::broker_api;
 use client::request::request;
 use client::ClientError;
-use clap::{Args, Subcommand};
 use protocol::body::ResetOffsetBody;
 use protocol::header::{CommandHeader, ResetOffsetRequestHeader};
 use protocol::{request_code, response_code, ExtFields};
@@ -141,7 +141,10 @@ async fn get_consumer_config(
         lines.extend(config_field_lines(&config));
         found.push(json!({"clusterName": cluster, "brokerName": name, "brokerAddr": addr, "config": config}));
     }
-    Ok(Report::lines(lines, json!({"group": group, "brokers": found})))
+    Ok(Report::lines(
+        lines,
+        json!({"group": group, "brokers": found}),
+    ))
 }
 
 /// Apache's `UtilAll.frontStringAtLeast`: at most `len` leading characters.
@@ -155,7 +158,11 @@ async fn skip_accumulated(
 ) -> Result<Report, ClientError> {
     let admin = Admin::new(&args.ns.namesrv, timeout)?;
     let (group, topic) = (args.group.trim(), args.topic.trim());
-    let cluster = args.cluster.as_deref().map(str::trim).filter(|c| !c.is_empty());
+    let cluster = args
+        .cluster
+        .as_deref()
+        .map(str::trim)
+        .filter(|c| !c.is_empty());
     // LMQ topics and the timer wheel are routed by the cluster's name, as Apache's tool does.
     let route_topic = match cluster {
         Some(c) if topic.starts_with("%LMQ%") || topic == "rmq_sys_wheel_timer" => c,
@@ -262,8 +269,10 @@ async fn skip_by_commits(
                 max,
                 max
             ));
-            rows.push(json!({"brokerName": name, "queueId": queue_id, "brokerOffset": max,
-                "consumerOffset": old, "timestampOffset": max, "rollbackOffset": max}));
+            rows.push(
+                json!({"brokerName": name, "queueId": queue_id, "brokerOffset": max,
+                "consumerOffset": old, "timestampOffset": max, "rollbackOffset": max}),
+            );
         }
     }
     Ok(Report::lines(

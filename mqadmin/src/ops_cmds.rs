@@ -48,11 +48,25 @@ mod tests {
 
     #[test]
     fn only_bn_is_rewritten() {
-        let args = ["mqadmin", "cleanBrokerMetadata", "-bn", "broker-a", "-b", "1"]
-            .map(str::to_owned);
+        let args = [
+            "mqadmin",
+            "cleanBrokerMetadata",
+            "-bn",
+            "broker-a",
+            "-b",
+            "1",
+        ]
+        .map(str::to_owned);
         assert_eq!(
             rewrite_two_letter_flags(args.into_iter()),
-            ["mqadmin", "cleanBrokerMetadata", "--bn", "broker-a", "-b", "1"]
+            [
+                "mqadmin",
+                "cleanBrokerMetadata",
+                "--bn",
+                "broker-a",
+                "-b",
+                "1"
+            ]
         );
     }
 }

@@ -279,7 +279,9 @@ pub fn read_topic_list(text: &str) -> Result<Vec<TopicConfig>, ClientError> {
         let mut tc: TopicConfig = serde_json::from_value(item)
             .map_err(|e| ClientError::Invalid(format!("bad TopicConfig: {e}")))?;
         if tc.topic_name.trim().is_empty() {
-            return Err(ClientError::Invalid("a TopicConfig has no topicName".into()));
+            return Err(ClientError::Invalid(
+                "a TopicConfig has no topicName".into(),
+            ));
         }
         tc.attributes = tc
             .attributes
@@ -438,7 +440,10 @@ mod tests {
         .unwrap();
         assert_eq!(list.len(), 1);
         assert_eq!(list[0].read_queue_nums, 2);
-        assert_eq!(list[0].attributes.get("+message.type").map(String::as_str), Some("FIFO"));
+        assert_eq!(
+            list[0].attributes.get("+message.type").map(String::as_str),
+            Some("FIFO")
+        );
         let export = read_topic_list(
             r#"{"exportTime":1,"topicConfigTable":{"B":{"topicName":"B","attributes":{"-x":""}}}}"#,
         )
