@@ -96,9 +96,8 @@ pub fn outcome_remark(in_force: &BrokerConfig, changes: &[(String, String)]) -> 
     let in_force = in_force.to_pairs();
     for (key, value) in changes {
         let now = in_force.iter().find(|(k, _)| k == key).map(|(_, v)| v);
-        if live::LIVE_KEYS.contains(&key.as_str()) {
-            applied.push(key.as_str());
-        } else if now.is_some_and(|v| v == value.trim()) {
+        // A live key is in force now; so is one set to the value already in force.
+        if live::LIVE_KEYS.contains(&key.as_str()) || now.is_some_and(|v| v == value.trim()) {
             applied.push(key.as_str());
         } else {
             let now = now.map_or(String::new(), |v| format!(" (in force: {v})"));
