@@ -1,6 +1,6 @@
 //! A producer heartbeats its group as the Java client does: against an in-process fake name server
-//! + broker, the first send's route lookup is followed by one HEART_BEAT carrying only the producer
-//! group (`producerDataSet`) and the producer's client id; later sends to a known master add none.
+//! and broker, the first send's route lookup is followed by one HEART_BEAT carrying only the
+//! producer group (`producerDataSet`) and the producer's client id; later sends add none.
 
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
