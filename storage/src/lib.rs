@@ -29,6 +29,7 @@ mod read;
 mod read_cache;
 mod recovery;
 pub mod retention;
+pub mod retention_audit;
 mod retention_clock;
 mod retention_policy;
 mod segment;

@@ -12,6 +12,8 @@ use std::time::{Duration, SystemTime};
 use crate::consume_queue::{ConsumeQueue, CqEntry, CQ_UNIT};
 use crate::error::StoreError;
 use crate::offset::physical;
+use crate::retention_audit::{unconsumed_losses, DeleteRule, DeletedSegment, UnconsumedLoss};
+use crate::stats::StoreStats;
 use crate::store::MessageStore;
 use crate::types::RetentionReport;
 
@@ -120,6 +122,13 @@ impl MessageStore {
             if !normal && !forced {
                 break;
             }
+            let rule = if normal && in_window {
+                DeleteRule::Expired
+            } else if normal {
+                DeleteRule::ExpiredDiskPressure
+            } else {
+                DeleteRule::Forced
+            };
             if held && !normal {
                 for f in floors.iter().filter(|f| f.local < seg_end) {
                     tracing::warn!(
@@ -136,14 +145,50 @@ impl MessageStore {
             if let Err(e) = std::fs::remove_file(&seg.path) {
                 tracing::warn!("deleting {} failed: {e}", seg.path.display());
             }
-            tracing::info!(
-                "shard {}: retention deleted CommitLog segment {}",
-                cfg.shard_id,
-                seg.path.display()
-            );
-            report
-                .commitlog_segments
-                .push(seg.path.display().to_string());
+            let age_h = modified
+                .and_then(|m| now.duration_since(m).ok())
+                .map_or(0, |age| age.as_secs() / 3600);
+            let why = match rule {
+                DeleteRule::Expired => format!(
+                    "last written {age_h} h ago, fileReservedTime {} h, {}",
+                    live.file_reserved_time_hours,
+                    if force { "deletion asked for" } else { "a deleteWhen hour" }
+                ),
+                DeleteRule::ExpiredDiskPressure => format!(
+                    "last written {age_h} h ago, fileReservedTime {} h, disk {}% used >= diskMaxUsedSpaceRatio {}%",
+                    live.file_reserved_time_hours,
+                    used.unwrap_or(0),
+                    live.disk_max_used_space_ratio
+                ),
+                DeleteRule::Forced => format!(
+                    "last written {age_h} h ago, disk {}% used >= diskSpaceCleanForciblyRatio {}%, deleted before it expired",
+                    used.unwrap_or(0),
+                    live.disk_space_clean_forcibly_ratio
+                ),
+            };
+            let counter = match rule {
+                DeleteRule::Expired => &inner.stats.retention_expired,
+                DeleteRule::ExpiredDiskPressure => &inner.stats.retention_disk_pressure,
+                DeleteRule::Forced => &inner.stats.retention_forced,
+            };
+            StoreStats::inc(counter, 1);
+            if rule == DeleteRule::Forced {
+                tracing::warn!(
+                    "shard {}: retention ({rule}) deleted CommitLog segment {}: {why}",
+                    cfg.shard_id,
+                    seg.path.display()
+                );
+            } else {
+                tracing::info!(
+                    "shard {}: retention ({rule}) deleted CommitLog segment {}: {why}",
+                    cfg.shard_id,
+                    seg.path.display()
+                );
+            }
+            report.commitlog_segments.push(DeletedSegment {
+                path: seg.path.display().to_string(),
+                rule,
+            });
         }
         if report.commitlog_segments.is_empty() {
             return Ok(report);
@@ -159,8 +204,37 @@ impl MessageStore {
             .values()
             .flat_map(|m| m.values().cloned())
             .collect();
+        let positions = inner.consumer_positions.borrow().clone();
+        // The rule that took the newest segment is the one that moved the queues' starts.
+        let rule = report
+            .commitlog_segments
+            .last()
+            .map_or(DeleteRule::Expired, |d| d.rule);
         for q in queues {
+            let old_min = q.borrow().min_offset;
             report.consume_queue_files += self.trim_queue(&q, min_phys).await?;
+            let (topic, queue_id, new_min) = {
+                let q = q.borrow();
+                (q.topic.clone(), q.queue_id, q.min_offset)
+            };
+            if new_min <= old_min {
+                continue;
+            }
+            let Some(positions) = &positions else {
+                continue;
+            };
+            let losses = unconsumed_losses(
+                &topic,
+                queue_id,
+                old_min,
+                new_min,
+                &positions(&topic, queue_id),
+            );
+            for loss in &losses {
+                warn_unconsumed(cfg.shard_id, rule, loss);
+                StoreStats::inc(&inner.stats.retention_unconsumed, loss.messages as u64);
+            }
+            report.unconsumed.extend(losses);
         }
         let doomed = inner.index.borrow_mut().take_files_below(min_phys);
         for path in doomed {
@@ -212,4 +286,17 @@ impl MessageStore {
         q.min_offset = q.min_offset.max(lo);
         Ok(deleted)
     }
+}
+
+/// The WARN line for messages deleted before a group consumed them.
+fn warn_unconsumed(shard_id: u16, rule: DeleteRule, loss: &UnconsumedLoss) {
+    tracing::warn!(
+        "shard {shard_id}: retention ({rule}) deleted {} messages of topic {} queue {} that consumer group {} had not consumed (its committed offset {}; the queue now starts at {})",
+        loss.messages,
+        loss.topic,
+        loss.queue_id,
+        loss.group,
+        loss.committed,
+        loss.new_min
+    );
 }

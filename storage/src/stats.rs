@@ -18,6 +18,12 @@ pub(crate) struct StoreStats {
     pub group_commit_max: Cell<u64>,
     pub gets: Cell<u64>,
     pub disk_reads: Cell<u64>,
+    /// CommitLog segments deleted by retention, by rule (`retention_audit::DeleteRule`).
+    pub retention_expired: Cell<u64>,
+    pub retention_disk_pressure: Cell<u64>,
+    pub retention_forced: Cell<u64>,
+    /// Messages deleted before a consumer group with a committed offset on their queue consumed them.
+    pub retention_unconsumed: Cell<u64>,
 }
 
 /// A copy of the counters at one moment.
@@ -38,6 +44,10 @@ pub struct StatsSnapshot {
     pub gets: u64,
     /// Reads that went to disk (DMA) instead of memory.
     pub disk_reads: u64,
+    pub retention_expired: u64,
+    pub retention_disk_pressure: u64,
+    pub retention_forced: u64,
+    pub retention_unconsumed: u64,
 }
 
 fn add(c: &Cell<u64>, v: u64) {
@@ -74,6 +84,10 @@ impl StoreStats {
             group_commit_max: self.group_commit_max.get(),
             gets: self.gets.get(),
             disk_reads: self.disk_reads.get(),
+            retention_expired: self.retention_expired.get(),
+            retention_disk_pressure: self.retention_disk_pressure.get(),
+            retention_forced: self.retention_forced.get(),
+            retention_unconsumed: self.retention_unconsumed.get(),
         }
     }
 }

@@ -24,6 +24,7 @@ use crate::index::{flush_index, IndexService};
 use crate::index_file::IndexFile;
 use crate::layout::{abort_marker, consume_queue_root, file_name};
 use crate::offset::physical;
+use crate::retention_audit::ConsumerPositionsFn;
 use crate::retention_clock::RetentionClock;
 use crate::stats::{StatsSnapshot, StoreStats};
 use crate::types::PutOk;
@@ -86,6 +87,8 @@ pub(crate) struct Inner {
     /// Set for good when a CommitLog fdatasync failed: no write is taken until a restart.
     pub sync_failure: RefCell<Option<String>>,
     pub arrival: RefCell<Option<Rc<ArrivalFn>>>,
+    /// Committed offsets by group, asked by retention to say what it deletes unconsumed.
+    pub consumer_positions: RefCell<Option<Rc<ConsumerPositionsFn>>>,
     pub shutting_down: Cell<bool>,
     /// The dispatch point last written to the checkpoint.
     pub dispatch_durable: Cell<u64>,
@@ -151,6 +154,7 @@ impl MessageStore {
             disk_full: RefCell::new(None),
             sync_failure: RefCell::new(None),
             arrival: RefCell::new(None),
+            consumer_positions: RefCell::new(None),
             shutting_down: Cell::new(false),
             dispatch_durable: Cell::new(rec.dispatch_from),
             checkpoint: RefCell::new(Some(writer)),
@@ -532,6 +536,12 @@ impl MessageStore {
     /// (topic, queue id, new max offset).
     pub fn set_arrival_listener(&self, f: Box<ArrivalFn>) {
         *self.inner.arrival.borrow_mut() = Some(Rc::from(f));
+    }
+
+    /// Where consumer groups are on each queue, so that retention can count (and log) the messages it
+    /// deletes before they were consumed.
+    pub fn set_consumer_positions(&self, f: Box<ConsumerPositionsFn>) {
+        *self.inner.consumer_positions.borrow_mut() = Some(Rc::from(f));
     }
 
     /// Every (topic, queue id) with a ConsumeQueue.

@@ -62,7 +62,9 @@ impl GetResult {
 /// What a retention pass removed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RetentionReport {
-    pub commitlog_segments: Vec<String>,
+    pub commitlog_segments: Vec<crate::retention_audit::DeletedSegment>,
+    /// Messages consumer groups had not consumed when their queue's start moved past them.
+    pub unconsumed: Vec<crate::retention_audit::UnconsumedLoss>,
     pub consume_queue_files: usize,
     pub index_files: usize,
 }

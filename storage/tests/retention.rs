@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 use common::{body, message, run, small_config};
 use protocol::message::record::decode_view;
 use storage::retention::is_delete_hour;
+use storage::retention_audit::DeleteRule;
 use storage::{local_of, FlushDiskType, GetMessageStatus, MessageStore, PutError, COMMITLOG_DIR};
 
 fn age_file(path: &std::path::Path, hours: u64) {
@@ -81,11 +82,51 @@ fn expired_segments_and_their_queue_files_are_deleted() {
             "nothing deleted outside deleteWhen"
         );
 
+        // A group that consumed nothing and one that consumed everything.
+        let ends = [store.max_offset("R", 0), store.max_offset("R", 1)];
+        store.set_consumer_positions(Box::new(move |topic, queue_id| {
+            assert_eq!(topic, "R");
+            vec![
+                ("behind".to_owned(), 0),
+                ("done".to_owned(), ends[queue_id as usize]),
+            ]
+        }));
         let report = store.run_retention(now, true).await.expect("retention");
         assert_eq!(
             report.commitlog_segments.len(),
             3,
             "exactly the three oldest: {report:?}"
+        );
+        assert!(report
+            .commitlog_segments
+            .iter()
+            .all(|d| d.rule == DeleteRule::Expired));
+        // Each queue's new start is what `behind` lost on it; `done` lost nothing.
+        let mut lost: Vec<(i32, &str, i64)> = report
+            .unconsumed
+            .iter()
+            .map(|l| (l.queue_id, l.group.as_str(), l.messages))
+            .collect();
+        lost.sort();
+        assert_eq!(
+            lost,
+            vec![
+                (0, "behind", store.min_offset("R", 0)),
+                (1, "behind", store.min_offset("R", 1))
+            ]
+        );
+        let stats = store.stats();
+        assert_eq!(
+            (
+                stats.retention_expired,
+                stats.retention_disk_pressure,
+                stats.retention_forced
+            ),
+            (3, 0, 0)
+        );
+        assert_eq!(
+            stats.retention_unconsumed as i64,
+            store.min_offset("R", 0) + store.min_offset("R", 1)
         );
         for s in &segments[..3] {
             assert!(!seg_path(*s).exists());
@@ -169,6 +210,8 @@ fn disk_pressure_deletes_oldest_and_warning_level_refuses_writes() {
         // one per pass.
         let report = store.run_retention(0, false).await.expect("retention");
         assert_eq!(report.commitlog_segments.len(), 1);
+        assert_eq!(report.commitlog_segments[0].rule, DeleteRule::Forced);
+        assert_eq!(store.stats().retention_forced, 1);
         // (A segment created ahead in the background may have joined the list meanwhile.)
         let after = store.commitlog_segments();
         assert_eq!(after.first(), Some(&before[1]));

@@ -7,6 +7,7 @@ use crate::feature::metrics::figures::{DiskFigures, LocalFigures};
 use crate::feature::metrics::local::PUT_LATENCY_BOUNDS_US;
 use crate::replication::replica_state::ReplicaFigures;
 use crate::shard::stats::ShardStats;
+use storage::retention_audit::DeleteRule;
 
 /// Escapes a label value (backslash, double quote, newline).
 fn escape(v: &str) -> String {
@@ -86,6 +87,8 @@ enum Read {
     Disk(fn(&DiskFigures) -> Value),
     /// One sample per shard and kind of request it sent to another shard.
     RequestsSent,
+    /// One sample per shard and retention rule (`storage::retention_audit::DeleteRule`).
+    RetentionDeleted,
 }
 
 /// Which role's brokers show a family: HA figures are the master side's or the slave side's.
@@ -217,6 +220,12 @@ const FAMILIES: &[Family] = &[
     family("rocketmq_store_read_only", "gauge",
         "1 while the shard's store refuses writes (failed disk write or sync, full disk; the reason is in the log and in GET_BROKER_RUNTIME_INFO storeReadOnlyReason).",
         Read::Shard(|x| x.read_only.is_some().into())),
+    family("rocketmq_retention_deleted_segments_total", "counter",
+        "CommitLog segments deleted by retention, per shard and rule: expired (fileReservedTime, in a deleteWhen hour), expired_disk_pressure (expired, disk above diskMaxUsedSpaceRatio), forced (not expired, disk above diskSpaceCleanForciblyRatio).",
+        Read::RetentionDeleted),
+    family("rocketmq_retention_unconsumed_messages_total", "counter",
+        "Messages retention deleted before a consumer group with a committed offset on their queue consumed them, per shard (each group counted; the log names the groups).",
+        Read::Shard(|x| x.store.retention_unconsumed.into())),
     family("rocketmq_store_queues", "gauge",
         "Consume queues, per shard.",
         Read::Shard(|x| x.queues.into())),
@@ -325,6 +334,19 @@ impl Out {
                     self.sample(name, "", read(d));
                 }
             }
+            Read::RetentionDeleted => {
+                for sh in &s.shards {
+                    let st = &sh.store;
+                    for (rule, n) in [
+                        (DeleteRule::Expired, st.retention_expired),
+                        (DeleteRule::ExpiredDiskPressure, st.retention_disk_pressure),
+                        (DeleteRule::Forced, st.retention_forced),
+                    ] {
+                        let l = format!("shard=\"{}\",rule=\"{rule}\"", sh.shard);
+                        self.sample(name, &l, n);
+                    }
+                }
+            }
             Read::RequestsSent => {
                 for sh in &s.shards {
                     for (kind, n) in &sh.requests_sent {
@@ -380,6 +402,10 @@ mod tests {
             sh.store.busy_rejects = 6 + shard;
             sh.store.flush_timeouts = 7 + shard;
             sh.store.disk_reads = 9 + shard;
+            sh.store.retention_expired = 3 + shard;
+            sh.store.retention_disk_pressure = shard;
+            sh.store.retention_forced = 2 * shard;
+            sh.store.retention_unconsumed = 500 * shard;
             sh.store.fsyncs = 10 + shard;
             sh.store.fsync_nanos_total = 1_500_000_000 + shard;
             sh.store.fsync_nanos_max = 2_250_000 * (shard + 1);
@@ -684,6 +710,18 @@ rocketmq_store_commitlog_bytes{cluster="C\\1",broker="broker-\"a\"",shard="1"} 0
 # TYPE rocketmq_store_read_only gauge
 rocketmq_store_read_only{cluster="C\\1",broker="broker-\"a\"",shard="0"} 0
 rocketmq_store_read_only{cluster="C\\1",broker="broker-\"a\"",shard="1"} 1
+# HELP rocketmq_retention_deleted_segments_total CommitLog segments deleted by retention, per shard and rule: expired (fileReservedTime, in a deleteWhen hour), expired_disk_pressure (expired, disk above diskMaxUsedSpaceRatio), forced (not expired, disk above diskSpaceCleanForciblyRatio).
+# TYPE rocketmq_retention_deleted_segments_total counter
+rocketmq_retention_deleted_segments_total{cluster="C\\1",broker="broker-\"a\"",shard="0",rule="expired"} 3
+rocketmq_retention_deleted_segments_total{cluster="C\\1",broker="broker-\"a\"",shard="0",rule="expired_disk_pressure"} 0
+rocketmq_retention_deleted_segments_total{cluster="C\\1",broker="broker-\"a\"",shard="0",rule="forced"} 0
+rocketmq_retention_deleted_segments_total{cluster="C\\1",broker="broker-\"a\"",shard="1",rule="expired"} 4
+rocketmq_retention_deleted_segments_total{cluster="C\\1",broker="broker-\"a\"",shard="1",rule="expired_disk_pressure"} 1
+rocketmq_retention_deleted_segments_total{cluster="C\\1",broker="broker-\"a\"",shard="1",rule="forced"} 2
+# HELP rocketmq_retention_unconsumed_messages_total Messages retention deleted before a consumer group with a committed offset on their queue consumed them, per shard (each group counted; the log names the groups).
+# TYPE rocketmq_retention_unconsumed_messages_total counter
+rocketmq_retention_unconsumed_messages_total{cluster="C\\1",broker="broker-\"a\"",shard="0"} 0
+rocketmq_retention_unconsumed_messages_total{cluster="C\\1",broker="broker-\"a\"",shard="1"} 500
 # HELP rocketmq_store_queues Consume queues, per shard.
 # TYPE rocketmq_store_queues gauge
 rocketmq_store_queues{cluster="C\\1",broker="broker-\"a\"",shard="0"} 8
@@ -783,6 +821,14 @@ rocketmq_store_commitlog_bytes{cluster="C\\1",broker="broker-\"a\"",shard="0"} 8
 # HELP rocketmq_store_read_only 1 while the shard's store refuses writes (failed disk write or sync, full disk; the reason is in the log and in GET_BROKER_RUNTIME_INFO storeReadOnlyReason).
 # TYPE rocketmq_store_read_only gauge
 rocketmq_store_read_only{cluster="C\\1",broker="broker-\"a\"",shard="0"} 0
+# HELP rocketmq_retention_deleted_segments_total CommitLog segments deleted by retention, per shard and rule: expired (fileReservedTime, in a deleteWhen hour), expired_disk_pressure (expired, disk above diskMaxUsedSpaceRatio), forced (not expired, disk above diskSpaceCleanForciblyRatio).
+# TYPE rocketmq_retention_deleted_segments_total counter
+rocketmq_retention_deleted_segments_total{cluster="C\\1",broker="broker-\"a\"",shard="0",rule="expired"} 3
+rocketmq_retention_deleted_segments_total{cluster="C\\1",broker="broker-\"a\"",shard="0",rule="expired_disk_pressure"} 0
+rocketmq_retention_deleted_segments_total{cluster="C\\1",broker="broker-\"a\"",shard="0",rule="forced"} 0
+# HELP rocketmq_retention_unconsumed_messages_total Messages retention deleted before a consumer group with a committed offset on their queue consumed them, per shard (each group counted; the log names the groups).
+# TYPE rocketmq_retention_unconsumed_messages_total counter
+rocketmq_retention_unconsumed_messages_total{cluster="C\\1",broker="broker-\"a\"",shard="0"} 0
 # HELP rocketmq_store_queues Consume queues, per shard.
 # TYPE rocketmq_store_queues gauge
 rocketmq_store_queues{cluster="C\\1",broker="broker-\"a\"",shard="0"} 8

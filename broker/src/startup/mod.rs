@@ -247,6 +247,14 @@ async fn shard_main(boot: Boot) -> Result<(), BrokerError> {
                 crate::replication::ha::on_arrival(&shard, topic, queue_id);
             }
         }));
+    let weak = Rc::downgrade(&shard);
+    shard
+        .store
+        .set_consumer_positions(Box::new(move |topic, queue_id| {
+            weak.upgrade()
+                .map(|shard| shard.offsets.borrow().positions(topic, queue_id))
+                .unwrap_or_default()
+        }));
     progress.enter(Stage::Transactions);
     crate::feature::transaction::start(&shard).await?;
     progress.enter(Stage::PopRevive);

@@ -54,6 +54,19 @@ impl ConsumerOffsets {
             .copied()
     }
 
+    /// Every group's committed offset of one queue: (group, offset).
+    pub fn positions(&self, topic: &str, queue_id: i32) -> Vec<(String, i64)> {
+        self.table
+            .iter()
+            .filter_map(|(key, queues)| {
+                let (t, group) = split_offset_table_key(key)?;
+                (t == topic)
+                    .then(|| queues.get(&queue_id).map(|o| (group.to_owned(), *o)))
+                    .flatten()
+            })
+            .collect()
+    }
+
     /// Drops every offset of a deleted topic.
     pub fn remove_topic(&mut self, topic: &str) {
         let before = self.table.len();
