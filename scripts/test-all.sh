@@ -7,6 +7,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Build outputs kept between runs, outside the checkout (CI tests a fresh clone each time): the
+# workspace's target directory when CARGO_TARGET_DIR is not set (compiled dependencies and fuzz builds
+# are reused; the workspace's own crates rebuild, their files being new), and the client programs'
+# own workspaces and virtual environments (tests/interop/setup.sh, tests/sdk5/setup.sh). Without
+# incremental data a reused target directory stays near its size after one build.
+export ROCKETMQ_TEST_CACHE="${ROCKETMQ_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rocketmq-rs-tests}"
+if [ -z "${CARGO_TARGET_DIR:-}" ]; then
+    export CARGO_TARGET_DIR="$ROCKETMQ_TEST_CACHE/target" CARGO_INCREMENTAL=0
+fi
+mkdir -p "$ROCKETMQ_TEST_CACHE"
+
 # Each step's start, with the minutes since the run began, so a slow step shows in CI's log.
 step() { echo "== [$(date -u +%H:%M:%S), +$((SECONDS / 60)) min] $*"; }
 

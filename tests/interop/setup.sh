@@ -60,8 +60,17 @@ echo "interop setup: broker, name server, controller and mqadmin under test"
 (cd "$repo" && cargo build --quiet -p broker -p namesrv -p controller -p mqadmin)
 
 echo "interop setup: rust client (rocketmq-client-rust 1.0.0; slow the first time)"
-# Always its own target dir (where run.py looks), whatever CARGO_TARGET_DIR says for the main workspace.
-(cd "$here/rust-client" && CARGO_TARGET_DIR="$here/rust-client/target" cargo build --quiet --release)
+# Always its own workspace (where run.py looks: rust-client/target/release/), whatever CARGO_TARGET_DIR
+# says for the main one; its compiled dependencies are kept in $ROCKETMQ_TEST_CACHE when that is set.
+rust_target="$here/rust-client/target"
+if [ -n "${ROCKETMQ_TEST_CACHE:-}" ]; then
+  rust_target="$ROCKETMQ_TEST_CACHE/interop-rust-client-target"
+fi
+(cd "$here/rust-client" && CARGO_TARGET_DIR="$rust_target" cargo build --quiet --release)
+if [ "$rust_target" != "$here/rust-client/target" ]; then
+  mkdir -p "$here/rust-client/target/release"
+  cp -f "$rust_target/release/interop-rust-client" "$here/rust-client/target/release/interop-rust-client"
+fi
 
 echo "interop setup: Go client (apache/rocketmq-client-go/v2 from the Go module proxy)"
 "$here/go-client/build.sh"

@@ -61,8 +61,17 @@ else
 fi
 
 echo "sdk5 setup: Rust SDK program (crates.io rocketmq 5.0.0; its own workspace, a few minutes the first time)"
-# Always its own target dir (where run.py looks), whatever CARGO_TARGET_DIR says for the main workspace.
-(cd "$here/rust-client" && CARGO_TARGET_DIR="$here/rust-client/target" cargo build --quiet)
+# Always its own workspace (where run.py looks: rust-client/target/debug/), whatever CARGO_TARGET_DIR
+# says for the main one; its compiled dependencies are kept in $ROCKETMQ_TEST_CACHE when that is set.
+rust_target="$here/rust-client/target"
+if [ -n "${ROCKETMQ_TEST_CACHE:-}" ]; then
+  rust_target="$ROCKETMQ_TEST_CACHE/sdk5-rust-client-target"
+fi
+(cd "$here/rust-client" && CARGO_TARGET_DIR="$rust_target" cargo build --quiet)
+if [ "$rust_target" != "$here/rust-client/target" ]; then
+  mkdir -p "$here/rust-client/target/debug"
+  cp -f "$rust_target/debug/sdk5-rust-client" "$here/rust-client/target/debug/sdk5-rust-client"
+fi
 
 echo "sdk5 setup: name server, broker, proxy and mqadmin under test"
 (cd "$repo" && cargo build --quiet -p broker -p namesrv -p proxy -p mqadmin)
