@@ -1,7 +1,9 @@
 """Moving an Apache RocketMQ broker to ours in place, with its data (docs/migration.md, "In place: our broker as
 the slave of an Apache master"), with Apache's own name server, broker, mqadmin and Java client:
 
-a. Apache's name server and master `broker-a` (4.9.7, or 5.5.0; 1 MiB CommitLog segments so the copy crosses
+a. Apache's name server and master `broker-a` (4.9.7 as a SYNC_MASTER, which answers SEND_OK only once a slave
+   acknowledged the message, at once SLAVE_NOT_AVAILABLE without one; or 5.5.0 as an ASYNC_MASTER: 5.x's
+   SYNC_MASTER waits for no slave unless inSyncReplicas >= 2); 1 MiB CommitLog segments so the copy crosses
    segment ends and their blank records), a topic of 4 queues. Apache's Java producer sends batch A (keys
    "A-key-i", 1 KiB bodies, past the first segment); group G consumes all of A and stops (its offsets
    committed on Apache).
@@ -69,13 +71,13 @@ class OurBroker(harness.Cluster):
                                         self.broker_id, timeout)
 
 
-def start_apache_master(apache):
+def start_apache_master(apache, role):
     store = os.path.join(apache.workdir, "apache-broker", "store")
     text = "\n".join([
         "brokerClusterName=DefaultCluster",
         "brokerName=broker-a",
         "brokerId=0",
-        "brokerRole=ASYNC_MASTER",
+        "brokerRole=%s" % role,
         "flushDiskType=ASYNC_FLUSH",
         "brokerIP1=127.0.0.1",
         "listenPort=%d" % apache.broker_port,
@@ -161,8 +163,12 @@ def finish(ctx, proc, timeout):
     return result
 
 
+# A SYNC_MASTER stores a message it answers SLAVE_NOT_AVAILABLE or FLUSH_SLAVE_TIMEOUT for too.
+STORED = ("SEND_OK", "SLAVE_NOT_AVAILABLE", "FLUSH_SLAVE_TIMEOUT")
+
+
 def acked(result):
-    sent = [r for r in result.of_kind("sent") if r["status"] == "SEND_OK"]
+    sent = [r for r in result.of_kind("sent") if r["status"] in STORED]
     errors = result.of_kind("send_error") + result.of_kind("error")
     check(not errors, "%s: %d send(s) failed, first %s" % (result.name, len(errors), errors[:2]))
     return sent
@@ -173,7 +179,7 @@ def consume(ctx, lang, namesrv, want, name):
                                                       str(want), "2000"]), 90)
 
 
-def run_in_place(ctx, servers_set, admin_set, lang):
+def run_in_place(ctx, servers_set, admin_set, lang, apache_role):
     apache = Apache(ctx.workdir, servers_set, admin_set)
     ours = OurBroker(os.path.join(ctx.workdir, "ours"), apache.namesrv_addr, "1", "SLAVE")
     os.makedirs(ours.workdir, exist_ok=True)
@@ -185,12 +191,16 @@ def run_in_place(ctx, servers_set, admin_set, lang):
     try:
         # a. Apache's cluster; batch A, consumed by G.
         apache.start_namesrv()
-        start_apache_master(apache)
+        start_apache_master(apache, apache_role)
         remoting.create_topic(apache.broker_addr, TOPIC, QUEUES)
         wait_for("route of %s on Apache's name server" % TOPIC,
                  lambda: (remoting.topic_route(ns, TOPIC) or {}).get("queueDatas"), 30)
         sent_a = acked(finish(ctx, produce(ctx, lang, ns, "A", COUNT_A), 60))
         check(len(sent_a) == COUNT_A, "batch A: %d of %d acknowledged" % (len(sent_a), COUNT_A))
+        statuses_a = collections.Counter(r["status"] for r in sent_a)
+        want_a = "SLAVE_NOT_AVAILABLE" if apache_role == "SYNC_MASTER" else "SEND_OK"
+        check(statuses_a[want_a] == COUNT_A, "batch A (no slave yet) answered %s, not all %s"
+              % (dict(statuses_a), want_a))
         recv_a = consume(ctx, lang, ns, COUNT_A, "consumer-on-apache").of_kind("recv")
         apache_offsets = group_offsets(apache.broker_addr)
         check(sum(v or 0 for v in apache_offsets.values()) == COUNT_A,
@@ -227,6 +237,14 @@ def run_in_place(ctx, servers_set, admin_set, lang):
         ours.start_broker(timeout=60)
         sent_b = acked(finish(ctx, producer_b, 60))
         check(len(sent_b) == COUNT_B, "batch B: %d of %d acknowledged" % (len(sent_b), COUNT_B))
+        statuses_b = collections.Counter(r["status"] for r in sent_b)
+        if apache_role == "SYNC_MASTER":
+            # SEND_OK only once a slave acknowledged the message: ours, before it was killed.
+            check(statuses_b["SEND_OK"] >= 100, "Apache's SYNC_MASTER answered SEND_OK for %d of batch B "
+                  "(%s): our slave's acknowledgements did not release its sends" % (statuses_b["SEND_OK"],
+                                                                                     dict(statuses_b)))
+        else:
+            check(statuses_b["SEND_OK"] == COUNT_B, "batch B statuses %s" % dict(statuses_b))
         end_b = max_offset(apache.broker_addr)
         check(end_b > 2 * SEGMENT, "the master's log (%d bytes) did not pass its second segment" % end_b)
         wait_for("our slave's max offset reaching the master's %d" % end_b,
@@ -301,10 +319,10 @@ def run_in_place(ctx, servers_set, admin_set, lang):
               "queue %d: consumed offsets are not contiguous from G's committed %d: %s"
               % (q, start, sorted(offsets)[:10]))
     dups = sum(c - 1 for c in count.values())
-    ctx.note("%s servers, %s client: batches A/B/C %d/%d/%d acknowledged; slave SIGKILLed at offset %s "
+    ctx.note("%s %s, %s client: batches A/B/C %d/%d/%d stored (batch B answered %s); slave SIGKILLed at offset %s "
              "(producer %s), master's end %d; G's offsets on Apache %s; on ours %d received, %d duplicate "
              "deliveries; phases at %s s"
-             % (servers_set, lang, len(sent_a), len(sent_b), len(sent_c), killed_at,
+             % (servers_set, apache_role, lang, len(sent_a), len(sent_b), len(sent_c), dict(statuses_b), killed_at,
                 "still sending" if producer_running else "already done", end_b, apache_offsets,
                 len(recv), dups, {k: round(v, 1) for k, v in phase.items()}))
     check(dups == 0, "%d duplicate deliveries after the move" % dups)
@@ -312,9 +330,9 @@ def run_in_place(ctx, servers_set, admin_set, lang):
 
 @case("java_migration_in_place_slave_of_apache4", timeout=240)
 def in_place_apache4(ctx):
-    run_in_place(ctx, "rocketmq-4.9.7", "rocketmq-4.9.8", "java")
+    run_in_place(ctx, "rocketmq-4.9.7", "rocketmq-4.9.8", "java", "SYNC_MASTER")
 
 
 @case("java5_migration_in_place_slave_of_apache5", timeout=240)
 def in_place_apache5(ctx):
-    run_in_place(ctx, "rocketmq-5.5.0", "rocketmq-5.5.0", "java5")
+    run_in_place(ctx, "rocketmq-5.5.0", "rocketmq-5.5.0", "java5", "ASYNC_MASTER")
