@@ -27,10 +27,25 @@ fn timer_props(delay_ms: i64, uniq: &str) -> String {
 }
 
 /// Sends a timer message; answers its recall handle.
-async fn send_timer(client: &Client, topic: &str, queue_id: i32, delay_ms: i64, uniq: &str) -> String {
-    let r = send(client, topic, queue_id, uniq.as_bytes(), &timer_props(delay_ms, uniq)).await;
+async fn send_timer(
+    client: &Client,
+    topic: &str,
+    queue_id: i32,
+    delay_ms: i64,
+    uniq: &str,
+) -> String {
+    let r = send(
+        client,
+        topic,
+        queue_id,
+        uniq.as_bytes(),
+        &timer_props(delay_ms, uniq),
+    )
+    .await;
     assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
-    r.ext("recallHandle").expect("a timer send answers a recall handle").to_owned()
+    r.ext("recallHandle")
+        .expect("a timer send answers a recall handle")
+        .to_owned()
 }
 
 async fn recall(client: &Client, topic: &str, handle: &str) -> RemotingCommand {
@@ -136,7 +151,10 @@ fn recalls_are_refused_as_apache_refuses_them() {
         let handle = send_timer(&client, "RecallC", 0, 5000, "u1").await;
         let r = recall(&client, "RecallC", &handle).await;
         assert_eq!(r.code, response_code::NO_PERMISSION);
-        assert_eq!(r.remark.as_deref(), Some("recall failed, operation is forbidden"));
+        assert_eq!(
+            r.remark.as_deref(),
+            Some("recall failed, operation is forbidden")
+        );
     });
     drop(off);
     let broker = Broker::start(ON);
@@ -144,7 +162,14 @@ fn recalls_are_refused_as_apache_refuses_them() {
         let client = connect(broker.addr()).await;
         let t = "RecallD";
         // A plain message has no handle.
-        let r = send(&client, t, 0, b"plain", &properties::encode([("UNIQ_KEY", "p")])).await;
+        let r = send(
+            &client,
+            t,
+            0,
+            b"plain",
+            &properties::encode([("UNIQ_KEY", "p")]),
+        )
+        .await;
         assert_eq!(r.code, response_code::SUCCESS);
         assert_eq!(r.ext("recallHandle"), None);
         let handle = send_timer(&client, t, 0, 5000, "u2").await;
@@ -180,12 +205,18 @@ fn recalls_are_refused_as_apache_refuses_them() {
             message_id: "NEVER-SENT".into(),
             ..h.clone()
         };
-        assert_eq!(recall(&client, t, &unknown.encode()).await.code, response_code::SUCCESS);
+        assert_eq!(
+            recall(&client, t, &unknown.encode()).await.code,
+            response_code::SUCCESS
+        );
         // A delivered message's handle: its time has passed.
         let short = send_timer(&client, t, 1, 300, "u3").await;
         let got = settle(&client, t, 2, Duration::from_secs(4)).await;
         assert_eq!(got, ["plain", "u3"]);
-        illegal(&recall(&client, t, &short).await, "recall failed, timestamp invalid");
+        illegal(
+            &recall(&client, t, &short).await,
+            "recall failed, timestamp invalid",
+        );
         // The recalled-but-unknown key cancelled nothing: u2 still comes.
         let got = settle(&client, t, 3, Duration::from_secs(8)).await;
         assert_eq!(got, ["plain", "u2", "u3"]);

@@ -60,7 +60,11 @@ impl RpcLatency {
 
     /// The Prometheus text of `rocketmq_proxy_up` and `rocketmq_rpc_latency`.
     pub fn render(&self, node: &NodeLabels) -> String {
-        let series = self.series.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let series = self
+            .series
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
         let mut out = String::new();
         let common = |labels: &[(&str, String)]| -> String {
             let mut all: Vec<(String, String)> = vec![
@@ -170,12 +174,20 @@ mod tests {
         )));
         let send = "is_long_polling=\"false\",node_id=\"proxy-a\",node_type=\"proxy\",otel_scope_name=\"broker-meter\",protocol_type=\"grpc\",request_code=\"send_message\",response_code=\"ok\",result=\"success\"";
         for (le, n) in [("1.0", 1), ("5.0", 2), ("3000.0", 2), ("+Inf", 3)] {
-            let line = format!("rocketmq_rpc_latency_bucket{{{common},{send_le}}} {n}", send_le = send.replace("is_long_polling=\"false\",", &format!("is_long_polling=\"false\",le=\"{le}\",")));
+            let line = format!(
+                "rocketmq_rpc_latency_bucket{{{common},{send_le}}} {n}",
+                send_le = send.replace(
+                    "is_long_polling=\"false\",",
+                    &format!("is_long_polling=\"false\",le=\"{le}\",")
+                )
+            );
             assert!(text.contains(&line), "{line} in\n{text}");
         }
         assert!(text.contains(&format!("rocketmq_rpc_latency_count{{{common},{send}}} 3")));
         assert!(text.contains(&format!("rocketmq_rpc_latency_sum{{{common},{send}}} 5004")));
-        assert!(text.contains("request_code=\"recall_message\",response_code=\"message_not_found\""));
+        assert!(
+            text.contains("request_code=\"recall_message\",response_code=\"message_not_found\"")
+        );
         assert!(text.contains("# TYPE rocketmq_rpc_latency histogram"));
         let suffixed = m.render(&NodeLabels {
             unit_suffix: true,

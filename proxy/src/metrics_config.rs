@@ -145,7 +145,10 @@ mod tests {
         assert!(otlp.unwrap_err().contains("not built"));
         assert!(m.set("metricsExporterType", "x").unwrap().is_err());
         m.set("metricsLabel", "env:prod, dc:a1").unwrap().unwrap();
-        assert_eq!(m.labels, [("env".into(), "prod".into()), ("dc".into(), "a1".into())]);
+        assert_eq!(
+            m.labels,
+            [("env".into(), "prod".into()), ("dc".into(), "a1".into())]
+        );
         assert!(m.set("metricsLabel", "bad").unwrap().is_err());
         assert!(m.set("metricsLabel", "node_type:x").unwrap().is_err());
         m.set("proxyName", "p1").unwrap().unwrap();

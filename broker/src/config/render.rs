@@ -102,7 +102,10 @@ impl BrokerConfig {
             ),
             ("timerWheelEnable", self.timer_wheel_enable.to_string()),
             ("timerMaxDelaySec", self.timer_max_delay_sec.to_string()),
-            ("recallMessageEnable", self.recall_message_enable.to_string()),
+            (
+                "recallMessageEnable",
+                self.recall_message_enable.to_string(),
+            ),
             (
                 "allowRecallWhenBrokerNotWriteable",
                 self.allow_recall_when_broker_not_writeable.to_string(),

@@ -11,7 +11,8 @@ use super::{
     admin_stats, auth_admin, broker_admin, broker_config, broker_consume_stats, broker_stats_data,
     check_client_config, client_manage, clone_group_offset, consumer_calls, consumer_offset,
     controller_mode, end_transaction, message_query, producer_connection, pull, queue_offset,
-    rebalance_lock, recall_message, send, send_back, send_reply, subscription_group_admin, topic_admin,
+    rebalance_lock, recall_message, send, send_back, send_reply, subscription_group_admin,
+    topic_admin,
 };
 use super::{consume_queue_query, group_list_admin, ha_status, pop_admin, store_maintenance};
 use crate::feature::acl::AclRule;

@@ -23,7 +23,11 @@ use crate::state::topics::now_ms;
 
 const NOT_AVAILABLE: &str = "recall failed, broker service not available";
 
-pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand, born_host: SocketAddr) -> RemotingCommand {
+pub async fn handle(
+    shard: &Rc<Shard>,
+    req: &RemotingCommand,
+    born_host: SocketAddr,
+) -> RemotingCommand {
     let mut response = match recall(shard, req, born_host).await {
         Ok(msg_id) => {
             let mut r = RemotingCommand::response(rc::SUCCESS, None);
@@ -41,11 +45,14 @@ async fn recall(
     req: &RemotingCommand,
     born_host: SocketAddr,
 ) -> Result<String, RemotingCommand> {
-    let header =
-        RecallMessageRequestHeader::from_ext_fields(&req.ext_fields).map_err(|e| header_error(&e))?;
+    let header = RecallMessageRequestHeader::from_ext_fields(&req.ext_fields)
+        .map_err(|e| header_error(&e))?;
     let cfg = &shard.cfg;
     if !cfg.recall_message_enable {
-        return Err(error(rc::NO_PERMISSION, "recall failed, operation is forbidden"));
+        return Err(error(
+            rc::NO_PERMISSION,
+            "recall failed, operation is forbidden",
+        ));
     }
     if shard.role() == crate::config::BrokerRole::Slave {
         return Err(error(rc::SLAVE_NOT_AVAILABLE, NOT_AVAILABLE));
@@ -64,7 +71,10 @@ async fn recall(
     let handle = RecallHandle::decode(&header.recall_handle)
         .map_err(|why| error(rc::ILLEGAL_OPERATION, why))?;
     if handle.topic != header.topic {
-        return Err(error(rc::ILLEGAL_OPERATION, "recall failed, topic not match"));
+        return Err(error(
+            rc::ILLEGAL_OPERATION,
+            "recall failed, topic not match",
+        ));
     }
     if handle.broker_name != shard.broker_name_of(shard.id) {
         return Err(error(rc::ILLEGAL_OPERATION, NOT_AVAILABLE));
@@ -75,7 +85,10 @@ async fn recall(
         .unwrap_or(i64::MAX)
         .saturating_mul(1000);
     if at < 0 || left <= 0 || left >= max_ms {
-        return Err(error(rc::ILLEGAL_OPERATION, "recall failed, timestamp invalid"));
+        return Err(error(
+            rc::ILLEGAL_OPERATION,
+            "recall failed, timestamp invalid",
+        ));
     }
     // The handle's time is the due time + 1 ms.
     let due = at.saturating_sub(1);
@@ -92,7 +105,10 @@ async fn recall(
         match shard.on(owner).put(vec![marker]).await {
             Ok(_) => {}
             Err(e) => {
-                tracing::warn!("recall of {}: the marker was not stored: {e}", handle.message_id);
+                tracing::warn!(
+                    "recall of {}: the marker was not stored: {e}",
+                    handle.message_id
+                );
                 return Err(error(rc::SYSTEM_ERROR, "recall failed, execute error"));
             }
         }

@@ -166,7 +166,11 @@ mod tests {
         ]);
         let h = RecallHandle::decode(&handle_of(&rec, "broker-a-0").unwrap()).unwrap();
         assert_eq!(
-            (h.topic.as_str(), h.broker_name.as_str(), h.timestamp.as_str()),
+            (
+                h.topic.as_str(),
+                h.broker_name.as_str(),
+                h.timestamp.as_str()
+            ),
             ("T", "broker-a-0", "1001")
         );
         assert_eq!(h.message_id, "ID1");
