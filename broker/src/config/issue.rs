@@ -9,6 +9,14 @@ pub enum ConfigIssue {
     NotSupported(String),
     /// An Apache RocketMQ key this broker does not use, and why that is harmless here.
     Moot { key: String, reason: String },
+    /// A key of the config file whose value an earlier UPDATE_BROKER_CONFIG replaced: the value in
+    /// the override file (`overlay`) is the one in force.
+    Overridden {
+        key: String,
+        file_value: String,
+        value: String,
+        overlay: String,
+    },
 }
 
 impl std::fmt::Display for ConfigIssue {
@@ -24,6 +32,17 @@ impl std::fmt::Display for ConfigIssue {
             ConfigIssue::Moot { key, reason } => {
                 write!(f, "config key `{key}` is accepted but not used: {reason}")
             }
+            ConfigIssue::Overridden {
+                key,
+                file_value,
+                value,
+                overlay,
+            } => write!(
+                f,
+                "config key `{key}` is {value} as set at run time (updateBrokerConfig) in \
+                 {overlay}, not {file_value} as the config file says; delete its line there to \
+                 use the file's value"
+            ),
         }
     }
 }

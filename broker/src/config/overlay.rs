@@ -57,13 +57,23 @@ pub fn load(path: &Path) -> Result<(BrokerConfig, Vec<ConfigIssue>), LoadError> 
     if overlay.is_empty() {
         return Ok((cfg, issues));
     }
-    tracing::info!(
-        "applying {} key(s) of {} over {}",
-        overlay.len(),
-        overlay_path(&cfg.store_path_root_dir).display(),
-        path.display()
-    );
-    BrokerConfig::from_pairs(pairs.into_iter().chain(overlay))
+    // Logging starts after the config is read: what the overlay replaced is reported as issues.
+    let shown = overlay_path(&cfg.store_path_root_dir).display().to_string();
+    let overridden: Vec<ConfigIssue> = overlay
+        .iter()
+        .filter_map(|(key, value)| {
+            let (_, file_value) = pairs.iter().rev().find(|(k, _)| k == key)?;
+            (file_value.trim() != value.trim()).then(|| ConfigIssue::Overridden {
+                key: key.clone(),
+                file_value: file_value.clone(),
+                value: value.clone(),
+                overlay: shown.clone(),
+            })
+        })
+        .collect();
+    let (cfg, mut issues) = BrokerConfig::from_pairs(pairs.into_iter().chain(overlay))?;
+    issues.extend(overridden);
+    Ok((cfg, issues))
 }
 
 #[cfg(test)]
@@ -87,9 +97,24 @@ mod tests {
         assert_eq!(cfg.broker_permission, 6);
         std::fs::create_dir_all(store.join("config")).unwrap();
         std::fs::write(overlay_path(&store), "brokerPermission=4\n").unwrap();
-        let (cfg, _) = load(&file).unwrap();
+        let (cfg, issues) = load(&file).unwrap();
         assert_eq!(cfg.broker_permission, 4);
         assert_eq!(cfg.max_message_size, 2048);
+        // The file's value that the override replaced is reported (logging starts after loading).
+        let [ConfigIssue::Overridden {
+            key,
+            file_value,
+            value,
+            ..
+        }] = issues.as_slice()
+        else {
+            panic!("{issues:?}");
+        };
+        assert_eq!(
+            (key.as_str(), file_value.as_str(), value.as_str()),
+            ("brokerPermission", "6", "4")
+        );
+        assert!(issues[0].to_string().contains("broker.properties.override"));
     }
 
     #[test]

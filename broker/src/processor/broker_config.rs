@@ -79,6 +79,8 @@ pub fn updated_config(
             Ok(Some(ConfigIssue::Moot { key, reason })) => {
                 return Err(format!("`{key}` is not used by this broker: {reason}"))
             }
+            // Not an answer of `set`; only loading a file with an override reports it.
+            Ok(Some(ConfigIssue::Overridden { .. })) => {}
             Err(e) => return Err(e.to_string()),
         }
     }
