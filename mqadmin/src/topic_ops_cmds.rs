@@ -120,8 +120,15 @@ pub fn topic_config_text(tc: &TopicConfig) -> String {
     )
 }
 
-/// UPDATE_AND_CREATE_TOPIC of `tc` (no attribute change) on one broker.
+/// UPDATE_AND_CREATE_TOPIC of `tc` (no attribute change) on one broker. Its order flag and filter
+/// type are the broker's current ones where it serves GET_TOPIC_CONFIG (Apache's tool resets them
+/// to the defaults).
 async fn create_or_update(admin: &Admin, addr: &str, tc: &TopicConfig) -> Result<(), ClientError> {
+    let mut tc = tc.clone();
+    if let Ok(current) = crate::topic_cmds::topic_config(admin, addr, &tc.topic_name).await {
+        tc.order = current.order;
+        tc.topic_filter_type = current.topic_filter_type;
+    }
     let header = CreateTopicRequestHeader {
         topic: tc.topic_name.clone(),
         default_topic: client::broker_api::DEFAULT_TOPIC.to_owned(),

@@ -391,6 +391,12 @@ fn operator_commands_against_shard_brokers() {
             == [3, 3]
     });
 
+    // A perm change keeps the topic's attributes (checked in the export below).
+    ok(
+        &cluster,
+        &["updateTopicPerm", "-c", CLUSTER, "-t", TYPED, "-p", "6"],
+    );
+
     // The group's retry topic: left out of exports unless -s.
     let retry = format!("%RETRY%{GROUP}");
     ok(
