@@ -24,6 +24,8 @@ pub(crate) struct StoreStats {
     pub retention_forced: Cell<u64>,
     /// Messages deleted before a consumer group with a committed offset on their queue consumed them.
     pub retention_unconsumed: Cell<u64>,
+    /// Messages dropped from ConsumeQueues by tail cuts (a returning master's old-epoch writes).
+    pub tail_cut_messages: Cell<u64>,
 }
 
 /// A copy of the counters at one moment.
@@ -48,6 +50,7 @@ pub struct StatsSnapshot {
     pub retention_disk_pressure: u64,
     pub retention_forced: u64,
     pub retention_unconsumed: u64,
+    pub tail_cut_messages: u64,
 }
 
 fn add(c: &Cell<u64>, v: u64) {
@@ -88,6 +91,7 @@ impl StoreStats {
             retention_disk_pressure: self.retention_disk_pressure.get(),
             retention_forced: self.retention_forced.get(),
             retention_unconsumed: self.retention_unconsumed.get(),
+            tail_cut_messages: self.tail_cut_messages.get(),
         }
     }
 }

@@ -137,16 +137,53 @@ impl MessageStore {
             .values()
             .flat_map(|m| m.values().cloned())
             .collect();
+        let positions = inner.consumer_positions.borrow().clone();
         for q in queues {
             if let Some(e) = crate::fault::injected_error("truncate_queue", inner.cfg.shard_id) {
                 return Err(StoreError::io("consumequeue", e));
             }
+            let old_max = q.borrow().max_offset;
             cut_queue(&q, offset).await?;
+            let (topic, queue_id, new_max) = {
+                let q = q.borrow();
+                (q.topic.clone(), q.queue_id, q.max_offset)
+            };
+            if new_max < old_max {
+                let groups = positions
+                    .as_ref()
+                    .map(|p| p(&topic, queue_id))
+                    .unwrap_or_default();
+                self.say_tail_cut(&topic, queue_id, new_max, old_max, &groups);
+            }
         }
         self.rewind_compacted_logs().await?;
         // (5)
         self.write_checkpoint(cut, dispatched).await?;
         self.truncate_epochs_from(offset)
+    }
+
+    /// The WARN lines for one queue's units dropped by a cut, [`new_max`, `old_max`), and what each
+    /// consumer group with an offset on the queue had read of them; counted in the store's stats.
+    fn say_tail_cut(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        new_max: i64,
+        old_max: i64,
+        groups: &[(String, i64)],
+    ) {
+        let shard = self.inner.cfg.shard_id;
+        let removed = old_max - new_max;
+        crate::stats::StoreStats::inc(&self.inner.stats.tail_cut_messages, removed as u64);
+        tracing::warn!(
+            "shard {shard}: the tail cut removed {removed} messages of topic {topic} queue {queue_id} (queue offsets {new_max}..{old_max}, written in an epoch the new master does not have)"
+        );
+        for (group, committed) in groups.iter().filter(|(_, c)| *c > new_max) {
+            let consumed = (*committed).min(old_max) - new_max;
+            tracing::warn!(
+                "shard {shard}: consumer group {group} had consumed {consumed} of them (committed offset {committed}, past the queue's new end {new_max}); the queue's next messages take those offsets again"
+            );
+        }
     }
 
     /// Whether a record (or the blank that ends a segment) starts at shard-local `local`.

@@ -139,6 +139,8 @@ fn cut_and_reuse(first: u64, cut_at: usize, segments_before: usize) {
             let kept = puts.iter().filter(|(s, _)| s % 2 == q as u64).count() as i64;
             assert_eq!(store.max_offset(TOPIC, q), kept, "queue {q} max offset");
         }
+        // Every dropped message is counted (and logged per queue).
+        assert_eq!(store.stats().tail_cut_messages, dropped.len() as u64);
         check_store(&store, &puts, &dropped).await;
 
         // New data lands on the cut offsets.

@@ -226,6 +226,9 @@ const FAMILIES: &[Family] = &[
     family("rocketmq_retention_unconsumed_messages_total", "counter",
         "Messages retention deleted before a consumer group with a committed offset on their queue consumed them, per shard (each group counted; the log names the groups).",
         Read::Shard(|x| x.store.retention_unconsumed.into())),
+    family("rocketmq_store_tail_cut_messages_total", "counter",
+        "Messages dropped from consume queues by tail cuts (a returning master's writes of an epoch the new master does not have), per shard; the log names the queues and the groups that had read them.",
+        Read::Shard(|x| x.store.tail_cut_messages.into())),
     family("rocketmq_store_queues", "gauge",
         "Consume queues, per shard.",
         Read::Shard(|x| x.queues.into())),
@@ -406,6 +409,7 @@ mod tests {
             sh.store.retention_disk_pressure = shard;
             sh.store.retention_forced = 2 * shard;
             sh.store.retention_unconsumed = 500 * shard;
+            sh.store.tail_cut_messages = 7 * shard;
             sh.store.fsyncs = 10 + shard;
             sh.store.fsync_nanos_total = 1_500_000_000 + shard;
             sh.store.fsync_nanos_max = 2_250_000 * (shard + 1);
@@ -722,6 +726,10 @@ rocketmq_retention_deleted_segments_total{cluster="C\\1",broker="broker-\"a\"",s
 # TYPE rocketmq_retention_unconsumed_messages_total counter
 rocketmq_retention_unconsumed_messages_total{cluster="C\\1",broker="broker-\"a\"",shard="0"} 0
 rocketmq_retention_unconsumed_messages_total{cluster="C\\1",broker="broker-\"a\"",shard="1"} 500
+# HELP rocketmq_store_tail_cut_messages_total Messages dropped from consume queues by tail cuts (a returning master's writes of an epoch the new master does not have), per shard; the log names the queues and the groups that had read them.
+# TYPE rocketmq_store_tail_cut_messages_total counter
+rocketmq_store_tail_cut_messages_total{cluster="C\\1",broker="broker-\"a\"",shard="0"} 0
+rocketmq_store_tail_cut_messages_total{cluster="C\\1",broker="broker-\"a\"",shard="1"} 7
 # HELP rocketmq_store_queues Consume queues, per shard.
 # TYPE rocketmq_store_queues gauge
 rocketmq_store_queues{cluster="C\\1",broker="broker-\"a\"",shard="0"} 8
@@ -829,6 +837,9 @@ rocketmq_retention_deleted_segments_total{cluster="C\\1",broker="broker-\"a\"",s
 # HELP rocketmq_retention_unconsumed_messages_total Messages retention deleted before a consumer group with a committed offset on their queue consumed them, per shard (each group counted; the log names the groups).
 # TYPE rocketmq_retention_unconsumed_messages_total counter
 rocketmq_retention_unconsumed_messages_total{cluster="C\\1",broker="broker-\"a\"",shard="0"} 0
+# HELP rocketmq_store_tail_cut_messages_total Messages dropped from consume queues by tail cuts (a returning master's writes of an epoch the new master does not have), per shard; the log names the queues and the groups that had read them.
+# TYPE rocketmq_store_tail_cut_messages_total counter
+rocketmq_store_tail_cut_messages_total{cluster="C\\1",broker="broker-\"a\"",shard="0"} 0
 # HELP rocketmq_store_queues Consume queues, per shard.
 # TYPE rocketmq_store_queues gauge
 rocketmq_store_queues{cluster="C\\1",broker="broker-\"a\"",shard="0"} 8
