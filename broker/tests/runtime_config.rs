@@ -1,6 +1,7 @@
 //! UPDATE_BROKER_CONFIG as operators send it with Apache RocketMQ 4.9.8's `mqadmin updateBrokerConfig`,
 //! against a process of two shard-brokers: a key applied at run time is in force on every shard-broker
-//! whichever address the update went to (GET_BROKER_CONFIG shows it, the store acts on it); a key
+//! whichever address the update went to (GET_BROKER_CONFIG shows it, the store and the pull path act
+//! on it); a key
 //! that needs a restart answers so, shows as pending and is in force after the restart; keys that may
 //! never change are refused. Skips (with a message) when Apache's mqadmin is unavailable.
 
@@ -125,6 +126,26 @@ fn runtime_keys_apply_on_every_shard_broker_and_the_rest_after_a_restart() {
         let r = invoke(addrs[0], update("diskSpaceWarningLevelRatio", "99")).await;
         assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
         wait_sends_answer(&addrs, response_code::SUCCESS).await;
+
+        // Consumer groups: not created on first use once autoCreateSubscriptionGroup is off.
+        let r = invoke(addrs[1], update("autoCreateSubscriptionGroup", "false")).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        for addr in addrs {
+            let group = format!("NewGroup{}", addr.port());
+            let r = invoke(addr, pull_request(&group, TOPIC, 0, 0, 0, None)).await;
+            assert_eq!(
+                r.code,
+                response_code::SUBSCRIPTION_GROUP_NOT_EXIST,
+                "{addr}"
+            );
+        }
+        let r = invoke(addrs[0], update("autoCreateSubscriptionGroup", "true")).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        for addr in addrs {
+            let group = format!("NewGroup{}", addr.port());
+            let r = invoke(addr, pull_request(&group, TOPIC, 0, 0, 0, None)).await;
+            assert_eq!(r.code, response_code::SUCCESS, "{addr}: {:?}", r.remark);
+        }
 
         // A key that needs a restart: answered so, pending on every shard-broker, not yet in force.
         let r = invoke(addrs[1], update("maxMessageSize", "2048")).await;

@@ -29,7 +29,10 @@ pub async fn find(shard: &Shard, group: &str) -> Option<SubscriptionGroupConfig>
 
 /// Creates a missing group through the control shard, which broadcasts it before answering.
 async fn create(shard: &Shard, group: &str) -> Option<SubscriptionGroupConfig> {
-    if !may_auto_create(shard.cfg.auto_create_subscription_group, group) {
+    if !may_auto_create(
+        crate::config::live::auto_create_subscription_group(&shard.cfg),
+        group,
+    ) {
         return None;
     }
     match shard.control_shard().ensure_group(group.to_owned()).await {

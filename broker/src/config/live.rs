@@ -22,6 +22,7 @@ pub const LIVE_KEYS: &[&str] = &[
     "diskMaxUsedSpaceRatio",
     "diskSpaceWarningLevelRatio",
     "diskSpaceCleanForciblyRatio",
+    "autoCreateSubscriptionGroup",
 ];
 
 thread_local! {
@@ -47,6 +48,19 @@ fn copy_live(from: &BrokerConfig, to: &mut BrokerConfig) {
     to.disk_max_used_space_ratio = from.disk_max_used_space_ratio;
     to.disk_space_warning_level_ratio = from.disk_space_warning_level_ratio;
     to.disk_space_clean_forcibly_ratio = from.disk_space_clean_forcibly_ratio;
+    to.auto_create_subscription_group = from.auto_create_subscription_group;
+}
+
+/// `autoCreateSubscriptionGroup` in force on this shard: unknown consumer groups are created on
+/// first use.
+pub fn auto_create_subscription_group(cfg: &BrokerConfig) -> bool {
+    UPDATED.with(|u| {
+        u.borrow()
+            .as_ref()
+            .map_or(cfg.auto_create_subscription_group, |c| {
+                c.auto_create_subscription_group
+            })
+    })
 }
 
 /// The store settings of `cfg` that a running store takes (`storage::Tunables`).
@@ -133,6 +147,7 @@ mod tests {
                 "deleteWhen" => "03",
                 "diskMaxUsedSpaceRatio" | "diskSpaceWarningLevelRatio" => "61",
                 "diskSpaceCleanForciblyRatio" => "62",
+                "autoCreateSubscriptionGroup" => "false",
                 _ => "7",
             };
             assert!(updated.set(key, value).unwrap().is_none(), "{key}");
@@ -148,6 +163,7 @@ mod tests {
             assert!(now.is_some() && now != before, "{key} not applied");
         }
         assert_eq!(now.max_message_size, start.max_message_size);
+        assert!(!auto_create_subscription_group(&start));
         assert_eq!(pending(&start), vec![("maxMessageSize", "1024".to_owned())]);
         assert_eq!(configured(&start).max_message_size, 1024);
         let t = store_tunables(&now);

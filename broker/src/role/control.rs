@@ -187,7 +187,10 @@ pub async fn ensure_group(shard: &Rc<Shard>, group: &str) -> Option<Subscription
     if existing.is_some() {
         return existing;
     }
-    if !may_auto_create(shard.cfg.auto_create_subscription_group, group) {
+    if !may_auto_create(
+        crate::config::live::auto_create_subscription_group(&shard.cfg),
+        group,
+    ) {
         return None;
     }
     let config = SubscriptionGroupConfig::new(group);
