@@ -158,11 +158,12 @@ async fn get_broker_config(admin: &Admin, target: &Target) -> Result<Report, Cli
     for (title, addr) in asked {
         let (config, pending) = broker_config(admin, &addr).await?;
         lines.extend(marked_lines(&title, &config, &pending));
-        if pending.is_empty() {
-            all.insert(addr, json!(config));
-        } else {
-            all.insert(addr, json!({"config": config, "pendingRestart": pending}));
+        // Keys pending a restart ride along in the same object, so every key keeps its place.
+        let mut entry = json!(config);
+        if let Some(map) = entry.as_object_mut().filter(|_| !pending.is_empty()) {
+            map.insert(PENDING_FIELD.to_owned(), json!(pending));
         }
+        all.insert(addr, entry);
     }
     Ok(Report::lines(lines, serde_json::Value::Object(all)))
 }
@@ -185,11 +186,12 @@ async fn update_broker_config(
         let cmd =
             request(request_code::UPDATE_BROKER_CONFIG, ExtFields::new()).with_body(body.clone());
         let resp = admin.call(addr, cmd).await?;
-        // Our broker says whether the key applied at once or waits for a restart.
+        // Apache's line, then our broker's word on whether the key applied at once or waits for a
+        // restart.
+        lines.push(format!("update broker config success, {addr}"));
         let remark = resp.remark.filter(|r| !r.is_empty());
-        match &remark {
-            Some(r) => lines.push(format!("update broker config success, {addr}: {r}")),
-            None => lines.push(format!("update broker config success, {addr}")),
+        if let Some(r) = &remark {
+            lines.push(format!("  {r}"));
         }
         brokers.push(json!({"addr": addr, "outcome": remark}));
     }
