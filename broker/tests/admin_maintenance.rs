@@ -23,7 +23,11 @@ use protocol::{request_code, response_code, RemotingCommand};
 use serde_json::Value;
 
 async fn call(addr: SocketAddr, req: RemotingCommand) -> RemotingCommand {
-    connect(addr).await.invoke(req, TIMEOUT).await.expect("answer")
+    connect(addr)
+        .await
+        .invoke(req, TIMEOUT)
+        .await
+        .expect("answer")
 }
 
 fn json(resp: &RemotingCommand) -> Value {
@@ -47,7 +51,13 @@ fn keys(v: &Value) -> Vec<String> {
     k
 }
 
-fn query_cq(topic: &str, queue: i32, index: i64, count: i32, group: Option<&str>) -> RemotingCommand {
+fn query_cq(
+    topic: &str,
+    queue: i32,
+    index: i64,
+    count: i32,
+    group: Option<&str>,
+) -> RemotingCommand {
     let mut r = RemotingCommand::request(request_code::QUERY_CONSUME_QUEUE)
         .with_ext("topic", topic)
         .with_ext("queueId", &queue.to_string())
@@ -66,7 +76,14 @@ fn query_consume_queue_answers_apaches_body() {
         let c = connect(broker.addr()).await;
         let mut phys = Vec::new();
         for i in 0..3 {
-            let r = send(&c, "CqTopic", 0, format!("m{i}").as_bytes(), "TAGS\u{1}TagA\u{2}").await;
+            let r = send(
+                &c,
+                "CqTopic",
+                0,
+                format!("m{i}").as_bytes(),
+                "TAGS\u{1}TagA\u{2}",
+            )
+            .await;
             assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
             phys.push(phys_of_msg_id(r.ext("msgId").unwrap()));
         }
@@ -80,7 +97,10 @@ fn query_consume_queue_answers_apaches_body() {
         let units = body["queueData"].as_array().unwrap();
         assert_eq!(units.len(), 3);
         for (unit, phys) in units.iter().zip(&phys) {
-            assert_eq!(keys(unit), ["eval", "physicOffset", "physicSize", "tagsCode"]);
+            assert_eq!(
+                keys(unit),
+                ["eval", "physicOffset", "physicSize", "tagsCode"]
+            );
             assert_eq!(unit["physicOffset"].as_i64(), Some(*phys));
             assert!(unit["physicSize"].as_i64().unwrap() > 0);
             assert_eq!(
@@ -95,12 +115,19 @@ fn query_consume_queue_answers_apaches_body() {
         assert_eq!(units.len(), 1);
         assert_eq!(units[0]["physicOffset"].as_i64(), Some(phys[1]));
         // A group that is not online: Apache's filterData text.
-        let r = call(broker.addr(), query_cq("CqTopic", 0, 0, 10, Some("offline-g"))).await;
+        let r = call(
+            broker.addr(),
+            query_cq("CqTopic", 0, 0, 10, Some("offline-g")),
+        )
+        .await;
         assert_eq!(json(&r)["filterData"], "offline-g@CqTopic is not online!");
         // An index past the end: SUCCESS, Apache's remark, no units.
         let r = call(broker.addr(), query_cq("CqTopic", 0, 9, 10, None)).await;
         assert_eq!(r.code, response_code::SUCCESS);
-        assert_eq!(r.remark.as_deref(), Some("Index 9 of 0@CqTopic is not exist!"));
+        assert_eq!(
+            r.remark.as_deref(),
+            Some("Index 9 of 0@CqTopic is not exist!")
+        );
         assert!(json(&r).get("queueData").is_none());
         // A queue that does not exist.
         let r = call(broker.addr(), query_cq("NoSuchTopic", 0, 0, 10, None)).await;
@@ -188,7 +215,10 @@ fn clean_unused_topic_removes_the_queues_of_topics_without_config() {
     broker.spawn();
     broker.wait_ready();
     let store = broker.dir.join("store");
-    assert!(has_dir(&store, "Orphan"), "the orphan queue is on disk before");
+    assert!(
+        has_dir(&store, "Orphan"),
+        "the orphan queue is on disk before"
+    );
     run_local(async {
         let r = call(
             broker.addr(),
@@ -201,7 +231,10 @@ fn clean_unused_topic_removes_the_queues_of_topics_without_config() {
         assert!(!remark.contains("Kept"), "{remark}");
     });
     assert!(!has_dir(&store, "Orphan"), "the orphan queue is gone");
-    assert!(has_dir(&store, "Kept"), "a topic with a config keeps its queues");
+    assert!(
+        has_dir(&store, "Kept"),
+        "a topic with a config keeps its queues"
+    );
 }
 
 #[test]
@@ -243,7 +276,10 @@ fn delete_expired_commit_log_runs_retention_now() {
         println!("deleteExpiredCommitLog: {remark}");
         let min_after = call(broker.addr(), min_offset("RetentionTopic", 0)).await;
         let min: i64 = min_after.ext("offset").unwrap().parse().unwrap();
-        assert!(min > 0, "the queue's min offset rose past the deleted records");
+        assert!(
+            min > 0,
+            "the queue's min offset rose past the deleted records"
+        );
         // The ConsumeQueue half again: nothing left to clean, still SUCCESS with what it did.
         let r = call(
             broker.addr(),
@@ -278,7 +314,10 @@ fn request_modes_are_refused_with_the_reason_and_epochs_need_controller_mode() {
             let r = call(broker.addr(), RemotingCommand::request(code)).await;
             assert_eq!(r.code, response_code::REQUEST_CODE_NOT_SUPPORTED);
             assert!(
-                r.remark.as_deref().unwrap_or_default().contains("QUERY_ASSIGNMENT"),
+                r.remark
+                    .as_deref()
+                    .unwrap_or_default()
+                    .contains("QUERY_ASSIGNMENT"),
                 "{:?}",
                 r.remark
             );
@@ -289,7 +328,10 @@ fn request_modes_are_refused_with_the_reason_and_epochs_need_controller_mode() {
         )
         .await;
         assert_eq!(r.code, response_code::SYSTEM_ERROR);
-        assert_eq!(r.remark.as_deref(), Some("this request only for controllerMode "));
+        assert_eq!(
+            r.remark.as_deref(),
+            Some("this request only for controllerMode ")
+        );
         let r = call(
             broker.addr(),
             RemotingCommand::request(request_code::POP_ROLLBACK),

@@ -62,7 +62,14 @@ fn apache_mqadmin_5_ha_and_maintenance_commands() {
         wait_slave_connected(master.addr(), Duration::from_secs(60)).await;
         let c = connect(master.addr()).await;
         for (i, tags) in ["TagA", "TagB", "TagA"].iter().enumerate() {
-            let r = send(&c, TOPIC, 0, format!("m{i}").as_bytes(), &format!("TAGS\u{1}{tags}\u{2}")).await;
+            let r = send(
+                &c,
+                TOPIC,
+                0,
+                format!("m{i}").as_bytes(),
+                &format!("TAGS\u{1}{tags}\u{2}"),
+            )
+            .await;
             assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
         }
         wait_caught_up(master.addr(), slave.addr(), 2, Duration::from_secs(60)).await;
@@ -73,7 +80,12 @@ fn apache_mqadmin_5_ha_and_maintenance_commands() {
         let out = admin.run(&["haStatus", "-b", &m]);
         assert_prints(
             &out,
-            &[&format!("#MasterAddr\t{m}"), "#SlaveNum\t1", "#InSyncSlaveNum\t1", "#SlaveAddr"],
+            &[
+                &format!("#MasterAddr\t{m}"),
+                "#SlaveNum\t1",
+                "#InSyncSlaveNum\t1",
+                "#SlaveAddr",
+            ],
         );
         let row = out
             .lines()
@@ -106,7 +118,9 @@ fn apache_mqadmin_5_ha_and_maintenance_commands() {
             "getBrokerEpoch outside controller mode:\n{out}"
         );
 
-        let out = admin.run(&["queryCq", "-t", TOPIC, "-q", "0", "-i", "0", "-b", &m, "-g", GROUP]);
+        let out = admin.run(&[
+            "queryCq", "-t", TOPIC, "-q", "0", "-i", "0", "-b", &m, "-g", GROUP,
+        ]);
         assert_prints(
             &out,
             &[
@@ -134,7 +148,10 @@ fn apache_mqadmin_5_ha_and_maintenance_commands() {
         .unwrap();
         let path = file.path().display().to_string();
         let out = admin.run(&["updateSubGroupList", "-b", &m, "-f", &path]);
-        assert_prints(&out, &[&format!("submit batch of group config to {m} success")]);
+        assert_prints(
+            &out,
+            &[&format!("submit batch of group config to {m} success")],
+        );
         let r = c
             .invoke(
                 RemotingCommand::request(request_code::GET_SUBSCRIPTIONGROUP_CONFIG)
@@ -146,7 +163,11 @@ fn apache_mqadmin_5_ha_and_maintenance_commands() {
         assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
         assert!(String::from_utf8_lossy(&r.body).contains("\"retryMaxTimes\":5"));
 
-        for cmd in ["cleanExpiredCQ", "deleteExpiredCommitLog", "cleanUnusedTopic"] {
+        for cmd in [
+            "cleanExpiredCQ",
+            "deleteExpiredCommitLog",
+            "cleanUnusedTopic",
+        ] {
             let out = admin.run(&[cmd, "-b", &m]);
             assert_prints(&out, &["success"]);
             let out = admin.run(&[cmd, "-c", "TestCluster"]);
@@ -156,12 +177,24 @@ fn apache_mqadmin_5_ha_and_maintenance_commands() {
         let out = admin.run(&["exportPopRecord", "-b", &m]);
         assert_prints(
             &out,
-            &[&format!("Export broker records, brokerName=broker-t, brokerAddr={m}, dryRun=false")],
+            &[&format!(
+                "Export broker records, brokerName=broker-t, brokerAddr={m}, dryRun=false"
+            )],
         );
         assert!(!out.contains("error"), "{out}");
 
         // Refused with the reason (no QUERY_ASSIGNMENT here).
-        let out = admin.run(&["setConsumeMode", "-b", &m, "-t", TOPIC, "-g", GROUP, "-m", "POP"]);
+        let out = admin.run(&[
+            "setConsumeMode",
+            "-b",
+            &m,
+            "-t",
+            TOPIC,
+            "-g",
+            GROUP,
+            "-m",
+            "POP",
+        ]);
         assert!(
             out.contains("command failed") && out.contains("QUERY_ASSIGNMENT"),
             "setConsumeMode:\n{out}"
@@ -188,8 +221,15 @@ fn apache_mqadmin_4_maintenance_commands() {
         }
     });
     let out = admin.run(&["queryCq", "-t", TOPIC, "-q", "1", "-i", "0", "-b", &b]);
-    assert_prints(&out, &["max: 2, min: 0", "idx: 1", "ConsumeQueueData{physicOffset="]);
-    for cmd in ["cleanExpiredCQ", "deleteExpiredCommitLog", "cleanUnusedTopic"] {
+    assert_prints(
+        &out,
+        &["max: 2, min: 0", "idx: 1", "ConsumeQueueData{physicOffset="],
+    );
+    for cmd in [
+        "cleanExpiredCQ",
+        "deleteExpiredCommitLog",
+        "cleanUnusedTopic",
+    ] {
         let out = admin.run(&[cmd, "-b", &b]);
         assert_prints(&out, &["success"]);
     }

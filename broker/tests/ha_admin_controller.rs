@@ -61,7 +61,12 @@ impl ControllerProc {
         .unwrap();
         let log = std::fs::File::create(dir.path().join("controller.log")).unwrap();
         let child = Command::new(std::env::current_exe().unwrap())
-            .args(["ha_admin_controller_process", "--exact", "--ignored", "--nocapture"])
+            .args([
+                "ha_admin_controller_process",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+            ])
             .env(CONTROLLER_CONF_ENV, &conf)
             .stdout(Stdio::from(log.try_clone().unwrap()))
             .stderr(Stdio::from(log))
@@ -86,7 +91,9 @@ impl Drop for ControllerProc {
 fn replica_info(controller: &str) -> Option<(usize, String)> {
     let controller = controller.to_owned();
     run_local(async move {
-        let c = Client::connect_str(&controller, Duration::from_secs(2)).await.ok()?;
+        let c = Client::connect_str(&controller, Duration::from_secs(2))
+            .await
+            .ok()?;
         let resp = c
             .invoke(
                 RemotingCommand::request(request_code::CONTROLLER_GET_REPLICA_INFO)
@@ -174,10 +181,16 @@ fn epochs_and_ha_status_of_a_controller_mode_trio() {
                 ))
             })
             .collect();
-        if caches.iter().all(|c| c["maxOffset"].as_i64() == Some(master_end)) {
+        if caches
+            .iter()
+            .all(|c| c["maxOffset"].as_i64() == Some(master_end))
+        {
             break caches;
         }
-        assert!(start.elapsed() < LIMIT, "replicas did not catch up: {caches:?}");
+        assert!(
+            start.elapsed() < LIMIT,
+            "replicas did not catch up: {caches:?}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     };
     for (i, cache) in caches.iter().enumerate() {
@@ -185,7 +198,13 @@ fn epochs_and_ha_status_of_a_controller_mode_trio() {
         keys.sort();
         assert_eq!(
             keys,
-            ["brokerId", "brokerName", "clusterName", "epochList", "maxOffset"]
+            [
+                "brokerId",
+                "brokerName",
+                "clusterName",
+                "epochList",
+                "maxOffset"
+            ]
         );
         assert_eq!(cache["clusterName"], "TestCluster");
         assert_eq!(cache["brokerName"], "broker-t-0");
@@ -197,7 +216,11 @@ fn epochs_and_ha_status_of_a_controller_mode_trio() {
         }
         let list = cache["epochList"].as_array().unwrap();
         assert!(!list.is_empty(), "{cache}");
-        assert_eq!(list, caches[0]["epochList"].as_array().unwrap(), "same history");
+        assert_eq!(
+            list,
+            caches[0]["epochList"].as_array().unwrap(),
+            "same history"
+        );
         assert_eq!(list[0]["startOffset"], 0);
         assert!(list[0]["epoch"].as_i64().unwrap() >= 1);
         assert_eq!(list.last().unwrap()["endOffset"].as_i64(), Some(i64::MAX));
@@ -207,14 +230,21 @@ fn epochs_and_ha_status_of_a_controller_mode_trio() {
         RemotingCommand::request(request_code::GET_BROKER_HA_STATUS),
     ));
     assert_eq!(ha["master"], true);
-    assert_eq!(ha["haConnectionInfo"].as_array().map(Vec::len), Some(2), "{ha}");
+    assert_eq!(
+        ha["haConnectionInfo"].as_array().map(Vec::len),
+        Some(2),
+        "{ha}"
+    );
     assert_eq!(ha["inSyncSlaveNums"], 2, "{ha}");
     let slave = json(&call(
         brokers[1].addr(),
         RemotingCommand::request(request_code::GET_BROKER_HA_STATUS),
     ));
     assert_eq!(slave["master"], false);
-    assert_eq!(slave["haClientRuntimeInfo"]["maxOffset"].as_i64(), Some(master_end));
+    assert_eq!(
+        slave["haClientRuntimeInfo"]["maxOffset"].as_i64(),
+        Some(master_end)
+    );
 
     let Some(kit) = ready_kit(MQADMIN_5) else {
         return;
@@ -224,8 +254,12 @@ fn epochs_and_ha_status_of_a_controller_mode_trio() {
     assert!(!out.contains("command failed"), "{out}");
     assert_eq!(out.matches("#brokerName\tbroker-t-0").count(), 3, "{out}");
     let epoch = caches[0]["epochList"][0]["epoch"].as_i64().unwrap();
-    let last = format!("#Epoch: EpochEntry{{epoch={epoch}, startOffset=0, endOffset={master_end}}}");
+    let last =
+        format!("#Epoch: EpochEntry{{epoch={epoch}, startOffset=0, endOffset={master_end}}}");
     assert!(out.contains(&last), "no {last:?} in:\n{out}");
     let out = admin.run(&["haStatus", "-b", &first]);
-    assert!(out.contains("#SlaveNum\t2") && out.contains("#InSyncSlaveNum\t2"), "{out}");
+    assert!(
+        out.contains("#SlaveNum\t2") && out.contains("#InSyncSlaveNum\t2"),
+        "{out}"
+    );
 }

@@ -152,8 +152,14 @@ pub fn ha_status_lines(addr: &str, info: &HaRuntimeInfo) -> Vec<String> {
             "#TransferSpeed(KB/s)\t{:.2}",
             c.transferred_byte_in_second as f64 / 1024.0
         ));
-        out.push(format!("#LastReadTime\t{}", human_time(c.last_read_timestamp)));
-        out.push(format!("#LastWriteTime\t{}", human_time(c.last_write_timestamp)));
+        out.push(format!(
+            "#LastReadTime\t{}",
+            human_time(c.last_read_timestamp)
+        ));
+        out.push(format!(
+            "#LastWriteTime\t{}",
+            human_time(c.last_write_timestamp)
+        ));
         out.push(format!("#MasterFlushOffset\t{}", c.master_flush_offset));
     }
     out
@@ -233,10 +239,9 @@ pub async fn run(command: HaCommand, timeout: Duration) -> Result<Report, Client
                 (Some(name), _) => {
                     let name = name.trim().to_owned();
                     let info = admin.cluster_info().await?;
-                    let broker = info
-                        .broker_addr_table
-                        .get(&name)
-                        .ok_or_else(|| ClientError::Invalid(format!("broker {name} is not registered")))?;
+                    let broker = info.broker_addr_table.get(&name).ok_or_else(|| {
+                        ClientError::Invalid(format!("broker {name} is not registered"))
+                    })?;
                     broker.broker_addrs.values().cloned().collect()
                 }
                 (None, Some(c)) => admin

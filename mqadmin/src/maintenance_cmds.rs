@@ -165,7 +165,11 @@ async fn addrs_of(admin: &Admin, args: &BrokerOrCluster) -> Result<Vec<String>, 
 }
 
 /// Sends a header-less maintenance request to every address; Apache's `success` when all succeed.
-async fn maintain(args: BrokerOrCluster, code: i32, timeout: Duration) -> Result<Report, ClientError> {
+async fn maintain(
+    args: BrokerOrCluster,
+    code: i32,
+    timeout: Duration,
+) -> Result<Report, ClientError> {
     let admin = Admin::new(&args.ns.namesrv, timeout)?;
     let mut results = Vec::new();
     for addr in addrs_of(&admin, &args).await? {
@@ -199,7 +203,12 @@ pub fn query_cq_lines(index: i64, body: &QueryConsumeQueueResponseBody) -> Vec<S
 async fn query_cq(args: QueryCqArgs, timeout: Duration) -> Result<Report, ClientError> {
     let admin = Admin::new(&args.ns.namesrv, timeout)?;
     let topic = args.topic.trim().to_owned();
-    let broker = match args.broker.as_deref().map(str::trim).filter(|b| !b.is_empty()) {
+    let broker = match args
+        .broker
+        .as_deref()
+        .map(str::trim)
+        .filter(|b| !b.is_empty())
+    {
         Some(b) => b.to_owned(),
         None => {
             let route = admin.route(&topic).await?;
@@ -236,9 +245,8 @@ async fn update_sub_group_list(
     timeout: Duration,
 ) -> Result<Report, ClientError> {
     let path = args.file.trim();
-    let text = std::fs::read(path).map_err(|e| {
-        ClientError::Invalid(format!("the file path {path} cannot be read: {e}"))
-    })?;
+    let text = std::fs::read(path)
+        .map_err(|e| ClientError::Invalid(format!("the file path {path} cannot be read: {e}")))?;
     let groups: Vec<Value> = serde_json::from_slice(&text).map_err(|e| {
         ClientError::Invalid(format!(
             "{path} is not a JSON list of SubscriptionGroupConfig: {e}"
@@ -281,7 +289,10 @@ async fn update_sub_group_list(
     ))
 }
 
-async fn set_consume_mode(args: SetConsumeModeArgs, timeout: Duration) -> Result<Report, ClientError> {
+async fn set_consume_mode(
+    args: SetConsumeModeArgs,
+    timeout: Duration,
+) -> Result<Report, ClientError> {
     let mode = args.mode.trim().to_ascii_uppercase();
     if mode != "PULL" && mode != "POP" {
         return Err(ClientError::Invalid(format!(
@@ -290,7 +301,10 @@ async fn set_consume_mode(args: SetConsumeModeArgs, timeout: Duration) -> Result
     }
     let admin = Admin::new(&args.ns.namesrv, timeout)?;
     let addrs = admin
-        .target_addrs(args.target.broker.as_deref(), args.target.cluster.as_deref())
+        .target_addrs(
+            args.target.broker.as_deref(),
+            args.target.cluster.as_deref(),
+        )
         .await?;
     let body = json!({
         "consumerGroup": args.group.trim(),
@@ -313,13 +327,19 @@ async fn set_consume_mode(args: SetConsumeModeArgs, timeout: Duration) -> Result
         args.group.trim(),
         args.pop_share_queue_num
     ));
-    Ok(Report::lines(lines, json!({"brokers": addrs, "request": body})))
+    Ok(Report::lines(
+        lines,
+        json!({"brokers": addrs, "request": body}),
+    ))
 }
 
 /// The `brokerName` of a broker's config (GET_BROKER_CONFIG, Java properties text).
 async fn broker_name(admin: &Admin, addr: &str) -> Result<String, ClientError> {
     let resp = admin
-        .call(addr, request(request_code::GET_BROKER_CONFIG, ExtFields::new()))
+        .call(
+            addr,
+            request(request_code::GET_BROKER_CONFIG, ExtFields::new()),
+        )
         .await?;
     Ok(String::from_utf8_lossy(&resp.body)
         .lines()

@@ -28,11 +28,36 @@ fn ha_and_maintenance_commands_on_a_two_master_two_slave_cluster() {
     let cluster = LocalCluster::up("2m-2s-async");
     let master = cluster.broker_addr(0);
     let slave = cluster.broker_addr(1);
-    ok(&cluster, &["updateTopic", "-c", CLUSTER, "-t", TOPIC, "-r", "2", "-w", "2"]);
+    ok(
+        &cluster,
+        &[
+            "updateTopic",
+            "-c",
+            CLUSTER,
+            "-t",
+            TOPIC,
+            "-r",
+            "2",
+            "-w",
+            "2",
+        ],
+    );
     for (body, tag) in [("b0", "TagA"), ("b1", "TagB"), ("b2", "TagA")] {
         ok(
             &cluster,
-            &["sendMessage", "-t", TOPIC, "-p", body, "-c", tag, "-b", "broker-a", "-i", "0"],
+            &[
+                "sendMessage",
+                "-t",
+                TOPIC,
+                "-p",
+                body,
+                "-c",
+                tag,
+                "-b",
+                "broker-a",
+                "-i",
+                "0",
+            ],
         );
     }
 
@@ -41,7 +66,10 @@ fn ha_and_maintenance_commands_on_a_two_master_two_slave_cluster() {
     let info = loop {
         let v = cluster.mqadmin_json(&["haStatus", "-b", &master]);
         let info = v[0]["haRuntimeInfo"].clone();
-        let conns = info["haConnectionInfo"].as_array().cloned().unwrap_or_default();
+        let conns = info["haConnectionInfo"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         if conns.len() == 2 && conns.iter().all(|c| c["diff"] == 0) {
             break info;
         }
@@ -52,16 +80,35 @@ fn ha_and_maintenance_commands_on_a_two_master_two_slave_cluster() {
     assert_eq!(info["inSyncSlaveNums"], 2);
     let out = ok(&cluster, &["haStatus", "-b", &master]);
     assert!(out.contains(&format!("#MasterAddr\t{master}")), "{out}");
-    assert!(out.contains("#SlaveNum\t2") && out.contains("#InSyncSlaveNum\t2"), "{out}");
-    assert_eq!(out.lines().filter(|l| l.contains(" OK ")).count(), 2, "{out}");
+    assert!(
+        out.contains("#SlaveNum\t2") && out.contains("#InSyncSlaveNum\t2"),
+        "{out}"
+    );
+    assert_eq!(
+        out.lines().filter(|l| l.contains(" OK ")).count(),
+        2,
+        "{out}"
+    );
     let out = ok(&cluster, &["haStatus", "-c", CLUSTER]);
-    assert_eq!(out.matches("#SlaveNum\t2").count(), 2, "both masters: {out}");
+    assert_eq!(
+        out.matches("#SlaveNum\t2").count(),
+        2,
+        "both masters: {out}"
+    );
 
     // The slave: its master and the flush offset an admin set.
-    let out = ok(&cluster, &["resetMasterFlushOffset", "-b", &slave, "-o", "99"]);
+    let out = ok(
+        &cluster,
+        &["resetMasterFlushOffset", "-b", &slave, "-o", "99"],
+    );
     assert_eq!(out.trim(), "reset master flush offset to 99 success");
     let out = ok(&cluster, &["haStatus", "-b", &slave]);
-    for needle in ["#MasterAddr\t127.0.0.1:", "#CommitLogMaxOffset\t", "#LastReadTime\t", "#MasterFlushOffset\t99"] {
+    for needle in [
+        "#MasterAddr\t127.0.0.1:",
+        "#CommitLogMaxOffset\t",
+        "#LastReadTime\t",
+        "#MasterFlushOffset\t99",
+    ] {
         assert!(out.contains(needle), "no {needle:?}: {out}");
     }
     let (success, _, err) = cluster.mqadmin(&["haStatus", "-b", &slave, "-i", "3"]);
@@ -74,34 +121,76 @@ fn ha_and_maintenance_commands_on_a_two_master_two_slave_cluster() {
     );
 
     // queryCq: the three units of broker-a's queue 0.
-    let out = ok(&cluster, &["queryCq", "-t", TOPIC, "-q", "0", "-i", "0", "-b", &master]);
+    let out = ok(
+        &cluster,
+        &["queryCq", "-t", TOPIC, "-q", "0", "-i", "0", "-b", &master],
+    );
     assert!(out.contains("max: 3, min: 0"), "{out}");
-    assert_eq!(out.matches("ConsumeQueueData{physicOffset=").count(), 3, "{out}");
+    assert_eq!(
+        out.matches("ConsumeQueueData{physicOffset=").count(),
+        3,
+        "{out}"
+    );
     assert!(out.contains("idx: 2"), "{out}");
-    let v = cluster.mqadmin_json(&["queryCq", "-t", TOPIC, "-q", "0", "-i", "1", "-c", "1", "-b", &master]);
-    assert_eq!(v["body"]["queueData"].as_array().map(Vec::len), Some(1), "{v}");
+    let v = cluster.mqadmin_json(&[
+        "queryCq", "-t", TOPIC, "-q", "0", "-i", "1", "-c", "1", "-b", &master,
+    ]);
+    assert_eq!(
+        v["body"]["queueData"].as_array().map(Vec::len),
+        Some(1),
+        "{v}"
+    );
 
     // updateSubGroupList on every master of the cluster.
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("groups.json");
-    std::fs::write(&file, r#"[{"groupName":"BulkG1","retryMaxTimes":4},{"groupName":"BulkG2"}]"#).unwrap();
-    let out = ok(&cluster, &["updateSubGroupList", "-c", CLUSTER, "-f", file.to_str().unwrap()]);
+    std::fs::write(
+        &file,
+        r#"[{"groupName":"BulkG1","retryMaxTimes":4},{"groupName":"BulkG2"}]"#,
+    )
+    .unwrap();
+    let out = ok(
+        &cluster,
+        &[
+            "updateSubGroupList",
+            "-c",
+            CLUSTER,
+            "-f",
+            file.to_str().unwrap(),
+        ],
+    );
     assert_eq!(
-        out.matches("submit batch of subscription group config to").count(),
+        out.matches("submit batch of subscription group config to")
+            .count(),
         2,
         "{out}"
     );
-    let (success, _, err) = cluster.mqadmin(&["updateSubGroupList", "-b", &master, "-f", "/no/such/file"]);
+    let (success, _, err) =
+        cluster.mqadmin(&["updateSubGroupList", "-b", &master, "-f", "/no/such/file"]);
     assert!(!success && err.contains("/no/such/file"), "{err}");
     std::fs::write(&file, r#"[{"groupName":"bad name"}]"#).unwrap();
-    let (success, _, err) = cluster.mqadmin(&["updateSubGroupList", "-b", &master, "-f", file.to_str().unwrap()]);
+    let (success, _, err) = cluster.mqadmin(&[
+        "updateSubGroupList",
+        "-b",
+        &master,
+        "-f",
+        file.to_str().unwrap(),
+    ]);
     assert!(!success && err.contains("illegal characters"), "{err}");
 
-    for cmd in ["cleanExpiredCQ", "deleteExpiredCommitLog", "cleanUnusedTopic"] {
+    for cmd in [
+        "cleanExpiredCQ",
+        "deleteExpiredCommitLog",
+        "cleanUnusedTopic",
+    ] {
         assert_eq!(ok(&cluster, &[cmd, "-b", &master]).trim(), "success");
         assert_eq!(ok(&cluster, &[cmd, "-c", CLUSTER]).trim(), "success");
         let v = cluster.mqadmin_json(&[cmd]);
-        assert_eq!(v.as_array().map(Vec::len), Some(4), "every broker of every cluster: {v}");
+        assert_eq!(
+            v.as_array().map(Vec::len),
+            Some(4),
+            "every broker of every cluster: {v}"
+        );
     }
 
     let out = ok(&cluster, &["exportPopRecord", "-b", &master]);
@@ -110,7 +199,15 @@ fn ha_and_maintenance_commands_on_a_two_master_two_slave_cluster() {
         format!("Export broker records, brokerName=broker-a, brokerAddr={master}, dryRun=false")
     );
     let (success, _, err) = cluster.mqadmin(&[
-        "setConsumeMode", "-b", &master, "-t", TOPIC, "-g", "BulkG1", "-m", "POP",
+        "setConsumeMode",
+        "-b",
+        &master,
+        "-t",
+        TOPIC,
+        "-g",
+        "BulkG1",
+        "-m",
+        "POP",
     ]);
     assert!(!success && err.contains("QUERY_ASSIGNMENT"), "{err}");
 }

@@ -40,8 +40,8 @@ pub mod tunables;
 pub mod types;
 
 pub use compaction::CompactionReport;
-pub use cq_admin::CqUnit;
 pub use config::{parse_delay_levels, FlushDiskType, StoreConfig};
+pub use cq_admin::CqUnit;
 pub use epoch_file::{check_epochs, EpochEntry, MAX_EPOCH_ENTRIES};
 pub use error::{PutError, StoreError};
 pub use layout::{ABORT_FILE, CHECKPOINT_FILE, COMMITLOG_DIR, CONSUME_QUEUE_DIR, INDEX_DIR};

@@ -24,15 +24,19 @@ use crate::shard::Shard;
 async fn subscription(shard: &Shard, group: String, topic: String) -> Option<SubscriptionData> {
     shard
         .mesh
-        .call(CONTROL_SHARD, "query_cq_subscription", move |s: Rc<Shard>| async move {
-            s.control.as_ref().and_then(|c| {
-                c.clients
-                    .borrow()
-                    .subscriptions(&group)
-                    .into_iter()
-                    .find(|sub| sub.topic == topic)
-            })
-        })
+        .call(
+            CONTROL_SHARD,
+            "query_cq_subscription",
+            move |s: Rc<Shard>| async move {
+                s.control.as_ref().and_then(|c| {
+                    c.clients
+                        .borrow()
+                        .subscriptions(&group)
+                        .into_iter()
+                        .find(|sub| sub.topic == topic)
+                })
+            },
+        )
         .await
         .ok()
         .flatten()
@@ -98,7 +102,12 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         .await
     {
         Ok(u) => u,
-        Err(e) => return error(rc::SYSTEM_ERROR, format!("reading the ConsumeQueue failed: {e}")),
+        Err(e) => {
+            return error(
+                rc::SYSTEM_ERROR,
+                format!("reading the ConsumeQueue failed: {e}"),
+            )
+        }
     };
     body.queue_data = Some(
         units

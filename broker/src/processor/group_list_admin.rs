@@ -81,7 +81,9 @@ mod tests {
             validate_group(" ").unwrap_err(),
             "The specified group is blank."
         );
-        assert!(validate_group("a b").unwrap_err().contains("illegal characters"));
+        assert!(validate_group("a b")
+            .unwrap_err()
+            .contains("illegal characters"));
         assert!(validate_group(&"g".repeat(121))
             .unwrap_err()
             .ends_with("is longer than group max length: 120"));

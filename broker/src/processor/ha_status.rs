@@ -117,12 +117,14 @@ pub async fn ha_status(shard: &Rc<Shard>, receiver: usize) -> RemotingCommand {
     let mut first = true;
     for answer in join_all(calls).await {
         let Ok((master, max_offset, connections, client)) = answer else {
-            return error(rc::SYSTEM_ERROR, "a shard did not answer for its replication");
+            return error(
+                rc::SYSTEM_ERROR,
+                "a shard did not answer for its replication",
+            );
         };
         info.master = master;
-        info.master_commit_log_max_offset = info
-            .master_commit_log_max_offset
-            .saturating_add(max_offset);
+        info.master_commit_log_max_offset =
+            info.master_commit_log_max_offset.saturating_add(max_offset);
         info.ha_connection_info.extend(connections);
         if first {
             info.ha_client_runtime_info = client;

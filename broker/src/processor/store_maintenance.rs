@@ -85,15 +85,20 @@ pub async fn delete_expired_commit_log(shard: &Rc<Shard>, receiver: usize) -> Re
 
 /// CLEAN_EXPIRED_CONSUMEQUEUE.
 pub async fn clean_expired_consume_queue(shard: &Rc<Shard>, receiver: usize) -> RemotingCommand {
-    on_broker_shards(shard, receiver, "clean_expired_cq", |s: Rc<Shard>| async move {
-        match s.store.clean_expired_consume_queues().await {
-            Ok(n) => {
-                tracing::info!("cleanExpiredCQ by an admin: {n} ConsumeQueue files deleted");
-                Ok(format!("{n} expired ConsumeQueue files deleted"))
+    on_broker_shards(
+        shard,
+        receiver,
+        "clean_expired_cq",
+        |s: Rc<Shard>| async move {
+            match s.store.clean_expired_consume_queues().await {
+                Ok(n) => {
+                    tracing::info!("cleanExpiredCQ by an admin: {n} ConsumeQueue files deleted");
+                    Ok(format!("{n} expired ConsumeQueue files deleted"))
+                }
+                Err(e) => Err(format!("cleaning ConsumeQueues failed: {e}")),
             }
-            Err(e) => Err(format!("cleaning ConsumeQueues failed: {e}")),
-        }
-    })
+        },
+    )
     .await
 }
 
@@ -104,35 +109,40 @@ fn always_kept(topic: &str) -> bool {
 
 /// CLEAN_UNUSED_TOPIC.
 pub async fn clean_unused_topic(shard: &Rc<Shard>, receiver: usize) -> RemotingCommand {
-    on_broker_shards(shard, receiver, "clean_unused_topic", |s: Rc<Shard>| async move {
-        let mut unused: Vec<String> = s
-            .store
-            .queues()
-            .into_iter()
-            .map(|(topic, _)| topic)
-            .filter(|t| !always_kept(t) && s.topics.borrow().get(t).is_none())
-            .collect();
-        unused.dedup();
-        for topic in &unused {
-            s.store.delete_topic(topic).await;
-            s.offsets.borrow_mut().remove_topic(topic);
-        }
-        if !unused.is_empty() {
-            tracing::warn!(
-                "cleanUnusedTopic by an admin: queues of {} removed",
-                unused.join(", ")
-            );
-        }
-        Ok(format!(
-            "queues of {} unused topics removed{}",
-            unused.len(),
-            if unused.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", unused.join(", "))
+    on_broker_shards(
+        shard,
+        receiver,
+        "clean_unused_topic",
+        |s: Rc<Shard>| async move {
+            let mut unused: Vec<String> = s
+                .store
+                .queues()
+                .into_iter()
+                .map(|(topic, _)| topic)
+                .filter(|t| !always_kept(t) && s.topics.borrow().get(t).is_none())
+                .collect();
+            unused.dedup();
+            for topic in &unused {
+                s.store.delete_topic(topic).await;
+                s.offsets.borrow_mut().remove_topic(topic);
             }
-        ))
-    })
+            if !unused.is_empty() {
+                tracing::warn!(
+                    "cleanUnusedTopic by an admin: queues of {} removed",
+                    unused.join(", ")
+                );
+            }
+            Ok(format!(
+                "queues of {} unused topics removed{}",
+                unused.len(),
+                if unused.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", unused.join(", "))
+                }
+            ))
+        },
+    )
     .await
 }
 

@@ -250,11 +250,12 @@ mod tests {
             body.queue_data.unwrap_or_default()[0].java_text(),
             "ConsumeQueueData{physicOffset=10, physicSize=200, tagsCode=42, extendDataJson='null', bitMap='null', eval=false, msg='null'}"
         );
-        let list: SubscriptionGroupList<serde_json::Value> =
-            serde_json::from_str(r#"{"groupConfigList":[{"groupName":"g1"}]}"#)
-                .unwrap_or(SubscriptionGroupList {
-                    group_config_list: Vec::new(),
-                });
+        let list: SubscriptionGroupList<serde_json::Value> = serde_json::from_str(
+            r#"{"groupConfigList":[{"groupName":"g1"}]}"#,
+        )
+        .unwrap_or(SubscriptionGroupList {
+            group_config_list: Vec::new(),
+        });
         assert_eq!(list.group_config_list.len(), 1);
     }
 }

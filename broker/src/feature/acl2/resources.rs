@@ -387,7 +387,11 @@ mod tests {
             code::CLEAN_UNUSED_TOPIC,
         ] {
             let req = RemotingCommand::request(c);
-            assert_eq!(keys(&needs(&req, "C").unwrap()), ["Cluster:C:Update"], "code {c}");
+            assert_eq!(
+                keys(&needs(&req, "C").unwrap()),
+                ["Cluster:C:Update"],
+                "code {c}"
+            );
         }
         let ha = RemotingCommand::request(code::GET_BROKER_HA_STATUS);
         assert_eq!(keys(&needs(&ha, "C").unwrap()), ["Cluster:C:Get"]);
