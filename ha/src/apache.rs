@@ -248,13 +248,15 @@ fn check_start(pending: &Pending, frame: &Header) -> Result<(), HaError> {
     .into())
 }
 
-/// Adds the likely cause to a store refusal: segment sizes that differ put the master's end-of-file
-/// blank where this store has none.
+/// Adds the likely causes to a store refusal: segment sizes that differ put the master's end-of-file
+/// blank where this store has none; a store that is not a copy of the master's log makes the master
+/// resume inside a record.
 fn explain(e: StoreError) -> HaError {
     match e {
         StoreError::Corrupt { .. } => HaError::Other(format!(
             "{e} (the master's records must land at the same offsets in segments of the same size: \
-             is mappedFileSizeCommitLog the master's?)"
+             is mappedFileSizeCommitLog the master's, and does this store hold only a copy of the \
+             master's log?)"
         )),
         other => other.into(),
     }
