@@ -382,6 +382,11 @@ mod tests {
             code::DELETE_TOPIC_IN_BROKER,
             code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
             code::DELETE_SUBSCRIPTIONGROUP,
+            code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST,
+            code::DELETE_EXPIRED_COMMITLOG,
+            code::CLEAN_EXPIRED_CONSUMEQUEUE,
+            code::CLEAN_UNUSED_TOPIC,
+            code::RESET_MASTER_FLUSH_OFFSET,
         ] {
             assert!(acl_rule(c).needs_admin(), "code {c}");
         }
