@@ -2,7 +2,8 @@
 //! -b broker-t` / `addWritePerm` against a process of two shard-brokers (`broker-t-0`, `broker-t-1`)
 //! change the routes of both, and of no other process (`broker-tb` starts with the same letters); a
 //! name that matches nothing answers 0, and shard-broker names of two processes are refused with
-//! their names. Skips (with a message) when Apache's mqadmin is unavailable.
+//! their names. Apache 5.5.0's mqadmin (the same request) drains and restores them too, where its
+//! kit installs. Skips (with a message) when Apache's mqadmin is unavailable.
 
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -14,7 +15,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::*;
-use mqadmin_kit::{line_with, ready_kit, Admin, MQADMIN_4};
+use mqadmin_kit::{line_with, ready_kit, Admin, MQADMIN_4, MQADMIN_5};
 use protocol::body::{TopicList, TopicRouteData};
 use protocol::{request_code, response_code, RemotingCommand};
 
@@ -181,6 +182,28 @@ fn write_perm_by_process_name_reaches_every_shard_broker_of_that_process_only() 
         }
         assert_eq!(perm_of(&added, TOPIC, "broker-tb-1"), Some(4));
     });
+
+    // Apache 5.5.0's mqadmin sends the same request: the same answer.
+    if let Some(kit5) = ready_kit(MQADMIN_5) {
+        let admin5 = Admin { kit: kit5, ns };
+        run_local(async {
+            let expected = routes_of(&all_perms(ns).await, &PROCESS);
+            let out = admin5.run(&["wipeWritePerm", "-b", "broker-t"]);
+            let line = line_with(&out, &["wipe write perm of broker[broker-t]", "OK"]).expect(&out);
+            assert!(line.ends_with(&format!("OK, {expected}")), "5.5.0: {line}");
+            let wiped = all_perms(ns).await;
+            for broker in PROCESS {
+                assert_eq!(perm_of(&wiped, TOPIC, broker), Some(4), "5.5.0: {broker}");
+            }
+            let out = admin5.run(&["addWritePerm", "-b", "broker-t"]);
+            let line = line_with(&out, &["add write perm of broker[broker-t]", "OK"]).expect(&out);
+            assert!(line.ends_with(&format!("OK, {expected}")), "5.5.0: {line}");
+            let added = all_perms(ns).await;
+            for broker in PROCESS {
+                assert_eq!(perm_of(&added, TOPIC, broker), Some(6), "5.5.0: {broker}");
+            }
+        });
+    }
 
     // A one-shard process named broker-t-5 makes "broker-t" ambiguous: refused with the names.
     let _single = broker_named("broker-t-5", ns, "shardCount = 1\n");
