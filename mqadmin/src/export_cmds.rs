@@ -410,13 +410,14 @@ async fn export_configs(args: ExportClusterArgs, timeout: Duration) -> Result<Re
     let cmd = request(request_code::GET_NAMESRV_CONFIG, ExtFields::new());
     let mut namesrvs: Map<String, Value> = Map::new();
     for (addr, resp) in admin.invoke_every_namesrv(&cmd).await {
-        let config: BTreeMap<String, String> = match resp {
-            Ok(r) => parse_properties(&String::from_utf8_lossy(&r.body))
+        // A name server that does not answer is noted, not fatal (Apache's export asks none).
+        let config = match resp {
+            Ok(r) => json!(parse_properties(&String::from_utf8_lossy(&r.body))
                 .into_iter()
-                .collect(),
-            Err(e) => return Err(e),
+                .collect::<BTreeMap<String, String>>()),
+            Err(e) => json!({ "error": e.to_string() }),
         };
-        namesrvs.insert(addr.to_string(), json!(config));
+        namesrvs.insert(addr.to_string(), config);
     }
     let result = json!({
         "brokerConfigs": picked,
