@@ -19,7 +19,10 @@ d. Apache's master stops (cleanly), then ours; the two CommitLogs are byte-ident
 e. Ours restarts on the same store as the master (brokerId 0, ASYNC_MASTER). G resumes on ours: it gets
    exactly batch B (nothing of A again: no reset; every acknowledged message of B: no loss), at the queue
    offsets Apache gave them, contiguous per queue; batch C sent to ours is consumed too. Apache's mqadmin
-   finds a message of A by key (queryMsgByKey) and by its msgId (queryMsgByUniqueKey) on ours."""
+   finds a message of A by key (queryMsgByKey) and by its msgId (queryMsgByUniqueKey) on ours.
+f. (4.9.7 case) Spreading over more cores: a broker of ours with two shard-brokers (broker-b-0, broker-b-1) joins
+   and gets the topic, the migrated one-shard broker-a is drained (Apache's mqadmin wipeWritePerm); batch D goes
+   to the new shard-brokers only and G consumes all of it once (nothing of before again)."""
 
 import collections
 import os
@@ -36,7 +39,7 @@ SEGMENT = 1024 * 1024
 # A segment must hold the largest message (ours checks; Apache's would fail such a put).
 MAX_MESSAGE = 512 * 1024
 BODY = 1024
-COUNT_A, COUNT_B, COUNT_C = 1000, 1200, 100
+COUNT_A, COUNT_B, COUNT_C, COUNT_D = 1000, 1200, 100, 200
 # What our empty slave logs when Apache's master offers it only its newest segment.
 REFUSAL = "starts an empty slave at its newest CommitLog segment"
 QUERY_CONSUMER_OFFSET = 14
@@ -179,13 +182,14 @@ def consume(ctx, lang, namesrv, want, name):
                                                       str(want), "2000"]), 90)
 
 
-def run_in_place(ctx, servers_set, admin_set, lang, apache_role):
+def run_in_place(ctx, servers_set, admin_set, lang, apache_role, spread=False):
     apache = Apache(ctx.workdir, servers_set, admin_set)
     ours = OurBroker(os.path.join(ctx.workdir, "ours"), apache.namesrv_addr, "1", "SLAVE")
     os.makedirs(ours.workdir, exist_ok=True)
     ctx.cluster = ours
     ctx.clients = harness.Clients(ctx.workdir, ours)
     ns = apache.namesrv_addr
+    wide_started = False
     started = time.monotonic()
     phase = {}
     try:
@@ -287,9 +291,38 @@ def run_in_place(ctx, servers_set, admin_set, lang, apache_role):
         code, out = apache.mqadmin(["queryMsgByUniqueKey", "-n", ns, "-t", TOPIC, "-i", probe["msg_id"]])
         check(code == 0 and key in out, "Apache's mqadmin queryMsgByUniqueKey %s on ours: %s"
               % (probe["msg_id"], out))
+        recv_d = []
+        if spread:
+            # f. Over more cores: a broker of ours with two shard-brokers joins, the migrated one-shard
+            # broker-a is drained; new messages go to the new queues and G consumes them.
+            wide = harness.Cluster(os.path.join(ctx.workdir, "ours-b"), shard_count=2, shard_routing="direct",
+                                   extra_config={"registerNameServerPeriod": "3000"})
+            wide.namesrv_addr = ns
+            wide.broker_name = "broker-b"
+            wide.broker_names = harness.shard_broker_names("broker-b", 2, "direct")
+            os.makedirs(wide.workdir, exist_ok=True)
+            wide_started = True
+            wide.start_broker(timeout=60)
+            remoting.create_topic(wide.broker_addr, TOPIC, QUEUES)
+            wait_for("route of %s to %s" % (TOPIC, wide.broker_names),
+                     lambda: set(wide.broker_names) <= {b.get("brokerName") for b in
+                                                        (remoting.topic_route(ns, TOPIC) or {}).get("brokerDatas", [])},
+                     30)
+            code, out = apache.mqadmin(["wipeWritePerm", "-b", "broker-a", "-n", ns])
+            check(code == 0 and "OK" in out, "Apache's mqadmin wipeWritePerm -b broker-a: %s" % out)
+            consumer_d = ctx.clients.spawn(lang, "consumer-wide", ["MigrationHaClient", "consume", ns, TOPIC, GROUP,
+                                                                   str(COUNT_D), "2000"])
+            sent_d = acked(finish(ctx, produce(ctx, lang, ns, "D", COUNT_D), 60))
+            recv_d = finish(ctx, consumer_d, 90).of_kind("recv")
+            on = collections.Counter(r["broker"] for r in sent_d)
+            check(len(sent_d) == COUNT_D and set(on) == set(wide.broker_names),
+                  "batch D after broker-a's drain: %d of %d acknowledged, by %s" % (len(sent_d), COUNT_D, dict(on)))
+            phase["spread over two shard-brokers"] = time.monotonic() - started
     finally:
         apache.stop_all()
         ours.stop()
+        if wide_started:
+            wide.stop()
 
     # No reset, no loss, at the offsets Apache gave: G gets B and C, nothing of A.
     names_a = {"A-%d" % r["i"] for r in sent_a}
@@ -318,6 +351,14 @@ def run_in_place(ctx, servers_set, admin_set, lang, apache_role):
         check(offsets == set(range(start, start + len(offsets))),
               "queue %d: consumed offsets are not contiguous from G's committed %d: %s"
               % (q, start, sorted(offsets)[:10]))
+    if spread:
+        names_d = {"D-%d" % r["i"] for r in sent_d}
+        count_d = collections.Counter(r["body"] for r in recv_d)
+        check(set(count_d) == names_d, "G on the new shard-brokers: %d of %d of batch D consumed, %d other(s) "
+              "again, first %s" % (len(set(count_d) & names_d), len(names_d), len(set(count_d) - names_d),
+                                   sorted(set(count_d) - names_d)[:5]))
+        check(all(c == 1 for c in count_d.values()), "batch D delivered twice: %s"
+              % [b for b, c in count_d.items() if c > 1][:5])
     dups = sum(c - 1 for c in count.values())
     ctx.note("%s %s, %s client: batches A/B/C %d/%d/%d stored (batch B answered %s); slave SIGKILLed at offset %s "
              "(producer %s), master's end %d; G's offsets on Apache %s; on ours %d received, %d duplicate "
@@ -330,7 +371,7 @@ def run_in_place(ctx, servers_set, admin_set, lang, apache_role):
 
 @case("java_migration_in_place_slave_of_apache4", timeout=240)
 def in_place_apache4(ctx):
-    run_in_place(ctx, "rocketmq-4.9.7", "rocketmq-4.9.8", "java", "SYNC_MASTER")
+    run_in_place(ctx, "rocketmq-4.9.7", "rocketmq-4.9.8", "java", "SYNC_MASTER", spread=True)
 
 
 @case("java5_migration_in_place_slave_of_apache5", timeout=240)
