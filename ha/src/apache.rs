@@ -62,7 +62,9 @@ impl Header {
             return Err(wire::WireError::NegativeOffset(offset).into());
         }
         let size = usize::try_from(size).map_err(|_| {
-            HaError::Other(format!("Apache master sent a frame of negative size {size}"))
+            HaError::Other(format!(
+                "Apache master sent a frame of negative size {size}"
+            ))
         })?;
         if size > max_frame {
             return Err(wire::WireError::FrameTooLarge {
@@ -289,10 +291,26 @@ mod tests {
             bytes: vec![0; 20],
             limit: 1000,
         };
-        assert!(check_start(&p, &Header { offset: 120, size: 5 }).is_ok());
+        assert!(check_start(
+            &p,
+            &Header {
+                offset: 120,
+                size: 5
+            }
+        )
+        .is_ok());
         assert!(matches!(
-            check_start(&p, &Header { offset: 100, size: 5 }),
-            Err(HaError::Wire(wire::WireError::OutOfOrder { expected: 120, got: 100 }))
+            check_start(
+                &p,
+                &Header {
+                    offset: 100,
+                    size: 5
+                }
+            ),
+            Err(HaError::Wire(wire::WireError::OutOfOrder {
+                expected: 120,
+                got: 100
+            }))
         ));
         let empty = Pending {
             start: 0,
@@ -301,7 +319,13 @@ mod tests {
         };
         assert!(check_start(&empty, &Header { offset: 0, size: 0 }).is_ok());
         assert!(matches!(
-            check_start(&empty, &Header { offset: 1 << 30, size: 0 }),
+            check_start(
+                &empty,
+                &Header {
+                    offset: 1 << 30,
+                    size: 0
+                }
+            ),
             Err(HaError::Refused(_))
         ));
     }
