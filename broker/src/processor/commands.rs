@@ -72,6 +72,7 @@ pub enum Command {
     UpdateTopic,
     UpdateTopicList,
     TopicConfig,
+    SystemTopicList,
     DeleteTopic,
     AllTopicConfig,
     RuntimeInfo,
@@ -182,6 +183,7 @@ pub fn route(request_code: i32) -> Option<Route> {
         code::UPDATE_AND_CREATE_TOPIC => row(Control, A::Admin, C::UpdateTopic),
         code::UPDATE_AND_CREATE_TOPIC_LIST => row(Control, A::Admin, C::UpdateTopicList),
         code::GET_TOPIC_CONFIG => row(Receiver, A::Free, C::TopicConfig),
+        code::GET_SYSTEM_TOPIC_LIST_FROM_BROKER => row(Receiver, A::Free, C::SystemTopicList),
         code::DELETE_TOPIC_IN_BROKER => row(Control, A::Admin, C::DeleteTopic),
         code::GET_ALL_TOPIC_CONFIG => row(Receiver, A::Free, C::AllTopicConfig),
         code::GET_BROKER_RUNTIME_INFO => row(Control, A::Free, C::RuntimeInfo),
@@ -286,6 +288,7 @@ impl Command {
             Command::UpdateTopic => topic_admin::update_and_create(shard, req).await,
             Command::UpdateTopicList => topic_admin::update_and_create_list(shard, req).await,
             Command::TopicConfig => topic_admin::topic_config(shard, req),
+            Command::SystemTopicList => topic_admin::system_topic_list(shard),
             Command::DeleteTopic => topic_admin::delete(shard, req).await,
             Command::AllTopicConfig => topic_admin::all_topic_config(shard),
             Command::RuntimeInfo => broker_admin::runtime_info(shard, conn.shard).await,
@@ -323,7 +326,9 @@ impl Command {
             Command::QueryMessage => message_query::query_by_key(shard, req).await,
             Command::HaStatus => ha_status::ha_status(shard, conn.shard).await,
             Command::EpochCache => ha_status::epoch_cache(shard, conn.shard),
-            Command::ResetMasterFlushOffset => ha_status::reset_master_flush_offset(shard, req),
+            Command::ResetMasterFlushOffset => {
+                ha_status::reset_master_flush_offset(shard, req, conn.shard).await
+            }
             Command::UpdateSubscriptionGroupList => {
                 group_list_admin::update_and_create_list(shard, req).await
             }

@@ -184,24 +184,37 @@ pub fn epoch_cache(shard: &Shard, receiver: usize) -> RemotingCommand {
     ok().with_body(protocol::body::to_json(&cache))
 }
 
-/// RESET_MASTER_FLUSH_OFFSET: a slave records the offset; a master answers SUCCESS and keeps nothing,
-/// as Apache's does.
-pub fn reset_master_flush_offset(shard: &Shard, req: &RemotingCommand) -> RemotingCommand {
+/// RESET_MASTER_FLUSH_OFFSET: a slave records the offset on every shard of the broker the request
+/// reached; a master answers SUCCESS and keeps nothing, as Apache's does.
+pub async fn reset_master_flush_offset(
+    shard: &Rc<Shard>,
+    req: &RemotingCommand,
+    receiver: usize,
+) -> RemotingCommand {
     let header = match ResetMasterFlushOffsetHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => h,
         Err(e) => return header_error(&e),
     };
-    if shard.broker_id() != 0 {
-        shard
-            .extensions
-            .get::<MasterFlushOffset>()
-            .0
-            .set(header.master_flush_offset);
-        tracing::info!(
-            "master flush offset set to {} by an admin",
-            header.master_flush_offset
+    if shard.broker_id() == 0 {
+        return ok();
+    }
+    let offset = header.master_flush_offset;
+    let calls = shard.broker_shards(receiver).map(|s| {
+        shard.mesh.call(
+            s.id(),
+            "reset_master_flush_offset",
+            move |s: Rc<Shard>| async move {
+                s.extensions.get::<MasterFlushOffset>().0.set(offset);
+            },
+        )
+    });
+    if join_all(calls).await.iter().any(Result::is_err) {
+        return error(
+            rc::SYSTEM_ERROR,
+            "a shard did not take the master flush offset",
         );
     }
+    tracing::info!("master flush offset set to {offset} by an admin");
     ok()
 }
 
