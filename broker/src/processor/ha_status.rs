@@ -87,13 +87,18 @@ fn shard_ha(shard: &Shard) -> ShardHa {
         .clone()
         .or_else(|| state.master_ha_addr.borrow().clone())
         .or_else(|| slave.master_addr.borrow().clone());
-    let client = HaClientRuntimeInfo {
-        master_addr: if master { None } else { master_addr },
-        transferred_byte_in_second: i64::try_from(slave.rate.per_second()).unwrap_or(i64::MAX),
-        max_offset: local(max_physical),
-        last_read_timestamp: slave.last_append_ms.get(),
-        last_write_timestamp: slave.last_report_ms.get(),
-        master_flush_offset: shard.extensions.get::<MasterFlushOffset>().0.get(),
+    // A master's client part stays empty, as Apache's.
+    let client = if master {
+        HaClientRuntimeInfo::default()
+    } else {
+        HaClientRuntimeInfo {
+            master_addr,
+            transferred_byte_in_second: i64::try_from(slave.rate.per_second()).unwrap_or(i64::MAX),
+            max_offset: local(max_physical),
+            last_read_timestamp: slave.last_append_ms.get(),
+            last_write_timestamp: slave.last_report_ms.get(),
+            master_flush_offset: shard.extensions.get::<MasterFlushOffset>().0.get(),
+        }
     };
     ShardHa {
         master,
