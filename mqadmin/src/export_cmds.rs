@@ -87,20 +87,6 @@ pub async fn run(command: ExportCommand, timeout: Duration) -> Result<Report, Cl
     }
 }
 
-/// Apache's `TopicValidator.SYSTEM_TOPIC_SET`.
-const SYSTEM_TOPICS: [&str; 10] = [
-    "TBW102",
-    "SCHEDULE_TOPIC_XXXX",
-    "BenchmarkTest",
-    "RMQ_SYS_TRANS_HALF_TOPIC",
-    "RMQ_SYS_TRACE_TOPIC",
-    "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-    "TRANS_CHECK_MAX_TIME_TOPIC",
-    "SELF_TEST_TOPIC",
-    "OFFSET_MOVED_EVENT",
-    "CHECKPOINT_TOPIC",
-];
-
 /// Apache's `MixAll` predefined groups.
 const PREDEFINED_GROUPS: [&str; 14] = [
     "DEFAULT_CONSUMER",
@@ -122,7 +108,7 @@ const PREDEFINED_GROUPS: [&str; 14] = [
 /// A topic Apache's exports leave out: its system topics, and the broker's own (cluster and broker
 /// names) in `own`.
 pub fn is_system_topic(topic: &str, own: &BTreeSet<String>) -> bool {
-    SYSTEM_TOPICS.contains(&topic) || topic.starts_with("rmq_sys_") || own.contains(topic)
+    protocol::system_topics::is_system_topic(topic) || own.contains(topic)
 }
 
 /// A group Apache's exports leave out.

@@ -48,12 +48,21 @@ impl Both<'_> {
     fn run(&self, args: &[&str]) -> (String, String) {
         let (ok, ours, err) = self.cluster.mqadmin(args);
         assert!(ok, "our mqadmin {args:?}: {err}\n{ours}");
+        println!("---- {args:?} ours:\n{ours}");
+        (ours, self.apache_only(args))
+    }
+
+    /// Apache's stdout of a command ours runs differently.
+    fn apache_only(&self, args: &[&str]) -> String {
         let mut cmd = Command::new(&self.apache);
         cmd.arg(SET).args(args).args(["-n", &self.namesrv]);
         let out = run_with_timeout(cmd, Duration::from_secs(120));
-        let theirs = String::from_utf8_lossy(&out.stdout).into_owned();
-        println!("---- {args:?}\nours:\n{ours}\nApache's:\n{theirs}");
-        (ours, theirs)
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        println!(
+            "---- {args:?} Apache's:\n{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
     }
 }
 
@@ -194,4 +203,51 @@ fn apache_and_our_mqadmin_agree() {
     }
     let progress = cluster.mqadmin_json(&["consumerProgress", "-g", GROUP, "-t", TOPIC]);
     assert_eq!(progress["diffTotal"], 0, "{progress}");
+
+    // Apache's exports against our brokers: user topics only (GET_SYSTEM_TOPIC_LIST_FROM_BROKER
+    // names the rest), queue counts summed over the shard-brokers, the group; the configs file
+    // with the keys Apache 4.9.8 reads from every master's GET_BROKER_CONFIG.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_str().unwrap();
+    let theirs = both.apache_only(&["exportMetadata", "-c", CLUSTER, "-f", path]);
+    assert!(theirs.contains("success"), "{theirs}");
+    let metadata = read_json(&dir.path().join("metadata.json"));
+    let topics = metadata["topicConfigTable"].as_object().unwrap();
+    assert_eq!(topics[TOPIC]["writeQueueNums"], 4, "{metadata}");
+    for system in [
+        "broker-a-0",
+        "broker-a-1",
+        CLUSTER,
+        "SCHEDULE_TOPIC_XXXX",
+        "TBW102",
+    ] {
+        assert!(
+            !topics.contains_key(system),
+            "{system} exported: {metadata}"
+        );
+    }
+    assert!(
+        metadata["subscriptionGroupTable"].get(GROUP).is_some(),
+        "{metadata}"
+    );
+    let theirs = both.apache_only(&["exportConfigs", "-c", CLUSTER, "-f", path]);
+    assert!(theirs.contains("success"), "{theirs}");
+    let configs = read_json(&dir.path().join("configs.json"));
+    let brokers = configs["brokerConfigs"].as_object().unwrap();
+    assert!(!brokers.is_empty(), "{configs}");
+    for (_, props) in brokers {
+        for key in [
+            "brokerClusterName",
+            "maxMessageSize",
+            "useTLS",
+            "filterServerNums",
+        ] {
+            assert!(props.get(key).is_some(), "{key} missing: {configs}");
+        }
+    }
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}\n{text}", path.display()))
 }

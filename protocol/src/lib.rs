@@ -14,6 +14,7 @@ pub mod header;
 pub mod language;
 pub mod properties_text;
 pub mod signature;
+pub mod system_topics;
 pub mod topic_attributes;
 pub mod trace;
 

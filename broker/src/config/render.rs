@@ -3,6 +3,7 @@
 
 use super::keys::{BrokerConfig, BrokerRole, FlushDiskType};
 
+
 impl BrokerConfig {
     /// Every key this broker applies, with its value in the form `set` reads back.
     pub fn to_pairs(&self) -> Vec<(&'static str, String)> {
@@ -85,6 +86,7 @@ impl BrokerConfig {
             ("traceTopicEnable", self.trace_topic_enable.to_string()),
             ("msgTraceTopicName", self.msg_trace_topic_name.clone()),
             ("traceOn", self.trace_on.to_string()),
+            ("useTLS", self.tls.client_enabled().to_string()),
             (
                 "autoCreateSubscriptionGroup",
                 self.auto_create_subscription_group.to_string(),

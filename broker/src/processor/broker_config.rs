@@ -25,7 +25,11 @@ pub const PENDING_FIELD: &str = "pendingRestart";
 
 /// GET_BROKER_CONFIG: every key with the value in force; keys pending a restart in `pendingRestart`.
 pub fn get(shard: &Shard) -> RemotingCommand {
-    let mut resp = ok().with_body(shard.effective_cfg().to_properties_text());
+    let mut text = shard.effective_cfg().to_properties_text();
+    // Not a setting here (filter servers do not exist), but Apache 4.9.8's `exportConfigs` fails on
+    // a broker config without it.
+    text.push_str("filterServerNums=0\n");
+    let mut resp = ok().with_body(text);
     let pending = live::pending(&shard.cfg);
     if !pending.is_empty() {
         let text: String = pending

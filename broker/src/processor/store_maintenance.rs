@@ -104,7 +104,7 @@ pub async fn clean_expired_consume_queue(shard: &Rc<Shard>, receiver: usize) -> 
 
 /// Topics whose queues CLEAN_UNUSED_TOPIC keeps without a config: Apache's system topics and LMQ.
 fn always_kept(topic: &str) -> bool {
-    crate::exporter::apache::labels::is_system_topic(topic) || topic.starts_with("%LMQ%")
+    protocol::system_topics::is_system_topic(topic) || topic.starts_with("%LMQ%")
 }
 
 /// CLEAN_UNUSED_TOPIC.

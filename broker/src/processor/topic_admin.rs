@@ -1,11 +1,12 @@
 //! Topics: UPDATE_AND_CREATE_TOPIC, UPDATE_AND_CREATE_TOPIC_LIST and DELETE_TOPIC_IN_BROKER (shard 0),
-//! GET_ALL_TOPIC_CONFIG and GET_TOPIC_CONFIG (any shard's copy). Attributes follow RocketMQ 5.x's rules
+//! GET_ALL_TOPIC_CONFIG, GET_TOPIC_CONFIG and GET_SYSTEM_TOPIC_LIST_FROM_BROKER (any shard's copy). Attributes follow RocketMQ 5.x's rules
 //! (`protocol::topic_attributes`). Creation on first use is in `common::topic_create`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use protocol::body::{CreateTopicListRequestBody, TopicConfig};
+use protocol::body::{CreateTopicListRequestBody, TopicConfig, TopicList};
+use protocol::system_topics::{is_system_topic, SYSTEM_TOPICS};
 use protocol::header::{
     CommandHeader, CreateTopicRequestHeader, DeleteTopicRequestHeader, GetTopicConfigRequestHeader,
 };
@@ -17,11 +18,42 @@ use crate::common::reply::{error, header_error, ok};
 use crate::role::control;
 use crate::shard::mesh::join_all;
 use crate::shard::Shard;
-use crate::state::topics::validate_topic_name;
+use crate::state::topics::{reply_topic, validate_topic_name};
 
 pub fn all_topic_config(shard: &Shard) -> RemotingCommand {
     let body = shard.topics.borrow().to_json();
     ok().with_body(body)
+}
+
+/// GET_SYSTEM_TOPIC_LIST_FROM_BROKER: Apache's system topics, with the ones Apache's broker adds at
+/// start (its cluster's and broker's names, one per shard-broker here, and the reply topic) and every
+/// system topic this broker holds. Apache's `exportMetadata` leaves these out.
+pub fn system_topic_list(shard: &Shard) -> RemotingCommand {
+    let cfg = &shard.cfg;
+    let mut list: BTreeSet<String> = SYSTEM_TOPICS.iter().map(|t| (*t).to_owned()).collect();
+    list.insert(cfg.broker_cluster_name.clone());
+    list.insert(cfg.broker_name.clone());
+    list.insert(reply_topic(&cfg.broker_cluster_name));
+    if cfg.shards_are_brokers(shard.shards) {
+        list.extend(
+            (0..shard.shards)
+                .filter_map(|i| cfg.shard_broker(i, shard.shards))
+                .map(|b| b.broker_name),
+        );
+    }
+    list.extend(
+        shard
+            .topics
+            .borrow()
+            .names()
+            .filter(|t| is_system_topic(t))
+            .map(str::to_owned),
+    );
+    let body = TopicList {
+        topic_list: list,
+        broker_addr: None,
+    };
+    ok().with_body(protocol::body::to_json(&body))
 }
 
 /// GET_TOPIC_CONFIG: the topic's config as Apache writes it (its proxy and dashboard read the

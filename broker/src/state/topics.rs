@@ -119,6 +119,11 @@ impl TopicTable {
         self.topics.get(topic)
     }
 
+    /// Every topic's name.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.topics.keys().map(String::as_str)
+    }
+
     /// Inserts or replaces a topic and bumps the data version.
     pub fn upsert(&mut self, config: TopicConfig) {
         self.topics.insert(config.topic_name.clone(), config);

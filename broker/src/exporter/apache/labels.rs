@@ -24,22 +24,7 @@ pub fn version_desc(ordinal: i32) -> String {
     format!("v{major}_{minor}_{patch}{snapshot}")
 }
 
-/// Apache's system topics: a fixed set and anything starting with `rmq_sys_`.
-pub fn is_system_topic(topic: &str) -> bool {
-    matches!(
-        topic,
-        "TBW102"
-            | "SCHEDULE_TOPIC_XXXX"
-            | "BenchmarkTest"
-            | "RMQ_SYS_TRANS_HALF_TOPIC"
-            | "RMQ_SYS_TRACE_TOPIC"
-            | "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-            | "TRANS_CHECK_MAX_TIME_TOPIC"
-            | "SELF_TEST_TOPIC"
-            | "OFFSET_MOVED_EVENT"
-            | "CHECKPOINT_TOPIC"
-    ) || topic.starts_with("rmq_sys_")
-}
+pub use protocol::system_topics::is_system_topic;
 
 /// Apache's system groups: `CID_RMQ_SYS_` in any case.
 pub fn is_system_group(group: &str) -> bool {
