@@ -69,12 +69,7 @@ impl MessageStore {
             .await
             .map_err(|e| StoreError::io("maintenance", e))?;
         let min_phys = physical(inner.cfg.shard_id, inner.log.min_offset());
-        let queues: Vec<_> = inner
-            .queues
-            .borrow()
-            .values()
-            .flat_map(|m| m.values().cloned())
-            .collect();
+        let queues = self.queue_handles();
         let mut deleted = 0;
         for q in queues {
             deleted += self.trim_queue(&q, min_phys).await?;

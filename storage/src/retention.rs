@@ -198,12 +198,7 @@ impl MessageStore {
         if let Err(e) = inner.epochs.borrow_mut().truncate_before(min_phys) {
             tracing::error!("shard {}: pruning the epoch file failed: {e}", cfg.shard_id);
         }
-        let queues: Vec<_> = inner
-            .queues
-            .borrow()
-            .values()
-            .flat_map(|m| m.values().cloned())
-            .collect();
+        let queues = self.queue_handles();
         let positions = inner.consumer_positions.borrow().clone();
         // The rule that took the newest segment is the one that moved the queues' starts.
         let rule = report

@@ -604,6 +604,17 @@ impl MessageStore {
         self.inner.stats.snapshot()
     }
 
+    /// Every ConsumeQueue of this shard, for a pass that awaits between queues (the map itself is
+    /// not borrowed across those awaits: appends may add queues meanwhile).
+    pub(crate) fn queue_handles(&self) -> Vec<Rc<RefCell<ConsumeQueue>>> {
+        self.inner
+            .queues
+            .borrow()
+            .values()
+            .flat_map(|m| m.values().cloned())
+            .collect()
+    }
+
     /// Flushes ConsumeQueues and the index, then writes the checkpoint.
     pub async fn flush_maintenance(&self) -> Result<(), StoreError> {
         let _permit = self
@@ -625,13 +636,7 @@ impl MessageStore {
             inner.log.write_pos()
         };
         let commitlog_flushed = inner.log.flushed.get();
-        let queues: Vec<Rc<RefCell<ConsumeQueue>>> = inner
-            .queues
-            .borrow()
-            .values()
-            .flat_map(|m| m.values().cloned())
-            .collect();
-        for q in queues {
+        for q in self.queue_handles() {
             let job = q.borrow().prepare_flush();
             if let Some(job) = job {
                 let target = job.target;

@@ -131,12 +131,7 @@ impl MessageStore {
         inner.log.cut_back(cut).await?;
         inner.waiters.flushed.set(cut);
         // (4)
-        let queues: Vec<_> = inner
-            .queues
-            .borrow()
-            .values()
-            .flat_map(|m| m.values().cloned())
-            .collect();
+        let queues = self.queue_handles();
         let positions = inner.consumer_positions.borrow().clone();
         for q in queues {
             if let Some(e) = crate::fault::injected_error("truncate_queue", inner.cfg.shard_id) {
