@@ -6,6 +6,7 @@ pub mod message_type;
 pub mod pop;
 pub mod receipt;
 pub mod recall;
+mod resource;
 pub mod route;
 pub mod send;
 pub mod telemetry;

@@ -25,6 +25,7 @@ use protocol::message::record::decode_view;
 use protocol::{request_code, response_code, RemotingCommand};
 
 use super::caller::Caller;
+use super::resource::topic_name;
 use super::receipt::ReceiptHandle;
 use super::send::now_ms;
 use crate::convert::{duration_ms, to_sdk_message};
@@ -43,14 +44,6 @@ fn group_name(group: &Option<Resource>) -> Result<String, ProxyError> {
         .map(|g| g.name.clone())
         .filter(|g| !g.is_empty())
         .ok_or_else(|| ProxyError::Code(Code::IllegalConsumerGroup, "group is required".into()))
-}
-
-fn topic_name(topic: &Option<Resource>) -> Result<String, ProxyError> {
-    topic
-        .as_ref()
-        .map(|t| t.name.clone())
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| ProxyError::Code(Code::IllegalTopic, "topic is required".into()))
 }
 
 fn check_invisible(proxy: &Proxy, ms: i64) -> Result<(), ProxyError> {
@@ -75,7 +68,7 @@ pub async fn receive_message(
         .message_queue
         .as_ref()
         .ok_or_else(|| ProxyError::BadRequest("message_queue is required".into()))?;
-    let topic = topic_name(&mq.topic)?;
+    let topic = topic_name(&mq.topic)?.to_owned();
     let broker_name = mq
         .broker
         .as_ref()
@@ -308,7 +301,7 @@ pub async fn ack_message(
     req: AckMessageRequest,
 ) -> Result<AckMessageResponse, ProxyError> {
     let group = group_name(&req.group)?;
-    let topic = topic_name(&req.topic)?;
+    let topic = topic_name(&req.topic)?.to_owned();
     let statuses = if req.entries.len() == 1 {
         let mut one = Vec::new();
         for e in &req.entries {
@@ -484,7 +477,7 @@ pub async fn change_invisible_duration(
     req: ChangeInvisibleDurationRequest,
 ) -> Result<ChangeInvisibleDurationResponse, ProxyError> {
     let group = group_name(&req.group)?;
-    let topic = topic_name(&req.topic)?;
+    let topic = topic_name(&req.topic)?.to_owned();
     let invisible_ms = req
         .invisible_duration
         .as_ref()
@@ -546,7 +539,7 @@ pub async fn forward_to_dlq(
     req: ForwardMessageToDeadLetterQueueRequest,
 ) -> Result<ForwardMessageToDeadLetterQueueResponse, ProxyError> {
     let group = group_name(&req.group)?;
-    let topic = topic_name(&req.topic)?;
+    let topic = topic_name(&req.topic)?.to_owned();
     dead_letter(
         proxy,
         caller,

@@ -8,6 +8,7 @@ use protocol::topic_attributes::TopicMessageType;
 use protocol::{request_code, response_code, RemotingCommand};
 
 use super::caller::Caller;
+use super::resource::topic_name;
 use super::message_type;
 use crate::pb::*;
 use crate::state::Proxy;
@@ -18,12 +19,7 @@ pub async fn recall_message(
     caller: &Caller,
     req: RecallMessageRequest,
 ) -> Result<RecallMessageResponse, ProxyError> {
-    let topic = req
-        .topic
-        .as_ref()
-        .map(|t| t.name.clone())
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| ProxyError::Code(Code::IllegalTopic, "topic is required".into()))?;
+    let topic = topic_name(&req.topic)?.to_owned();
     if proxy.cfg.enable_topic_message_type_check {
         let ty = message_type::topic_type(proxy, &topic).await?;
         message_type::validate(ty, TopicMessageType::Delay)?;

@@ -5,6 +5,7 @@
 use protocol::body::{perm, QueueData, TopicRouteData};
 
 use super::caller::Caller;
+use super::resource::topic_name;
 use super::message_type::advertised;
 use crate::pb::*;
 use crate::state::Proxy;
@@ -15,14 +16,6 @@ fn resource(caller: &Caller, name: &str) -> Resource {
         resource_namespace: caller.namespace.clone(),
         name: name.to_string(),
     }
-}
-
-fn topic_name(topic: &Option<Resource>) -> Result<&str, ProxyError> {
-    topic
-        .as_ref()
-        .map(|r| r.name.as_str())
-        .filter(|n| !n.is_empty())
-        .ok_or_else(|| ProxyError::Code(Code::IllegalTopic, "topic is required".into()))
 }
 
 fn broker(q: &QueueData, endpoints: &Option<Endpoints>) -> Broker {

@@ -14,6 +14,7 @@ use protocol::message::record::sys_flag;
 use protocol::{request_code, response_code, RemotingCommand};
 
 use super::caller::Caller;
+use super::resource::topic_name;
 use super::message_type;
 use super::transaction::TransactionId;
 use crate::convert::{remoting_properties, send_kind, timestamp_ms, SendKind};
@@ -64,12 +65,7 @@ async fn send_one(
     caller: &Caller,
     msg: &Message,
 ) -> Result<SendResultEntry, ProxyError> {
-    let topic = msg
-        .topic
-        .as_ref()
-        .map(|t| t.name.clone())
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| ProxyError::Code(Code::IllegalTopic, "topic is required".into()))?;
+    let topic = topic_name(&msg.topic)?.to_owned();
     if msg.body.is_empty() {
         return Err(ProxyError::Code(
             Code::MessageBodyEmpty,

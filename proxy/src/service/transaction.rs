@@ -16,6 +16,7 @@ use protocol::topic_attributes::TopicMessageType;
 use protocol::{request_code, response_code, RemotingCommand};
 
 use super::caller::Caller;
+use super::resource::topic_name;
 use super::message_type;
 use crate::convert::to_sdk_message;
 use crate::pb::*;
@@ -58,12 +59,7 @@ pub async fn end_transaction(
     caller: &Caller,
     req: EndTransactionRequest,
 ) -> Result<EndTransactionResponse, ProxyError> {
-    let topic = req
-        .topic
-        .as_ref()
-        .map(|t| t.name.clone())
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| ProxyError::Code(Code::IllegalTopic, "topic is required".into()))?;
+    let topic = topic_name(&req.topic)?.to_owned();
     let tx = TransactionId::decode(&req.transaction_id).ok_or_else(|| {
         ProxyError::Code(
             Code::InvalidTransactionId,
