@@ -14,6 +14,7 @@ pub mod config;
 pub(crate) mod error;
 pub(crate) mod exporter;
 pub(crate) mod feature;
+pub mod import;
 pub(crate) mod net;
 pub(crate) mod processor;
 pub(crate) mod replication;

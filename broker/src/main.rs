@@ -1,4 +1,6 @@
 //! `broker --config FILE`: loads the config (TOML or .properties), reports unused keys, runs the broker.
+//! `broker --import-apache-store DIR --target DIR [--force]`: writes a one-shard store of ours from a
+//! stopped Apache RocketMQ store (docs/migration.md) and exits.
 
 use std::path::PathBuf;
 
@@ -13,8 +15,45 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[command(name = "broker", about = "RocketMQ-compatible thread-per-core broker")]
 struct Args {
     /// Config file: flat TOML with RocketMQ key names, or a RocketMQ broker.properties.
-    #[arg(short = 'c', long = "config")]
-    config: PathBuf,
+    #[arg(
+        short = 'c',
+        long = "config",
+        required_unless_present = "import_apache_store"
+    )]
+    config: Option<PathBuf>,
+    /// Import a stopped Apache RocketMQ store (its storePathRootDir) into --target, then exit.
+    #[arg(
+        long = "import-apache-store",
+        value_name = "DIR",
+        requires = "target",
+        conflicts_with = "config"
+    )]
+    import_apache_store: Option<PathBuf>,
+    /// The storePathRootDir the import creates (absent or empty).
+    #[arg(long = "target", value_name = "DIR", requires = "import_apache_store")]
+    target: Option<PathBuf>,
+    /// Import although the Apache store's `abort` file says it did not stop cleanly.
+    #[arg(long = "force", requires = "import_apache_store")]
+    force: bool,
+}
+
+/// `--import-apache-store`: prints the report, or the refusal, and exits.
+fn import(source: PathBuf, target: PathBuf, force: bool) -> ! {
+    let opts = broker::import::ImportOptions {
+        source,
+        target,
+        force,
+    };
+    match broker::import::import_apache_store(&opts) {
+        Ok(report) => {
+            print!("{report}");
+            std::process::exit(0);
+        }
+        Err(e) => {
+            eprintln!("broker: import refused: {e}");
+            std::process::exit(2);
+        }
+    }
 }
 
 /// Logs go to stderr (the journal under systemd); RUST_LOG wins over the config's `logLevel`.
@@ -34,7 +73,14 @@ fn init_logging(log_level: &str) {
 
 fn main() {
     let args = Args::parse();
-    let (cfg, issues) = match broker::config::load(&args.config) {
+    let (Some(config), None) = (args.config, args.import_apache_store.clone()) else {
+        let (Some(source), Some(target)) = (args.import_apache_store, args.target) else {
+            eprintln!("broker: --config FILE, or --import-apache-store DIR --target DIR");
+            std::process::exit(2);
+        };
+        import(source, target, args.force);
+    };
+    let (cfg, issues) = match broker::config::load(&config) {
         Ok(loaded) => loaded,
         Err(e) => {
             eprintln!("broker: {e}");

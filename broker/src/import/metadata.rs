@@ -1,0 +1,63 @@
+//! Apache's `store/config` JSON files, checked with our own parsers and written where our broker reads
+//! them in a one-shard store: topics.json, subscriptionGroup.json, consumerOffset.json (as
+//! consumerOffset-0.json) and delayOffset.json are RocketMQ's formats on both sides, so they are copied
+//! byte for byte once they parse.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::feature::schedule::offsets as delay_offsets;
+use crate::state::consumer_offsets::{offsets_path, ConsumerOffsets};
+use crate::state::persist::write_atomic;
+use crate::state::subscription_groups::SubscriptionGroupTable;
+use crate::state::topics::TopicTable;
+
+use super::layout::{DELAY_OFFSETS, GROUPS, NOT_CARRIED, OFFSETS, TOPICS};
+
+/// What was carried.
+#[derive(Debug, Default)]
+pub struct Carried {
+    pub topics: usize,
+    pub groups: usize,
+    /// (topic, group, queue) entries.
+    pub offset_entries: usize,
+    pub delay_offsets: BTreeMap<i32, i64>,
+    /// Apache files present that are not carried: (file, what it held).
+    pub left: Vec<(String, String)>,
+}
+
+/// Checks and copies the metadata of `src_root/config` into `dst_root/config`.
+pub fn carry(src_root: &Path, dst_root: &Path) -> Result<Carried, String> {
+    let src = src_root.join("config");
+    let dst = dst_root.join("config");
+    let mut out = Carried::default();
+    let copy = |name: &str, to: &Path| -> Result<bool, String> {
+        let from = src.join(name);
+        match crate::state::persist::read_optional(&from) {
+            Ok(Some(bytes)) => write_atomic(to, &bytes)
+                .map(|()| true)
+                .map_err(|e| format!("{}: {e}", to.display())),
+            Ok(None) => Ok(false),
+            Err(e) => Err(format!("{}: {e}", from.display())),
+        }
+    };
+    let topics = TopicTable::load(&src.join(TOPICS)).map_err(|e| e.to_string())?;
+    out.topics = topics.topics.len();
+    copy(TOPICS, &dst.join(TOPICS))?;
+    let groups = SubscriptionGroupTable::load(&src.join(GROUPS)).map_err(|e| e.to_string())?;
+    out.groups = groups.subscription_group_table.len();
+    copy(GROUPS, &dst.join(GROUPS))?;
+    let offsets = ConsumerOffsets::load(&src.join(OFFSETS)).map_err(|e| e.to_string())?;
+    out.offset_entries = offsets.entries().len();
+    copy(OFFSETS, &offsets_path(dst_root, 0))?;
+    out.delay_offsets = delay_offsets::load(&src.join(DELAY_OFFSETS))?;
+    copy(DELAY_OFFSETS, &delay_offsets::path(dst_root, None))?;
+    for (name, what) in NOT_CARRIED {
+        let path = src.join(name);
+        let non_empty = std::fs::metadata(&path).is_ok_and(|m| m.len() > 2);
+        if non_empty {
+            out.left.push(((*name).to_owned(), (*what).to_owned()));
+        }
+    }
+    Ok(out)
+}
