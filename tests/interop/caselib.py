@@ -1,6 +1,7 @@
 """Case registry and the checks shared by interop cases: what a consumer received against what was sent."""
 
 import collections
+import fnmatch
 import os
 
 import harness
@@ -9,15 +10,31 @@ from harness import CaseFailure, check
 
 CASES = []
 
-Case = collections.namedtuple("Case", "name func timeout")
+Case = collections.namedtuple("Case", "name func timeout exclusive", defaults=(False,))
+
+# Cases that run alone under `run.py -j N` (after the concurrent ones), by name pattern (fnmatch), besides
+# those registered with `exclusive=True`: one with ports outside the runner's port slices
+# (deploy/local-cluster.sh's layout), and the long ones that kill and elect masters or run Apache's JVM
+# servers beside ours, whose route-refresh and failover windows a loaded machine stretches.
+EXCLUSIVE = (
+    "cluster_2m_2s_*",          # local-cluster.sh: its own port block, 4 brokers + 2 name servers
+    "*failover*",               # controller, 3 replicas, two SIGKILLed masters, route-refresh timing
+    "*migration*",              # Apache's namesrv + broker JVMs, sends checked against route refresh times
+)
 
 
-def case(name, timeout=120):
-    """Register `func(ctx)` as an interop case with a hard timeout in seconds."""
+def case(name, timeout=120, exclusive=False):
+    """Register `func(ctx)` as an interop case with a hard timeout in seconds; `exclusive` (or a name in
+    EXCLUSIVE) runs it alone when the runner runs cases side by side (`-j N`)."""
     def register(func):
-        CASES.append(Case(name, func, timeout))
+        CASES.append(Case(name, func, timeout, exclusive))
         return func
     return register
+
+
+def is_exclusive(case_):
+    """The case must run with no other case beside it (see EXCLUSIVE)."""
+    return case_.exclusive or any(fnmatch.fnmatchcase(case_.name, p) for p in EXCLUSIVE)
 
 
 class Context:

@@ -80,20 +80,55 @@ def _ephemeral_range():
         return 32768, 60999
 
 
-def free_port(below=0, above=0):
-    """A loopback port P with P-below..P+above all free (the broker also binds listenPort-2 and +1).
+# A runner running cases side by side (run.py -j N) gives each of its child processes its own slice
+# of the port range below, "LOW-HIGH" in this variable: two concurrent cases can then never pick the same
+# port between choosing it and binding it.
+PORT_RANGE_ENV = "INTEROP_PORT_RANGE"
 
-    Taken below the kernel's ephemeral range: a free port inside it can become the local port of some
-    process's outgoing connection between this check and the server's bind (CI saw a broker's HA port,
-    listenPort+1, taken that way)."""
+# Ports this process handed out already: a case picks several before it starts anything (a name server's,
+# then a broker's block), and a port not bound yet still looks free.
+_HANDED_OUT = set()
+
+
+def port_range():
+    """[low, high) where free_port picks: PORT_RANGE_ENV when set, else 10000 up to the kernel's ephemeral
+    range (a free port inside that range can become the local port of some process's outgoing connection
+    between the check and the server's bind; CI saw a broker's HA port, listenPort+1, taken that way)."""
+    given = os.environ.get(PORT_RANGE_ENV)
+    if given:
+        try:
+            low, high = (int(x) for x in given.split("-"))
+        except ValueError:
+            raise SystemExit("%s must be LOW-HIGH, not %r" % (PORT_RANGE_ENV, given))
+        if not 1024 <= low < high <= 65536:
+            raise SystemExit("%s=%r: want 1024 <= LOW < HIGH <= 65536" % (PORT_RANGE_ENV, given))
+        return low, high
     low, _ = _ephemeral_range()
-    top = low - 1 if low > 11024 else 65535
-    bottom = 10000 if low > 11024 else low
+    if low > 11024:
+        return 10000, low - 1
+    return low, 65535
+
+
+def port_slices(count):
+    """`count` disjoint "LOW-HIGH" slices of port_range(), one per concurrent case (PORT_RANGE_ENV)."""
+    low, high = port_range()
+    size = (high - low) // count
+    if size < 200:
+        raise SystemExit("port range %d-%d too small for %d concurrent cases" % (low, high, count))
+    return ["%d-%d" % (low + i * size, low + (i + 1) * size) for i in range(count)]
+
+
+def free_port(below=0, above=0):
+    """A loopback port P with P-below..P+above all free (the broker also binds listenPort-2 and +1), in
+    port_range() and clear of every port this process handed out before."""
+    bottom, top = port_range()
     for _ in range(500):
         port = random.randrange(bottom + below, top - above)
-        if all(_port_free(p) for p in range(port - below, port + above + 1)):
+        block = range(port - below, port + above + 1)
+        if not _HANDED_OUT.intersection(block) and all(_port_free(p) for p in block):
+            _HANDED_OUT.update(block)
             return port
-    raise RuntimeError("no free port block found")
+    raise RuntimeError("no free port block found in %d-%d" % (bottom, top))
 
 
 def wait_port(port, timeout):
