@@ -76,7 +76,7 @@ impl Header {
         Ok(Header { offset, size })
     }
 
-    /// Encodes a header (what an Apache master sends; used by tests).
+    /// Encodes a header (what an Apache master sends, and ours to an Apache slave).
     pub fn encode(&self) -> [u8; HEADER] {
         let mut out = [0u8; HEADER];
         let (off, size) = out.split_at_mut(8);

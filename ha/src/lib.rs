@@ -40,12 +40,15 @@
 //! back-off; version 2 when `SlaveConfig::broker_id` is set (controller mode), else version 1.
 //!
 //! `apache`: the slave side of Apache RocketMQ's classic HA protocol (`SlaveConfig::protocol` =
-//! `MasterProtocol::Apache`), so this broker can follow an Apache master (see that module).
+//! `MasterProtocol::Apache`), so this broker can follow an Apache master (see that module);
+//! `apache_master`: the master side of it, so an Apache slave can follow a one-shard master of ours
+//! (the HA port tells the two protocols apart by their first bytes, `master::read_hello`).
 
 // Bytes from the network are parsed here: no indexing or slicing that could panic on them.
 #![warn(clippy::indexing_slicing)]
 
 pub mod apache;
+pub mod apache_master;
 pub mod epochs;
 pub mod error;
 pub mod io;
@@ -56,8 +59,11 @@ pub mod slave;
 pub mod watermark;
 pub mod wire;
 
+pub use apache_master::serve_apache_slave;
 pub use error::HaError;
-pub use master::{check_handshake, read_handshake, refuse, serve_slave, MasterShard};
+pub use master::{
+    check_handshake, read_handshake, read_hello, refuse, serve_slave, Hello, MasterShard,
+};
 pub use signal::DataSignal;
 pub use slave::{run_slave, MasterAddr, MasterProtocol, SlaveConfig, SlaveStatus};
 pub use watermark::{Lag, SlaveInfo, WaitError, Watermark};

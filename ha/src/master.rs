@@ -26,11 +26,50 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Senders re-check the log at least this often even without a signal.
 const IDLE_POLL: Duration = Duration::from_millis(100);
 
+/// What a fresh connection to the HA port opened with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hello {
+    /// Our handshake (it starts with `wire::MAGIC`).
+    Ours(Handshake),
+    /// An Apache slave (classic protocol): its first 8 bytes are its max physical offset. The first
+    /// 4 bytes of an offset below 2^62 are never `wire::MAGIC` (that would be an offset of over 5 EiB),
+    /// so the two are told apart without ambiguity.
+    Apache { reported: i64 },
+}
+
+/// Reads what a fresh connection opens with: our handshake (either version) or an Apache slave's
+/// first offset report.
+pub async fn read_hello(stream: &mut TcpStream) -> Result<Hello, HaError> {
+    let mut first = [0u8; 4];
+    read_exact_within(stream, &mut first, HANDSHAKE_TIMEOUT).await?;
+    if u32::from_be_bytes(first) != wire::MAGIC {
+        let mut report = [0u8; wire::REPORT];
+        let (high, low) = report.split_at_mut(4);
+        high.copy_from_slice(&first);
+        read_exact_within(stream, low, HANDSHAKE_TIMEOUT).await?;
+        let reported = wire::decode_report(&report)?;
+        return Ok(Hello::Apache { reported });
+    }
+    let mut fixed = [0u8; wire::HANDSHAKE_FIXED];
+    let (magic, rest) = fixed.split_at_mut(4);
+    magic.copy_from_slice(&first);
+    read_exact_within(stream, rest, HANDSHAKE_TIMEOUT).await?;
+    read_handshake_rest(stream, &fixed).await.map(Hello::Ours)
+}
+
 /// Reads a slave's handshake (either version) from a fresh connection.
 pub async fn read_handshake(stream: &mut TcpStream) -> Result<Handshake, HaError> {
     let mut fixed = [0u8; wire::HANDSHAKE_FIXED];
     read_exact_within(stream, &mut fixed, HANDSHAKE_TIMEOUT).await?;
-    let head = Handshake::decode_head(&fixed)?;
+    read_handshake_rest(stream, &fixed).await
+}
+
+/// The rest of a handshake whose fixed part is `fixed`.
+async fn read_handshake_rest(
+    stream: &mut TcpStream,
+    fixed: &[u8; wire::HANDSHAKE_FIXED],
+) -> Result<Handshake, HaError> {
+    let head = Handshake::decode_head(fixed)?;
     let mut name = vec![0u8; head.name_len];
     read_exact_within(stream, &mut name, HANDSHAKE_TIMEOUT).await?;
     let mut hello = Handshake::from_parts(head.shard_count, head.shard_id, &name)?;
@@ -143,7 +182,7 @@ pub async fn serve_slave(
     let closed = Rc::new(Cell::new(false));
     let (reader, writer) = futures_lite::io::split(stream);
     let acks = glommio::spawn_local(read_acks(reader, ms.clone(), conn, closed.clone()));
-    let result = stream_frames(writer, &ms, from, &closed, &rate).await;
+    let result = stream_frames(writer, &ms, from, &closed, &rate, Framing::Ours).await;
     closed.set(true);
     ms.watermark.disconnected(conn);
     // The ack reader ends on its own once the socket is gone; don't wait for a silent peer.
@@ -174,7 +213,7 @@ fn plan_start(store: &MessageStore, hello: &Handshake, reported: i64) -> Result<
 }
 
 /// Where a slave may start: its end must be a point of this shard's log that the master still holds.
-fn check_start(store: &MessageStore, from: i64) -> Result<(), String> {
+pub(crate) fn check_start(store: &MessageStore, from: i64) -> Result<(), String> {
     let shard = store.shard_id();
     if shard_of(from) != shard {
         return Err(format!("offset {from} is not in shard {shard}'s stream"));
@@ -198,7 +237,31 @@ fn check_start(store: &MessageStore, from: i64) -> Result<(), String> {
     Ok(())
 }
 
-async fn read_acks(
+/// How data frames are laid out on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// Ours: offset, size, crc32 (`wire::FrameHeader`).
+    Ours,
+    /// Apache's classic HA: offset, size (`apache::Header`).
+    Apache,
+}
+
+impl Framing {
+    fn header(self, start: i64, data: &[u8]) -> Vec<u8> {
+        match self {
+            Framing::Ours => FrameHeader::for_data(start, data).encode().to_vec(),
+            Framing::Apache => crate::apache::Header {
+                offset: start,
+                size: data.len(),
+            }
+            .encode()
+            .to_vec(),
+        }
+    }
+}
+
+/// Reads a slave's offset reports (8 bytes each, in both protocols) and records them as its acks.
+pub(crate) async fn read_acks(
     mut reader: futures_lite::io::ReadHalf<TcpStream>,
     ms: MasterShard,
     conn: u64,
@@ -230,12 +293,15 @@ async fn read_acks(
     ms.signal.raise();
 }
 
-async fn stream_frames(
+/// Streams durable whole records from `from`, never past a segment's end, with a heartbeat frame
+/// every `wire::HEARTBEAT_SECS` while idle.
+pub(crate) async fn stream_frames(
     mut writer: futures_lite::io::WriteHalf<TcpStream>,
     ms: &MasterShard,
     from: i64,
     closed: &Cell<bool>,
     rate: &crate::rate::ByteRate,
+    framing: Framing,
 ) -> Result<(), HaError> {
     let batch = ms.transfer_batch_size.max(4096);
     let mut next = from;
@@ -262,7 +328,7 @@ async fn stream_frames(
         if len == 0 {
             check_stuck(ms, next, &data, durable)?;
             if last_sent.elapsed() >= heartbeat {
-                let empty = FrameHeader::for_data(next, &[]).encode();
+                let empty = framing.header(next, &[]);
                 write_all_within(&mut writer, &empty, WRITE_TIMEOUT).await?;
                 last_sent = std::time::Instant::now();
             }
@@ -291,7 +357,7 @@ async fn stream_frames(
             ));
         };
         buf.clear();
-        buf.extend_from_slice(&FrameHeader::for_data(next, chunk).encode());
+        buf.extend_from_slice(&framing.header(next, chunk));
         buf.extend_from_slice(chunk);
         write_all_within(&mut writer, &buf, WRITE_TIMEOUT).await?;
         rate.add(buf.len() as u64);

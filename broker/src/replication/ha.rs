@@ -166,8 +166,12 @@ async fn route_connection(shard: Rc<Shard>, mut stream: TcpStream) {
     let peer = stream
         .peer_addr()
         .map_or_else(|_| "?".to_owned(), |a| a.to_string());
-    let hello = match ha::read_handshake(&mut stream).await {
-        Ok(h) => h,
+    let hello = match ha::read_hello(&mut stream).await {
+        Ok(ha::Hello::Ours(h)) => h,
+        Ok(ha::Hello::Apache { reported }) => {
+            serve_apache(shard, stream, peer, reported).await;
+            return;
+        }
         Err(e) => {
             tracing::warn!("HA: bad handshake from {peer}: {e}");
             return;
@@ -214,17 +218,50 @@ async fn serve(shard: Rc<Shard>, stream: TcpStream, peer: String, hello: ha::wir
         ha::refuse(stream, "this broker is a SLAVE").await;
         return;
     }
-    let ms = ha::MasterShard {
-        store: shard.store.clone(),
-        watermark: crate::replication::ha_state::ha(&shard).watermark.clone(),
-        signal: crate::replication::ha_state::ha(&shard).signal.clone(),
-        transfer_batch_size: shard.cfg.ha_transfer_batch_size,
-        broker_addr: shard.broker.broker_addr.clone(),
-    };
+    let ms = master_shard(&shard);
     tracing::info!("HA shard {}: slave {peer} connected", shard.id);
     match ha::serve_slave(stream, ms, &hello).await {
         Ok(()) => tracing::info!("HA shard {}: slave {peer} disconnected", shard.id),
         Err(e) => tracing::warn!("HA shard {}: slave {peer} dropped: {e}", shard.id),
+    }
+}
+
+/// An Apache slave (classic protocol) on the HA port: served on this shard (0, the listener's) when
+/// the broker is a one-shard master; otherwise closed with the reason logged.
+async fn serve_apache(shard: Rc<Shard>, mut stream: TcpStream, peer: String, reported: i64) {
+    let refusal = if !is_master(&shard) {
+        Some("this broker is a SLAVE".to_owned())
+    } else if shard.shards != 1 || shard.id != 0 {
+        Some(format!(
+            "this master runs {} shards: an Apache slave keeps one CommitLog and can only follow a master with shardCount = 1",
+            shard.shards
+        ))
+    } else {
+        None
+    };
+    if let Some(reason) = refusal {
+        tracing::error!("HA: refusing Apache slave {peer}: {reason}");
+        let _ = futures_lite::AsyncWriteExt::close(&mut stream).await;
+        return;
+    }
+    let ms = master_shard(&shard);
+    tracing::info!("HA: Apache slave {peer} connected, reporting offset {reported}");
+    match ha::serve_apache_slave(stream, ms, reported).await {
+        Ok(()) => tracing::info!("HA: Apache slave {peer} disconnected"),
+        Err(ha::HaError::Refused(reason)) => {
+            tracing::error!("HA: refusing Apache slave {peer}: {reason}")
+        }
+        Err(e) => tracing::warn!("HA: Apache slave {peer} dropped: {e}"),
+    }
+}
+
+fn master_shard(shard: &Shard) -> ha::MasterShard {
+    ha::MasterShard {
+        store: shard.store.clone(),
+        watermark: crate::replication::ha_state::ha(shard).watermark.clone(),
+        signal: crate::replication::ha_state::ha(shard).signal.clone(),
+        transfer_batch_size: shard.cfg.ha_transfer_batch_size,
+        broker_addr: shard.broker.broker_addr.clone(),
     }
 }
 
