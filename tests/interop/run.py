@@ -42,6 +42,7 @@ import cases_acl2  # noqa: E402,F401
 import cases_tls  # noqa: E402,F401
 import cases_migration  # noqa: E402,F401
 import cases_migration_ha  # noqa: E402,F401
+import cases_migration_import  # noqa: E402,F401
 import cases_migration_back  # noqa: E402,F401
 import cases_trace  # noqa: E402,F401
 import cases_recall  # noqa: E402,F401

@@ -53,11 +53,65 @@ pub fn carry(src_root: &Path, dst_root: &Path) -> Result<Carried, String> {
     out.delay_offsets = delay_offsets::load(&src.join(DELAY_OFFSETS))?;
     copy(DELAY_OFFSETS, &delay_offsets::path(dst_root, None))?;
     for (name, what) in NOT_CARRIED {
-        let path = src.join(name);
-        let non_empty = std::fs::metadata(&path).is_ok_and(|m| m.len() > 2);
-        if non_empty {
+        if holds_something(&src.join(name)) {
             out.left.push(((*name).to_owned(), (*what).to_owned()));
         }
     }
     Ok(out)
+}
+
+/// Whether a file not carried holds anything: a JSON file with a non-empty table (its `dataVersion`
+/// aside), or any other file with bytes.
+fn holds_something(path: &Path) -> bool {
+    let Ok(bytes) = std::fs::read(path) else {
+        return false;
+    };
+    if path.extension().is_none_or(|e| e != "json") {
+        return !bytes.is_empty();
+    }
+    let Ok(value) = protocol::body::from_json::<serde_json::Value>(&bytes) else {
+        return !bytes.is_empty();
+    };
+    let Some(fields) = value.as_object() else {
+        return !value.is_null();
+    };
+    fields.iter().any(|(k, v)| {
+        k != "dataVersion"
+            && match v {
+                serde_json::Value::Object(m) => !m.is_empty(),
+                serde_json::Value::Array(a) => !a.is_empty(),
+                serde_json::Value::Null => false,
+                _ => true,
+            }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_tables_are_not_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        assert!(!holds_something(&write(
+            "consumerFilter.json",
+            r#"{"filterDataByTopic":{}}"#
+        )));
+        assert!(!holds_something(&write(
+            "a.json",
+            r#"{"dataVersion":{"counter":3},"offsetTable":{}}"#
+        )));
+        assert!(holds_something(&write(
+            "b.json",
+            r#"{"messageRequestModeMap":{"T":{"G":{}}}}"#
+        )));
+        assert!(holds_something(&write("timercheck", "x")));
+        assert!(!holds_something(&write("timermetrics", "")));
+        assert!(!holds_something(&dir.path().join("absent.json")));
+    }
 }
