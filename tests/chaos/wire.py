@@ -1,0 +1,200 @@
+"""The chaos clients' side of the RocketMQ remoting protocol: one request per connection, with the
+phase a failure happened in kept apart (a refused or timed-out connect never carried the request, so
+the send certainly did not happen; a failure after the request went out leaves it unknown).
+
+Sends are SEND_MESSAGE with JSON headers, as Apache's Java client sends them; reads are PULL_MESSAGE
+without a subscription (the whole queue), records decoded from RocketMQ's stored format.
+"""
+
+import json
+import socket
+import struct
+
+SEND_MESSAGE = 10
+PULL_MESSAGE = 11
+GET_ROUTEINFO_BY_TOPIC = 105
+UPDATE_AND_CREATE_TOPIC = 17
+CONTROLLER_GET_REPLICA_INFO = 1004
+
+SUCCESS = 0
+PULL_NOT_FOUND = 19
+PULL_RETRY_IMMEDIATELY = 20
+PULL_OFFSET_MOVED = 21
+
+_MAX_FRAME = 16 * 1024 * 1024
+_MAGIC_V2 = -626843477
+
+
+class NotSent(Exception):
+    """The request never left: the connection could not be made."""
+
+
+class Unknown(Exception):
+    """The request may have arrived: the connection broke or timed out after it was written."""
+
+
+class Reply:
+    def __init__(self, code, remark, ext, body):
+        self.code = code
+        self.remark = remark
+        self.ext = ext
+        self.body = body
+
+    def json_body(self):
+        import re
+        text = self.body.decode("utf-8")
+        return json.loads(re.sub(r'([{,])\s*(-?\d+)\s*:', r'\1"\2":', text))
+
+
+def _recv_exact(sock, n):
+    chunks = []
+    while n > 0:
+        chunk = sock.recv(n)
+        if not chunk:
+            raise Unknown("connection closed by peer")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def request(addr, code, fields=None, body=b"", timeout=2.0):
+    host, port = addr.rsplit(":", 1)
+    header = json.dumps({
+        "code": code, "language": "JAVA", "version": 453, "opaque": 7, "flag": 0,
+        "extFields": {k: str(v) for k, v in (fields or {}).items()},
+        "serializeTypeCurrentRPC": "JSON",
+    }).encode("utf-8")
+    frame = struct.pack(">ii", 4 + len(header) + len(body), len(header)) + header + body
+    try:
+        sock = socket.create_connection((host, int(port)), timeout=timeout)
+    except OSError as err:
+        raise NotSent("connect %s: %s" % (addr, err))
+    try:
+        sock.settimeout(timeout)
+        try:
+            sock.sendall(frame)
+            (length,) = struct.unpack(">i", _recv_exact(sock, 4))
+            if length < 4 or length > _MAX_FRAME:
+                raise Unknown("bad frame length %d" % length)
+            payload = _recv_exact(sock, length)
+        except OSError as err:
+            raise Unknown("%s: %s" % (addr, err))
+    finally:
+        sock.close()
+    (mark,) = struct.unpack(">i", payload[:4])
+    header_len = mark & 0xFFFFFF
+    if (mark >> 24) & 0xFF != 0 or 4 + header_len > len(payload):
+        raise Unknown("unreadable reply header from %s" % addr)
+    try:
+        reply = json.loads(payload[4:4 + header_len].decode("utf-8"))
+    except ValueError as err:
+        raise Unknown("unparsable reply header from %s: %s" % (addr, err))
+    return Reply(int(reply.get("code", -1)), reply.get("remark"), reply.get("extFields") or {},
+                 payload[4 + header_len:])
+
+
+def properties_string(props):
+    return "".join("%s\x01%s\x02" % kv for kv in props.items())
+
+
+def send(addr, topic, queue_id, key, body, timeout=2.0):
+    """SEND_MESSAGE of one message to queue `queue_id`; the Reply (any code). Raises NotSent / Unknown."""
+    fields = {
+        "producerGroup": "chaos-producer", "topic": topic, "defaultTopic": "TBW102",
+        "defaultTopicQueueNums": 4, "queueId": queue_id, "sysFlag": 0, "bornTimestamp": 0, "flag": 0,
+        "properties": properties_string({"KEYS": key, "UNIQ_KEY": key, "WAIT": "true"}),
+        "reconsumeTimes": 0, "unitMode": "false", "batch": "false",
+    }
+    return request(addr, SEND_MESSAGE, fields, body, timeout)
+
+
+def decode_records(body):
+    """Stored records of a pull body -> [(queue_id, queue_offset, body, properties)]."""
+    out = []
+    pos = 0
+    while pos + 8 <= len(body):
+        total, magic = struct.unpack_from(">ii", body, pos)
+        if total <= 0 or pos + total > len(body):
+            raise ValueError("bad record size %d at %d of %d" % (total, pos, len(body)))
+        rec = body[pos:pos + total]
+        queue_id, = struct.unpack_from(">i", rec, 12)
+        queue_offset, = struct.unpack_from(">q", rec, 20)
+        sys_flag, = struct.unpack_from(">i", rec, 36)
+        at = 40 + 8 + (20 if sys_flag & 0x10 else 8) + 8 + (20 if sys_flag & 0x20 else 8) + 4 + 8
+        body_len, = struct.unpack_from(">i", rec, at)
+        msg_body = rec[at + 4:at + 4 + body_len]
+        at += 4 + body_len
+        if magic == _MAGIC_V2:
+            topic_len, = struct.unpack_from(">h", rec, at)
+            at += 2 + topic_len
+        else:
+            topic_len = rec[at]
+            at += 1 + topic_len
+        props_len, = struct.unpack_from(">h", rec, at)
+        props = rec[at + 2:at + 2 + props_len].decode("utf-8", "replace")
+        out.append((queue_id, queue_offset, msg_body,
+                    dict(p.split("\x01", 1) for p in props.split("\x02") if "\x01" in p)))
+        pos += total
+    return out
+
+
+def pull_all(addr, topic, queue_id, timeout=3.0):
+    """Every record of one queue from offset 0 -> (records, min_offset, last_code)."""
+    records = []
+    offset = 0
+    min_offset = None
+    for _ in range(100000):
+        fields = {"consumerGroup": "chaos-check", "topic": topic, "queueId": queue_id, "queueOffset": offset,
+                  "maxMsgNums": 32, "sysFlag": 0, "commitOffset": 0, "suspendTimeoutMillis": 0,
+                  "subVersion": 0, "expressionType": "TAG", "subscription": "*"}
+        reply = request(addr, PULL_MESSAGE, fields, timeout=timeout)
+        if min_offset is None and "minOffset" in reply.ext:
+            min_offset = int(reply.ext["minOffset"])
+        if reply.code == PULL_OFFSET_MOVED and offset == 0 and "nextBeginOffset" in reply.ext:
+            offset = int(reply.ext["nextBeginOffset"])
+            continue
+        if reply.code != SUCCESS:
+            return records, min_offset, reply.code
+        got = decode_records(reply.body)
+        if not got:
+            return records, min_offset, reply.code
+        records.extend(got)
+        offset = int(reply.ext["nextBeginOffset"])
+    return records, min_offset, -1
+
+
+def master_of(namesrv_addr, topic, timeout=2.0):
+    """brokerId 0's address in the topic's route at the name server, or None."""
+    reply = request(namesrv_addr, GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout=timeout)
+    if reply.code != SUCCESS:
+        return None
+    for data in reply.json_body().get("brokerDatas") or []:
+        addrs = {str(k): v for k, v in (data.get("brokerAddrs") or {}).items()}
+        if "0" in addrs:
+            return addrs["0"]
+    return None
+
+
+def create_topic(addr, topic, queues):
+    fields = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": queues, "writeQueueNums": queues,
+              "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": "false"}
+    reply = request(addr, UPDATE_AND_CREATE_TOPIC, fields, timeout=5.0)
+    if reply.code != SUCCESS:
+        raise Unknown("UPDATE_AND_CREATE_TOPIC at %s answered %d %r" % (addr, reply.code, reply.remark))
+
+
+def replica_info(controller_addr, broker_name, timeout=1.0):
+    """(masterBrokerId or None, masterAddress, masterEpoch, syncStateSet) or None."""
+    reply = request(controller_addr, CONTROLLER_GET_REPLICA_INFO, {"brokerName": broker_name}, timeout=timeout)
+    if reply.code != SUCCESS:
+        return None
+    master_id = reply.ext.get("masterBrokerId")
+    sset = []
+    if reply.body:
+        try:
+            sset = sorted(int(b) for b in (reply.json_body().get("syncStateSet") or []))
+        except ValueError:
+            sset = []
+    return {"masterBrokerId": int(master_id) if master_id not in (None, "") else None,
+            "masterAddress": reply.ext.get("masterAddress") or "",
+            "masterEpoch": int(reply.ext.get("masterEpoch", 0) or 0), "syncStateSet": sset}
