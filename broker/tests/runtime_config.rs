@@ -1,15 +1,17 @@
 //! UPDATE_BROKER_CONFIG as operators send it with Apache RocketMQ 4.9.8's `mqadmin updateBrokerConfig`,
 //! against a process of two shard-brokers: a key applied at run time is in force on every shard-broker
-//! whichever address the update went to (GET_BROKER_CONFIG shows it, the store and the pull path act
-//! on it); a key
-//! that needs a restart answers so, shows as pending and is in force after the restart; keys that may
-//! never change are refused. Skips (with a message) when Apache's mqadmin is unavailable.
+//! whichever address the update went to (GET_BROKER_CONFIG shows it; the store, the send, pull and
+//! transaction check paths act on it at once: maxMessageSize, traceOn, the pull size limits, long and
+//! short polling, the transaction check keys); a key that needs a restart answers so, shows as
+//! pending and is in force after the restart; keys that may never change are refused. Skips (with a
+//! message) when Apache's mqadmin is unavailable.
 
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 mod mqadmin_kit;
+mod tx_support;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -147,29 +149,56 @@ fn runtime_keys_apply_on_every_shard_broker_and_the_rest_after_a_restart() {
             assert_eq!(r.code, response_code::SUCCESS, "{addr}: {:?}", r.remark);
         }
 
-        // A key that needs a restart: answered so, pending on every shard-broker, not yet in force.
+        // maxMessageSize is live: lowered, a larger send is refused at once on both shard-brokers.
         let r = invoke(addrs[1], update("maxMessageSize", "2048")).await;
         assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
         let remark = r.remark.unwrap_or_default();
+        assert!(remark.contains("applied: maxMessageSize"), "{remark}");
+        for addr in addrs {
+            let (value, pending) = config_value(addr, "maxMessageSize").await;
+            assert_eq!((value.as_deref(), pending), (Some("2048"), None), "{addr}");
+        }
+        assert_eq!(
+            send_everywhere(&addrs, 4096).await,
+            vec![response_code::MESSAGE_ILLEGAL; 2]
+        );
+        assert_eq!(
+            send_everywhere(&addrs, 1024).await,
+            vec![response_code::SUCCESS; 2]
+        );
+        // Raised past the start value (1 MiB): the store takes the larger records too.
+        let r = invoke(addrs[0], update("maxMessageSize", "2097152")).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        assert_eq!(
+            send_everywhere(&addrs, 1_500_000).await,
+            vec![response_code::SUCCESS; 2]
+        );
+        let r = invoke(addrs[1], update("maxMessageSize", "2048")).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+
+        // A key that needs a restart: answered so, pending on every shard-broker, not yet in force.
+        let r = invoke(addrs[1], update("defaultTopicQueueNums", "3")).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let remark = r.remark.unwrap_or_default();
         assert!(
-            remark.contains("takes effect after restart: maxMessageSize (in force: 1048576)"),
+            remark.contains("takes effect after restart: defaultTopicQueueNums (in force: 4)"),
             "{remark}"
         );
         for addr in addrs {
-            let (value, pending) = config_value(addr, "maxMessageSize").await;
-            assert_eq!(value.as_deref(), Some("1048576"), "{addr}");
-            assert_eq!(pending.as_deref(), Some("maxMessageSize=2048\n"), "{addr}");
+            let (value, pending) = config_value(addr, "defaultTopicQueueNums").await;
+            assert_eq!(value.as_deref(), Some("4"), "{addr}");
+            assert_eq!(
+                pending.as_deref(),
+                Some("defaultTopicQueueNums=3\n"),
+                "{addr}"
+            );
         }
         // A later live update keeps it pending.
         let r = invoke(addrs[0], update("fileReservedTime", "48")).await;
         assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
         let (value, pending) = config_value(addrs[1], "fileReservedTime").await;
         assert_eq!(value.as_deref(), Some("48"));
-        assert_eq!(pending.as_deref(), Some("maxMessageSize=2048\n"));
-        assert_eq!(
-            send_everywhere(&addrs, 4096).await,
-            vec![response_code::SUCCESS; 2]
-        );
+        assert_eq!(pending.as_deref(), Some("defaultTopicQueueNums=3\n"));
 
         // Keys that may never change are refused, and change nothing.
         for (key, value) in [("shardCount", "4"), ("storePathRootDir", "/tmp/x")] {
@@ -186,6 +215,7 @@ fn runtime_keys_apply_on_every_shard_broker_and_the_rest_after_a_restart() {
         for addr in addrs {
             for (key, expected) in [
                 ("maxMessageSize", "2048"),
+                ("defaultTopicQueueNums", "3"),
                 ("flushIntervalCommitLog", "300"),
                 ("fileReservedTime", "48"),
                 ("diskSpaceWarningLevelRatio", "99"),
@@ -203,6 +233,172 @@ fn runtime_keys_apply_on_every_shard_broker_and_the_rest_after_a_restart() {
             send_everywhere(&addrs, 1024).await,
             vec![response_code::SUCCESS; 2]
         );
+    });
+    assert!(
+        started.elapsed() < TEST_LIMIT,
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+/// One pull of `group` from `queue_id` at `offset`, suspended up to `suspend_ms`: the answer and how
+/// long it took.
+async fn timed_pull(
+    client: &remoting::Client,
+    group: &str,
+    queue_id: i32,
+    offset: i64,
+    suspend_ms: i64,
+) -> (RemotingCommand, Duration) {
+    let req = pull_request(group, TOPIC, queue_id, offset, suspend_ms, None);
+    let started = Instant::now();
+    let r = client.invoke(req, TIMEOUT).await.unwrap();
+    (r, started.elapsed())
+}
+
+/// How many records a pull of 32 from queue 0 at offset 0 answers on each shard-broker.
+async fn pulled_counts(addrs: &[SocketAddr]) -> Vec<usize> {
+    let mut counts = Vec::new();
+    for addr in addrs {
+        let client = connect(*addr).await;
+        let (r, _) = timed_pull(&client, "RuntimePullGroup", 0, 0, 0).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{addr}: {:?}", r.remark);
+        counts.push(decode_records(&r.body).len());
+    }
+    counts
+}
+
+/// Times an empty pull (queue 1 is never written) suspended up to `suspend_ms` on each shard-broker.
+async fn empty_pull_times(addrs: &[SocketAddr], suspend_ms: i64) -> Vec<Duration> {
+    let mut times = Vec::new();
+    for addr in addrs {
+        let client = connect(*addr).await;
+        let (r, took) = timed_pull(&client, "RuntimePullGroup", 1, 0, suspend_ms).await;
+        assert_eq!(
+            r.code,
+            response_code::PULL_NOT_FOUND,
+            "{addr}: {:?}",
+            r.remark
+        );
+        times.push(took);
+    }
+    times
+}
+
+#[test]
+fn pull_trace_and_transaction_keys_apply_at_once() {
+    let Some(kit) = ready_kit(MQADMIN_4) else {
+        return;
+    };
+    let started = Instant::now();
+    let ns = start_namesrv_in_process();
+    let broker = Broker::start(&format!(
+        "namesrvAddr = \"{ns}\"\ntransactionTimeOut = 3000\n"
+    ));
+    let shard1 = broker.other_shard_brokers()[0];
+    let addrs = [broker.addr(), shard1];
+    let admin = Admin { kit, ns };
+    // Every update goes through shard-broker 1's address with Apache's mqadmin.
+    let set = |key: &str, value: &str| {
+        let out = admin.run(&[
+            "updateBrokerConfig",
+            "-b",
+            &shard1.to_string(),
+            "-k",
+            key,
+            "-v",
+            value,
+        ]);
+        assert!(
+            out.contains("success"),
+            "updateBrokerConfig {key}={value}: {out}"
+        );
+    };
+
+    run_local(async {
+        for _ in 0..3 {
+            assert_eq!(
+                send_everywhere(&addrs, 16).await,
+                vec![response_code::SUCCESS; 2]
+            );
+        }
+        // traceOn: what the next send answer says.
+        let trace_switch = |r: &RemotingCommand| r.ext("TRACE_ON").map(str::to_owned);
+        for addr in addrs {
+            let r = send(&connect(addr).await, TOPIC, 0, b"t", "").await;
+            assert_eq!(trace_switch(&r).as_deref(), Some("true"), "{addr}");
+        }
+        set("traceOn", "false");
+        for addr in addrs {
+            let r = send(&connect(addr).await, TOPIC, 0, b"t", "").await;
+            assert_eq!(r.code, response_code::SUCCESS, "{addr}");
+            assert_eq!(trace_switch(&r).as_deref(), Some("false"), "{addr}");
+        }
+
+        // The pull size limits: a pull of 32 answers what they allow.
+        assert_eq!(pulled_counts(&addrs).await, vec![5, 5]);
+        set("maxTransferCountOnMessageInMemory", "2");
+        assert_eq!(pulled_counts(&addrs).await, vec![2, 2]);
+        set("maxTransferCountOnMessageInMemory", "32");
+        set("maxTransferBytesOnMessageInMemory", "1");
+        assert_eq!(pulled_counts(&addrs).await, vec![1, 1]);
+        set("maxTransferBytesOnMessageInMemory", "262144");
+        assert_eq!(pulled_counts(&addrs).await, vec![5, 5]);
+
+        // Long polling: an empty pull parks for its own timeout; without, for shortPollingTimeMills.
+        for took in empty_pull_times(&addrs, 1500).await {
+            assert!(took >= Duration::from_millis(1400), "parked only {took:?}");
+        }
+        set("longPollingEnable", "false");
+        set("shortPollingTimeMills", "100");
+        for took in empty_pull_times(&addrs, 5000).await {
+            assert!(took < Duration::from_millis(1000), "took {took:?}");
+        }
+        set("shortPollingTimeMills", "2500");
+        for took in empty_pull_times(&addrs, 5000).await {
+            assert!(
+                took >= Duration::from_millis(2400) && took < Duration::from_millis(4500),
+                "took {took:?}"
+            );
+        }
+        set("longPollingEnable", "true");
+        for took in empty_pull_times(&addrs, 1500).await {
+            assert!(took >= Duration::from_millis(1400), "parked only {took:?}");
+        }
+
+        // Transactions (started with transactionTimeOut = 3000): the check service reads the keys
+        // each round. Raised, an open transaction is not checked when 3 s are up ...
+        let checks = std::rc::Rc::new(tx_support::Checks::default());
+        let producer = tx_support::producer_at(addrs[0], &checks).await;
+        set("transactionTimeOut", "60000");
+        tx_support::prepare(&producer, "R1").await;
+        glommio::timer::sleep(Duration::from_millis(4500)).await;
+        assert!(
+            checks.of("R1").is_empty(),
+            "checked before the raised timeout"
+        );
+        // ... lowered, it is checked at once, and rolled back after transactionCheckMax checks.
+        set("transactionCheckInterval", "500");
+        set("transactionCheckMax", "1");
+        set("transactionTimeOut", "500");
+        let got = tx_support::wait_checks(&checks, "R1", 1, Duration::from_secs(5)).await;
+        assert_eq!(got.len(), 1, "R1 checked once the timeout was lowered");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !broker
+            .log()
+            .contains("unresolved after 1 checks: rolled back")
+            && Instant::now() < deadline
+        {
+            glommio::timer::sleep(Duration::from_millis(100)).await;
+        }
+        assert!(
+            broker
+                .log()
+                .contains("unresolved after 1 checks: rolled back"),
+            "rolled back after one check:\n{}",
+            broker.log()
+        );
+        assert_eq!(checks.of("R1").len(), 1, "no check after the maximum");
     });
     assert!(
         started.elapsed() < TEST_LIMIT,

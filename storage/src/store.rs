@@ -384,11 +384,9 @@ impl MessageStore {
         now: i64,
     ) -> Result<(PutOk, u64, Option<Arrival>), PutError> {
         let inner = &*self.inner;
-        if len > inner.cfg.max_message_size {
-            return Err(PutError::MessageTooLarge {
-                size: len,
-                max: inner.cfg.max_message_size,
-            });
+        let max = self.max_record_len();
+        if len > max {
+            return Err(PutError::MessageTooLarge { size: len, max });
         }
         if !topic_is_storable(&msg.topic) || msg.properties.len() > MAX_PROPERTIES_LEN {
             return Err(PutError::Illegal(format!(
@@ -397,10 +395,7 @@ impl MessageStore {
                 msg.properties.len()
             )));
         }
-        let size = i32::try_from(len).map_err(|_| PutError::MessageTooLarge {
-            size: len,
-            max: inner.cfg.max_message_size,
-        })?;
+        let size = i32::try_from(len).map_err(|_| PutError::MessageTooLarge { size: len, max })?;
         msg.store_timestamp = now;
         let to_cq = goes_to_consume_queue(msg.sys_flag);
         let cq = self.queue_or_create(&msg.topic, msg.queue_id);

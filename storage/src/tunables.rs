@@ -1,5 +1,5 @@
 //! Store settings that may change while the store runs (the broker's UPDATE_BROKER_CONFIG): the
-//! ASYNC_FLUSH interval and threshold, and retention. The store starts with its `StoreConfig`'s values
+//! ASYNC_FLUSH interval and threshold, retention, and the largest record a put takes. The store starts with its `StoreConfig`'s values
 //! and reads these, not the config, from then on; each reader takes the value at the moment it needs
 //! it, so a change applies to the next flush decision or retention pass.
 
@@ -17,6 +17,8 @@ pub struct Tunables {
     pub disk_max_used_space_ratio: u32,
     pub disk_space_warning_level_ratio: u32,
     pub disk_space_clean_forcibly_ratio: u32,
+    /// The largest record a put takes; held to what a CommitLog segment fits (`max_record_len`).
+    pub max_message_size: usize,
 }
 
 impl Tunables {
@@ -30,6 +32,7 @@ impl Tunables {
             disk_max_used_space_ratio: cfg.disk_max_used_space_ratio,
             disk_space_warning_level_ratio: cfg.disk_space_warning_level_ratio,
             disk_space_clean_forcibly_ratio: cfg.disk_space_clean_forcibly_ratio,
+            max_message_size: cfg.max_message_size,
         }
     }
 }
@@ -38,6 +41,14 @@ impl MessageStore {
     /// The settings in force.
     pub fn tunables(&self) -> Tunables {
         self.inner.tunables.borrow().clone()
+    }
+
+    /// The largest record a put takes now: `max_message_size`, held to what one segment of this
+    /// store fits (a raise beyond it waits for a restart with larger segments).
+    pub(crate) fn max_record_len(&self) -> usize {
+        let fits = usize::try_from(self.inner.cfg.mapped_file_size_commit_log.saturating_sub(8))
+            .unwrap_or(usize::MAX);
+        self.inner.tunables.borrow().max_message_size.min(fits)
     }
 
     /// Replaces the settings; the flusher wakes to re-read its interval and threshold.

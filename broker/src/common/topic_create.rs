@@ -55,7 +55,10 @@ pub async fn find_or_create_for_send(
         })
     } else {
         match template {
-            Some(t) if shard.cfg.auto_create_topic_enable && t.perm & perm::INHERIT != 0 => {
+            Some(t)
+                if crate::config::live::auto_create_topic_enable(&shard.cfg)
+                    && t.perm & perm::INHERIT != 0 =>
+            {
                 let mut queues = t.write_queue_nums;
                 if header.default_topic_queue_nums > 0 {
                     queues = queues.min(header.default_topic_queue_nums);

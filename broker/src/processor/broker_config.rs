@@ -250,13 +250,14 @@ mod tests {
             &pairs(&[
                 ("flushIntervalCommitLog", "250"),
                 ("maxMessageSize", "1024"),
+                ("defaultTopicQueueNums", "3"),
                 ("traceOn", "true"),
             ]),
         );
         assert_eq!(
             remark,
-            "applied: flushIntervalCommitLog, traceOn; takes effect after restart: \
-             maxMessageSize (in force: 4194304)"
+            "applied: flushIntervalCommitLog, maxMessageSize, traceOn; takes effect after \
+             restart: defaultTopicQueueNums (in force: 4)"
         );
     }
 }

@@ -22,6 +22,7 @@ use storage::{GetMessageStatus, GetResult, ReadFilter};
 
 use crate::common::group_settings::{self, PullGroup};
 use crate::common::reply::{error, header_error};
+use crate::config::live;
 use crate::feature::pull_filter::{is_tag_type, PullFilter, Registered, SQL92};
 use crate::feature::tag_filter::TagFilter;
 use crate::shard::Shard;
@@ -37,13 +38,13 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     let cfg = &shard.cfg;
     // RocketMQ 5 (`PullMessageProcessor.rejectRequest`): a slave serves pulls only with
     // `slaveReadEnable`; the client retries later, and goes back to the master once it is routed.
-    if !cfg.slave_read_enable && shard.role() == crate::config::BrokerRole::Slave {
+    if !live::slave_read_enable(cfg) && shard.role() == crate::config::BrokerRole::Slave {
         return error(
             rc::SYSTEM_BUSY,
             "[REJECTREQUEST]system busy, start flow control for a while",
         );
     }
-    if !perm::is_readable(crate::config::live::broker_permission(cfg) as i32) {
+    if !perm::is_readable(live::broker_permission(cfg) as i32) {
         return error(
             rc::NO_PERMISSION,
             format!(
@@ -98,17 +99,17 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
     }
     let suspend = if header.sys_flag & pull_sys_flag::SUSPEND == 0 {
         Duration::ZERO
-    } else if cfg.long_polling_enable {
+    } else if live::long_polling_enable(cfg) {
         Duration::from_millis(header.suspend_timeout_millis.max(0) as u64)
     } else {
-        Duration::from_millis(cfg.short_polling_time_mills)
+        Duration::from_millis(live::short_polling_time_mills(cfg))
     };
     let now = Instant::now();
     let deadline = now.checked_add(suspend.min(MAX_SUSPEND)).unwrap_or(now);
     let max_count = header
         .max_msg_nums
-        .clamp(1, cfg.max_transfer_count_on_message_in_memory.max(1));
-    let transfer_bytes = cfg.max_transfer_bytes_on_message_in_memory;
+        .clamp(1, live::max_transfer_count_on_message_in_memory(cfg).max(1));
+    let transfer_bytes = live::max_transfer_bytes_on_message_in_memory(cfg);
     let max_bytes = header
         .max_msg_bytes
         .filter(|b| *b > 0)

@@ -119,13 +119,13 @@ async fn prepare(
     if queue_id < 0 {
         queue_id = pick_queue(shard, &header.topic, topic_config.write_queue_nums);
     }
-    if req.body.len() > cfg.max_message_size {
+    let max_message_size = crate::config::live::max_message_size(cfg);
+    if req.body.len() > max_message_size {
         return Err(error(
             rc::MESSAGE_ILLEGAL,
             format!(
-                "the message body size {} exceeds maxMessageSize {}",
+                "the message body size {} exceeds maxMessageSize {max_message_size}",
                 req.body.len(),
-                cfg.max_message_size
             ),
         ));
     }
@@ -208,7 +208,10 @@ async fn prepare(
 fn require_key(props: &str) -> Result<(), RemotingCommand> {
     let keys = properties::get(props, properties::KEYS).unwrap_or("");
     if keys.trim().is_empty() {
-        return Err(error(rc::MESSAGE_ILLEGAL, "Required message key is missing"));
+        return Err(error(
+            rc::MESSAGE_ILLEGAL,
+            "Required message key is missing",
+        ));
     }
     Ok(())
 }
@@ -344,7 +347,11 @@ fn success(shard: &Shard, oks: &[PutOk], queue_id: i32, is_batch: bool) -> Remot
     response.set_ext(properties::MSG_REGION, "DefaultRegion");
     response.set_ext(
         properties::TRACE_SWITCH,
-        if shard.cfg.trace_on { "true" } else { "false" },
+        if crate::config::live::trace_on(&shard.cfg) {
+            "true"
+        } else {
+            "false"
+        },
     );
     response
 }

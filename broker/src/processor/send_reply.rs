@@ -66,7 +66,11 @@ pub async fn handle(
     response.set_ext(properties::MSG_REGION, "DefaultRegion");
     response.set_ext(
         properties::TRACE_SWITCH,
-        if shard.cfg.trace_on { "true" } else { "false" },
+        if crate::config::live::trace_on(&shard.cfg) {
+            "true"
+        } else {
+            "false"
+        },
     );
     // A slave's store takes no writes; RocketMQ's would refuse the put, which changes no answer.
     if shard.cfg.store_reply_message_enable && shard.role() != crate::config::BrokerRole::Slave {

@@ -528,7 +528,7 @@ pub fn runtime_info(
 /// would compete with writes). `None` when slave reads are off or this is not a master: the answer
 /// then names the master.
 pub fn consumes_slowly(shard: &Shard, result: &storage::GetResult) -> Option<bool> {
-    if !shard.cfg.slave_read_enable || !is_master(shard) {
+    if !crate::config::live::slave_read_enable(&shard.cfg) || !is_master(shard) {
         return None;
     }
     let Some(last) = result.records.last() else {

@@ -1,27 +1,25 @@
-//! The check-back service: scans the half queue from its saved progress, skips resolved transactions,
+//! The check-back service: each round (its period and policy read from the config in force,
+//! `CheckPolicy::in_force`) scans the half queue from its saved progress, skips resolved transactions,
 //! and for unresolved ones old enough appends a renewed copy (counting the checks) and sends
 //! CHECK_TRANSACTION_STATE to a live producer of the group; after the maximum number of checks it rolls
 //! the transaction back.
 
-use std::rc::Rc;
-use std::time::Duration;
-
 use protocol::message::record::decode_view;
+use std::rc::Rc;
 
 use crate::shard::Shard;
 use crate::state::topics::{now_ms, TRANS_HALF_TOPIC};
 
-use super::op_set::Verdict;
+use super::op_set::{CheckPolicy, Verdict};
 use super::records::HalfMessage;
 use super::resolve::{resolve, Outcome};
 use super::state::{save_progress, TxState, SCAN_BATCH, SCAN_BYTES};
 
 pub fn spawn(shard: Rc<Shard>, state: Rc<TxState>) {
-    // Often enough that a check is sent within a fraction of the timeout after it is due.
-    let shortest = state.policy.timeout_ms.min(state.policy.interval_ms) / 4;
-    let period = Duration::from_millis(u64::try_from(shortest.clamp(100, 1_000)).unwrap_or(1_000));
     glommio::spawn_local(async move {
         loop {
+            // Read each round: UPDATE_BROKER_CONFIG may change the transaction keys at run time.
+            let period = CheckPolicy::in_force(&shard.cfg).round_period();
             glommio::timer::sleep(period).await;
             if shard.shutting_down.get() {
                 return;
@@ -37,6 +35,7 @@ pub fn spawn(shard: Rc<Shard>, state: Rc<TxState>) {
 /// One pass over the half queue, up to the first half message not yet due.
 async fn scan(shard: &Rc<Shard>, state: &TxState) -> Result<(), String> {
     let store = &shard.store;
+    let policy = CheckPolicy::in_force(&shard.cfg);
     let mut offset = state
         .half_offset
         .get()
@@ -75,7 +74,7 @@ async fn scan(shard: &Rc<Shard>, state: &TxState) -> Result<(), String> {
                 return Ok(());
             }
             let resolved = state.ops.borrow().is_resolved(half.origin);
-            let verdict = state.policy.verdict(
+            let verdict = policy.verdict(
                 resolved,
                 half.check_times,
                 view.store_timestamp,

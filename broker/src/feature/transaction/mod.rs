@@ -43,12 +43,8 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
         );
         return Ok(());
     }
-    let cfg = &shard.cfg;
-    let policy = CheckPolicy {
-        timeout_ms: i64::try_from(cfg.transaction_timeout_ms).unwrap_or(i64::MAX),
-        interval_ms: i64::try_from(cfg.transaction_check_interval_ms).unwrap_or(i64::MAX),
-        max_checks: cfg.transaction_check_max,
-    };
+    // At start; the check service reads the policy in force each round (`CheckPolicy::in_force`).
+    let policy = CheckPolicy::in_force(&shard.cfg);
     let ops = load_ops(shard).await.map_err(|reason| BrokerError::Store {
         shard: shard.id,
         reason: format!("cannot read the transaction op queue: {reason}"),
@@ -74,7 +70,6 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
     let state = Rc::new(TxState {
         ops: RefCell::new(ops),
         half_offset: Cell::new(half_offset),
-        policy,
     });
     state::install(state.clone());
     check_service::spawn(shard.clone(), state);

@@ -31,6 +31,23 @@ pub enum Verdict {
 }
 
 impl CheckPolicy {
+    /// The policy in force on this shard (`config::live`: UPDATE_BROKER_CONFIG changes it at run time).
+    pub fn in_force(cfg: &crate::config::BrokerConfig) -> CheckPolicy {
+        let (timeout_ms, interval_ms, max_checks) = crate::config::live::transaction_check(cfg);
+        CheckPolicy {
+            timeout_ms: i64::try_from(timeout_ms).unwrap_or(i64::MAX),
+            interval_ms: i64::try_from(interval_ms).unwrap_or(i64::MAX),
+            max_checks,
+        }
+    }
+
+    /// How long the check service sleeps between rounds: often enough that a check is sent within a
+    /// fraction of the timeout after it is due (0.1 to 1 s).
+    pub fn round_period(&self) -> std::time::Duration {
+        let shortest = self.timeout_ms.min(self.interval_ms) / 4;
+        std::time::Duration::from_millis(u64::try_from(shortest.clamp(100, 1_000)).unwrap_or(1_000))
+    }
+
     /// The verdict for a half message stored at `stored_ms` that was checked `check_times` times so far.
     /// `immunity_s` is the producer's CHECK_IMMUNITY_TIME_IN_SECONDS, which delays the first check.
     pub fn verdict(

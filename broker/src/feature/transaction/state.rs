@@ -4,7 +4,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use super::op_set::{CheckPolicy, OpSet};
+use super::op_set::OpSet;
 use crate::shard::Shard;
 use crate::state::topics::TRANS_HALF_TOPIC;
 
@@ -19,7 +19,6 @@ pub struct TxState {
     pub ops: RefCell<OpSet>,
     /// Next half queue offset the check service looks at.
     pub half_offset: Cell<i64>,
-    pub policy: CheckPolicy,
 }
 
 thread_local! {
