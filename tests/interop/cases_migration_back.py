@@ -18,6 +18,7 @@ e. Apache's broker restarts on its store as the master (brokerId 0). G resumes o
 
 import collections
 import os
+import re
 import time
 
 import harness
@@ -72,6 +73,21 @@ def start_apache(apache, broker_id, role, ha_master=None):
     wait_for("Apache's broker-a (brokerId %d) registered" % broker_id,
              lambda: remoting.cluster_brokers(apache.namesrv_addr).get("broker-a", {}).get(str(broker_id))
              == apache.broker_addr, 40)
+
+
+def persisted_offsets(apache):
+    """G's offsets in the Apache broker's config/consumerOffset.json (fastjson writes the queue ids as bare
+    numbers, so the file is read with a pattern, not as JSON)."""
+    path = os.path.join(apache.workdir, "apache-broker", "store", "config", "consumerOffset.json")
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return None
+    found = re.search(r'"%s@%s"\s*:\s*\{([^}]*)\}' % (re.escape(TOPIC), re.escape(GROUP)), text)
+    if not found:
+        return None
+    return {int(q): int(o) for q, o in re.findall(r'"?(\d+)"?\s*:\s*(\d+)', found.group(1))}
 
 
 def run_back(ctx, servers_set, admin_set, lang, ha_master, slave_first):
@@ -132,6 +148,9 @@ def run_back(ctx, servers_set, admin_set, lang, ha_master, slave_first):
                                                                  queue_ends(ours.broker_addr)))
         wait_for("the Apache slave's copy of G's offsets equal to ours %s" % our_offsets,
                  lambda: group_offsets(apache.broker_addr) == our_offsets, 75 if slave_first else 30)
+        # Persisted by the slave as it copied them (not only at its shutdown, which a crash would skip).
+        wait_for("G's offsets %s in the Apache slave's consumerOffset.json" % our_offsets,
+                 lambda: persisted_offsets(apache) == our_offsets, 15)
         phase["Apache slave caught up"] = time.monotonic() - started
 
         # d. Our master stops, then Apache's slave; the logs are the same bytes.

@@ -527,8 +527,8 @@ impl BrokerConfig {
         }
         if self.ha_master_protocol == ha::MasterProtocol::Apache {
             let why = if self.broker_role != BrokerRole::Slave {
-                Some("only a SLAVE speaks Apache's HA protocol (to follow an Apache master); this \
-                      broker's master serves slaves of its own kind only")
+                Some("haMasterProtocol is a SLAVE's choice of master; a master needs none: its HA \
+                      port serves our slaves and Apache's (one-shard masters) alike")
             } else if self.controller.enabled {
                 Some("controller mode uses Apache's AutoSwitchHA, which is not built; follow an \
                       Apache master outside controller mode")

@@ -186,9 +186,18 @@ pub async fn all_consumer_offset(shard: &Rc<Shard>, receiver: usize) -> Remoting
             }
         }
     }
+    // Apache 5.x's slave (SlaveSynchronize) adopts the master's dataVersion and fails without one
+    // before it persists the copied offsets: a fresh version per answer, as the table has none.
+    let timestamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
     let body = ConsumerOffsetSerializeWrapper {
         offset_table: table,
-        data_version: None,
+        data_version: Some(protocol::body::DataVersion {
+            counter: 0,
+            state_version: 0,
+            timestamp,
+        }),
     };
     ok().with_body(protocol::body::to_json(&body))
 }
