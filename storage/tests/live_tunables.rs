@@ -1,5 +1,6 @@
 //! Settings changed while the store runs (`MessageStore::set_tunables`, the broker's
-//! UPDATE_BROKER_CONFIG): the ASYNC_FLUSH flusher follows a new interval without a restart.
+//! UPDATE_BROKER_CONFIG): the ASYNC_FLUSH flusher follows a new interval, and puts a new size limit
+//! (held to what a segment fits), without a restart.
 
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -9,7 +10,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{message, run, small_config};
-use storage::{FlushDiskType, MessageStore};
+use storage::{FlushDiskType, MessageStore, PutError};
 
 #[test]
 fn async_flush_follows_a_new_interval_at_once() {
@@ -42,6 +43,41 @@ fn async_flush_follows_a_new_interval_at_once() {
             glommio::timer::sleep(Duration::from_millis(20)).await;
         }
         assert_eq!(store.tunables().flush_interval_commit_log_ms, 50);
+        store.shutdown().await;
+    });
+}
+
+#[test]
+fn the_put_limit_follows_max_message_size_up_to_a_segment() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_owned();
+    run(move || async move {
+        let cfg = small_config(&path, FlushDiskType::AsyncFlush);
+        let segment = cfg.mapped_file_size_commit_log as usize;
+        let store = MessageStore::open(cfg).await.expect("open");
+        let put = |size: usize| store.put(message("T", 0, &vec![b'x'; size], "", "", ""));
+        // Started with 16 KiB.
+        assert!(put(1_000).await.is_ok());
+        assert!(matches!(
+            put(20_000).await,
+            Err(PutError::MessageTooLarge { .. })
+        ));
+        // Lowered: refused from the next put on.
+        let mut live = store.tunables();
+        live.max_message_size = 500;
+        store.set_tunables(live.clone());
+        assert!(matches!(
+            put(1_000).await,
+            Err(PutError::MessageTooLarge { max: 500, .. })
+        ));
+        // Raised past the start value: taken, but never beyond what one segment fits.
+        live.max_message_size = usize::MAX;
+        store.set_tunables(live);
+        assert!(put(20_000).await.is_ok());
+        match put(segment).await {
+            Err(PutError::MessageTooLarge { max, .. }) => assert_eq!(max, segment - 8),
+            other => panic!("a segment-sized record: {other:?}"),
+        }
         store.shutdown().await;
     });
 }
