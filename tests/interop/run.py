@@ -115,9 +115,11 @@ def run_jobs(selected, jobs, keep, failed):
     def done(name, code):
         if code != 0:
             failed.append(name)
+    started = time.monotonic()
     parallel.run_all(shared, jobs, lambda name: argv + ["--run-one", name], done)
     if alone:
-        print("interop: %d exclusive case(s), one at a time" % len(alone))
+        print("interop: %d exclusive case(s), one at a time (the %d others took %.0fs, %d at a time)"
+              % (len(alone), len(shared), time.monotonic() - started, jobs))
     for case in alone:
         if not run_case(case, keep):
             failed.append(case.name)

@@ -1007,11 +1007,13 @@ def main():
             def done(name, code):
                 if code != 0:
                     failed.append(name)
-            parallel.run_all([n for n in runnable if n not in EXCLUSIVE], args.jobs,
-                             lambda name: argv + ["--run-one", name], done)
+            shared = [n for n in runnable if n not in EXCLUSIVE]
+            started = time.time()
+            parallel.run_all(shared, args.jobs, lambda name: argv + ["--run-one", name], done)
             runnable = [n for n in runnable if n in EXCLUSIVE]
             if runnable:
-                print("sdk5: %d exclusive case(s), one at a time" % len(runnable))
+                print("sdk5: %d exclusive case(s), one at a time (the %d others took %.0fs, %d at a time)"
+                      % (len(runnable), len(shared), time.time() - started, args.jobs))
         for name in runnable:
             if not run_case(name, args.keep):
                 failed.append(name)
