@@ -120,13 +120,13 @@ def read_replicas(cluster):
     return reads, notes
 
 
-def run_seed(seed, seconds, producers, base):
+def run_seed(seed, seconds, producers, base, kinds=None):
     workdir = os.path.join(base, "seed-%d" % seed)
     os.makedirs(workdir, exist_ok=True)
     network = net.Network(cl.NODES)
     cluster = cl.Cluster(workdir, network)
     result = {"seed": seed, "problems": [], "facts": {}, "workdir": workdir}
-    events = nemesis.schedule(seed, seconds)
+    events = nemesis.schedule(seed, seconds, kinds)
     with open(os.path.join(workdir, "schedule.json"), "w") as f:
         json.dump(events, f, indent=1)
     try:
@@ -199,7 +199,8 @@ def run_seed(seed, seconds, producers, base):
 def print_result(r):
     f = r["facts"]
     status = "PASS" if not r["problems"] else "FAIL"
-    print("== seed %d: %s  (replay: tests/chaos/run.py --seed %d --seconds %s)" % (r["seed"], status, r["seed"], r["seconds"]))
+    print("== seed %d: %s  (replay: tests/chaos/run.py --seed %d --seconds %s%s)"
+          % (r["seed"], status, r["seed"], r["seconds"], " --kinds " + ",".join(r["kinds"]) if r["kinds"] else ""))
     if f.get("sends"):
         av = f["availability"]
         print("   sends %s; lost %d, phantom %d, duplicates %d, stored-not-acked %d, diverged %d"
@@ -257,9 +258,15 @@ def main():
     ap.add_argument("--seconds", type=int, default=60, help="fault time per seed")
     ap.add_argument("--minutes", type=float, help="long mode: seeds of --seconds each until this many minutes")
     ap.add_argument("--producers", type=int, default=3)
+    ap.add_argument("--kinds", help="comma-separated fault kinds to draw from (default all: %s)"
+                    % ",".join(nemesis.KINDS))
     ap.add_argument("--report", help="write a markdown report here")
     ap.add_argument("--keep", action="store_true", help="keep the run's directory even when every seed passed")
     args = ap.parse_args()
+    kinds = [k for k in (args.kinds or "").split(",") if k]
+    unknown = [k for k in kinds if k not in nemesis.KINDS]
+    if unknown:
+        ap.error("unknown fault kinds %s (known: %s)" % (unknown, ", ".join(nemesis.KINDS)))
     why = net.available()
     if why:
         print("chaos: cannot run here: %s" % why)
@@ -284,8 +291,9 @@ def main():
             seed = rng.randrange(1, 1 << 31)
         print("== seed %d starting (%d s of faults)" % (seed, args.seconds))
         sys.stdout.flush()
-        r = run_seed(seed, args.seconds, args.producers, base)
+        r = run_seed(seed, args.seconds, args.producers, base, kinds or None)
         r["seconds"] = args.seconds
+        r["kinds"] = kinds
         results.append(r)
         print_result(r)
     failed = [r["seed"] for r in results if r["problems"]]
