@@ -22,7 +22,8 @@ STOP_GRACE_S = 30
 
 def run_all(names, jobs, argv_of, on_done):
     """Run `argv_of(name)` for every name, at most `jobs` at once, in order of `names`; call
-    `on_done(name, exit_code)` after printing each one's output. On KeyboardInterrupt every running child
+    `on_done(name, exit_code)` after printing each one's output (and a FAIL line when a child exited
+    non-zero without one). On KeyboardInterrupt every running child
     gets SIGTERM (then SIGKILL after STOP_GRACE_S) and the interrupt is raised again."""
     slices = harness.port_slices(jobs)
     free_slots = list(range(jobs))
@@ -42,7 +43,11 @@ def run_all(names, jobs, argv_of, on_done):
             for proc in [p for p in running if p.poll() is not None]:
                 name, slot, out = running.pop(proc)
                 free_slots.append(slot)
-                _print_output(out)
+                text = _print_output(out)
+                if proc.returncode != 0 and "FAIL %s " % name not in text and "FAIL %s:" % name not in text:
+                    # Killed, or a crash before the case could say why: still a failure, with its exit code.
+                    print("FAIL %s: its process exited with code %s before reporting" % (name, proc.returncode))
+                    sys.stdout.flush()
                 on_done(name, proc.returncode)
     except KeyboardInterrupt:
         _stop(running)
@@ -55,6 +60,7 @@ def _print_output(out):
     out.close()
     sys.stdout.write(text if not text or text.endswith("\n") else text + "\n")
     sys.stdout.flush()
+    return text
 
 
 def _stop(running):
