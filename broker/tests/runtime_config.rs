@@ -1,10 +1,10 @@
 //! UPDATE_BROKER_CONFIG as operators send it with Apache RocketMQ 4.9.8's `mqadmin updateBrokerConfig`,
 //! against a process of two shard-brokers: a key applied at run time is in force on every shard-broker
 //! whichever address the update went to (GET_BROKER_CONFIG shows it; the store, the send, pull and
-//! transaction check paths act on it at once: maxMessageSize, traceOn, the pull size limits, long and
-//! short polling, the transaction check keys); a key that needs a restart answers so, shows as
-//! pending and is in force after the restart; keys that may never change are refused. Skips (with a
-//! message) when Apache's mqadmin is unavailable.
+//! transaction check paths act on it at once: maxMessageSize, traceOn, autoCreateTopicEnable, the
+//! pull size limits, long and short polling, the transaction check keys); a key that needs a restart
+//! answers so, shows as pending and is in force after the restart; keys that may never change are
+//! refused. Skips (with a message) when Apache's mqadmin is unavailable.
 
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -333,6 +333,25 @@ fn pull_trace_and_transaction_keys_apply_at_once() {
             let r = send(&connect(addr).await, TOPIC, 0, b"t", "").await;
             assert_eq!(r.code, response_code::SUCCESS, "{addr}");
             assert_eq!(trace_switch(&r).as_deref(), Some("false"), "{addr}");
+        }
+
+        // autoCreateTopicEnable: a send to an unknown topic creates it (from TBW102) only while on.
+        set("autoCreateTopicEnable", "false");
+        for addr in addrs {
+            let topic = format!("Unknown{}", addr.port());
+            let r = send(&connect(addr).await, &topic, 0, b"t", "").await;
+            assert_eq!(
+                r.code,
+                response_code::TOPIC_NOT_EXIST,
+                "{addr}: {:?}",
+                r.remark
+            );
+        }
+        set("autoCreateTopicEnable", "true");
+        for addr in addrs {
+            let topic = format!("Unknown{}", addr.port());
+            let r = send(&connect(addr).await, &topic, 0, b"t", "").await;
+            assert_eq!(r.code, response_code::SUCCESS, "{addr}: {:?}", r.remark);
         }
 
         // The pull size limits: a pull of 32 answers what they allow.
