@@ -224,6 +224,22 @@ fn copy_live(from: &BrokerConfig, to: &mut BrokerConfig) {
     to.disk_space_clean_forcibly_ratio = from.disk_space_clean_forcibly_ratio;
 }
 
+/// Apache's room for a record's header, topic and properties beyond `maxMessageSize`, which limits the
+/// body (its `MessageExtEncoder`: bodies up to the limit, records up to the limit + 64 KiB).
+const RECORD_ALLOWANCE: usize = 64 * 1024;
+
+/// The largest record the store takes for `cfg`'s `maxMessageSize`: the limit plus Apache's
+/// allowance, within one CommitLog segment. A limit whose body alone cannot fit a segment is passed
+/// on as it is, for the store to refuse at start.
+pub fn record_limit(max_message_size: usize, cfg: &BrokerConfig) -> usize {
+    let fits =
+        usize::try_from(cfg.mapped_file_size_commit_log.saturating_sub(8)).unwrap_or(usize::MAX);
+    if max_message_size > fits {
+        return max_message_size;
+    }
+    max_message_size.saturating_add(RECORD_ALLOWANCE).min(fits)
+}
+
 /// The store settings of `cfg` that a running store takes (`storage::Tunables`).
 pub fn store_tunables(cfg: &BrokerConfig) -> storage::Tunables {
     storage::Tunables {
@@ -234,7 +250,7 @@ pub fn store_tunables(cfg: &BrokerConfig) -> storage::Tunables {
         disk_max_used_space_ratio: cfg.disk_max_used_space_ratio,
         disk_space_warning_level_ratio: cfg.disk_space_warning_level_ratio,
         disk_space_clean_forcibly_ratio: cfg.disk_space_clean_forcibly_ratio,
-        max_message_size: cfg.max_message_size,
+        max_message_size: record_limit(cfg.max_message_size, cfg),
     }
 }
 
@@ -346,8 +362,21 @@ mod tests {
                 t.delete_when.as_str(),
                 t.max_message_size
             ),
-            (7, "03", 7)
+            // A record may hold a 7-byte body plus Apache's 64 KiB for header and properties.
+            (7, "03", 7 + 64 * 1024)
         );
+    }
+
+    #[test]
+    fn the_record_limit_is_the_body_limit_plus_apaches_allowance_within_a_segment() {
+        let cfg = BrokerConfig {
+            mapped_file_size_commit_log: 1 << 20,
+            ..BrokerConfig::default()
+        };
+        assert_eq!(record_limit(4096, &cfg), 4096 + 65536);
+        assert_eq!(record_limit((1 << 20) - 100, &cfg), (1 << 20) - 8);
+        // A body limit no segment holds is left for the store to refuse.
+        assert_eq!(record_limit(2 << 20, &cfg), 2 << 20);
     }
 
     #[test]

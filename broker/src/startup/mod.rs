@@ -91,7 +91,7 @@ pub fn store_config(cfg: &BrokerConfig, shard: usize) -> Result<StoreConfig, Bro
     sc.disk_space_warning_level_ratio = cfg.disk_space_warning_level_ratio;
     sc.disk_space_clean_forcibly_ratio = cfg.disk_space_clean_forcibly_ratio;
     sc.clean_file_forcibly_enable = cfg.clean_file_forcibly_enable;
-    sc.max_message_size = cfg.max_message_size;
+    sc.max_message_size = crate::config::live::record_limit(cfg.max_message_size, cfg);
     sc.message_delay_level = cfg
         .delay_levels_ms()?
         .into_iter()
