@@ -141,7 +141,11 @@ def run_seed(seed, seconds, producers, base, kinds=None):
                 p.start()
             nem = nemesis.Nemesis(cluster, network, events, t0, flog)
             nem.start()
-            time.sleep(seconds)
+            # Short sleeps: a SIGTERM the kernel gave to another thread is acted on by this one only
+            # when it runs, so a long sleep would delay the clean-up by the whole run.
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                time.sleep(0.2)
             nem.heal_everything()
             healed_at = time.monotonic() - t0
             # Recovery: a master with every replica in sync, and a send acknowledged after the heal.
@@ -261,6 +265,7 @@ def main():
     ap.add_argument("--kinds", help="comma-separated fault kinds to draw from (default all: %s)"
                     % ",".join(nemesis.KINDS))
     ap.add_argument("--report", help="write a markdown report here")
+    ap.add_argument("--workdir", help="put the run's directory here (scripts/chaos.sh cleans up after it)")
     ap.add_argument("--keep", action="store_true", help="keep the run's directory even when every seed passed")
     args = ap.parse_args()
     kinds = [k for k in (args.kinds or "").split(",") if k]
@@ -271,7 +276,11 @@ def main():
     if why:
         print("chaos: cannot run here: %s" % why)
         return 2
-    base = tempfile.mkdtemp(prefix="rmq-chaos-")
+    if args.workdir:
+        os.makedirs(args.workdir, exist_ok=True)
+        base = args.workdir
+    else:
+        base = tempfile.mkdtemp(prefix="rmq-chaos-")
     results = []
     seeds = list(args.seed or [])
     started = time.monotonic()
