@@ -42,6 +42,20 @@ pub fn import_apache_store(opts: &ImportOptions) -> Result<String, String> {
             scan.timer.other_queues
         ));
     }
+    write_store(opts, &store, &scan).map_err(|e| {
+        format!(
+            "{e} (the partial store in {} can be deleted; import again into an empty directory)",
+            opts.target.display()
+        )
+    })
+}
+
+/// Writes the target store from the checked source; returns the report.
+fn write_store(
+    opts: &ImportOptions,
+    store: &layout::ApacheStore,
+    scan: &scan::Scan,
+) -> Result<String, String> {
     let shard = opts.target.join("shard-0").join("commitlog");
     std::fs::create_dir_all(&shard).map_err(|e| format!("{}: {e}", shard.display()))?;
     let mut copied = Vec::new();
@@ -60,7 +74,7 @@ pub fn import_apache_store(opts: &ImportOptions) -> Result<String, String> {
     let shards = opts.target.join("shards.json");
     write_atomic(&shards, br#"{"shardCount":1,"shardRouting":"direct"}"#)
         .map_err(|e| format!("{}: {e}", shards.display()))?;
-    Ok(report(opts, &store, &scan, &carried, &copied))
+    Ok(report(opts, store, scan, &carried, &copied))
 }
 
 /// The target must be absent or an empty directory, and not inside the source.
