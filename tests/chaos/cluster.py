@@ -1,5 +1,7 @@
-"""The chaos target: 3 controllers (one raft group), 1 name server and a broker group of 3 replicas in
-controller mode (SYNC_FLUSH, allAckInSyncStateSet), each process in its own network namespace
+"""The chaos targets, each process in its own network namespace. `controller`: 3 controllers (one raft
+group), 1 name server and a broker group of 3 replicas in controller mode (SYNC_FLUSH,
+allAckInSyncStateSet). `classic`: 1 name server, a SYNC_MASTER (brokerId 0) and its SLAVE (brokerId
+1), SYNC_FLUSH, no failover (the master is always b0). Every process runs in its own network namespace
 (net.py), started through the interop harness's process handling (own process group, log file,
 stopped on exit). Binaries are linked (or copied) into the run's directory first, so a rebuild during
 a run does not swap them.
@@ -21,6 +23,12 @@ CONTROLLERS = ["c0", "c1", "c2"]
 BROKERS = ["b0", "b1", "b2"]
 NAMESRV = "n0"
 NODES = CONTROLLERS + [NAMESRV] + BROKERS
+LAYOUTS = {"controller": (CONTROLLERS, BROKERS), "classic": ([], ["b0", "b1"])}
+
+
+def layout_nodes(layout):
+    controllers, brokers = LAYOUTS[layout]
+    return controllers + [NAMESRV] + brokers
 CONTROLLER_PORT = 9878
 NAMESRV_PORT = 9876
 BROKER_PORT = 10911
@@ -33,16 +41,19 @@ def bin_dir():
 
 
 class Cluster:
-    def __init__(self, workdir, net):
+    def __init__(self, workdir, net, layout="controller"):
         self.workdir = workdir
         self.net = net
+        self.layout = layout
+        self.controllers, self.brokers = LAYOUTS[layout]
+        self.nodes = layout_nodes(layout)
         self.procs = {}
         self.paused = set()
-        self.starts = {name: 0 for name in NODES}
+        self.starts = {name: 0 for name in self.nodes}
         self.bins = {}
-        self.controller_addrs = ["%s:%d" % (net.ip(c), CONTROLLER_PORT) for c in CONTROLLERS]
+        self.controller_addrs = ["%s:%d" % (net.ip(c), CONTROLLER_PORT) for c in self.controllers]
         self.namesrv_addr = "%s:%d" % (net.ip(NAMESRV), NAMESRV_PORT)
-        self.broker_addrs = {b: "%s:%d" % (net.ip(b), BROKER_PORT) for b in BROKERS}
+        self.broker_addrs = {b: "%s:%d" % (net.ip(b), BROKER_PORT) for b in self.brokers}
 
     def copy_binaries(self):
         os.makedirs(os.path.join(self.workdir, "bin"), exist_ok=True)
@@ -61,7 +72,7 @@ class Cluster:
         node_dir = os.path.join(self.workdir, name)
         os.makedirs(node_dir, exist_ok=True)
         ip = self.net.ip(name)
-        if name in CONTROLLERS:
+        if name in self.controllers:
             conf = os.path.join(node_dir, "controller.conf")
             peers = ";".join("n%d-%s" % (i, a) for i, a in enumerate(self.controller_addrs))
             with open(conf, "w") as f:
@@ -80,11 +91,14 @@ class Cluster:
             ("storePathRootDir", '"%s"' % os.path.join(node_dir, "store")),
             ("flushDiskType", '"SYNC_FLUSH"'), ("autoCreateTopicEnable", "true"),
             ("mappedFileSizeCommitLog", str(16 * 1024 * 1024)), ("shardCount", "1"),
-            ("enableControllerMode", "true"), ("controllerAddr", '"%s"' % ";".join(self.controller_addrs)),
-            ("allAckInSyncStateSet", "true"), ("registerNameServerPeriod", "1000"),
-            ("syncFlushTimeout", "3000"), ("slaveReadEnable", "true"),
-            ("controllerHeartBeatTimeoutMills", "3000"),
+            ("registerNameServerPeriod", "1000"), ("syncFlushTimeout", "3000"), ("slaveReadEnable", "true"),
         ]
+        if self.layout == "classic":
+            lines += [("brokerId", "0" if name == "b0" else "1"),
+                      ("brokerRole", '"SYNC_MASTER"' if name == "b0" else '"SLAVE"')]
+        else:
+            lines += [("enableControllerMode", "true"), ("controllerAddr", '"%s"' % ";".join(self.controller_addrs)),
+                      ("allAckInSyncStateSet", "true"), ("controllerHeartBeatTimeoutMills", "3000")]
         with open(conf, "w") as f:
             f.write("".join("%s = %s\n" % kv for kv in lines))
         return [self.bins["broker"], "--config", conf]
@@ -127,9 +141,9 @@ class Cluster:
 
     def start_all(self, topic, queues, timeout=90):
         self.copy_binaries()
-        for name in CONTROLLERS + [NAMESRV] + BROKERS:
+        for name in self.nodes:
             self.start(name)
-        info = self.wait_group(lambda i: len(i["syncStateSet"]) == 3, "a master with 3 in-sync replicas", timeout)
+        info = self.wait_group(self.full, "a master with every replica in sync", timeout)
         master = self.broker_at(info["masterAddress"])
         end = time.monotonic() + timeout
         while True:
@@ -143,8 +157,14 @@ class Cluster:
                 raise RuntimeError("topic %s not routed to the master %s within %ss" % (topic, master, timeout))
             time.sleep(0.3)
 
+    def full(self, info):
+        return len(info["syncStateSet"]) == len(self.brokers)
+
     def info(self):
-        """The group as the first controller that answers names it, or None."""
+        """The group as the first controller that answers names it, or None. Classic: b0 is the master
+        while its port answers, and the slave counts as in sync once its HA link to b0 is up."""
+        if self.layout == "classic":
+            return self._classic_info()
         for addr in self.controller_addrs:
             try:
                 info = wire.replica_info(addr, BROKER_NAME)
@@ -153,6 +173,24 @@ class Cluster:
             if info is not None and info["masterBrokerId"] is not None:
                 return info
         return None
+
+    def _classic_info(self):
+        if not self.alive("b0") or "b0" in self.paused:
+            return None
+        try:
+            wire.request(self.broker_addrs["b0"], 28, timeout=1.0)  # GET_BROKER_RUNTIME_INFO
+        except (wire.NotSent, wire.Unknown):
+            return None
+        sset = [0]
+        if self.alive("b1") and "b1" not in self.paused:
+            try:
+                reply = wire.request(self.broker_addrs["b0"], 28, timeout=1.0)
+                table = reply.json_body().get("table") or {} if reply.code == wire.SUCCESS else {}
+                if str(table.get("haSlaveConnections", "0")) not in ("0", ""):
+                    sset.append(1)
+            except (wire.NotSent, wire.Unknown, ValueError):
+                pass
+        return {"masterBrokerId": 0, "masterAddress": self.broker_addrs["b0"], "masterEpoch": 0, "syncStateSet": sset}
 
     def wait_group(self, accept, what, timeout):
         end = time.monotonic() + timeout

@@ -11,7 +11,6 @@ import random
 import threading
 import time
 
-import cluster as cl
 
 KINDS = [
     "kill_master",         # SIGKILL the master; restart it at the end of the fault
@@ -25,6 +24,11 @@ KINDS = [
     "oneway_replica",      # the master stops hearing one slave (its packets to the master dropped)
     "loss",                # 10-40% packet loss at one broker or controller
 ]
+
+
+# What a classic SYNC_MASTER pair without controllers can be given.
+CLASSIC_KINDS = ["kill_master", "kill_replica", "pause_master", "isolate_master", "split_master",
+                 "oneway_replica", "loss"]
 
 
 def schedule(seed, seconds, kinds=None):
@@ -85,7 +89,7 @@ class Nemesis(threading.Thread):
             _, _, fault = heapq.heappop(self.heals)
             self._heal(fault)
         self.net.heal_all()
-        for name in cl.NODES:
+        for name in self.cluster.nodes:
             if name in self.cluster.paused:
                 self.cluster.resume(name)
             if not self.cluster.alive(name):
@@ -100,8 +104,9 @@ class Nemesis(threading.Thread):
     def _start(self, event):
         rng = random.Random(event["pick"])
         kind = event["kind"]
-        master = self.cluster.master() or rng.choice(cl.BROKERS)
-        slaves = [b for b in cl.BROKERS if b != master]
+        brokers, controllers, nodes = self.cluster.brokers, self.cluster.controllers, self.cluster.nodes
+        master = self.cluster.master() or ("b0" if self.cluster.layout == "classic" else rng.choice(brokers))
+        slaves = [b for b in brokers if b != master]
         self._seq += 1
         fault = {"id": self._seq, "kind": kind, "start": self.now()}
         if kind == "kill_master":
@@ -114,21 +119,21 @@ class Nemesis(threading.Thread):
             fault["target"] = master
             self.cluster.pause(master)
         elif kind == "pause_controller":
-            fault["target"] = rng.choice(cl.CONTROLLERS)
+            fault["target"] = rng.choice(controllers)
             self.cluster.pause(fault["target"])
         elif kind == "kill_controller":
-            fault["target"] = rng.choice(cl.CONTROLLERS)
+            fault["target"] = rng.choice(controllers)
             self.cluster.kill(fault["target"])
         elif kind in ("isolate_master", "split_master"):
             fault["target"] = master
-            others = [self.net.ip(n) for n in cl.NODES if n != master]
+            others = [self.net.ip(n) for n in nodes if n != master]
             if kind == "isolate_master":
                 others.append(self.net.host_ip)
             self.net.cut(fault["id"], master, others)
         elif kind == "partition_minority":
-            minority = [rng.choice(cl.CONTROLLERS), rng.choice(cl.BROKERS)]
+            minority = [rng.choice(controllers), rng.choice(brokers)]
             fault["target"] = "+".join(minority)
-            majority = [self.net.ip(n) for n in cl.NODES if n not in minority] + [self.net.host_ip]
+            majority = [self.net.ip(n) for n in nodes if n not in minority] + [self.net.host_ip]
             for name in minority:
                 self.net.cut(fault["id"], name, majority)
         elif kind == "oneway_replica":
@@ -136,7 +141,7 @@ class Nemesis(threading.Thread):
             fault["target"] = "%s-/->%s" % (slave, master)
             self.net.cut(fault["id"], master, [self.net.ip(slave)], both_ways=False)
         elif kind == "loss":
-            name = rng.choice(cl.BROKERS + cl.CONTROLLERS)
+            name = rng.choice(brokers + controllers)
             fault["target"] = "%s@%d%%" % (name, event["percent"])
             fault["node"] = name
             self.net.loss(fault["id"], name, event["percent"])
