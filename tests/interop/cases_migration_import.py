@@ -5,7 +5,8 @@ a. Apache's name server and broker `broker-a` (4.9.7 or 5.5.0, 1 MiB CommitLog s
    crosses a segment end), topic T with 4 queues (on 5.5.0 with the attribute message.type=NORMAL) and
    topic W with 6. Apache's Java producer sends batch A (keys "A-key-i", 1 KiB bodies); group G consumes
    all of A and stops (its offsets committed on Apache). Then batch B (not consumed) and batch D with
-   delay level 4 (30 s), still waiting in SCHEDULE_TOPIC_XXXX when Apache stops.
+   delay level 4 (30 s), still waiting in SCHEDULE_TOPIC_XXXX when Apache stops, and batch X of
+   transactional messages whose producer answers UNKNOW and exits: pending half messages.
 b. Our importer refuses the store while Apache's broker runs (its `abort` file), and a non-empty target.
 c. Apache's broker stops; `broker --import-apache-store STORE --target OURS` writes a one-shard store; its
    report names the segment size and the waiting delayed messages.
@@ -13,10 +14,13 @@ d. Ours starts on it (brokerName broker-a, shardCount 1, the reported mappedFile
    registers with Apache's name server: its CommitLog end, queue ends, G's offsets, the topics' queue
    counts (and attribute) equal Apache's. G resumes on ours and gets exactly B and D (nothing of A: no
    reset; every acknowledged message of B and D: no loss; no duplicate), B at the queue offsets Apache's
-   send results gave. Apache's mqadmin finds a message of A by key and by msgId on ours."""
+   send results gave. Our transaction checker asks a new producer of X's group about the imported half
+   messages (it answers COMMIT_MESSAGE) and G gets X too. Apache's mqadmin finds a message of A by key and
+   by msgId on ours."""
 
 import collections
 import os
+import re
 import subprocess
 import time
 
@@ -29,7 +33,7 @@ from cases_migration_ha import MAX_MESSAGE, SEGMENT, start_apache_master, max_of
 TOPIC, WIDE, GROUP = "MigrationImportTopic", "MigrationImportWide", "migration_import_group"
 QUEUES, WIDE_QUEUES = 4, 6
 BODY = 1024
-COUNT_A, COUNT_B, COUNT_D = 1200, 300, 20
+COUNT_A, COUNT_B, COUNT_D, COUNT_X = 1200, 300, 20, 3
 DELAY_LEVEL = 4
 QUERY_CONSUMER_OFFSET = 14
 GET_ALL_TOPIC_CONFIG = 21
@@ -91,6 +95,7 @@ def run_import(ctx, servers_set, admin_set, lang, attributes):
         "mappedFileSizeCommitLog": str(SEGMENT),
         "maxMessageSize": str(MAX_MESSAGE),
         "registerNameServerPeriod": "3000",
+        "transactionCheckInterval": "3000",
     })
     ours.namesrv_addr = apache.namesrv_addr
     ours.broker_name = "broker-a"
@@ -117,6 +122,10 @@ def run_import(ctx, servers_set, admin_set, lang, attributes):
               "G's committed offsets on Apache after consuming batch A: %s" % apache_offsets)
         sent_b = produce(ctx, lang, ns, "B", COUNT_B)
         sent_d = produce(ctx, lang, ns, "D", COUNT_D, DELAY_LEVEL)
+        halves = finish(ctx, ctx.clients.spawn(lang, "tx-half", ["MigrationImportClient", "tx-half", ns, TOPIC, "X",
+                                                                  str(COUNT_X)]), 60).of_kind("half")
+        check(len(halves) == COUNT_X and all(r["status"] == "SEND_OK" for r in halves),
+              "half messages of batch X: %s" % halves)
         apache_ends = queue_ends(apache.broker_addr, TOPIC, QUEUES)
         apache_topics = topic_configs(apache.broker_addr)
         end = max_offset(apache.broker_addr)
@@ -133,9 +142,15 @@ def run_import(ctx, servers_set, admin_set, lang, attributes):
         check(not os.path.exists(os.path.join(store, "abort")), "Apache's broker left its abort file")
         code, report = import_store(ours.broker_bin, store, target)
         check(code == 0, "import: exit %d, %s" % (code, report))
+        # Apache may append after the measurement (its transaction checker's copies of half messages).
+        imported = re.search(r"offsets 0\.\.(\d+)\n", report)
+        check(imported and int(imported.group(1)) >= end, "the import report gives no end at or past Apache's "
+              "%d: %s" % (end, report))
+        end = int(imported.group(1))
         check("mappedFileSizeCommitLog = %d" % SEGMENT in report
               and "delay level %d: %d message(s) still waiting" % (DELAY_LEVEL, COUNT_D) in report,
-              "the import report misses the segment size or the waiting delayed messages: %s" % report)
+              "the import report misses the segment size or the waiting delayed messages: %s"
+              % report)
         code, out = import_store(ours.broker_bin, store, target)
         check(code == 2 and "not empty" in out, "import into a non-empty target: exit %d, %s" % (code, out))
         phase["imported"] = time.monotonic() - started
@@ -145,7 +160,8 @@ def run_import(ctx, servers_set, admin_set, lang, attributes):
         wait_for("route of %s to our broker-a" % TOPIC,
                  lambda: any(b.get("brokerAddrs", {}).get("0") == ours.broker_addr
                              for b in (remoting.topic_route(ns, TOPIC) or {}).get("brokerDatas", [])), 30)
-        check(max_offset(ours.broker_addr) == end, "our CommitLog ends at %s, Apache's at %d"
+        # (Our transaction checker may already have appended copies of the half messages it checked.)
+        check((max_offset(ours.broker_addr) or 0) >= end, "our CommitLog ends at %s, Apache's at %d"
               % (max_offset(ours.broker_addr), end))
         check(queue_ends(ours.broker_addr, TOPIC, QUEUES) == apache_ends, "queue ends: ours %s, Apache's %s"
               % (queue_ends(ours.broker_addr, TOPIC, QUEUES), apache_ends))
@@ -158,7 +174,15 @@ def run_import(ctx, servers_set, admin_set, lang, attributes):
             check(our_topics.get(TOPIC, (0, 0, 0, {}))[3].get("message.type") == "NORMAL",
                   "topic attribute lost: %s" % (our_topics,))
         phase["ours serving"] = time.monotonic() - started
-        recv = consume(ctx, lang, ns, COUNT_B + COUNT_D, "consumer-on-ours")
+        checker = ctx.clients.spawn(lang, "tx-check", ["MigrationImportClient", "tx-check", ns, TOPIC, str(COUNT_X),
+                                                        "45"])
+        recv = consume(ctx, lang, ns, COUNT_B + COUNT_D + COUNT_X + 1, "consumer-on-ours")
+        checker_out = finish(ctx, checker, 60)
+        checked = {r["msg_id"] for r in checker_out.of_kind("checked")}
+        check(len(checker_out.of_kind("sent")) == 1, "the checking producer's own send failed: %s"
+              % checker_out.describe())
+        check(checked == {r["msg_id"] for r in halves}, "our checker asked about %s, the pending half messages "
+              "were %s" % (sorted(checked), sorted(r["msg_id"] for r in halves)))
         phase["G consumed on ours"] = time.monotonic() - started
 
         probe = sent_a[len(sent_a) // 2]
@@ -178,7 +202,7 @@ def run_import(ctx, servers_set, admin_set, lang, attributes):
     names_a = {"A-%d" % r["i"] for r in sent_a}
     check({r["body"] for r in recv_a} == names_a, "batch A not all consumed on Apache")
     want_b = {"B-%d" % r["i"]: r for r in sent_b}
-    names_d = {"D-%d" % r["i"] for r in sent_d}
+    names_d = {"D-%d" % r["i"] for r in sent_d} | {"X-%d" % r["i"] for r in halves} | {"Y-0"}
     count = collections.Counter(r["body"] for r in recv)
     again = sorted(b for b in count if b in names_a)
     check(not again, "G got %d message(s) of batch A again on ours (the group was reset), first %s"
@@ -193,9 +217,9 @@ def run_import(ctx, servers_set, admin_set, lang, attributes):
     wrong_key = [r for r in recv if r["keys"] != "%s-key-%s" % tuple(r["body"].split("-", 1))]
     check(not wrong_key, "message(s) consumed with the wrong key: %s" % wrong_key[:2])
     dups = sum(c - 1 for c in count.values())
-    ctx.note("%s, %s client: batches A/B/D %d/%d/%d; Apache's end %d; G's offsets %s; on ours %d received, %d "
+    ctx.note("%s, %s client: batches A/B/D/X %d/%d/%d/%d; Apache's end %d; G's offsets %s; on ours %d received, %d "
              "duplicate deliveries; phases at %s s"
-             % (servers_set, lang, len(sent_a), len(sent_b), len(sent_d), end, apache_offsets, len(recv), dups,
+             % (servers_set, lang, len(sent_a), len(sent_b), len(sent_d), len(halves), end, apache_offsets, len(recv), dups,
                 {k: round(v, 1) for k, v in phase.items()}))
     check(dups == 0, "%d duplicate deliveries after the import" % dups)
 

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::feature::schedule::offsets as delay_offsets;
+use crate::feature::transaction::state::PROGRESS_GROUP;
 use crate::state::consumer_offsets::{offsets_path, ConsumerOffsets};
 use crate::state::persist::write_atomic;
 use crate::state::subscription_groups::SubscriptionGroupTable;
@@ -47,9 +48,12 @@ pub fn carry(src_root: &Path, dst_root: &Path) -> Result<Carried, String> {
     let groups = SubscriptionGroupTable::load(&src.join(GROUPS)).map_err(|e| e.to_string())?;
     out.groups = groups.subscription_group_table.len();
     copy(GROUPS, &dst.join(GROUPS))?;
-    let offsets = ConsumerOffsets::load(&src.join(OFFSETS)).map_err(|e| e.to_string())?;
+    let mut offsets = ConsumerOffsets::load(&src.join(OFFSETS)).map_err(|e| e.to_string())?;
     out.offset_entries = offsets.entries().len();
-    copy(OFFSETS, &offsets_path(dst_root, 0))?;
+    if copy(OFFSETS, &offsets_path(dst_root, 0))? && carry_transaction_progress(&mut offsets) {
+        let to = offsets_path(dst_root, 0);
+        write_atomic(&to, &offsets.to_json()).map_err(|e| format!("{}: {e}", to.display()))?;
+    }
     out.delay_offsets = delay_offsets::load(&src.join(DELAY_OFFSETS))?;
     copy(DELAY_OFFSETS, &delay_offsets::path(dst_root, None))?;
     for (name, what) in NOT_CARRIED {
@@ -58,6 +62,28 @@ pub fn carry(src_root: &Path, dst_root: &Path) -> Result<Carried, String> {
         }
     }
     Ok(out)
+}
+
+/// Apache keeps its transaction checker's progress (the half and op queues' offsets) under the group
+/// `MixAll.CID_SYS_RMQ_TRANS`, whose value is `CID_RMQ_SYS_TRANS`; when our checker's group is spelt
+/// otherwise, the entries are copied to it, so the imported half messages Apache already checked (and
+/// put back as new copies) are not checked, and committed, a second time. True when anything changed.
+fn carry_transaction_progress(offsets: &mut ConsumerOffsets) -> bool {
+    const APACHE_GROUP: &str = "CID_RMQ_SYS_TRANS";
+    if PROGRESS_GROUP == APACHE_GROUP {
+        return false;
+    }
+    let mut changed = false;
+    for (key, queue, offset) in offsets.entries() {
+        let Some((topic, group)) = protocol::body::split_offset_table_key(&key) else {
+            continue;
+        };
+        if group == APACHE_GROUP && offsets.query(PROGRESS_GROUP, topic, queue).is_none() {
+            offsets.commit(PROGRESS_GROUP, topic, queue, offset);
+            changed = true;
+        }
+    }
+    changed
 }
 
 /// Whether a file not carried holds anything: a JSON file with a non-empty table (its `dataVersion`
@@ -89,6 +115,23 @@ fn holds_something(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn apache_transaction_progress_reaches_our_checker() {
+        let json =
+            br#"{"offsetTable":{"RMQ_SYS_TRANS_HALF_TOPIC@CID_RMQ_SYS_TRANS":{0:3},"T@G":{0:1}}}"#;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("consumerOffset.json");
+        std::fs::write(&path, json).unwrap();
+        let mut offsets = ConsumerOffsets::load(&path).unwrap();
+        let changed = carry_transaction_progress(&mut offsets);
+        assert_eq!(changed, PROGRESS_GROUP != "CID_RMQ_SYS_TRANS");
+        assert_eq!(
+            offsets.query(PROGRESS_GROUP, "RMQ_SYS_TRANS_HALF_TOPIC", 0),
+            Some(3)
+        );
+        assert_eq!(offsets.query("G", "T", 0), Some(1));
+    }
 
     #[test]
     fn empty_tables_are_not_reported() {
