@@ -248,7 +248,7 @@ mod tests {
     fn apache_store(dir: &Path) -> u64 {
         let p = |u: &str| properties::with("", properties::UNIQ_KEY, u);
         let records: Vec<_> = (0..50)
-            .map(|i| ("T", (i % 4) as i32, (i / 4) as i64, p(&format!("u{i}"))))
+            .map(|i: i32| ("T", i % 4, i64::from(i / 4), p(&format!("u{i}"))))
             .chain([(SCHEDULE_TOPIC, 1, 0, p("d")), (TIMER_TOPIC, 0, 0, p("t"))])
             .collect();
         let end = scan::tests::write_log(dir, 4096, &records);
