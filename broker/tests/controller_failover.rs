@@ -707,6 +707,40 @@ fn master_and_controller_leader_killed_together_still_fail_over() {
     );
 }
 
+/// A follower controller paused (SIGSTOP) for longer than a heartbeat round's call timeout must not
+/// cost the healthy master its role: heartbeats to the live leader go on at their own period. Each
+/// round used to wait for every controller's answer (3 s call timeout), so the leader heard the
+/// master only every ~4 s, past the 3 s heartbeat timeout, and deposed it (chaos seed 2022551485).
+#[test]
+fn a_paused_follower_controller_does_not_depose_a_healthy_master() {
+    let mut group = Group::start(3, Ipv4Addr::LOCALHOST, None, "");
+    let first = group.info().unwrap();
+    let leader = group.controllers.leader().expect("a raft leader");
+    let follower = (0..3).find(|i| *i != leader).unwrap();
+    let pid = group.controllers.children[follower].as_ref().unwrap().id() as i32;
+    let mut producer = Producer {
+        acked: Vec::new(),
+        seq: 0,
+    };
+    producer.send_ok(&first.master_addr, 20);
+    assert!(common::send_signal(pid, libc::SIGSTOP));
+    let paused = Instant::now();
+    while paused.elapsed() < Duration::from_secs(9) {
+        producer.send_ok(&first.master_addr, 5);
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Asked before the follower runs again (it could answer from a stale view).
+    let info = group.wait("the group's state", |g| Some(g.clone()));
+    assert!(common::send_signal(pid, libc::SIGCONT));
+    assert_eq!(
+        (info.master_addr.as_str(), info.epoch),
+        (first.master_addr.as_str(), first.epoch),
+        "the master changed while controller n{follower} was paused"
+    );
+    producer.check_on(&first.master_addr, "master");
+    group.controllers.kill(follower);
+}
+
 /// A send that must be refused: its answer code and remark.
 fn send_refused(addr: SocketAddr, body: &[u8]) -> (i32, String) {
     let body = body.to_vec();

@@ -9,8 +9,6 @@ use std::time::Duration;
 use protocol::{response_code, RemotingCommand};
 use remoting::Client;
 
-use crate::shard::mesh::join_all;
-
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -100,16 +98,5 @@ impl ControllerClient {
             }
         }
         Err(last_error)
-    }
-
-    /// The same request to every controller at once (heartbeats, so that a new leader already has
-    /// fresh ones): how many answered SUCCESS. A dead controller delays none of the others.
-    pub async fn invoke_all(&self, make: impl Fn() -> RemotingCommand) -> usize {
-        let addrs = self.addrs();
-        let answers = join_all(addrs.iter().map(|addr| self.invoke_on(addr, make()))).await;
-        answers
-            .iter()
-            .filter(|a| a.as_ref().is_ok_and(|r| r.code == response_code::SUCCESS))
-            .count()
     }
 }

@@ -6,6 +6,7 @@
 //! The whole process is one replica of its group (its `brokerName`): every shard changes role at
 //! once, and shard-broker `i` of a slave follows shard-broker `i` of the master.
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -346,63 +347,79 @@ async fn exchange_ha_info(
         .ok_or_else(|| "no masterHaAddress in the answer".to_owned())
 }
 
-/// Every `brokerHeartbeatInterval`: BROKER_HEARTBEAT to every controller, with this broker's epoch
-/// and log end (the sum over shards of each CommitLog's local end), which elections compare.
+/// Heartbeats to every controller, each on its own loop: a controller that does not answer (paused,
+/// partitioned) holds back only its own heartbeats. One round waiting for every answer reached the
+/// live leader only every call timeout (3 s) plus the period, past the heartbeat timeout, and the
+/// leader deposed a healthy master while one follower was paused (chaos seed 2022551485).
 async fn heartbeat_loop(shard: Rc<Shard>) {
+    let Some(addrs) = replicas(&shard).map(|r| r.client.addrs()) else {
+        return;
+    };
+    let answered = Rc::new(Cell::new(Instant::now()));
+    let warned = Rc::new(Cell::new(Instant::now()));
+    join_all(
+        addrs
+            .into_iter()
+            .map(|addr| heartbeat_to(shard.clone(), addr, answered.clone(), warned.clone())),
+    )
+    .await;
+}
+
+/// One controller's loop: every `brokerHeartbeatInterval`, BROKER_HEARTBEAT with this broker's epoch
+/// and log end (the sum over shards of each CommitLog's local end), which elections compare.
+/// `answered` is when any controller last took a heartbeat, `warned` when the broker last said that
+/// none had for 10 s.
+async fn heartbeat_to(
+    shard: Rc<Shard>,
+    addr: String,
+    answered: Rc<Cell<Instant>>,
+    warned: Rc<Cell<Instant>>,
+) {
     let cfg = shard.cfg.clone();
     let period = Duration::from_millis(cfg.controller.broker_heartbeat_interval_ms);
-    let mut unanswered_since: Option<Instant> = None;
     loop {
         let ends = join_all(shard.every_shard().map(|s| s.local_max_physical_offset())).await;
         let max_offset = ends
             .into_iter()
             .filter_map(Result::ok)
             .fold(0u64, u64::saturating_add);
-        let (broker_id, epoch) = match replicas(&shard) {
-            Some(r) => {
-                let st = r.state.borrow();
-                (st.broker_id, st.master_epoch)
-            }
-            None => return,
+        let Some(r) = replicas(&shard) else { return };
+        let (broker_id, epoch) = {
+            let st = r.state.borrow();
+            (st.broker_id, st.master_epoch)
         };
         let Some(broker_id) = broker_id else { return };
-        let answered = match replicas(&shard) {
-            Some(r) => {
-                r.client
-                    .invoke_all(|| {
-                        RemotingCommand::request(request_code::BROKER_HEARTBEAT)
-                            .with_ext("clusterName", &cfg.broker_cluster_name)
-                            .with_ext("brokerName", &cfg.broker_name)
-                            .with_ext("brokerAddr", &cfg.broker_addr())
-                            .with_ext("brokerId", &broker_id.to_string())
-                            .with_ext("epoch", &epoch.to_string())
-                            .with_ext("maxOffset", &max_offset.to_string())
-                            .with_ext("confirmOffset", &max_offset.to_string())
-                            .with_ext(
-                                "heartbeatTimeoutMills",
-                                &cfg.controller.controller_heartbeat_timeout_ms.to_string(),
-                            )
-                            .with_ext(
-                                "electionPriority",
-                                &cfg.controller.broker_election_priority.to_string(),
-                            )
-                    })
-                    .await
-            }
-            None => return,
-        };
-        match (answered, unanswered_since) {
-            (0, None) => unanswered_since = Some(Instant::now()),
-            (0, Some(t)) if t.elapsed() > Duration::from_secs(10) => {
-                tracing::warn!(
-                    "controller mode: no controller of {:?} took a heartbeat for {:?}",
-                    cfg.controller.controller_addr,
-                    t.elapsed()
-                );
-                unanswered_since = Some(Instant::now());
-            }
-            (0, Some(_)) => {}
-            _ => unanswered_since = None,
+        let heartbeat = RemotingCommand::request(request_code::BROKER_HEARTBEAT)
+            .with_ext("clusterName", &cfg.broker_cluster_name)
+            .with_ext("brokerName", &cfg.broker_name)
+            .with_ext("brokerAddr", &cfg.broker_addr())
+            .with_ext("brokerId", &broker_id.to_string())
+            .with_ext("epoch", &epoch.to_string())
+            .with_ext("maxOffset", &max_offset.to_string())
+            .with_ext("confirmOffset", &max_offset.to_string())
+            .with_ext(
+                "heartbeatTimeoutMills",
+                &cfg.controller.controller_heartbeat_timeout_ms.to_string(),
+            )
+            .with_ext(
+                "electionPriority",
+                &cfg.controller.broker_election_priority.to_string(),
+            );
+        let taken = r
+            .client
+            .invoke_on(&addr, heartbeat)
+            .await
+            .is_ok_and(|resp| resp.code == response_code::SUCCESS);
+        let quiet = Duration::from_secs(10);
+        if taken {
+            answered.set(Instant::now());
+        } else if answered.get().elapsed() > quiet && warned.get().elapsed() > quiet {
+            tracing::warn!(
+                "controller mode: no controller of {:?} took a heartbeat for {:?}",
+                cfg.controller.controller_addr,
+                answered.get().elapsed()
+            );
+            warned.set(Instant::now());
         }
         if !sleep_unless_stopping(&shard, period).await {
             return;
