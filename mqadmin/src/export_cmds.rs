@@ -102,7 +102,7 @@ const PREDEFINED_GROUPS: [&str; 14] = [
     "CID_ONSAPI_PERMISSION",
     "CID_ONSAPI_OWNER",
     "CID_ONSAPI_PULL",
-    "CID_SYS_RMQ_TRANS",
+    "CID_RMQ_SYS_TRANS",
 ];
 
 /// A topic Apache's exports leave out: its system topics, and the broker's own (cluster and broker

@@ -184,7 +184,7 @@ fn report(
         let _ = writeln!(
             r,
             "transactions: {} half message(s) and {} op record(s) in the CommitLog; our checker resumes \
-             from the CID_SYS_RMQ_TRANS offset and checks the unresolved ones back with their producer group",
+             from the CID_RMQ_SYS_TRANS offset and checks the unresolved ones back with their producer group",
             scan.half_messages, scan.op_messages
         );
     }

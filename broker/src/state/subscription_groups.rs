@@ -102,7 +102,7 @@ const SYSTEM_GROUPS: &[&str] = &[
     "TOOLS_CONSUMER",
     "FILTERSRV_CONSUMER",
     "SELF_TEST_C_GROUP",
-    "CID_SYS_RMQ_TRANS",
+    "CID_RMQ_SYS_TRANS",
 ];
 
 impl SubscriptionGroupTable {

@@ -9,7 +9,7 @@ pub mod records;
 pub mod resolve;
 pub mod state;
 
-use state::{TxState, PROGRESS_GROUP, SCAN_BATCH, SCAN_BYTES};
+use state::{TxState, OLD_PROGRESS_GROUP, PROGRESS_GROUP, SCAN_BATCH, SCAN_BYTES};
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -50,10 +50,12 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
         reason: format!("cannot read the transaction op queue: {reason}"),
     })?;
     let min = shard.store.min_offset(TRANS_HALF_TOPIC, 0);
-    let saved = shard
-        .offsets
-        .borrow()
-        .query(PROGRESS_GROUP, TRANS_HALF_TOPIC, 0);
+    let saved = {
+        let offsets = shard.offsets.borrow();
+        offsets
+            .query(PROGRESS_GROUP, TRANS_HALF_TOPIC, 0)
+            .or_else(|| offsets.query(OLD_PROGRESS_GROUP, TRANS_HALF_TOPIC, 0))
+    };
     // Saved progress past the queue's end (its unflushed tail lost in a crash) would skip the half
     // messages stored from now on: start at the end then.
     let max = shard.store.max_offset(TRANS_HALF_TOPIC, 0);

@@ -8,8 +8,12 @@ use super::op_set::OpSet;
 use crate::shard::Shard;
 use crate::state::topics::TRANS_HALF_TOPIC;
 
-/// The system group whose offset on the half queue is the check service's progress (as RocketMQ).
-pub const PROGRESS_GROUP: &str = "CID_SYS_RMQ_TRANS";
+/// The system group whose offset on the half queue is the check service's progress: Apache's
+/// `MixAll.CID_SYS_RMQ_TRANS`, whose value is `CID_RMQ_SYS_TRANS` (so a store moved from Apache's
+/// broker, or to it, keeps its check progress).
+pub const PROGRESS_GROUP: &str = "CID_RMQ_SYS_TRANS";
+/// The name this broker gave the progress group before 2026-12-07 (read when the other is missing).
+pub const OLD_PROGRESS_GROUP: &str = "CID_SYS_RMQ_TRANS";
 /// Records read per store call while scanning the half or op queue.
 pub(super) const SCAN_BATCH: i32 = 32;
 pub(super) const SCAN_BYTES: usize = 1024 * 1024;
