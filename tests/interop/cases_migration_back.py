@@ -103,8 +103,10 @@ def run_back(ctx, servers_set, admin_set, lang, ha_master, slave_first):
     def start_slave():
         start_apache(apache, 1, "SLAVE", ha_master=ha_master and "127.0.0.1:%d" % (ours.broker_port + 1))
         log = os.path.join(ours.workdir, "broker.log")
+        # 5.x finds our HA address through the name server's route, not haMasterAddress: under load
+        # that took 25 s once.
         wait_for("the Apache slave connecting to our HA port",
-                 lambda: "Apache slave" in open(log, errors="replace").read(), 30)
+                 lambda: "Apache slave" in open(log, errors="replace").read(), 60)
         phase["Apache slave connected"] = time.monotonic() - started
 
     try:
