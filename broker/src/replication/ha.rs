@@ -386,56 +386,41 @@ pub async fn replicated(shard: &Shard, mut outcome: PutOutcome) -> PutOutcome {
 
 /// Wakes the senders and, on a SYNC_MASTER, waits until a slave acknowledged the records (the error
 /// says why none did). In controller mode with `allAckInSyncStateSet`, every other member of the
-/// SyncStateSet must have acknowledged them.
+/// SyncStateSet must have acknowledged them, and a broker that stepped down to slave while storing
+/// them does not acknowledge them (`ack_rule`).
 async fn after_put(shard: &Shard, stored: &[PutOk]) -> Result<(), ha::WaitError> {
-    crate::replication::ha_state::ha(shard).signal.raise();
-    if shard.role() != BrokerRole::SyncMaster {
-        return Ok(());
-    }
+    use crate::replication::ack_rule::{ack_rule, AckRule};
+    let state = crate::replication::ha_state::ha(shard);
+    state.signal.raise();
     let controller = &shard.cfg.controller;
-    if controller.enabled {
-        if !controller.all_ack_in_sync_state_set {
-            // Apache's default in controller mode: the master alone acknowledges (inSyncReplicas 1).
-            return Ok(());
-        }
-        let me = crate::replication::ha_state::ha(shard).controller_id.get();
-        let others: Vec<i64> = crate::replication::ha_state::ha(shard)
-            .sync_state_set
-            .borrow()
-            .iter()
-            .filter(|id| Some(**id) != me)
-            .filter_map(|id| i64::try_from(*id).ok())
-            .collect();
-        let Some(end) = stored
-            .iter()
-            .map(|ok| ok.physical_offset.saturating_add(i64::from(ok.size)))
-            .max()
-        else {
-            return Ok(());
-        };
-        let timeout = Duration::from_millis(shard.cfg.sync_flush_timeout_ms.max(1));
-        return crate::replication::ha_state::ha(shard)
-            .watermark
-            .wait_all(end, &others, timeout)
-            .await;
-    }
-    let Some(end) = stored
+    let rule = ack_rule(
+        shard.role(),
+        controller.enabled,
+        controller.all_ack_in_sync_state_set,
+        state.controller_id.get(),
+        &state.sync_state_set.borrow(),
+    );
+    let end = stored
         .iter()
         .map(|ok| ok.physical_offset.saturating_add(i64::from(ok.size)))
-        .max()
-    else {
-        return Ok(());
-    };
+        .max();
     let timeout = Duration::from_millis(shard.cfg.sync_flush_timeout_ms.max(1));
-    crate::replication::ha_state::ha(shard)
-        .watermark
-        .wait(
-            end,
-            shard.store.max_physical_offset(),
-            shard.cfg.ha_max_gap_not_in_sync,
-            timeout,
-        )
-        .await
+    match (rule, end) {
+        (AckRule::Nobody, _) | (_, None) => Ok(()),
+        (AckRule::SteppedDown, Some(_)) => Err(ha::WaitError::Timeout),
+        (AckRule::AllOf(others), Some(end)) => state.watermark.wait_all(end, &others, timeout).await,
+        (AckRule::AnySlave, Some(end)) => {
+            state
+                .watermark
+                .wait(
+                    end,
+                    shard.store.max_physical_offset(),
+                    shard.cfg.ha_max_gap_not_in_sync,
+                    timeout,
+                )
+                .await
+        }
+    }
 }
 
 /// HA entries of GET_BROKER_RUNTIME_INFO. Master: `slaveFallBehindMuch` (bytes the slaves miss, summed
