@@ -51,6 +51,7 @@ pub mod apache;
 pub mod apache_master;
 pub mod epochs;
 pub mod error;
+pub mod follow;
 pub mod io;
 pub mod master;
 pub mod rate;
@@ -65,5 +66,6 @@ pub use master::{
     check_handshake, read_handshake, read_hello, refuse, serve_slave, Hello, MasterShard,
 };
 pub use signal::DataSignal;
-pub use slave::{run_slave, MasterAddr, MasterProtocol, SlaveConfig, SlaveStatus};
+pub use follow::{run_slave, MasterAddr};
+pub use slave::{MasterProtocol, SlaveConfig, SlaveStatus};
 pub use watermark::{Lag, SlaveInfo, WaitError, Watermark};

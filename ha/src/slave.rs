@@ -1,6 +1,6 @@
 //! Slave side: one replication connection per shard to the master's HA port. Sends the handshake and
 //! its log end, appends each checked frame byte-identically, reports its new end after every append and
-//! at least every 5 s; on any error logs, closes, backs off and reconnects from its true end. In
+//! at least every 5 s; on any error it ends, and `follow` backs off and reconnects from the true end. In
 //! controller mode (a broker id set) it speaks version 2: it sends its epochs, cuts its log where the
 //! master says, and adopts the master's epochs before replicating.
 
@@ -27,11 +27,6 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(10);
 const MASTER_SILENCE_LIMIT: Duration = Duration::from_secs(20);
 /// Most replicated bytes a slave holds unflushed before it stops reading frames.
 const UNFLUSHED_LIMIT: i64 = 64 << 20;
-const BACKOFF_MIN: Duration = Duration::from_millis(200);
-const BACKOFF_MAX: Duration = Duration::from_secs(5);
-
-/// Where to find the master, asked before each connection (config or name server answer).
-pub type MasterAddr = Rc<dyn Fn() -> Option<SocketAddr>>;
 
 pub struct SlaveConfig {
     pub broker_name: String,
@@ -83,54 +78,7 @@ pub(crate) fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-/// Replicates one shard until `stopped()` says so. Never returns an error: failures are logged and
-/// retried with back-off.
-pub async fn run_slave(
-    store: MessageStore,
-    cfg: Rc<SlaveConfig>,
-    master: MasterAddr,
-    status: Rc<SlaveStatus>,
-    stopped: Rc<dyn Fn() -> bool>,
-) {
-    let shard = store.shard_id();
-    let mut backoff = BACKOFF_MIN;
-    let mut last_error = String::new();
-    while !stopped() {
-        let Some(addr) = master() else {
-            glommio::timer::sleep(Duration::from_secs(1)).await;
-            continue;
-        };
-        let started = Instant::now();
-        let result = match cfg.protocol {
-            MasterProtocol::Native => session(&store, &cfg, addr, &status, &stopped).await,
-            MasterProtocol::Apache => {
-                crate::apache::session(&store, &cfg, addr, &status, &stopped).await
-            }
-        };
-        status.connected.set(false);
-        if stopped() {
-            break;
-        }
-        let msg = match result {
-            Ok(()) => "master closed the connection".to_owned(),
-            Err(e) => e.to_string(),
-        };
-        // A long session means the master was fine: retry quickly.
-        if started.elapsed() > Duration::from_secs(10) {
-            backoff = BACKOFF_MIN;
-        }
-        if msg != last_error {
-            tracing::warn!(
-                "HA shard {shard}: replication from {addr} stopped: {msg}; reconnecting"
-            );
-            last_error = msg;
-        }
-        glommio::timer::sleep(backoff).await;
-        backoff = (backoff * 2).min(BACKOFF_MAX);
-    }
-}
-
-async fn session(
+pub(crate) async fn session(
     store: &MessageStore,
     cfg: &SlaveConfig,
     addr: SocketAddr,

@@ -222,9 +222,7 @@ impl Admin {
     ) -> Result<Vec<String>, ClientError> {
         match (broker, cluster) {
             // A broker name (a process of shard-brokers stands for all of them).
-            (Some(b), _) if crate::cluster_cmds::is_broker_name(b) => {
-                crate::cluster_cmds::resolve_broker_name(self, b.trim()).await
-            }
+            (Some(b), _) if is_broker_name(b) => self.resolve_broker_name(b.trim()).await,
             (Some(b), _) => Ok(vec![b.to_owned()]),
             (None, Some(c)) => self.master_addrs(Some(c)).await,
             (None, None) => Err(ClientError::Invalid(
@@ -269,4 +267,10 @@ pub fn held_queues(info: &Value) -> Vec<(MessageQueue, Value)> {
         .unwrap_or_default();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
+}
+
+/// Whether a `-b` value names a broker rather than giving its address (`host:port`); what a name
+/// stands for: `Admin::resolve_broker_name` (broker_names.rs).
+pub fn is_broker_name(value: &str) -> bool {
+    !value.contains(':')
 }

@@ -2,7 +2,7 @@
 //! broker of a cluster, masters and slaves; keys updated but pending a restart are marked) and
 //! updateBrokerConfig (UPDATE_BROKER_CONFIG: one key on a broker or on every master of a cluster,
 //! with the broker's word on whether it applied at once or takes effect after a restart). Both carry
-//! Java properties text. `-b` takes an address or a broker name (`cluster_cmds::resolve_broker_name`).
+//! Java properties text. `-b` takes an address or a broker name (`Admin::resolve_broker_name`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -121,8 +121,8 @@ async fn get_broker_config(admin: &Admin, target: &Target) -> Result<Report, Cli
     // (title, address): one broker, or each master then its slaves, as RocketMQ's tool lists them.
     let mut asked: Vec<(String, String)> = Vec::new();
     match (&target.broker, &target.cluster) {
-        (Some(name), _) if crate::cluster_cmds::is_broker_name(name) => {
-            for addr in crate::cluster_cmds::resolve_broker_name(admin, name.trim()).await? {
+        (Some(name), _) if crate::admin::is_broker_name(name) => {
+            for addr in admin.resolve_broker_name(name.trim()).await? {
                 asked.push((addr.clone(), addr));
             }
         }

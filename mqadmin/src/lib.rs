@@ -5,6 +5,7 @@
 
 pub mod admin;
 pub mod auth_cmds;
+pub mod broker_names;
 pub mod broker_config_cmds;
 pub mod broker_stats_cmds;
 pub mod check_cmds;

@@ -706,3 +706,24 @@ impl MessageStore {
         }
     }
 }
+
+impl MessageStore {
+    /// The settings in force.
+    pub fn tunables(&self) -> crate::tunables::Tunables {
+        self.inner.tunables.borrow().clone()
+    }
+
+    /// The largest record a put takes now: `max_message_size`, held to what one segment of this
+    /// store fits (a raise beyond it waits for a restart with larger segments).
+    pub(crate) fn max_record_len(&self) -> usize {
+        let fits = usize::try_from(self.inner.cfg.mapped_file_size_commit_log.saturating_sub(8))
+            .unwrap_or(usize::MAX);
+        self.inner.tunables.borrow().max_message_size.min(fits)
+    }
+
+    /// Replaces the settings; the flusher wakes to re-read its interval and threshold.
+    pub fn set_tunables(&self, tunables: crate::tunables::Tunables) {
+        *self.inner.tunables.borrow_mut() = tunables;
+        self.inner.signal.raise();
+    }
+}

@@ -4,7 +4,6 @@
 //! it, so a change applies to the next flush decision or retention pass.
 
 use crate::config::StoreConfig;
-use crate::store::MessageStore;
 
 /// The settings one shard's store reads live.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,26 +33,5 @@ impl Tunables {
             disk_space_clean_forcibly_ratio: cfg.disk_space_clean_forcibly_ratio,
             max_message_size: cfg.max_message_size,
         }
-    }
-}
-
-impl MessageStore {
-    /// The settings in force.
-    pub fn tunables(&self) -> Tunables {
-        self.inner.tunables.borrow().clone()
-    }
-
-    /// The largest record a put takes now: `max_message_size`, held to what one segment of this
-    /// store fits (a raise beyond it waits for a restart with larger segments).
-    pub(crate) fn max_record_len(&self) -> usize {
-        let fits = usize::try_from(self.inner.cfg.mapped_file_size_commit_log.saturating_sub(8))
-            .unwrap_or(usize::MAX);
-        self.inner.tunables.borrow().max_message_size.min(fits)
-    }
-
-    /// Replaces the settings; the flusher wakes to re-read its interval and threshold.
-    pub fn set_tunables(&self, tunables: Tunables) {
-        *self.inner.tunables.borrow_mut() = tunables;
-        self.inner.signal.raise();
     }
 }

@@ -387,7 +387,7 @@ mod tests {
             delete_when: "01;13".into(),
             ..BrokerConfig::default()
         };
-        let sc = crate::startup::store_config(&cfg, 0).unwrap();
+        let sc = crate::startup::store_config::store_config(&cfg, 0).unwrap();
         assert_eq!(store_tunables(&cfg), storage::Tunables::from_config(&sc));
     }
 }

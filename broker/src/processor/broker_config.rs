@@ -89,7 +89,7 @@ pub fn updated_config(
         }
     }
     // The store must open with the result at the next start.
-    crate::startup::store_config(&cfg, 0)
+    crate::startup::store_config::store_config(&cfg, 0)
         .map_err(|e| format!("the broker would not start with this config: {e}"))?;
     Ok(cfg)
 }

@@ -7,15 +7,17 @@ pub(crate) mod mesh_join;
 pub(crate) mod progress;
 pub(crate) mod shards_file;
 pub(crate) mod signals;
+pub(crate) mod store_config;
 
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::rc::Rc;
 use std::sync::Arc;
 
 use glommio::channels::channel_mesh::{Full, MeshBuilder};
-use storage::{MessageStore, StoreConfig};
+use storage::MessageStore;
 
-use crate::config::{BrokerConfig, FlushDiskType};
+use crate::config::BrokerConfig;
+use crate::startup::store_config::store_config;
 use crate::error::BrokerError;
 use crate::shard::mesh::{join_all, Envelope, Mesh};
 use crate::shard::{Shard, ShardParts};
@@ -66,50 +68,6 @@ fn socket_addr(host: &str, port: u16) -> Result<SocketAddr, BrokerError> {
                 std::io::Error::other("cannot resolve address"),
             )
         })
-}
-
-/// The store settings of one shard, from the broker's config.
-pub fn store_config(cfg: &BrokerConfig, shard: usize) -> Result<StoreConfig, BrokerError> {
-    let shard_id = u16::try_from(shard)
-        .map_err(|_| BrokerError::ShardCount(format!("too many shards: {shard}")))?;
-    let mut sc = StoreConfig::new(
-        cfg.store_path_root_dir.join(format!("shard-{shard}")),
-        shard_id,
-    );
-    sc.mapped_file_size_commit_log = cfg.mapped_file_size_commit_log;
-    sc.mapped_file_size_consume_queue = cfg.mapped_file_size_consume_queue;
-    sc.flush_disk_type = match cfg.flush_disk_type {
-        FlushDiskType::SyncFlush => storage::FlushDiskType::SyncFlush,
-        FlushDiskType::AsyncFlush => storage::FlushDiskType::AsyncFlush,
-    };
-    sc.flush_interval_commit_log_ms = cfg.flush_interval_commit_log_ms;
-    sc.flush_commit_log_least_pages = u64::from(cfg.flush_commit_log_least_pages);
-    sc.sync_flush_timeout_ms = cfg.sync_flush_timeout_ms;
-    sc.file_reserved_time_hours = cfg.file_reserved_time_hours;
-    sc.delete_when = cfg.delete_when.clone();
-    sc.disk_max_used_space_ratio = cfg.disk_max_used_space_ratio;
-    sc.disk_space_warning_level_ratio = cfg.disk_space_warning_level_ratio;
-    sc.disk_space_clean_forcibly_ratio = cfg.disk_space_clean_forcibly_ratio;
-    sc.clean_file_forcibly_enable = cfg.clean_file_forcibly_enable;
-    sc.max_message_size = crate::config::live::record_limit(cfg.max_message_size, cfg);
-    sc.message_delay_level = cfg
-        .delay_levels_ms()?
-        .into_iter()
-        .map(|ms| i64::try_from(ms).unwrap_or(i64::MAX))
-        .collect();
-    sc.read_cache_bytes = cfg.read_cache_bytes as u64;
-    sc.read_block_cache_bytes = cfg.read_block_cache_bytes as u64;
-    sc.enable_compaction = cfg.enable_compaction;
-    sc.compaction_interval_ms = cfg.compaction_schedule_interval_ms;
-    sc.max_offset_map_size = cfg.max_offset_map_size;
-    // In controller mode any replica may become master without a restart.
-    sc.consume_durable_only = cfg.flush_disk_type == FlushDiskType::SyncFlush
-        && (cfg.broker_role != crate::config::BrokerRole::Slave || cfg.controller.enabled);
-    sc.validate().map_err(|e| BrokerError::Store {
-        shard,
-        reason: e.to_string(),
-    })?;
-    Ok(sc)
 }
 
 /// Runs the broker until SIGTERM/SIGINT; returns after a graceful shutdown.

@@ -50,6 +50,8 @@ pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
 pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
 /// RocketMQ 5 timer messages: deliver after this many ms.
 pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
+/// RocketMQ 5 timer messages: the due time of a parked message, absolute ms.
+pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
 /// POP: the receipt handle (`extraInfo`) of a popped message.
 pub const POP_CK: &str = "POP_CK";
 /// POP: when the message was first popped (ms), kept across retries.

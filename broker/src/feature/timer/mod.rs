@@ -22,9 +22,9 @@ use crate::state::topics::now_ms;
 use index::TimerIndex;
 
 pub use crate::state::topics::TIMER_TOPIC;
-pub use protocol::message::properties::{TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS};
-/// The due time of a parked timer message, absolute ms.
-pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
+pub use protocol::message::properties::{
+    TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS, TIMER_OUT_MS,
+};
 
 /// Units read, or timers delivered, per round.
 const BATCH: i32 = 512;

@@ -13,7 +13,9 @@ use protocol::header::RecallHandle;
 use protocol::message::properties;
 use protocol::message::record::MessageRecord;
 
-use super::{TIMER_OUT_MS, TIMER_TOPIC};
+use protocol::message::properties::TIMER_OUT_MS;
+
+use crate::state::topics::TIMER_TOPIC;
 use crate::shard::Shard;
 
 /// The property that makes a parked unit a recall marker (Apache's `TIMER_DEL_UNIQKEY`).
