@@ -117,14 +117,14 @@ fn a_process_name_stands_for_its_shard_brokers() {
             "-b",
             "broker-a",
             "-k",
-            "maxMessageSize",
+            "defaultTopicQueueNums",
             "-v",
-            "2048",
+            "3",
         ],
     );
     assert!(
         out.contains(&format!("update broker config success, {addr0}\n"))
-            && out.contains("takes effect after restart: maxMessageSize (in force: 4194304)"),
+            && out.contains("takes effect after restart: defaultTopicQueueNums (in force: 4)"),
         "{out}"
     );
     let config = ok(&cluster, &["getBrokerConfig", "-b", "broker-a"]);
@@ -137,13 +137,13 @@ fn a_process_name_stands_for_its_shard_brokers() {
     let marked = config
         .lines()
         .filter(|l| {
-            l.starts_with("maxMessageSize ") && l.ends_with("=  4194304  (pending restart: 2048)")
+            l.starts_with("defaultTopicQueueNums ") && l.ends_with("=  4  (pending restart: 3)")
         })
         .count();
     assert_eq!(marked, 2, "{config}");
     let json = cluster.mqadmin_json(&["getBrokerConfig", "-b", &addr1]);
-    assert_eq!(json[&addr1]["pendingRestart"]["maxMessageSize"], "2048");
-    assert_eq!(json[&addr1]["maxMessageSize"], "4194304");
+    assert_eq!(json[&addr1]["pendingRestart"]["defaultTopicQueueNums"], "3");
+    assert_eq!(json[&addr1]["defaultTopicQueueNums"], "4");
     // Back to the value in force: nothing pending.
     ok(
         &cluster,
@@ -152,9 +152,9 @@ fn a_process_name_stands_for_its_shard_brokers() {
             "-b",
             &addr1,
             "-k",
-            "maxMessageSize",
+            "defaultTopicQueueNums",
             "-v",
-            "4194304",
+            "4",
         ],
     );
     let config = ok(&cluster, &["getBrokerConfig", "-b", &addr0]);

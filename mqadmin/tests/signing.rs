@@ -95,7 +95,8 @@ fn mqadmin_signs_with_the_account_of_tools_yml_or_the_environment() {
     while std::net::TcpStream::connect(&addr).is_err() {
         assert!(
             start.elapsed() < Duration::from_secs(30),
-            "the broker never listened"
+            "the broker never listened; its log:\n{}",
+            std::fs::read_to_string(dir.path().join("broker.log")).unwrap_or_default()
         );
         std::thread::sleep(Duration::from_millis(100));
     }
