@@ -7,6 +7,9 @@
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
+mod common;
+
+use common::{config, record, run, SEGMENT};
 use std::cell::Cell;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -14,55 +17,16 @@ use std::time::Duration;
 
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
-use glommio::LocalExecutorBuilder;
 use ha::apache::Header;
-use protocol::message::record::MessageRecord;
-use storage::{FlushDiskType, MessageStore, StoreConfig};
-
-const SEGMENT: usize = 64 * 1024;
-
-fn run<F, Fut>(f: F)
-where
-    F: FnOnce() -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()> + 'static,
-{
-    LocalExecutorBuilder::default()
-        .spawn(f)
-        .expect("executor")
-        .join()
-        .expect("executor thread");
-}
-
-fn config(dir: &std::path::Path) -> StoreConfig {
-    // Shard 0: physical offsets are plain log offsets, as Apache's.
-    let mut cfg = StoreConfig::new(dir, 0);
-    cfg.mapped_file_size_commit_log = SEGMENT as u64;
-    cfg.mapped_file_size_consume_queue = 50 * 20;
-    cfg.max_message_size = 16 * 1024;
-    cfg.flush_disk_type = FlushDiskType::AsyncFlush;
-    cfg.max_hash_slot_num = 64;
-    cfg.max_index_num = 200;
-    cfg.read_cache_bytes = 8 * 1024;
-    cfg
-}
-
-fn record(i: usize) -> MessageRecord {
-    let mut body = format!("message {i} ").into_bytes();
-    body.resize(300 + (i % 50) * 7, b'x');
-    MessageRecord {
-        topic: "ApacheHaT".into(),
-        queue_id: (i % 2) as i32,
-        body: body.into(),
-        born_timestamp: 1_700_000_000_000,
-        ..MessageRecord::default()
-    }
-}
+use storage::MessageStore;
 
 /// A master store of several segments and its whole log as raw bytes from offset 0 (blank ends too).
 async fn master_log(dir: &std::path::Path) -> (MessageStore, Vec<u8>) {
-    let store = MessageStore::open(config(dir)).await.expect("master store");
+    let store = MessageStore::open(config(dir, 0))
+        .await
+        .expect("master store");
     for i in 0..500 {
-        store.put(record(i)).await.expect("put");
+        store.put(record("ApacheHaT", i)).await.expect("put");
     }
     let end = store.max_physical_offset();
     let mut all = Vec::new();
@@ -174,7 +138,7 @@ fn frames_cut_anywhere_give_a_byte_identical_copy() {
     let root = dir.path().to_owned();
     run(move || async move {
         let (master, all) = master_log(&root.join("m")).await;
-        let slave = MessageStore::open(config(&root.join("s")))
+        let slave = MessageStore::open(config(&root.join("s"), 0))
             .await
             .expect("slave store");
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -234,7 +198,7 @@ fn an_empty_slave_offered_a_later_segment_refuses_it() {
     let root = dir.path().to_owned();
     run(move || async move {
         let (master, all) = master_log(&root.join("m")).await;
-        let slave = MessageStore::open(config(&root.join("s")))
+        let slave = MessageStore::open(config(&root.join("s"), 0))
             .await
             .expect("slave store");
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");

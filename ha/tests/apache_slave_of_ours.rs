@@ -7,54 +7,17 @@
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
+mod common;
+
+use common::{config, record, run, SEGMENT};
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
-use glommio::LocalExecutorBuilder;
 use ha::apache::{Header, HEADER};
 use ha::Hello;
-use protocol::message::record::MessageRecord;
-use storage::{FlushDiskType, MessageStore, StoreConfig};
-
-const SEGMENT: usize = 64 * 1024;
-
-fn run<F, Fut>(f: F)
-where
-    F: FnOnce() -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()> + 'static,
-{
-    LocalExecutorBuilder::default()
-        .spawn(f)
-        .expect("executor")
-        .join()
-        .expect("executor thread");
-}
-
-fn config(dir: &std::path::Path) -> StoreConfig {
-    let mut cfg = StoreConfig::new(dir, 0);
-    cfg.mapped_file_size_commit_log = SEGMENT as u64;
-    cfg.mapped_file_size_consume_queue = 50 * 20;
-    cfg.max_message_size = 16 * 1024;
-    cfg.flush_disk_type = FlushDiskType::AsyncFlush;
-    cfg.max_hash_slot_num = 64;
-    cfg.max_index_num = 200;
-    cfg.read_cache_bytes = 8 * 1024;
-    cfg
-}
-
-fn record(i: usize) -> MessageRecord {
-    let mut body = format!("message {i} ").into_bytes();
-    body.resize(300 + (i % 50) * 7, b'x');
-    MessageRecord {
-        topic: "ApacheBackT".into(),
-        queue_id: (i % 2) as i32,
-        body: body.into(),
-        born_timestamp: 1_700_000_000_000,
-        ..MessageRecord::default()
-    }
-}
+use storage::MessageStore;
 
 /// A one-shard master serving whatever connects to its HA listener, as the broker does.
 async fn master(store: &MessageStore) -> (SocketAddr, ha::Watermark) {
@@ -99,9 +62,9 @@ async fn read_frame(s: &mut TcpStream) -> (Header, Vec<u8>) {
 fn empty_apache_slave_gets_the_whole_log_and_acks() {
     run(|| async {
         let dir = tempfile::tempdir().unwrap();
-        let store = MessageStore::open(config(dir.path())).await.unwrap();
+        let store = MessageStore::open(config(dir.path(), 0)).await.unwrap();
         for i in 0..500 {
-            store.put(record(i)).await.unwrap();
+            store.put(record("ApacheBackT", i)).await.unwrap();
         }
         let end = store.max_physical_offset();
         assert!(end > 3 * SEGMENT as i64, "the log should span segments");
@@ -155,7 +118,7 @@ fn empty_apache_slave_gets_the_whole_log_and_acks() {
         // Idle: a heartbeat (size 0) at the slave's end; then new data from there.
         let (h, body) = read_frame(&mut s).await;
         assert_eq!((h.offset, h.size, body.len()), (end, 0, 0));
-        store.put(record(9999)).await.unwrap();
+        store.put(record("ApacheBackT", 9999)).await.unwrap();
         let (h, body) = read_frame(&mut s).await;
         assert_eq!(h.offset, end);
         assert_eq!(body.len() as i64, store.max_physical_offset() - end);
@@ -175,9 +138,9 @@ fn empty_apache_slave_gets_the_whole_log_and_acks() {
 fn apache_slave_ahead_of_the_master_is_closed() {
     run(|| async {
         let dir = tempfile::tempdir().unwrap();
-        let store = MessageStore::open(config(dir.path())).await.unwrap();
+        let store = MessageStore::open(config(dir.path(), 0)).await.unwrap();
         for i in 0..10 {
-            store.put(record(i)).await.unwrap();
+            store.put(record("ApacheBackT", i)).await.unwrap();
         }
         let (addr, wm) = master(&store).await;
         let mut s = TcpStream::connect(addr).await.unwrap();

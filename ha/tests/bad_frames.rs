@@ -6,6 +6,9 @@
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
+use common::{config, record, run};
 use std::cell::Cell;
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -13,51 +16,15 @@ use std::time::Duration;
 
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::{TcpListener, TcpStream};
-use glommio::LocalExecutorBuilder;
 use ha::wire::{self, Answer, FrameHeader, Handshake};
-use protocol::message::record::MessageRecord;
-use storage::{FlushDiskType, MessageStore, StoreConfig};
-
-fn run<F, Fut>(f: F)
-where
-    F: FnOnce() -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()> + 'static,
-{
-    LocalExecutorBuilder::default()
-        .spawn(f)
-        .expect("executor")
-        .join()
-        .expect("executor thread");
-}
-
-fn config(dir: &std::path::Path) -> StoreConfig {
-    let mut cfg = StoreConfig::new(dir, 1);
-    cfg.mapped_file_size_commit_log = 64 * 1024;
-    cfg.mapped_file_size_consume_queue = 50 * 20;
-    cfg.max_message_size = 16 * 1024;
-    cfg.flush_disk_type = FlushDiskType::AsyncFlush;
-    cfg.max_hash_slot_num = 64;
-    cfg.max_index_num = 200;
-    cfg.read_cache_bytes = 8 * 1024;
-    cfg
-}
-
-fn record(i: usize) -> MessageRecord {
-    let mut body = format!("message {i} ").into_bytes();
-    body.resize(300 + (i % 50) * 7, b'x');
-    MessageRecord {
-        topic: "HaT".into(),
-        queue_id: (i % 2) as i32,
-        body: body.into(),
-        born_timestamp: 1_700_000_000_000,
-        ..MessageRecord::default()
-    }
-}
+use storage::MessageStore;
 
 async fn filled_master(dir: &std::path::Path, n: usize) -> MessageStore {
-    let store = MessageStore::open(config(dir)).await.expect("master store");
+    let store = MessageStore::open(config(dir, 1))
+        .await
+        .expect("master store");
     for i in 0..n {
-        store.put(record(i)).await.expect("put");
+        store.put(record("HaT", i)).await.expect("put");
     }
     store
 }
@@ -133,7 +100,7 @@ fn bad_frames_close_the_connection_and_write_nothing() {
     let root = dir.path().to_owned();
     run(move || async move {
         let master = filled_master(&root.join("m"), 40).await;
-        let slave = MessageStore::open(config(&root.join("s")))
+        let slave = MessageStore::open(config(&root.join("s"), 1))
             .await
             .expect("slave store");
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -222,7 +189,7 @@ fn real_master_streams_to_real_slave_and_acks_release_waiters() {
     let root = dir.path().to_owned();
     run(move || async move {
         let master = filled_master(&root.join("m"), 600).await;
-        let slave = MessageStore::open(config(&root.join("s")))
+        let slave = MessageStore::open(config(&root.join("s"), 1))
             .await
             .expect("slave store");
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -248,7 +215,7 @@ fn real_master_streams_to_real_slave_and_acks_release_waiters() {
         while ms.watermark.lag().slaves == 0 {
             glommio::timer::sleep(Duration::from_millis(10)).await;
         }
-        let ok = master.put(record(1000)).await.expect("put");
+        let ok = master.put(record("HaT", 1000)).await.expect("put");
         ms.signal.raise();
         let end = ok.physical_offset + i64::from(ok.size);
         ms.watermark
@@ -294,7 +261,7 @@ fn slave_drops_a_silent_master_and_reconnects() {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().to_owned();
     run(move || async move {
-        let slave = MessageStore::open(config(&root.join("s")))
+        let slave = MessageStore::open(config(&root.join("s"), 1))
             .await
             .expect("slave store");
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
