@@ -8,6 +8,20 @@ final read of every replica's queues. Each returns problems (the run fails on an
 - divergence: in-sync replicas hold the same message at each queue offset both hold.
 - duplicates (a fact): messages stored more than once (at-least-once allows it; counted).
 - availability (a fact): the longest stretch without a SEND_OK, overall and per fault kind overlapping it.
+
+Over the consumers' history (consume / reset / commit, consumer.py), `check_consume`:
+
+- consume_phantom: nothing consumed that no producer ever invoked.
+- consume_misplaced: a consumed message that was acknowledged was consumed at the queue offset its
+  SEND_OK named (never at another one).
+- consume_order: per consumer and queue, between two resets, consumed offsets go up one by one; one
+  that goes back fails, one that jumps is a gap (fails when an acknowledged slot was jumped).
+- consume_reset (a fact): every reset (rebalance, PULL_OFFSET_MOVED), with the backwards ones
+  counted; an offset read back with QUERY_CONSUMER_OFFSET that no member ever committed fails.
+- consume_missed: after the drain, every acknowledged message was consumed, unless a consumer read
+  another (never acknowledged) message at that slot before (a read of data not yet replicated, which
+  RocketMQ allows; counted as dirty reads).
+- consume duplicates and consume availability (facts), like the send ones.
 """
 
 
@@ -100,3 +114,108 @@ def availability(ok_times, faults, t_end):
                     per_kind[f["kind"]] = (round(b - a, 2), round(a, 2), round(b, 2))
     return {"longest_gap_s": round(longest[1] - longest[0], 2), "from": round(longest[0], 2),
             "to": round(longest[1], 2), "per_fault_kind": per_kind}
+
+
+def check_consume(consumes, history, faults, t_stop, drained):
+    """Checks of the consumers' history against the producers'. `t_stop` ends the availability
+    window (the producers stopped then); `drained`: the consumers caught up after it."""
+    problems = []
+    facts = {}
+    invoked = set()
+    acked = {}
+    ack_at = {}
+    for op in history:
+        if op["type"] == "invoke":
+            invoked.add(op["key"])
+        elif op["type"] == "ok":
+            acked[op["key"]] = op
+            ack_at[(op["queue"], op["offset"])] = op
+    consumed = [op for op in consumes if op["type"] == "consume"]
+    facts["consumed"] = len(consumed)
+
+    phantoms = sorted({op["key"] for op in consumed if op["key"] not in invoked})
+    for key in phantoms[:10]:
+        problems.append("consume_phantom: %r consumed but never sent" % key)
+    facts["consume_phantom"] = len(phantoms)
+
+    misplaced = 0
+    dirty = []
+    for op in consumed:
+        slot = (op["queue"], op["offset"])
+        ack = acked.get(op["key"])
+        if ack is not None and (ack["queue"], ack["offset"]) != slot:
+            misplaced += 1
+            if misplaced <= 10:
+                problems.append("consume_misplaced: %s consumed at queue %d offset %d from %s at %.2f s, "
+                                "acknowledged at queue %d offset %d" % (op["key"], slot[0], slot[1], op["addr"],
+                                                                         op["t"], ack["queue"], ack["offset"]))
+        other = ack_at.get(slot)
+        if other is not None and other["key"] != op["key"] and ack is None:
+            dirty.append((op, other))
+    facts["consume_misplaced"] = misplaced
+    facts["dirty_reads"] = len(dirty)
+    facts["dirty_reads_after_ack"] = sum(1 for op, other in dirty if op["t"] > other["t"])
+    dirty_slots = {(op["queue"], op["offset"]) for op, _ in dirty}
+
+    # Order per consumer and queue, between resets.
+    committed = {}  # queue -> offsets some member sent as committed before this event
+    backwards = 0
+    gaps = 0
+    resets = {"rebalance": 0, "offset_moved": 0, "backwards": 0}
+    expected = {}
+    for op in consumes:
+        key = (op["consumer"], op["queue"])
+        if op["type"] == "commit":
+            committed.setdefault(op["queue"], set()).add(op["offset"])
+        elif op["type"] == "reset":
+            resets[op["reason"]] = resets.get(op["reason"], 0) + 1
+            if op["from"] is not None and op["to"] <= op["from"]:
+                resets["backwards"] += 1
+            if op["reason"] == "rebalance" and op["to"] != 0 and op["to"] not in committed.get(op["queue"], ()):
+                problems.append("consume_reset: consumer %d read back offset %d for queue %d at %.2f s, which no "
+                                "member committed" % (op["consumer"], op["to"], op["queue"], op["t"]))
+            expected[key] = op["to"]
+        elif op["type"] == "consume" and key in expected:
+            want = expected[key]
+            if op["offset"] < want:
+                backwards += 1
+                if backwards <= 10:
+                    problems.append("consume_order: consumer %d got queue %d offset %d at %.2f s from %s after "
+                                    "offset %d, without a reset" % (op["consumer"], op["queue"], op["offset"],
+                                                                    op["t"], op["addr"], want - 1))
+            elif op["offset"] > want:
+                gaps += 1
+                jumped = [o for o in range(want, op["offset"]) if (op["queue"], o) in ack_at]
+                if jumped:
+                    problems.append("consume_order: consumer %d jumped from queue %d offset %d to %d at %.2f s "
+                                    "from %s, past acknowledged offsets %s" % (
+                                        op["consumer"], op["queue"], want, op["offset"], op["t"], op["addr"],
+                                        jumped[:5]))
+            expected[key] = op["offset"] + 1
+    facts["consume_backwards"] = backwards
+    facts["consume_gaps"] = gaps
+    facts["consume_resets"] = resets
+
+    seen = {op["key"] for op in consumed}
+    missed = [k for k in acked if k not in seen]
+    explained = [k for k in missed if (acked[k]["queue"], acked[k]["offset"]) in dirty_slots]
+    facts["consume_missed"] = len(missed)
+    facts["consume_missed_after_dirty_read"] = len(explained)
+    unexplained = sorted((k for k in missed if k not in set(explained)), key=lambda k: acked[k]["t"])
+    if unexplained:
+        first = ["%s (queue %d offset %d, acked at %.2f s)" % (k, acked[k]["queue"], acked[k]["offset"],
+                                                             acked[k]["t"]) for k in unexplained[:5]]
+        if drained:
+            problems.append("consume_missed: %d acknowledged messages never consumed, first %s"
+                            % (len(unexplained), ", ".join(first)))
+        else:
+            facts["consume_missed_note"] = "the consumers did not catch up; first not consumed: %s" % ", ".join(first)
+
+    counts = {}
+    for op in consumed:
+        counts[op["key"]] = counts.get(op["key"], 0) + 1
+    facts["consume_duplicates"] = sum(n - 1 for n in counts.values() if n > 1)
+
+    times = sorted(op["t"] for op in consumed if op["t"] <= t_stop)
+    facts["consume_availability"] = availability(times, faults, t_stop)
+    return problems, facts

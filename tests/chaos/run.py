@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The chaos runner: for each seed, a cluster in network namespaces (cluster.py, net.py), producers
-keeping a history, the nemesis applying the seed's fault schedule, then every fault healed, the
-cluster left to recover, every replica's queues read, and the checkers run (checker.py).
+and a consumer group (consumer.py) keeping a history, the nemesis applying the seed's fault schedule,
+then every fault healed, the cluster left to recover, the consumers left to catch up, every
+replica's queues read, and the checkers run (checker.py).
 
     tests/chaos/run.py --seeds 2 --seconds 60     # two random seeds (printed)
     tests/chaos/run.py --seed 1234 --seconds 60   # replay one seed's schedule
@@ -28,6 +29,7 @@ sys.path.insert(0, HERE)
 
 import checker  # noqa: E402
 import cluster as cl  # noqa: E402
+import consumer as cons  # noqa: E402
 import harness  # noqa: E402  (cluster.py put tests/interop on the path)
 import nemesis  # noqa: E402
 import net  # noqa: E402
@@ -120,7 +122,21 @@ def read_replicas(cluster):
     return reads, notes
 
 
-def run_seed(seed, seconds, producers, base, kinds=None, layout="controller"):
+def drain(consumers, quiet_s=3.0, limit_s=20.0):
+    """Let the consumers catch up after the producers stopped: until none consumed for `quiet_s`
+    (True), or `limit_s` passed (False)."""
+    for c in consumers:
+        c.freeze.set()
+    start = time.monotonic()
+    while time.monotonic() - start < limit_s:
+        last = max([c.last_consume or 0.0 for c in consumers] + [start])
+        if time.monotonic() - last >= quiet_s:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", consumers=2):
     workdir = os.path.join(base, "seed-%d" % seed)
     os.makedirs(workdir, exist_ok=True)
     network = net.Network(cl.layout_nodes(layout))
@@ -139,6 +155,9 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller"):
             prods = [Producer(i, seed, cluster, t0, hist, lock) for i in range(producers)]
             for p in prods:
                 p.start()
+            cons_ = [cons.Consumer(i, consumers, cluster, TOPIC, QUEUES, t0, hist, lock) for i in range(consumers)]
+            for c in cons_:
+                c.start()
             nem = nemesis.Nemesis(cluster, network, events, t0, flog)
             nem.start()
             # Short sleeps: a SIGTERM the kernel gave to another thread is acted on by this one only
@@ -165,6 +184,12 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller"):
             for p in prods:
                 p.join(10)
             t_end = time.monotonic() - t0
+            drained = drain(cons_) if cons_ else True
+            for c in cons_:
+                c.stop_flag.set()
+            for c in cons_:
+                c.join(10)
+            result["facts"]["drain_s"] = round(time.monotonic() - t0 - t_end, 1)
         history = sorted((op for p in prods for op in p.history), key=lambda op: op["t"])
         after = [op["t"] for op in history if op["type"] == "ok" and op["t"] > healed_at]
         recovered_at = after[0] if after else t_end
@@ -187,6 +212,12 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller"):
             problems, facts = checker.check(history, reads, master, in_sync, nem.applied, t_end)
             result["problems"].extend(problems)
             result["facts"].update(facts)
+        if cons_:
+            consumes = sorted((op for c in cons_ for op in c.history), key=lambda op: op["t"])
+            problems, facts = checker.check_consume(consumes, history, nem.applied, t_end, drained)
+            result["problems"].extend(problems)
+            result["facts"].update(facts)
+            result["facts"]["consumer_errors"] = [c.errors for c in cons_]
         result["facts"].update({"healed_at_s": round(healed_at, 2),
                                 "first_ok_after_heal_s": round(recovered_at - healed_at, 2),
                                 "faults": [(round(f["start"], 1), f["kind"], f.get("target")) for f in nem.applied],
@@ -217,6 +248,17 @@ def print_result(r):
               % (av["longest_gap_s"], av["from"], av["to"], f["first_ok_after_heal_s"]))
         for kind, (gap, a, b) in sorted(av["per_fault_kind"].items()):
             print("     %-19s longest outage overlapping it %.2f s (%.1f..%.1f)" % (kind, gap, a, b))
+    if "consumed" in f:
+        cav = f["consume_availability"]
+        print("   consumed %d (duplicates %d, missed %d of which after a dirty read %d, dirty reads %d, %d after "
+              "the slot's ack); phantom %d, misplaced %d, backwards %d, gaps %d; resets %s; drain %s s%s"
+              % (f["consumed"], f["consume_duplicates"], f["consume_missed"], f["consume_missed_after_dirty_read"],
+                 f["dirty_reads"], f["dirty_reads_after_ack"], f["consume_phantom"], f["consume_misplaced"],
+                 f["consume_backwards"], f["consume_gaps"], f["consume_resets"], f.get("drain_s"),
+                 "" if "consume_missed_note" not in f else " (" + f["consume_missed_note"] + ")"))
+        print("   longest consume outage %.2f s (%.1f..%.1f)" % (cav["longest_gap_s"], cav["from"], cav["to"]))
+        for kind, (gap, a, b) in sorted(cav["per_fault_kind"].items()):
+            print("     %-19s longest consume outage overlapping it %.2f s (%.1f..%.1f)" % (kind, gap, a, b))
     print("   phases: recovery wait %s s, read %s s, stop %s s" % (f.get("recovery_wait_s"), f.get("read_s"), f.get("stop_s")))
     for fault in f.get("faults", []):
         print("   fault %6.1f s %-19s %s" % fault)
@@ -232,16 +274,19 @@ def write_report(path, results, seconds):
     lines = ["# Chaos run, %s" % time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "",
              "tests/chaos/run.py, %d seeds of %d s each (3 controllers, 1 name server, a broker group of 3 "
              "replicas in controller mode, each in its own network namespace)." % (len(results), seconds), "",
-             "| seed | verdict | ok | fail | unknown | lost | duplicates | longest send outage (s) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| seed | verdict | ok | fail | unknown | lost | duplicates | longest send outage (s) | consumed | "
+             "consume duplicates | consume missed | longest consume outage (s) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     kinds = {}
     for r in results:
         f = r["facts"]
         s = f.get("sends", {})
         av = f.get("availability", {})
-        lines.append("| %d | %s | %s | %s | %s | %s | %s | %s |" % (
+        lines.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["seed"], "pass" if not r["problems"] else "FAIL", s.get("ok"), s.get("fail"), s.get("unknown"),
-            f.get("lost"), f.get("duplicates"), av.get("longest_gap_s")))
+            f.get("lost"), f.get("duplicates"), av.get("longest_gap_s"), f.get("consumed"),
+            f.get("consume_duplicates"), f.get("consume_missed"),
+            f.get("consume_availability", {}).get("longest_gap_s")))
         for kind, (gap, _, _) in av.get("per_fault_kind", {}).items():
             kinds[kind] = max(kinds.get(kind, 0), gap)
     lines += ["", "Longest send outage overlapping each fault kind, over all seeds:", "",
@@ -266,6 +311,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=60, help="fault time per seed")
     ap.add_argument("--minutes", type=float, help="long mode: seeds of --seconds each until this many minutes")
     ap.add_argument("--producers", type=int, default=3)
+    ap.add_argument("--consumers", type=int, default=2, help="members of the consumer group (0: none)")
     ap.add_argument("--layout", choices=sorted(cl.LAYOUTS), default="controller",
                     help="controller: 3 controllers + 3 replicas; classic: SYNC_MASTER + SLAVE")
     ap.add_argument("--kinds", help="comma-separated fault kinds to draw from (default all: %s)"
@@ -306,7 +352,7 @@ def main():
             seed = rng.randrange(1, 1 << 31)
         print("== seed %d starting (%d s of faults)" % (seed, args.seconds))
         sys.stdout.flush()
-        r = run_seed(seed, args.seconds, args.producers, base, kinds or None, args.layout)
+        r = run_seed(seed, args.seconds, args.producers, base, kinds or None, args.layout, args.consumers)
         r["seconds"] = args.seconds
         r["kinds"] = kinds
         r["layout"] = args.layout

@@ -3,7 +3,9 @@ phase a failure happened in kept apart (a refused or timed-out connect never car
 the send certainly did not happen; a failure after the request went out leaves it unknown).
 
 Sends are SEND_MESSAGE with JSON headers, as Apache's Java client sends them; reads are PULL_MESSAGE
-without a subscription (the whole queue), records decoded from RocketMQ's stored format.
+without a subscription (the whole queue), records decoded from RocketMQ's stored format. The chaos
+consumers pull the same way for their group, committing their offset with the pull (sysFlag
+COMMIT_OFFSET) or UPDATE_CONSUMER_OFFSET, and read it back with QUERY_CONSUMER_OFFSET.
 """
 
 import json
@@ -12,6 +14,8 @@ import struct
 
 SEND_MESSAGE = 10
 PULL_MESSAGE = 11
+QUERY_CONSUMER_OFFSET = 14
+UPDATE_CONSUMER_OFFSET = 15
 GET_ROUTEINFO_BY_TOPIC = 105
 UPDATE_AND_CREATE_TOPIC = 17
 CONTROLLER_GET_REPLICA_INFO = 1004
@@ -20,6 +24,9 @@ SUCCESS = 0
 PULL_NOT_FOUND = 19
 PULL_RETRY_IMMEDIATELY = 20
 PULL_OFFSET_MOVED = 21
+QUERY_NOT_FOUND = 22
+
+PULL_FLAG_COMMIT_OFFSET = 0x1
 
 _MAX_FRAME = 16 * 1024 * 1024
 _MAGIC_V2 = -626843477
@@ -136,6 +143,36 @@ def decode_records(body):
                     dict(p.split("\x01", 1) for p in props.split("\x02") if "\x01" in p)))
         pos += total
     return out
+
+
+def pull(addr, group, topic, queue_id, offset, commit_offset=None, max_nums=32, timeout=2.0):
+    """One PULL_MESSAGE without long polling, committing `commit_offset` with it when given ->
+    (Reply, records). Raises NotSent / Unknown, ValueError for a body that does not decode."""
+    fields = {"consumerGroup": group, "topic": topic, "queueId": queue_id, "queueOffset": offset,
+              "maxMsgNums": max_nums, "sysFlag": PULL_FLAG_COMMIT_OFFSET if commit_offset is not None else 0,
+              "commitOffset": commit_offset if commit_offset is not None else 0, "suspendTimeoutMillis": 0,
+              "subVersion": 0, "expressionType": "TAG", "subscription": "*"}
+    reply = request(addr, PULL_MESSAGE, fields, timeout=timeout)
+    records = decode_records(reply.body) if reply.code == SUCCESS else []
+    return reply, records
+
+
+def query_offset(addr, group, topic, queue_id, timeout=2.0):
+    """QUERY_CONSUMER_OFFSET -> the group's committed offset, or None when the broker has none."""
+    reply = request(addr, QUERY_CONSUMER_OFFSET, {"consumerGroup": group, "topic": topic, "queueId": queue_id},
+                    timeout=timeout)
+    if reply.code == QUERY_NOT_FOUND:
+        return None
+    if reply.code != SUCCESS or "offset" not in reply.ext:
+        raise Unknown("QUERY_CONSUMER_OFFSET at %s answered %d %r" % (addr, reply.code, reply.remark))
+    return int(reply.ext["offset"])
+
+
+def update_offset(addr, group, topic, queue_id, offset, timeout=2.0):
+    """UPDATE_CONSUMER_OFFSET; the reply's code (the request is oneway in some clients, not here)."""
+    reply = request(addr, UPDATE_CONSUMER_OFFSET, {"consumerGroup": group, "topic": topic, "queueId": queue_id,
+                                                   "commitOffset": offset}, timeout=timeout)
+    return reply.code
 
 
 def pull_all(addr, topic, queue_id, timeout=3.0):
