@@ -4,6 +4,9 @@
 //! pre-encoded frame (JSON header, then ROCKETMQ header) and reads each answer into a fixed buffer.
 //! The broker's background work (flusher, timers, stats) is measured in an idle window of the same
 //! length and reported beside it. Run: `cargo bench -p broker --bench send_allocations`.
+//! With `ALLOC_TRACE=n` it also records a backtrace for every allocation made during `n` more sends
+//! (ROCKETMQ header) and prints them grouped by call site, most frequent first: where the count comes
+//! from (the dev profile keeps line tables for the workspace's crates).
 
 // Bench code: a broken expectation panics.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -11,7 +14,10 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
@@ -24,21 +30,71 @@ struct Counting;
 
 static ALLOCS: AtomicU64 = AtomicU64::new(0);
 static REALLOCS: AtomicU64 = AtomicU64::new(0);
+/// Set while `ALLOC_TRACE` sends run: every allocation records its backtrace.
+static TRACING: AtomicBool = AtomicBool::new(false);
+static TRACES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+thread_local! {
+    /// Set while this thread records a backtrace (which allocates itself).
+    static IN_TRACE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Records where an allocation comes from, when tracing and not already inside a trace.
+fn trace(kind: &str) {
+    if !TRACING.load(Ordering::Relaxed) || IN_TRACE.with(Cell::get) {
+        return;
+    }
+    IN_TRACE.with(|t| t.set(true));
+    let bt = std::backtrace::Backtrace::force_capture().to_string();
+    // The connection's task (request decode, handler, answer) is the send path; the executor's
+    // park/wake (reactor, timers, io_uring submission) and the other tasks (flusher, timers, stats)
+    // are counted apart.
+    let category = if bt.contains("serve_connection") {
+        "send path (connection task)"
+    } else if ["glommio::reactor", "glommio::parking", "glommio::sys"]
+        .iter()
+        .any(|c| bt.contains(c))
+        && !bt.contains("Task::run")
+    {
+        "executor (park, wake, timers)"
+    } else {
+        "other tasks (flusher, timers, stats)"
+    };
+    // Keep the frames that name the workspace's crates or glommio, past the allocator's own.
+    let frames: Vec<&str> = bt
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with("at ") && !l.contains("send_allocations::"))
+        .filter_map(|l| l.split_once(": ").map(|(_, name)| name))
+        .filter(|name| {
+            !["alloc::alloc", "raw_vec", "alloc_impl", "box_new", "Global", "finish_grow", "__rust"]
+                .iter()
+                .any(|c| name.contains(c))
+        })
+        .take(16)
+        .collect();
+    let entry = format!("{category}: {kind}\n    {}", frames.join("\n    "));
+    TRACES.lock().unwrap().push(entry);
+    IN_TRACE.with(|t| t.set(false));
+}
 
 // SAFETY: every call is passed on unchanged to the system allocator; only counters are added.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         ALLOCS.fetch_add(1, Ordering::Relaxed);
+        trace("alloc");
         // SAFETY: the caller's contract is System's.
         unsafe { System.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         ALLOCS.fetch_add(1, Ordering::Relaxed);
+        trace("alloc_zeroed");
         // SAFETY: the caller's contract is System's.
         unsafe { System.alloc_zeroed(layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         REALLOCS.fetch_add(1, Ordering::Relaxed);
+        trace("realloc");
         // SAFETY: the caller's contract is System's.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -96,14 +152,19 @@ fn round_trip(stream: &mut TcpStream, frame: &[u8], answer: &mut [u8]) -> usize 
 }
 
 fn free_port() -> u16 {
-    // The broker also listens on port - 2 (RocketMQ's fast port): pick ports where both are free.
+    // The broker also listens on port - 2 (RocketMQ's fast port) and port + 1 (HA): pick ports where
+    // all three are free.
     loop {
-        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+        let port = TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0))
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        if port > 2048 && TcpListener::bind((Ipv4Addr::LOCALHOST, port - 2)).is_ok() {
+        if port > 2048
+            && port < u16::MAX
+            && TcpListener::bind((Ipv4Addr::UNSPECIFIED, port - 2)).is_ok()
+            && TcpListener::bind((Ipv4Addr::UNSPECIFIED, port + 1)).is_ok()
+        {
             return port;
         }
     }
@@ -186,6 +247,38 @@ fn main() {
             per(a2 - a1),
             per(r2 - r1),
         );
+    }
+    if let Some(n) = std::env::var("ALLOC_TRACE")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        let frame = send_v2(SerializeType::RocketMq);
+        TRACING.store(true, Ordering::Relaxed);
+        for _ in 0..n {
+            round_trip(&mut stream, &frame, &mut answer);
+        }
+        TRACING.store(false, Ordering::Relaxed);
+        let traces = std::mem::take(&mut *TRACES.lock().unwrap());
+        let mut sites: HashMap<String, usize> = HashMap::new();
+        let mut categories: HashMap<String, usize> = HashMap::new();
+        for t in traces {
+            // "category: kind\n..." -> "category, kind"
+            let head = t.lines().next().unwrap_or("");
+            let category = head.replacen(": ", ", ", 1);
+            *categories.entry(category).or_default() += 1;
+            *sites.entry(t).or_default() += 1;
+        }
+        let mut sites: Vec<_> = sites.into_iter().collect();
+        sites.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        println!("allocation sites over {n} sends (ROCKETMQ), per send:");
+        for (site, count) in sites {
+            println!("{:.2} {site}", count as f64 / n as f64);
+        }
+        let mut categories: Vec<_> = categories.into_iter().collect();
+        categories.sort();
+        for (category, count) in categories {
+            println!("{category}: {:.2} per send", count as f64 / n as f64);
+        }
     }
     // The broker thread never returns on its own; the process exit ends it and the temp store goes.
     drop(stream);

@@ -292,7 +292,8 @@ async fn store(shard: &Rc<Shard>, records: Vec<MessageRecord>, is_batch: bool) -
     let bytes: usize = records.iter().map(|r| r.body.len()).sum();
     // Apache's metrics name the topic the producer sent to (a half or delayed message's real one).
     let apache = apache_metrics::enabled().then(|| apache_metrics::type_and_real_topic(first));
-    let recall_handle = if is_batch {
+    // Only a timer message has a recall handle; the broker name is built for it alone.
+    let recall_handle = if is_batch || first.topic != crate::feature::timer::TIMER_TOPIC {
         None
     } else {
         crate::feature::timer::recall::handle_of(first, &shard.broker_name_of(shard.id))
