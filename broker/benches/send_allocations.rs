@@ -49,7 +49,7 @@ fn trace(kind: &str) {
     // The connection's task (request decode, handler, answer) is the send path; the executor's
     // park/wake (reactor, timers, io_uring submission) and the other tasks (flusher, timers, stats)
     // are counted apart.
-    let category = if bt.contains("serve_connection") {
+    let category = if bt.contains("serve_connection") || bt.contains("BrokerHandler") {
         "send path (connection task)"
     } else if ["glommio::reactor", "glommio::parking", "glommio::sys"]
         .iter()

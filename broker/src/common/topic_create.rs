@@ -5,7 +5,7 @@
 use std::rc::Rc;
 
 use protocol::body::{perm, TopicConfig};
-use protocol::header::SendMessageRequestHeader;
+use protocol::header::SendHeader;
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
@@ -39,19 +39,19 @@ impl From<&TopicConfig> for SendTopic {
 /// the client's and the default topic's queue count).
 pub async fn find_or_create_for_send(
     shard: &Rc<Shard>,
-    header: &SendMessageRequestHeader,
+    header: &SendHeader<'_>,
 ) -> Result<SendTopic, RemotingCommand> {
     let template = {
         let table = shard.topics.borrow();
-        if let Some(tc) = table.get(&header.topic) {
+        if let Some(tc) = table.get(header.topic) {
             return Ok(SendTopic::from(tc));
         }
-        table.get(&header.default_topic).map(SendTopic::from)
+        table.get(header.default_topic).map(SendTopic::from)
     };
     let new_config = if header.topic.starts_with(topics::RETRY_GROUP_TOPIC_PREFIX) {
         Some(TopicConfig {
             perm: perm::READ | perm::WRITE,
-            ..TopicConfig::new(header.topic.clone(), 1)
+            ..TopicConfig::new(header.topic.to_owned(), 1)
         })
     } else {
         match template {
@@ -65,7 +65,7 @@ pub async fn find_or_create_for_send(
                 }
                 Some(TopicConfig {
                     perm: t.perm & !perm::INHERIT,
-                    ..TopicConfig::new(header.topic.clone(), queues.max(1))
+                    ..TopicConfig::new(header.topic.to_owned(), queues.max(1))
                 })
             }
             _ => None,

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 
 use protocol::body::perm;
-use protocol::header::{SendMessageRequestHeader, SendMessageResponseHeader};
+use protocol::header::{SendHeader, SendMessageResponseHeader};
 use protocol::message::properties;
 use protocol::message::record::{sys_flag, MessageRecord, MAX_PROPERTIES_LEN};
 use protocol::message::{batch, msgid};
@@ -28,9 +28,13 @@ pub async fn handle(
     born_host: SocketAddr,
 ) -> RemotingCommand {
     let started = std::time::Instant::now();
-    let response = match prepare(shard, req, born_host).await {
-        Ok((records, batch)) => store(shard, records, batch).await,
-        Err(response) => response,
+    // The header's text fields stay in the request's extFields (read in place, not copied).
+    let response = match SendHeader::parse(req.code, &req.ext_fields) {
+        Err(e) => header_error(&e),
+        Ok(header) => match prepare(shard, req, &header, born_host).await {
+            Ok((records, batch)) => store(shard, records, batch, header.topic).await,
+            Err(response) => response,
+        },
     };
     crate::feature::metrics::record_put(started.elapsed());
     crate::feature::broker_stats::record_send_time(started.elapsed());
@@ -49,10 +53,9 @@ pub async fn handle(
 async fn prepare(
     shard: &Rc<Shard>,
     req: &RemotingCommand,
+    header: &SendHeader<'_>,
     born_host: SocketAddr,
 ) -> Result<(Vec<MessageRecord>, bool), RemotingCommand> {
-    let header =
-        SendMessageRequestHeader::parse(req.code, &req.ext_fields).map_err(|e| header_error(&e))?;
     let cfg = &shard.cfg;
     if !perm::is_writeable(crate::config::live::broker_permission(cfg) as i32) {
         return Err(error(
@@ -89,14 +92,14 @@ async fn prepare(
             ));
         }
     }
-    topics::validate_topic_name(&header.topic).map_err(|why| error(rc::MESSAGE_ILLEGAL, why))?;
-    if topics::is_not_allowed_send(&header.topic) {
+    topics::validate_topic_name(header.topic).map_err(|why| error(rc::MESSAGE_ILLEGAL, why))?;
+    if topics::is_not_allowed_send(header.topic) {
         return Err(error(
             rc::NO_PERMISSION,
             format!("Sending message to topic[{}] is forbidden.", header.topic),
         ));
     }
-    let topic_config = crate::common::topic_create::find_or_create_for_send(shard, &header).await?;
+    let topic_config = crate::common::topic_create::find_or_create_for_send(shard, header).await?;
     if !perm::is_writeable(topic_config.perm) {
         return Err(error(
             rc::NO_PERMISSION,
@@ -117,7 +120,7 @@ async fn prepare(
         ));
     }
     if queue_id < 0 {
-        queue_id = pick_queue(shard, &header.topic, topic_config.write_queue_nums);
+        queue_id = pick_queue(shard, header.topic, topic_config.write_queue_nums);
     }
     let max_message_size = crate::config::live::max_message_size(cfg);
     if req.body.len() > max_message_size {
@@ -129,7 +132,7 @@ async fn prepare(
             ),
         ));
     }
-    let props = with_cluster(shard, header.properties.as_deref().unwrap_or_default());
+    let props = with_cluster(shard, header.properties.unwrap_or_default());
     check_properties(&props)?;
     let compacted = topic_config.compacted;
     let is_batch =
@@ -148,11 +151,11 @@ async fn prepare(
         born_host,
         store_host: shard.store_host,
         reconsume_times: header.reconsume_times.unwrap_or(0),
-        topic: header.topic.clone(),
+        topic: header.topic.to_owned(),
         ..MessageRecord::default()
     };
     let records = if is_batch {
-        if topics::is_retry_or_dlq(&header.topic) {
+        if topics::is_retry_or_dlq(header.topic) {
             return Err(error(
                 rc::MESSAGE_ILLEGAL,
                 "retry or DLQ topics do not accept batch messages",
@@ -192,7 +195,7 @@ async fn prepare(
         if sys_flag::transaction_type(record.sys_flag) == sys_flag::TRANSACTION_PREPARED {
             record = into_half_message(record);
         }
-        super::send_back::divert_exhausted_retry(shard, &header, req.version, &mut record).await?;
+        super::send_back::divert_exhausted_retry(shard, header, req.version, &mut record).await?;
         record = park_if_timed(shard, record)?;
         record = crate::feature::schedule::park_if_delayed(
             record,
@@ -281,14 +284,26 @@ fn pick_queue(shard: &Shard, topic: &str, write_queues: i32) -> i32 {
         .unwrap_or(start as i32)
 }
 
-/// Stores the records in the owner's store and builds the response.
-async fn store(shard: &Rc<Shard>, records: Vec<MessageRecord>, is_batch: bool) -> RemotingCommand {
+/// Stores the records in the owner's store and builds the response; `sent_topic` is the topic the
+/// producer named (the records' own unless they were parked or diverted).
+async fn store(
+    shard: &Rc<Shard>,
+    records: Vec<MessageRecord>,
+    is_batch: bool,
+    sent_topic: &str,
+) -> RemotingCommand {
     let Some(first) = records.first() else {
         return error(rc::MESSAGE_ILLEGAL, "no message to store");
     };
     let queue_id = crate::feature::schedule::reply_queue_id(first);
     let owner = shard.owner(&first.topic, first.queue_id);
-    let topic = first.topic.clone();
+    // The stored topic, for the stats: borrowed from the request unless the record was moved to
+    // another topic (half, delayed, timer, DLQ).
+    let topic: std::borrow::Cow<'_, str> = if first.topic == sent_topic {
+        std::borrow::Cow::Borrowed(sent_topic)
+    } else {
+        std::borrow::Cow::Owned(first.topic.clone())
+    };
     let bytes: usize = records.iter().map(|r| r.body.len()).sum();
     // Apache's metrics name the topic the producer sent to (a half or delayed message's real one).
     let apache = apache_metrics::enabled().then(|| apache_metrics::type_and_real_topic(first));

@@ -13,7 +13,7 @@ use std::rc::Rc;
 
 use protocol::body::perm;
 use protocol::command::mq_version;
-use protocol::header::{CommandHeader, ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader};
+use protocol::header::{CommandHeader, ConsumerSendMsgBackRequestHeader, SendHeader};
 use protocol::message::properties;
 use protocol::message::record::MessageRecord;
 use protocol::response_code as rc;
@@ -138,7 +138,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
 /// request's.
 pub async fn divert_exhausted_retry(
     shard: &Rc<Shard>,
-    header: &SendMessageRequestHeader,
+    header: &SendHeader<'_>,
     version: i32,
     record: &mut MessageRecord,
 ) -> Result<(), RemotingCommand> {
@@ -161,7 +161,7 @@ pub async fn divert_exhausted_retry(
         .map_err(|why| error(rc::MESSAGE_ILLEGAL, why))?;
     crate::common::topic_create::ensure_retry_topic(shard, &dlq, true).await?;
     let origin =
-        properties::get(&record.properties, properties::RETRY_TOPIC).unwrap_or(&header.topic);
+        properties::get(&record.properties, properties::RETRY_TOPIC).unwrap_or(header.topic);
     crate::feature::metrics::apache_local::record_dlq(group, origin);
     record.topic = dlq;
     record.queue_id = 0;

@@ -118,7 +118,8 @@ async fn check(
             format!("Sending message to topic[{}] is forbidden.", header.topic),
         ));
     }
-    let topic = crate::common::topic_create::find_or_create_for_send(shard, header).await?;
+    let topic =
+        crate::common::topic_create::find_or_create_for_send(shard, &header.as_view()).await?;
     let queues = topic.write_queue_nums.max(topic.read_queue_nums);
     if header.queue_id >= queues {
         return Err(error(

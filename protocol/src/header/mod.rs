@@ -17,6 +17,7 @@ mod pull;
 mod query;
 mod recall;
 mod send;
+mod send_view;
 mod topic;
 mod transaction;
 
@@ -33,5 +34,6 @@ pub use pull::*;
 pub use query::*;
 pub use recall::*;
 pub use send::*;
+pub use send_view::SendHeader;
 pub use topic::*;
 pub use transaction::*;
