@@ -950,3 +950,118 @@ fn elect_master_hands_the_role_to_a_chosen_replica_and_the_running_old_master_fo
     producer.check_on(&new_master, "new master");
     producer.check_on(&old, "old master, now a replica");
 }
+
+/// Right after a failover the controllers leave the new master alone in its SyncStateSet; with
+/// allAckInSyncStateSet it then acknowledges alone until its replicas are added back. Under a steady
+/// stream of sends a replica's ack never equalled the master's log end at the moment of the check,
+/// so the connected, replicating survivor stayed out for 15-20 s (chaos, 2026-12-07: `SyncStateSet
+/// {3} -> {1, 2, 3}` 16 s after the election). It must be back within a few check periods (1 s): here
+/// under 3 s.
+#[test]
+fn the_surviving_replica_rejoins_the_new_masters_sync_state_set_under_continuous_sends() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let mut group = Group::start(1, Ipv4Addr::LOCALHOST, None, "");
+    let first = group.info().unwrap();
+    let master_addr = first.master_addr.clone();
+    let master = group.index_of(&master_addr);
+    let mut producer = Producer {
+        acked: Vec::new(),
+        seq: 0,
+    };
+    producer.send_ok(&master_addr, 20);
+    group.brokers[master].kill9();
+    let killed = Instant::now();
+    let (new_master, _) =
+        producer.send_through_failover(&group, &master_addr, first.epoch, killed, 1);
+    let elected = group.wait("the new master's first SyncStateSet", |g| {
+        (g.master_addr == new_master).then(|| g.clone())
+    });
+    // Producers keeping the master busy (32 sends in flight each) until the replica is back.
+    let stop = Arc::new(AtomicBool::new(false));
+    let producers: Vec<_> = (0..SHARD_BROKERS)
+        .map(|i| {
+            let stop = stop.clone();
+            let addr = shard_broker(&new_master, i);
+            std::thread::spawn(move || load(addr, i, &stop))
+        })
+        .collect();
+    let start = Instant::now();
+    let mut last = elected.clone();
+    let rejoined = loop {
+        if let Some(g) = group.info() {
+            if g.master_addr == new_master && g.sync_state_set.len() == 2 {
+                break Some(start.elapsed());
+            }
+            last = g;
+        }
+        if start.elapsed() > Duration::from_secs(6) {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    stop.store(true, Ordering::Relaxed);
+    for t in producers {
+        producer.acked.extend(t.join().unwrap());
+    }
+    let sent = producer.acked.len();
+    println!(
+        "SyncStateSet at the election {:?}; survivor back after {rejoined:?} ({sent} sends acknowledged)",
+        elected.sync_state_set
+    );
+    let rejoined = rejoined.unwrap_or_else(|| {
+        panic!("the surviving replica was not back in the SyncStateSet within 6 s under load: {last:?}")
+    });
+    assert!(
+        rejoined < Duration::from_secs(3),
+        "the surviving replica took {rejoined:?} to rejoin"
+    );
+    producer.check_on(&new_master, "new master");
+    let survivor = (0..3)
+        .map(|i| group.addr(i))
+        .find(|a| *a != master_addr && *a != new_master)
+        .unwrap();
+    wait_same_queues(&survivor, &new_master);
+    producer.check_on(&survivor, "surviving replica");
+}
+
+/// Sends to shard-broker `i` at `addr`, 32 at a time on one connection, until `stop`: the
+/// acknowledged ones.
+fn load(addr: SocketAddr, i: usize, stop: &std::sync::atomic::AtomicBool) -> Vec<Acked> {
+    run_local(async move {
+        let mut acked: Vec<Acked> = Vec::new();
+        let Ok(c) = Client::connect(addr, Duration::from_secs(1)).await else {
+            return acked;
+        };
+        let mut n = 0u64;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let bodies: Vec<Vec<u8>> = (0..32)
+                .map(|_| {
+                    n += 1;
+                    format!("load-{i}-{n:06}-{}", "z".repeat(1000)).into_bytes()
+                })
+                .collect();
+            let tasks: Vec<_> = bodies
+                .into_iter()
+                .map(|body| {
+                    let c = c.clone();
+                    glommio::spawn_local(async move {
+                        let resp = c
+                            .invoke(
+                                common::send_request(TOPIC, 0, &body, ""),
+                                Duration::from_secs(5),
+                            )
+                            .await
+                            .ok()?;
+                        let offset = resp.ext("queueOffset")?.parse().ok()?;
+                        (resp.code == response_code::SUCCESS).then_some((i, offset, body))
+                    })
+                })
+                .collect();
+            for t in tasks {
+                acked.extend(t.await);
+            }
+        }
+        acked
+    })
+}

@@ -4,7 +4,7 @@
 //! slave of a given set of broker ids (controller mode's allAckInSyncStateSet).
 
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -30,16 +30,43 @@ struct Slave {
     /// When the slave last held everything the master had (RocketMQ's lastCaughtUpTime): the latest
     /// time whose master log end the slave's acks have reached since. None: not yet.
     caught_up_at: Option<Instant>,
-    /// The master's log end at the previous ack, and when: reaching it later means the slave was
-    /// caught up as of then.
-    prev_end: i64,
-    prev_at: Instant,
+    /// The master's log end at earlier acks, and when, oldest first, each above the slave's ack:
+    /// an ack reaching one means the slave was caught up as of then. Under a steady stream of puts
+    /// the master's end is always a little ahead of any ack, and only such past ends are reached.
+    marks: VecDeque<(i64, Instant)>,
     /// The slave's address (`ip:port`), when the master side said it.
     addr: Option<String>,
     /// Where its stream started (the offset of the first byte sent).
     transfer_from: i64,
     /// Bytes sent to it per second.
     rate: std::rc::Rc<crate::rate::ByteRate>,
+}
+
+/// At most this many past master ends are kept per slave: beyond, new ones are not noted until the
+/// slave reaches the oldest (its catch-up time is then coarser, never later than the truth).
+const MAX_MARKS: usize = 256;
+
+impl Slave {
+    /// Records the master's log end `master_end` at `now`, after the slave's ack: the latest past end
+    /// its ack reached gives its catch-up time.
+    fn note_end(&mut self, master_end: i64, now: Instant) {
+        if self.acked >= master_end {
+            self.caught_up_at = Some(now);
+            self.marks.clear();
+            return;
+        }
+        while let Some((end, at)) = self.marks.front().copied() {
+            if end > self.acked {
+                break;
+            }
+            self.caught_up_at = self.caught_up_at.max(Some(at));
+            self.marks.pop_front();
+        }
+        let higher = self.marks.back().is_none_or(|(end, _)| *end < master_end);
+        if higher && self.marks.len() < MAX_MARKS {
+            self.marks.push_back((master_end, now));
+        }
+    }
 }
 
 #[derive(Default)]
@@ -132,8 +159,7 @@ impl Watermark {
                 connected_at: now,
                 caught_up_at: None,
                 // The master's end is not known yet.
-                prev_end: i64::MAX,
-                prev_at: now,
+                marks: VecDeque::new(),
                 addr: None,
                 transfer_from: offset,
                 rate: Default::default(),
@@ -195,14 +221,7 @@ impl Watermark {
             if let Some(s) = st.slaves.get_mut(&id) {
                 s.acked = s.acked.max(offset);
                 s.last_report = now;
-                if s.acked >= master_end {
-                    s.caught_up_at = Some(now);
-                } else if s.acked >= s.prev_end {
-                    // Caught up with where the master was at the previous ack.
-                    s.caught_up_at = s.caught_up_at.max(Some(s.prev_at));
-                }
-                s.prev_end = master_end;
-                s.prev_at = now;
+                s.note_end(master_end, now);
                 acked = s.acked;
             }
             let best = st.slaves.values().map(|s| s.acked).max().unwrap_or(-1);
@@ -608,6 +627,31 @@ mod tests {
             assert!(!wm.caught_up(2, 900));
             assert!(wm.in_sync(2, 900, Duration::from_secs(1)));
             assert!(!wm.in_sync(2, 900, Duration::from_millis(10)));
+        });
+    }
+
+    /// Under a steady stream of puts each ack covers what the master had a few acks earlier and
+    /// never its end at the moment: the slave is caught up as of those earlier ends. Reaching only
+    /// the end at the previous ack (the old rule) left it "never caught up", and out of the
+    /// SyncStateSet, for as long as the stream lasted.
+    #[test]
+    fn a_slave_a_few_acks_behind_a_moving_master_was_caught_up_moments_ago() {
+        run(|| async {
+            let wm = Watermark::new();
+            let a = wm.connected_as(0, 1);
+            let mut end = 0i64;
+            for _ in 0..40 {
+                end += 100;
+                wm.ack(a, (end - 300).max(0), end);
+                glommio::timer::sleep(Duration::from_millis(2)).await;
+            }
+            let age = wm.slaves()[0].caught_up_age.expect("caught up as of an earlier end");
+            assert!(age < Duration::from_millis(100), "{age:?}");
+            assert!(!wm.caught_up(1, end));
+            assert!(wm.in_sync(1, end, Duration::from_millis(500)));
+            // The slave stops acking while the master moves on: its catch-up time ages.
+            glommio::timer::sleep(Duration::from_millis(150)).await;
+            assert!(!wm.in_sync(1, end + 100, Duration::from_millis(100)));
         });
     }
 

@@ -343,40 +343,80 @@ fn replicate(shard: &Rc<Shard>, configured: Option<String>) -> glommio::Task<()>
     ))
 }
 
-/// Controller mode: the slaves of this shard that belong in the SyncStateSet, by controller brokerId:
-/// a member stays while it held all of this shard's log within the last `limit_ms`
-/// (`haMaxTimeSlaveNotCatchup`), a newcomer joins once it holds all of it now.
-pub fn caught_up_slaves(
+/// Controller mode: the slaves of this shard that belong in the SyncStateSet, by controller brokerId.
+/// A member stays while it held all of this shard's log within the last `limit_ms`
+/// (`haMaxTimeSlaveNotCatchup`). A newcomer that held all of it within the last `join_ms` joins:
+/// from then on puts wait for it as for a member (`HaShard::joining`), and it is named here once it
+/// holds the log end of that moment (within `join_ms`), so it then has every record acknowledged
+/// without it. Under a steady stream of puts a slave's ack is never the master's end of the moment,
+/// which the old test for newcomers required: after a failover the new master acknowledged alone for
+/// 15-20 s (chaos, 2026-12-07). The caller ends the round with `end_joining`.
+pub async fn caught_up_slaves(
     shard: &Shard,
     limit_ms: u64,
+    join_ms: u64,
     members: &std::collections::BTreeSet<u64>,
 ) -> std::collections::BTreeSet<u64> {
     let end = shard.store.max_physical_offset();
     let limit = Duration::from_millis(limit_ms);
-    let wm = &crate::replication::ha_state::ha(shard).watermark;
-    wm.slaves()
-        .iter()
-        .filter_map(|s| u64::try_from(s.broker_id).ok())
-        .filter(|id| {
-            let id_wire = i64::try_from(*id).unwrap_or(i64::MAX);
-            if members.contains(id) {
-                wm.in_sync(id_wire, end, limit)
-            } else {
-                wm.caught_up(id_wire, end)
+    let join_within = Duration::from_millis(join_ms);
+    let state = crate::replication::ha_state::ha(shard);
+    let wm = &state.watermark;
+    let mut in_sync = std::collections::BTreeSet::new();
+    let mut newcomers = std::collections::BTreeSet::new();
+    for s in wm.slaves() {
+        let Ok(id) = u64::try_from(s.broker_id) else {
+            continue;
+        };
+        if members.contains(&id) {
+            if wm.in_sync(s.broker_id, end, limit) {
+                in_sync.insert(id);
             }
-        })
-        .collect()
+        } else if s.caught_up_age.is_some_and(|age| age <= join_within) {
+            newcomers.insert(id);
+        }
+    }
+    if newcomers.is_empty() {
+        return in_sync;
+    }
+    // In one step with reading the end: every record acknowledged without the newcomers is below it.
+    state.joining.borrow_mut().extend(newcomers.iter().copied());
+    let mark = shard.store.max_physical_offset();
+    let reached = crate::shard::mesh::join_all(newcomers.iter().map(|id| {
+        let wm = wm.clone();
+        let id = *id;
+        async move {
+            let wire_id = i64::try_from(id).unwrap_or(i64::MAX);
+            (id, wm.wait_all(mark, &[wire_id], join_within).await.is_ok())
+        }
+    }))
+    .await;
+    for (id, ok) in reached {
+        if ok {
+            in_sync.insert(id);
+        } else {
+            // Not caught up after all: sends stop waiting for it now.
+            state.joining.borrow_mut().remove(&id);
+        }
+    }
+    in_sync
+}
+
+/// Controller mode: this shard's role-change count, noted by a put before its role check.
+pub fn term(shard: &Shard) -> u64 {
+    crate::replication::ha_state::ha(shard).term.get()
 }
 
 /// After a put on the owning shard: wakes the senders and, on a SYNC_MASTER, waits until a slave
 /// acknowledged the records; the outcome's status says when none did. After a late flush the slave
 /// still gets the records, but the answer does not wait for it.
-pub async fn replicated(shard: &Shard, mut outcome: PutOutcome) -> PutOutcome {
+/// `term` is the shard's role-change count before the put's role check (`term`).
+pub async fn replicated(shard: &Shard, mut outcome: PutOutcome, term: u64) -> PutOutcome {
     if outcome.status != SendStatus::SendOk {
         crate::replication::ha_state::ha(shard).signal.raise();
         return outcome;
     }
-    outcome.status = match after_put(shard, &outcome.stored).await {
+    outcome.status = match after_put(shard, &outcome.stored, term).await {
         Ok(()) => SendStatus::SendOk,
         Err(ha::WaitError::SlaveNotAvailable) => SendStatus::SlaveNotAvailable,
         Err(ha::WaitError::Timeout) => SendStatus::FlushSlaveTimeout,
@@ -387,19 +427,31 @@ pub async fn replicated(shard: &Shard, mut outcome: PutOutcome) -> PutOutcome {
 /// Wakes the senders and, on a SYNC_MASTER, waits until a slave acknowledged the records (the error
 /// says why none did). In controller mode with `allAckInSyncStateSet`, every other member of the
 /// SyncStateSet must have acknowledged them, and a broker that stepped down to slave while storing
-/// them does not acknowledge them (`ack_rule`).
-async fn after_put(shard: &Shard, stored: &[PutOk]) -> Result<(), ha::WaitError> {
+/// them, or whose role changed at all since `term`, does not acknowledge them (`ack_rule`).
+async fn after_put(shard: &Shard, stored: &[PutOk], term: u64) -> Result<(), ha::WaitError> {
     use crate::replication::ack_rule::{ack_rule, AckRule};
     let state = crate::replication::ha_state::ha(shard);
     state.signal.raise();
     let controller = &shard.cfg.controller;
-    let rule = ack_rule(
-        shard.role(),
-        controller.enabled,
-        controller.all_ack_in_sync_state_set,
-        state.controller_id.get(),
-        &state.sync_state_set.borrow(),
-    );
+    let rule = {
+        let members = state.sync_state_set.borrow();
+        let joining = state.joining.borrow();
+        let with_joining: std::collections::BTreeSet<u64>;
+        let waited = if joining.is_empty() {
+            &*members
+        } else {
+            with_joining = members.union(&joining).copied().collect();
+            &with_joining
+        };
+        ack_rule(
+            shard.role(),
+            controller.enabled,
+            controller.all_ack_in_sync_state_set,
+            state.controller_id.get(),
+            waited,
+            state.term.get() != term,
+        )
+    };
     let end = stored
         .iter()
         .map(|ok| ok.physical_offset.saturating_add(i64::from(ok.size)))

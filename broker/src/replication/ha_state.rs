@@ -24,6 +24,13 @@ pub struct HaShard {
     pub(crate) replication: RefCell<Option<glommio::task::JoinHandle<()>>>,
     /// Master (controller mode): the replicas in sync, this one included, by controller brokerId.
     pub sync_state_set: RefCell<std::collections::BTreeSet<u64>>,
+    /// Master (controller mode): replicas about to be proposed for the SyncStateSet. Puts wait for
+    /// them as for members from the moment they are chosen, so that once one holds the log end of
+    /// that moment it holds every record acknowledged without it.
+    pub joining: RefCell<std::collections::BTreeSet<u64>>,
+    /// Controller mode: counts this shard's role changes. A put notes it before its role check and
+    /// is not acknowledged if it changed meanwhile (deposed, maybe re-elected, during the put).
+    pub term: Cell<u64>,
     /// Controller mode: the brokerId the controllers gave this broker (not 0 when it is master).
     pub controller_id: Cell<Option<u64>>,
     /// Controller mode: the master-only services were started (once; a slave's puts are refused).

@@ -459,9 +459,10 @@ async fn metadata_loop(shard: Rc<Shard>) {
     }
 }
 
-/// Master, every `checkSyncStateSetPeriod`: the replicas caught up (within
-/// `haMaxTimeSlaveNotCatchup`) make the new SyncStateSet; a change is proposed to the controllers
-/// (CONTROLLER_ALTER_SYNC_STATE_SET, fenced by the epochs) and applied once they accept it.
+/// Master, every `checkSyncStateSetPeriod`: the replicas caught up (members within
+/// `haMaxTimeSlaveNotCatchup`, newcomers as `ha::caught_up_slaves` says) make the new SyncStateSet;
+/// a change is proposed to the controllers (CONTROLLER_ALTER_SYNC_STATE_SET, fenced by the epochs)
+/// and applied once they accept it.
 async fn sync_state_set_loop(shard: Rc<Shard>) {
     let period = Duration::from_millis(shard.cfg.controller.check_sync_state_set_period_ms);
     loop {
@@ -474,9 +475,12 @@ async fn sync_state_set_loop(shard: Rc<Shard>) {
             continue;
         };
         let limit = shard.cfg.controller.ha_max_time_slave_not_catchup_ms;
+        // A newcomer caught up within a period (at least 1 s) joins once it holds the end of that
+        // moment, waited for as long.
+        let join_ms = shard.cfg.controller.check_sync_state_set_period_ms.max(1000);
         let per_shard = join_all(shard.every_shard().map(|s| {
             let members = current.sync_state_set.clone();
-            s.caught_up_slaves(limit, members)
+            s.caught_up_slaves(limit, join_ms, members)
         }))
         .await;
         // A replica is in sync when it is caught up on every shard.
@@ -490,15 +494,16 @@ async fn sync_state_set_loop(shard: Rc<Shard>) {
         }
         let mut wanted = wanted.unwrap_or_default();
         wanted.insert(me);
-        if wanted == current.sync_state_set {
-            continue;
+        if wanted != current.sync_state_set {
+            if let Err(e) = alter_sync_state_set(&shard, &current, wanted.clone()).await {
+                tracing::warn!(
+                    "controller mode: SyncStateSet {:?} -> {wanted:?} not accepted: {e}",
+                    current.sync_state_set
+                );
+            }
         }
-        if let Err(e) = alter_sync_state_set(&shard, &current, wanted.clone()).await {
-            tracing::warn!(
-                "controller mode: SyncStateSet {:?} -> {wanted:?} not accepted: {e}",
-                current.sync_state_set
-            );
-        }
+        // Newcomers now in the SyncStateSet are waited for as members; the others no longer.
+        join_all(shard.every_shard().map(|s| s.end_joining())).await;
     }
 }
 

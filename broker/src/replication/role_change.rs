@@ -24,9 +24,10 @@ pub async fn become_master(shard: &Rc<Shard>, epoch: i32, sync_state_set: BTreeS
     *crate::replication::ha_state::ha(shard)
         .master_addr
         .borrow_mut() = None;
-    *crate::replication::ha_state::ha(shard)
-        .sync_state_set
-        .borrow_mut() = sync_state_set;
+    let ha = crate::replication::ha_state::ha(shard);
+    *ha.sync_state_set.borrow_mut() = sync_state_set;
+    ha.joining.borrow_mut().clear();
+    ha.term.set(ha.term.get().wrapping_add(1));
     shard.chosen_role.set(Some((BrokerRole::SyncMaster, 0)));
     tracing::info!(
         "shard {}: master at epoch {epoch} from local offset {}",
@@ -56,10 +57,10 @@ pub async fn become_master(shard: &Rc<Shard>, epoch: i32, sync_state_set: BTreeS
 /// shard is at `master_addr`; replication starts once the master's HA address is known.
 pub async fn become_slave(shard: &Rc<Shard>, broker_id: u64, master_addr: String) {
     shard.chosen_role.set(Some((BrokerRole::Slave, broker_id)));
-    crate::replication::ha_state::ha(shard)
-        .sync_state_set
-        .borrow_mut()
-        .clear();
+    let ha = crate::replication::ha_state::ha(shard);
+    ha.term.set(ha.term.get().wrapping_add(1));
+    ha.sync_state_set.borrow_mut().clear();
+    ha.joining.borrow_mut().clear();
     *crate::replication::ha_state::ha(shard)
         .master_ha_addr
         .borrow_mut() = None;
@@ -69,7 +70,6 @@ pub async fn become_slave(shard: &Rc<Shard>, broker_id: u64, master_addr: String
     crate::replication::ha::follow_master(shard).await;
 }
 
-/// The master's HA address is known (every shard's streams go through its one HA port).
 /// Controller mode: the brokerId the controllers gave this broker.
 pub fn controller_id_known(shard: &Shard, broker_id: u64) {
     crate::replication::ha_state::ha(shard)
@@ -77,6 +77,7 @@ pub fn controller_id_known(shard: &Shard, broker_id: u64) {
         .set(Some(broker_id));
 }
 
+/// The master's HA address is known (every shard's streams go through its one HA port).
 pub fn master_ha_known(shard: &Shard, ha_addr: String) {
     if shard.role() == BrokerRole::Slave {
         *crate::replication::ha_state::ha(shard)
@@ -85,9 +86,19 @@ pub fn master_ha_known(shard: &Shard, ha_addr: String) {
     }
 }
 
-/// A new SyncStateSet for the master's sends to wait on.
+/// A new SyncStateSet for the master's sends to wait on (the replicas that were joining are in it,
+/// or were refused).
 pub fn sync_state_set_changed(shard: &Shard, sync_state_set: BTreeSet<u64>) {
-    *crate::replication::ha_state::ha(shard)
-        .sync_state_set
-        .borrow_mut() = sync_state_set;
+    let ha = crate::replication::ha_state::ha(shard);
+    *ha.sync_state_set.borrow_mut() = sync_state_set;
+    ha.joining.borrow_mut().clear();
+}
+
+/// The round that chose joining replicas is over (they were added, or not): sends stop waiting for
+/// those outside the SyncStateSet.
+pub fn end_joining(shard: &Shard) {
+    crate::replication::ha_state::ha(shard)
+        .joining
+        .borrow_mut()
+        .clear();
 }

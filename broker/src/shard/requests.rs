@@ -91,8 +91,10 @@ impl<'a> ShardRef<'a> {
     /// the answer waits for a slave's ack.
     pub async fn put(self, records: Vec<MessageRecord>) -> Result<PutOutcome, PutError> {
         self.run("put", move |s| async move {
+            // Before the role check: a role change during the put withholds its acknowledgement.
+            let term = ha::term(&s);
             let stored = put::put_here(&s, records).await?;
-            Ok(ha::replicated(&s, stored).await)
+            Ok(ha::replicated(&s, stored, term).await)
         })
         .await?
     }
@@ -568,14 +570,24 @@ impl<'a> ShardRef<'a> {
         .await
     }
 
-    /// Controller mode: the target's slaves that belong in the SyncStateSet.
+    /// Controller mode: the target's slaves that belong in the SyncStateSet (newcomers within
+    /// `join_ms`; see `ha::caught_up_slaves`).
     pub async fn caught_up_slaves(
         self,
         limit_ms: u64,
+        join_ms: u64,
         members: BTreeSet<u64>,
     ) -> Result<BTreeSet<u64>, MeshError> {
         self.run("caught_up_slaves", move |s| async move {
-            ha::caught_up_slaves(&s, limit_ms, &members)
+            ha::caught_up_slaves(&s, limit_ms, join_ms, &members).await
+        })
+        .await
+    }
+
+    /// Controller mode: the SyncStateSet round is over; sends stop waiting for non-members.
+    pub async fn end_joining(self) -> Result<(), MeshError> {
+        self.run("end_joining", move |s| async move {
+            role_change::end_joining(&s)
         })
         .await
     }
