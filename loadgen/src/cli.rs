@@ -37,6 +37,8 @@ pub enum Command {
     Orderly(crate::workload::orderly::OrderlyArgs),
     /// A consumer that hands some messages back until they reach the DLQ, with its verdict.
     RetryDlq(crate::workload::retry_dlq::RetryDlqArgs),
+    /// Run an OpenMessaging Benchmark workload file (YAML) and report as OMB does.
+    Omb(crate::omb::OmbArgs),
 }
 
 /// Options every load mode has.

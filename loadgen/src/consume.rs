@@ -2,7 +2,7 @@
 //! end-to-end latency (from the body's send stamp, else the born timestamp), and tracking backlog.
 
 use std::rc::Rc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,6 +29,8 @@ pub struct ConsumeCtx {
     pub producers_running: Option<Arc<AtomicUsize>>,
     pub drain: Duration,
     pub commit: bool,
+    /// While set, no pull starts (`loadgen omb` builds a backlog this way).
+    pub paused: Option<Arc<AtomicBool>>,
 }
 
 /// Where each queue starts.
@@ -91,6 +93,10 @@ async fn pull_queue(ctx: Rc<ConsumeCtx>, queue: MessageQueue, mut offset: i64) {
         let stopped = producers_stopped_at(&ctx, &mut producers_stopped);
         if ctx.stop.is_over() || stopped.is_some_and(|at| at.elapsed() >= ctx.drain) {
             break;
+        }
+        if ctx.paused.as_ref().is_some_and(|p| p.load(Ordering::Acquire)) {
+            glommio::timer::sleep(STOP_CHECK).await;
+            continue;
         }
         let began = Instant::now();
         let pull = ctx.consumer.pull(&queue, offset, &ctx.options);

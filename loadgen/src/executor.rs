@@ -63,7 +63,7 @@ impl StartGate {
     }
 
     /// Blocks until every executor is set up; returns the common start, or None when one failed.
-    fn wait(&self, failed: bool) -> Option<Instant> {
+    pub fn wait(&self, failed: bool) -> Option<Instant> {
         if failed {
             self.abort.store(true, Ordering::SeqCst);
         }
@@ -209,6 +209,7 @@ async fn setup(
             producers_running: e2e.then(|| gate.producers_running.clone()),
             drain: opts.drain,
             commit: opts.commit,
+            paused: None,
         });
         result.consumer = Some((ctx, mine, offsets));
     }

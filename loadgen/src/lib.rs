@@ -9,6 +9,7 @@ pub mod duration_arg;
 pub mod errors;
 pub mod executor;
 pub mod null_broker;
+pub mod omb;
 pub mod pacing;
 pub mod payload;
 pub mod produce;

@@ -1,4 +1,4 @@
-//! `loadgen produce | consume | e2e | null-broker | verify | transaction | orderly | retry-dlq`: see
+//! `loadgen produce | consume | e2e | null-broker | verify | transaction | orderly | retry-dlq | omb`: see
 //! `loadgen --help`.
 
 use clap::Parser;
@@ -70,6 +70,7 @@ fn main() {
         Command::Orderly(a) => {
             loadgen::workload::orderly::run(a).and_then(|r| verdict(r.ok, "orderly"))
         }
+        Command::Omb(a) => loadgen::omb::run(a, command_line).map(|_| ()),
         Command::RetryDlq(a) => {
             loadgen::workload::retry_dlq::run(a).and_then(|r| verdict(r.ok, "retry-dlq"))
         }

@@ -51,6 +51,8 @@ pub struct PayloadMaker {
     topic: String,
     spec: PayloadSpec,
     filler: Bytes,
+    /// Bodies used in turn instead of `filler` (each `spec.size` long); empty: `filler` only.
+    pool: Vec<Bytes>,
     property_value: String,
     key_prefix: String,
     seq: u64,
@@ -64,11 +66,37 @@ impl PayloadMaker {
         PayloadMaker {
             topic: topic.to_owned(),
             filler: Bytes::from(filler),
+            pool: Vec::new(),
             property_value,
             key_prefix: format!("lg{executor}-"),
             spec,
             seq: 0,
         }
+    }
+
+    /// Bodies taken in turn, message after message, instead of the printable pattern (each is cut or
+    /// zero-padded to the spec's size; its first bytes still give way to the send stamp).
+    pub fn with_bodies(mut self, bodies: Vec<Bytes>) -> PayloadMaker {
+        let size = self.spec.size;
+        self.pool = bodies
+            .into_iter()
+            .map(|b| {
+                let mut v = b.to_vec();
+                v.resize(size, 0);
+                Bytes::from(v)
+            })
+            .collect();
+        self
+    }
+
+    /// The body this message starts from.
+    fn filler(&self) -> &Bytes {
+        let len = self.pool.len() as u64;
+        if len == 0 {
+            return &self.filler;
+        }
+        let index = usize::try_from(self.seq % len).unwrap_or(0);
+        self.pool.get(index).unwrap_or(&self.filler)
     }
 
     pub fn body_size(&self) -> usize {
@@ -83,12 +111,12 @@ impl PayloadMaker {
     /// A body stamped with `stamp` (unix microseconds).
     pub fn body_stamped(&self, stamp: u64) -> Bytes {
         if self.spec.size < STAMP_LEN {
-            return self.filler.clone();
+            return self.filler().clone();
         }
         let mut body = BytesMut::with_capacity(self.spec.size);
         body.put_slice(STAMP_MAGIC);
         body.put_u64(stamp);
-        body.put_slice(self.filler.get(STAMP_LEN..).unwrap_or_default());
+        body.put_slice(self.filler().get(STAMP_LEN..).unwrap_or_default());
         body.freeze()
     }
 
@@ -215,6 +243,23 @@ mod tests {
         let a = maker.message().keys().unwrap().to_owned();
         let b = maker.message().keys().unwrap().to_owned();
         assert_eq!((a.as_str(), b.as_str()), ("-0", "-1"));
+    }
+
+    #[test]
+    fn bodies_of_a_pool_are_used_in_turn_behind_the_stamp() {
+        let spec = PayloadSpec {
+            size: 16,
+            key_size: 0,
+            tags: None,
+            property_size: 0,
+            timer_delay_ms: 0,
+        };
+        let pool = vec![Bytes::from(vec![1u8; 16]), Bytes::from(vec![2u8; 20])];
+        let mut maker = PayloadMaker::new("T", spec, 0).with_bodies(pool);
+        let tails: Vec<Vec<u8>> = (0..3)
+            .map(|_| maker.message().body.get(STAMP_LEN..).unwrap().to_vec())
+            .collect();
+        assert_eq!(tails, vec![vec![1u8; 4], vec![2u8; 4], vec![1u8; 4]]);
     }
 
     #[test]
