@@ -94,7 +94,11 @@ async fn pull_queue(ctx: Rc<ConsumeCtx>, queue: MessageQueue, mut offset: i64) {
         if ctx.stop.is_over() || stopped.is_some_and(|at| at.elapsed() >= ctx.drain) {
             break;
         }
-        if ctx.paused.as_ref().is_some_and(|p| p.load(Ordering::Acquire)) {
+        if ctx
+            .paused
+            .as_ref()
+            .is_some_and(|p| p.load(Ordering::Acquire))
+        {
             glommio::timer::sleep(STOP_CHECK).await;
             continue;
         }

@@ -254,17 +254,15 @@ pub async fn run(
             consumer_stops.iter().for_each(|c| c.stop.halt());
         })
     };
-    let tasks: Vec<_> = ready
-        .producers
-        .into_iter()
-        .map(|ctx| glommio::spawn_local(produce::run(ctx, start)))
-        .chain(
-            ready
-                .consumers
-                .into_iter()
-                .map(|(ctx, queues, offsets)| glommio::spawn_local(consume::run(ctx, queues, offsets))),
-        )
-        .collect();
+    let tasks: Vec<_> =
+        ready
+            .producers
+            .into_iter()
+            .map(|ctx| glommio::spawn_local(produce::run(ctx, start)))
+            .chain(ready.consumers.into_iter().map(|(ctx, queues, offsets)| {
+                glommio::spawn_local(consume::run(ctx, queues, offsets))
+            }))
+            .collect();
     for task in tasks {
         task.await;
     }

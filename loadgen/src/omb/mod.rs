@@ -152,7 +152,9 @@ pub fn bodies(w: &Workload, workload_file: &Path) -> Result<Vec<Bytes>, String> 
             let found = if path.exists() {
                 path.clone()
             } else {
-                beside.filter(|p| p.exists()).unwrap_or_else(|| path.clone())
+                beside
+                    .filter(|p| p.exists())
+                    .unwrap_or_else(|| path.clone())
             };
             let body = std::fs::read(&found)
                 .map_err(|e| format!("payloadFile {}: {e}", found.display()))?;
@@ -215,7 +217,10 @@ pub fn run(args: OmbArgs, command: String) -> Result<Value, String> {
         w.warmup = d;
     }
     if w.test_duration.is_zero() {
-        return Err("testDurationMinutes is 0 or missing: nothing to measure (or give --test-duration)".into());
+        return Err(
+            "testDurationMinutes is 0 or missing: nothing to measure (or give --test-duration)"
+                .into(),
+        );
     }
     let bodies = bodies(&w, &args.workload)?;
     let prefix = args
@@ -227,7 +232,12 @@ pub fn run(args: OmbArgs, command: String) -> Result<Value, String> {
         for topic in &topics {
             let queues = i32::try_from(w.partitions_per_topic)
                 .map_err(|_| "partitionsPerTopic is too large".to_owned())?;
-            crate::topic_setup::create_topic(args.namesrv.clone(), topic.clone(), args.timeout, queues)?;
+            crate::topic_setup::create_topic(
+                args.namesrv.clone(),
+                topic.clone(),
+                args.timeout,
+                queues,
+            )?;
         }
     }
     let threads = args.threads;
@@ -264,7 +274,10 @@ pub fn run(args: OmbArgs, command: String) -> Result<Value, String> {
     let gate = Arc::new(StartGate::new(threads, None));
     let (tx, rx) = mpsc::channel();
     let mut handles = Vec::with_capacity(threads);
-    for (index, work) in assign(&w, &prefix, args.inflight, threads).into_iter().enumerate() {
+    for (index, work) in assign(&w, &prefix, args.inflight, threads)
+        .into_iter()
+        .enumerate()
+    {
         let (shared, gate, tx) = (shared.clone(), gate.clone(), tx.clone());
         let spawned = LocalExecutorBuilder::new(placement(args.first_cpu, index))
             .name(&format!("loadgen-omb-{index}"))
@@ -509,10 +522,17 @@ mod tests {
         let producers: Vec<_> = a.iter().flat_map(|x| x.producers.clone()).collect();
         let consumers: Vec<_> = a.iter().flat_map(|x| x.consumers.clone()).collect();
         assert_eq!(producers.len(), 4);
-        assert!(producers.iter().all(|p| p.rate == 250.0 && p.inflight == 25));
+        assert!(producers
+            .iter()
+            .all(|p| p.rate == 250.0 && p.inflight == 25));
         assert_eq!(consumers.len(), 2 * 2 * 3);
-        assert_eq!(a.iter().map(|x| x.producers.len()).collect::<Vec<_>>(), [2, 1, 1]);
-        assert!(consumers.iter().any(|c| c.topic == "p-1" && c.group == "p-sub-1" && c.index == 2 && c.of == 3));
+        assert_eq!(
+            a.iter().map(|x| x.producers.len()).collect::<Vec<_>>(),
+            [2, 1, 1]
+        );
+        assert!(consumers
+            .iter()
+            .any(|c| c.topic == "p-1" && c.group == "p-sub-1" && c.index == 2 && c.of == 3));
     }
 
     #[test]
@@ -525,10 +545,15 @@ mod tests {
         assert_eq!(random[0].len(), 64);
         assert!(random[0].iter().filter(|b| **b == 0).count() < 16);
         let mut r = w.clone();
-        r.payload = PayloadSource::Randomized { ratio: 0.25, pool: 3 };
+        r.payload = PayloadSource::Randomized {
+            ratio: 0.25,
+            pool: 3,
+        };
         let pool = bodies(&r, &file).unwrap();
         assert_eq!(pool.len(), 3);
-        assert!(pool.iter().all(|b| b.len() == 64 && b[16..].iter().all(|x| *x == 0)));
+        assert!(pool
+            .iter()
+            .all(|b| b.len() == 64 && b[16..].iter().all(|x| *x == 0)));
         assert_ne!(pool[0], pool[1]);
         // payloadFile: found next to the workload; its length must be messageSize.
         std::fs::write(dir.path().join("p.data"), vec![7u8; 64]).unwrap();
@@ -536,7 +561,9 @@ mod tests {
         f.payload = PayloadSource::File(PathBuf::from("p.data"));
         assert_eq!(bodies(&f, &file).unwrap()[0], Bytes::from(vec![7u8; 64]));
         f.message_size = 32;
-        assert!(bodies(&f, &file).unwrap_err().contains("has 64 bytes, messageSize is 32"));
+        assert!(bodies(&f, &file)
+            .unwrap_err()
+            .contains("has 64 bytes, messageSize is 32"));
     }
 
     #[test]

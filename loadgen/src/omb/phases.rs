@@ -110,7 +110,9 @@ impl Phases {
 
     /// Messages not yet received by every subscription.
     pub fn backlog_of(&self, sent: u64, received: u64) -> u64 {
-        self.subscriptions.saturating_mul(sent).saturating_sub(received)
+        self.subscriptions
+            .saturating_mul(sent)
+            .saturating_sub(received)
     }
 
     /// After a sample ending `at` from the start, with `sent` and `received` messages so far.

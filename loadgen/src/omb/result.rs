@@ -137,7 +137,11 @@ pub struct Meta<'a> {
 /// Percentile -> milliseconds, keyed as OMB's quantile maps (`"99.9"`).
 fn quantiles(latency: &Latency) -> Value {
     let mut map = Map::new();
-    for p in CURVE_PERCENTILES.iter().copied().chain(std::iter::once(100.0)) {
+    for p in CURVE_PERCENTILES
+        .iter()
+        .copied()
+        .chain(std::iter::once(100.0))
+    {
         map.insert(format!("{p:?}"), json!(latency.percentile_ms(p)));
     }
     Value::Object(map)
@@ -162,7 +166,10 @@ pub fn test_result(meta: &Meta<'_>, periods: &[Period], test: &Snapshot, extra: 
         periods.iter().map(|p| p.backlog).collect(),
     );
     for (prefix, pick) in [
-        ("publishLatency", (|p: &Period| p.publish) as fn(&Period) -> Points),
+        (
+            "publishLatency",
+            (|p: &Period| p.publish) as fn(&Period) -> Points,
+        ),
         ("endToEndLatency", |p: &Period| p.e2e),
     ] {
         for (i, (suffix, _)) in Points::default().fields().iter().enumerate() {
@@ -195,7 +202,8 @@ mod tests {
         let mut s = Snapshot::default();
         // 1..=1000 us of publish latency, 1 MiB per 1,000 messages.
         for us in 1..=1000u64 {
-            s.send.record_ok(1, 1024 * 1024 / 1000, Duration::from_micros(us));
+            s.send
+                .record_ok(1, 1024 * 1024 / 1000, Duration::from_micros(us));
         }
         s.send.record_error(ErrorKey::Code(2), 10);
         s.consume.msgs = 500;
@@ -265,7 +273,16 @@ mod tests {
         assert!(v["aggregatedEndToEndLatencyQuantiles"]["100.0"].is_number());
         assert_eq!(v["loadgen"]["x"], 1);
         let lines = aggregated_lines(&s);
-        assert!(lines[0].starts_with("----- Aggregated Pub Latency (ms) avg: 0.5 - 50%: 0.5 - 95%: 0.9"), "{}", lines[0]);
-        assert!(lines[1].contains("E2E Latency (ms) avg: 3.0"), "{}", lines[1]);
+        assert!(
+            lines[0]
+                .starts_with("----- Aggregated Pub Latency (ms) avg: 0.5 - 50%: 0.5 - 95%: 0.9"),
+            "{}",
+            lines[0]
+        );
+        assert!(
+            lines[1].contains("E2E Latency (ms) avg: 3.0"),
+            "{}",
+            lines[1]
+        );
     }
 }

@@ -128,7 +128,10 @@ impl<'a> Fields<'a> {
             None => 0,
             Some(Yaml::Integer(n)) if *n >= 0 => *n as u64,
             Some(other) => {
-                self.refuse(key, format!("must be a non-negative integer, not {other:?}"));
+                self.refuse(
+                    key,
+                    format!("must be a non-negative integer, not {other:?}"),
+                );
                 0
             }
         }
@@ -191,9 +194,10 @@ impl<'a> Fields<'a> {
 pub fn load(path: &Path) -> Result<Workload, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read workload {}: {e}", path.display()))?;
-    let stem = path
-        .file_stem()
-        .map_or_else(|| "workload".to_owned(), |s| s.to_string_lossy().into_owned());
+    let stem = path.file_stem().map_or_else(
+        || "workload".to_owned(),
+        |s| s.to_string_lossy().into_owned(),
+    );
     parse(&text, &stem).map_err(|e| format!("workload {}: {e}", path.display()))
 }
 
@@ -201,10 +205,7 @@ pub fn load(path: &Path) -> Result<Workload, String> {
 pub fn parse(text: &str, fallback_name: &str) -> Result<Workload, String> {
     let docs = YamlLoader::load_from_str(text).map_err(|e| format!("not YAML: {e}"))?;
     let [doc] = docs.as_slice() else {
-        return Err(format!(
-            "expected one YAML document, found {}",
-            docs.len()
-        ));
+        return Err(format!("expected one YAML document, found {}", docs.len()));
     };
     let Yaml::Hash(map) = doc else {
         return Err("expected a mapping of OMB workload keys".into());
@@ -231,7 +232,10 @@ pub fn parse(text: &str, fallback_name: &str) -> Result<Workload, String> {
         } else if let Some((_, why)) = REFUSED.iter().find(|(k, _)| *k == key) {
             fields.refuse(key, format!("not supported: {why}"));
         } else {
-            fields.refuse(key, "unknown key (not an OpenMessaging Benchmark workload key loadgen knows)");
+            fields.refuse(
+                key,
+                "unknown key (not an OpenMessaging Benchmark workload key loadgen knows)",
+            );
         }
     }
     let workload = read(&mut fields, fallback_name);
@@ -318,7 +322,9 @@ fn payload(f: &mut Fields<'_>) -> PayloadSource {
                 f.refuse(key, "has an effect only with useRandomizedPayloads: true");
             }
         }
-        return file.map_or(PayloadSource::Random, |p| PayloadSource::File(PathBuf::from(p)));
+        return file.map_or(PayloadSource::Random, |p| {
+            PayloadSource::File(PathBuf::from(p))
+        });
     }
     if file.is_some() {
         f.refuse(
@@ -367,13 +373,20 @@ testDurationMinutes: 15
     fn a_standard_workload_is_read_whole() {
         let w = parse(STANDARD, "x").unwrap();
         assert_eq!(w.name, "1 topic / 16 partitions / 1Kb");
-        assert_eq!((w.topics, w.partitions_per_topic, w.message_size), (1, 16, 1024));
+        assert_eq!(
+            (w.topics, w.partitions_per_topic, w.message_size),
+            (1, 16, 1024)
+        );
         assert_eq!(
             w.payload,
             PayloadSource::File(PathBuf::from("payload/payload-1Kb.data"))
         );
         assert_eq!(
-            (w.subscriptions_per_topic, w.consumer_per_subscription, w.producers_per_topic),
+            (
+                w.subscriptions_per_topic,
+                w.consumer_per_subscription,
+                w.producers_per_topic
+            ),
             (1, 1, 1)
         );
         assert_eq!(w.producer_rate, 50_000.0);
@@ -408,7 +421,10 @@ testDurationMinutes: 15
         assert!(parse(&ok, "x").is_ok());
         let keyed = STANDARD.replace("NO_KEY", "KEY_ROUND_ROBIN");
         let e = parse(&keyed, "x").unwrap_err();
-        assert!(e.contains("keyDistributor: not supported") && e.contains("NO_KEY"), "{e}");
+        assert!(
+            e.contains("keyDistributor: not supported") && e.contains("NO_KEY"),
+            "{e}"
+        );
         let stepped = format!("{STANDARD}producerIncrementRate: 1000\nproducerStartRate: 5000\n");
         let e = parse(&stepped, "x").unwrap_err();
         assert!(e.contains("producerIncrementRate: not supported"), "{e}");
@@ -423,14 +439,26 @@ testDurationMinutes: 15
         assert!(e.contains("topics: must be a non-negative integer"), "{e}");
         let e = parse(&STANDARD.replace("topics: 1\n", ""), "x").unwrap_err();
         assert!(e.contains("topics: missing"), "{e}");
-        let e = parse(&STANDARD.replace("producerRate: 50000", "producerRate: -1"), "x").unwrap_err();
-        assert!(e.contains("producerRate: must be a non-negative number"), "{e}");
+        let e = parse(
+            &STANDARD.replace("producerRate: 50000", "producerRate: -1"),
+            "x",
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("producerRate: must be a non-negative number"),
+            "{e}"
+        );
         let e = parse(&format!("{STANDARD}randomBytesRatio: 0.5\n"), "x").unwrap_err();
-        assert!(e.contains("randomBytesRatio: has an effect only with"), "{e}");
+        assert!(
+            e.contains("randomBytesRatio: has an effect only with"),
+            "{e}"
+        );
         assert!(parse("- a\n- b\n", "x").unwrap_err().contains("mapping"));
         assert!(parse("topics: [1\n", "x").unwrap_err().contains("not YAML"));
         let nested = format!("{STANDARD}extra:\n  a: 1\n");
-        assert!(parse(&nested, "x").unwrap_err().contains("extra: unknown key"));
+        assert!(parse(&nested, "x")
+            .unwrap_err()
+            .contains("extra: unknown key"));
     }
 
     #[test]
@@ -439,6 +467,9 @@ testDurationMinutes: 15
             .replace("consumerBacklogSizeGB: 0", "consumerBacklogSizeGB: 1")
             .replace("consumerPerSubscription: 1", "consumerPerSubscription: 0");
         let e = parse(&text, "x").unwrap_err();
-        assert!(e.contains("consumerBacklogSizeGB: a backlog needs consumers"), "{e}");
+        assert!(
+            e.contains("consumerBacklogSizeGB: a backlog needs consumers"),
+            "{e}"
+        );
     }
 }
