@@ -18,9 +18,12 @@ Over the consumers' history (consume / reset / commit, consumer.py), `check_cons
   that goes back fails, one that jumps is a gap (fails when an acknowledged slot was jumped).
 - consume_reset (a fact): every reset (rebalance, PULL_OFFSET_MOVED), with the backwards ones
   counted; an offset read back with QUERY_CONSUMER_OFFSET that no member ever committed fails.
-- consume_missed: after the drain, every acknowledged message was consumed, unless a consumer read
-  another (never acknowledged) message at that slot before (a read of data not yet replicated, which
-  RocketMQ allows; counted as dirty reads).
+- consume_dirty_read: no consumer read, at a queue offset that was acknowledged, another message
+  (one never acknowledged: a read of a record that was not on every in-sync replica and was cut
+  by a failover). Apache's broker in controller mode with allAckInSyncStateSet dispatches to the
+  consume queue only up to the confirm offset (readUnCommitted false), so its consumers never do.
+- consume_missed: after the drain, every acknowledged message was consumed (those whose slot a
+  dirty read consumed are counted apart: the group's offset had already passed them).
 - consume duplicates and consume availability (facts), like the send ones.
 """
 
@@ -153,6 +156,13 @@ def check_consume(consumes, history, faults, t_stop, drained):
         if other is not None and other["key"] != op["key"] and ack is None:
             dirty.append((op, other))
     facts["consume_misplaced"] = misplaced
+    for op, other in dirty[:10]:
+        problems.append("consume_dirty_read: consumer %d read %s at queue %d offset %d from %s at %.2f s; that "
+                        "offset was acknowledged for %s by %s at %.2f s, and %s never was"
+                        % (op["consumer"], op["key"], op["queue"], op["offset"], op["addr"], op["t"],
+                           other["key"], other["addr"], other["t"], op["key"]))
+    if len(dirty) > 10:
+        problems.append("consume_dirty_read: %d more" % (len(dirty) - 10))
     facts["dirty_reads"] = len(dirty)
     facts["dirty_reads_after_ack"] = sum(1 for op, other in dirty if op["t"] > other["t"])
     dirty_slots = {(op["queue"], op["offset"]) for op, _ in dirty}

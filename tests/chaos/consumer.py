@@ -3,8 +3,10 @@ name server names (as the producers find it), commit their offsets with each pul
 COMMIT_OFFSET) and hand queues over every `rebalance_s` seconds (the owner that loses a queue commits
 it with UPDATE_CONSUMER_OFFSET, the one that gains it reads it back with QUERY_CONSUMER_OFFSET).
 
-Each member keeps its position per queue across master changes, as RocketMQ's clients do, and only
-moves it backwards when the broker says so (PULL_OFFSET_MOVED) or at a rebalance. Every record
+Each member asks the name server for the master again every `route_s` seconds and after any failed
+pull (a deposed master that became a slave still answers pulls with slaveReadEnable, so a member
+would otherwise stay on it), keeps its position per queue across master changes, as RocketMQ's
+clients do, and only moves it when the broker says so (PULL_OFFSET_MOVED) or at a rebalance. Every record
 consumed, every position reset and every committed offset goes to the history:
 
     {"type": "consume", "consumer": i, "queue": q, "offset": o, "key": k, "addr": a, "t": s}
@@ -22,7 +24,7 @@ GROUP = "chaos-consumer"
 
 
 class Consumer(threading.Thread):
-    def __init__(self, index, count, cluster, topic, queues, t0, out, lock, rebalance_s=12.0):
+    def __init__(self, index, count, cluster, topic, queues, t0, out, lock, rebalance_s=12.0, route_s=1.0):
         super().__init__(daemon=True)
         self.index = index
         self.count = count
@@ -33,6 +35,8 @@ class Consumer(threading.Thread):
         self.out = out
         self.lock = lock
         self.rebalance_s = rebalance_s
+        self.route_s = route_s
+        self.routed_at = 0.0
         self.stop_flag = threading.Event()
         self.freeze = threading.Event()   # set: keep the current assignment (the drain at the end)
         self.history = []
@@ -52,6 +56,7 @@ class Consumer(threading.Thread):
             self.out.write(json.dumps(op) + "\n")
 
     def route(self):
+        self.routed_at = time.monotonic()
         try:
             self.addr = wire.master_of(self.cluster.namesrv_addr, self.topic, timeout=1.0)
         except (wire.NotSent, wire.Unknown, ValueError):
@@ -124,7 +129,7 @@ class Consumer(threading.Thread):
 
     def run(self):
         while not self.stop_flag.is_set():
-            if self.addr is None:
+            if self.addr is None or time.monotonic() - self.routed_at >= self.route_s:
                 self.route()
                 if self.addr is None:
                     self.stop_flag.wait(0.2)

@@ -82,12 +82,22 @@ class ConsumeCheckers(unittest.TestCase):
         problems, _ = run([reset(0.5, 0, 5)], h, drained=False)
         self.assertIn("which no member committed", problems)
 
-    def test_a_dirty_read_explains_a_miss_but_not_without_one(self):
+    def test_a_dirty_read_fails_and_its_miss_is_counted_apart(self):
         # "u" (never acknowledged) read at offset 0 on an old master; "a" acknowledged there later.
         h = sends(("a", 0, 0, 2.0), unacked=["u"])
         problems, facts = run([reset(0.5, 0, 0), consume(1.0, 0, 0, "u")], h)
-        self.assertEqual(problems, "")
+        self.assertIn("consume_dirty_read", problems)
+        self.assertNotIn("consume_missed", problems)
         self.assertEqual((facts["dirty_reads"], facts["consume_missed_after_dirty_read"]), (1, 1))
+
+    def test_an_unacknowledged_read_elsewhere_is_no_dirty_read(self):
+        h = sends(("a", 0, 0, 2.0), unacked=["u"])
+        problems, facts = run([reset(0.5, 0, 0), consume(2.1, 0, 0, "a"), consume(2.2, 0, 1, "u")], h)
+        self.assertEqual(problems, "")
+        self.assertEqual(facts["dirty_reads"], 0)
+
+    def test_a_miss_without_a_dirty_read_fails_once_drained(self):
+        h = sends(("a", 0, 0, 2.0), unacked=["u"])
         problems, _ = run([reset(0.5, 0, 0)], h)
         self.assertIn("consume_missed", problems)
         problems, facts = run([reset(0.5, 0, 0)], h, drained=False)
