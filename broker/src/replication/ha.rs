@@ -427,7 +427,8 @@ pub async fn replicated(shard: &Shard, mut outcome: PutOutcome, term: u64) -> Pu
 /// Wakes the senders and, on a SYNC_MASTER, waits until a slave acknowledged the records (the error
 /// says why none did). In controller mode with `allAckInSyncStateSet`, every other member of the
 /// SyncStateSet must have acknowledged them, and a broker that stepped down to slave while storing
-/// them, or whose role changed at all since `term`, does not acknowledge them (`ack_rule`).
+/// them, or whose role changed at all since `term` (before the wait or during it), does not
+/// acknowledge them (`ack_rule`).
 async fn after_put(shard: &Shard, stored: &[PutOk], term: u64) -> Result<(), ha::WaitError> {
     use crate::replication::ack_rule::{ack_rule, AckRule};
     let state = crate::replication::ha_state::ha(shard);
@@ -460,7 +461,15 @@ async fn after_put(shard: &Shard, stored: &[PutOk], term: u64) -> Result<(), ha:
     match (rule, end) {
         (AckRule::Nobody, _) | (_, None) => Ok(()),
         (AckRule::SteppedDown, Some(_)) => Err(ha::WaitError::Timeout),
-        (AckRule::AllOf(others), Some(end)) => state.watermark.wait_all(end, &others, timeout).await,
+        (AckRule::AllOf(others), Some(end)) => {
+            state.watermark.wait_all(end, &others, timeout).await?;
+            // Deposed (and perhaps elected again) while waiting: the acks may come from replicas
+            // that cut these records and got others at the same offsets from the interim master.
+            if state.term.get() != term {
+                return Err(ha::WaitError::Timeout);
+            }
+            Ok(())
+        }
         (AckRule::AnySlave, Some(end)) => {
             state
                 .watermark
