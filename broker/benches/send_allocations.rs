@@ -6,7 +6,8 @@
 //! length and reported beside it. Run: `cargo bench -p broker --bench send_allocations`.
 //! With `ALLOC_TRACE=n` it also records a backtrace for every allocation made during `n` more sends
 //! (ROCKETMQ header) and prints them grouped by call site, most frequent first: where the count comes
-//! from (the dev profile keeps line tables for the workspace's crates).
+//! from (the dev profile keeps line tables for the workspace's crates). `DELAY_LEVEL=n` sends delayed
+//! messages instead (parked in the schedule topic by the send path).
 
 // Bench code: a broken expectation panics.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -116,6 +117,15 @@ fn measured() -> usize {
         .unwrap_or(5_000)
 }
 
+/// The message's properties; `DELAY_LEVEL=n` adds a DELAY level (the send path then parks it).
+fn properties() -> String {
+    let mut props = "KEYS\u{1}OrderID188\u{2}UNIQ_KEY\u{1}7F0000011F9C18B4AAC2156E4A3C0000\u{2}WAIT\u{1}true\u{2}TAGS\u{1}TagA\u{2}".to_owned();
+    if let Ok(level) = std::env::var("DELAY_LEVEL") {
+        props.push_str(&format!("DELAY\u{1}{level}\u{2}"));
+    }
+    props
+}
+
 /// SEND_MESSAGE_V2 as the Java client 4.9.8 sends it (the codec bench's request).
 fn send_v2(serialize_type: SerializeType) -> Vec<u8> {
     let cmd = RemotingCommand::request(SEND_MESSAGE_V2)
@@ -129,7 +139,7 @@ fn send_v2(serialize_type: SerializeType) -> Vec<u8> {
         .with_ext("f", "0")
         .with_ext("g", "1700000000000")
         .with_ext("h", "0")
-        .with_ext("i", "KEYS\u{1}OrderID188\u{2}UNIQ_KEY\u{1}7F0000011F9C18B4AAC2156E4A3C0000\u{2}WAIT\u{1}true\u{2}TAGS\u{1}TagA\u{2}")
+        .with_ext("i", &properties())
         .with_ext("j", "0")
         .with_ext("k", "false")
         .with_ext("m", "false")

@@ -9,6 +9,7 @@ use std::rc::Rc;
 
 use protocol::body::perm;
 use protocol::header::{SendHeader, SendMessageResponseHeader};
+use protocol::message::edited_properties::EditedProperties;
 use protocol::message::properties;
 use protocol::message::record::{sys_flag, MessageRecord, MAX_PROPERTIES_LEN};
 use protocol::message::{batch, msgid};
@@ -132,8 +133,12 @@ async fn prepare(
             ),
         ));
     }
-    let props = with_cluster(shard, header.properties.unwrap_or_default());
-    check_properties(&props)?;
+    // The properties are parsed once here; the features below edit them and they are encoded once,
+    // into the record, at the end. RocketMQ's broker sets CLUSTER on every message it is sent,
+    // whatever the client put there.
+    let mut props = EditedProperties::new(header.properties.unwrap_or_default());
+    props.set(properties::CLUSTER, shard.cfg.broker_cluster_name.as_str());
+    check_properties(props.encoded_len())?;
     let compacted = topic_config.compacted;
     let is_batch =
         header.is_batch(req.code) || flag_set_as_digit(req, "batch") || flag_set_as_digit(req, "m");
@@ -163,7 +168,7 @@ async fn prepare(
         }
         let entries = batch::decode_owned(&req.body)
             .map_err(|e| error(rc::MESSAGE_ILLEGAL, format!("bad batch body: {e}")))?;
-        crate::feature::schedule::park::refuse_delayed_batch(&props, &entries)
+        crate::feature::schedule::park::refuse_delayed_batch(props.get(properties::DELAY), &entries)
             .map_err(|why| error(rc::MESSAGE_ILLEGAL, why))?;
         if entries.is_empty() {
             return Err(error(rc::MESSAGE_ILLEGAL, "the batch holds no message"));
@@ -171,9 +176,9 @@ async fn prepare(
         let mut records = Vec::with_capacity(entries.len());
         for entry in entries {
             let properties = with_cluster(shard, &entry.properties);
-            check_properties(&properties)?;
+            check_properties(properties.len())?;
             if compacted {
-                require_key(&properties)?;
+                require_key(properties::get(&properties, properties::KEYS))?;
             }
             records.push(MessageRecord {
                 flag: entry.flag,
@@ -185,22 +190,25 @@ async fn prepare(
         records
     } else {
         if compacted {
-            require_key(&props)?;
+            require_key(props.get(properties::KEYS))?;
         }
         let mut record = MessageRecord {
             body: req.body.clone(),
-            properties: props,
             ..template
         };
         if sys_flag::transaction_type(record.sys_flag) == sys_flag::TRANSACTION_PREPARED {
-            record = into_half_message(record);
+            into_half_message(&mut record, &mut props);
         }
-        super::send_back::divert_exhausted_retry(shard, header, req.version, &mut record).await?;
-        record = park_if_timed(shard, record)?;
-        record = crate::feature::schedule::park_if_delayed(
-            record,
+        super::send_back::divert_exhausted_retry(shard, header, req.version, &mut record, &mut props)
+            .await?;
+        park_if_timed(shard, &mut record, &mut props)?;
+        crate::feature::schedule::park_delayed(
+            &mut record,
+            &mut props,
             crate::feature::schedule::max_level(shard),
         );
+        // The stored properties, encoded once (one allocation of their exact length).
+        record.properties = props.encode();
         vec![record]
     };
     Ok((records, is_batch))
@@ -208,9 +216,8 @@ async fn prepare(
 
 /// A compaction topic keeps the newest message per key, so a message without one is refused, as
 /// RocketMQ 5 does.
-fn require_key(props: &str) -> Result<(), RemotingCommand> {
-    let keys = properties::get(props, properties::KEYS).unwrap_or("");
-    if keys.trim().is_empty() {
+fn require_key(keys: Option<&str>) -> Result<(), RemotingCommand> {
+    if keys.unwrap_or("").trim().is_empty() {
         return Err(error(
             rc::MESSAGE_ILLEGAL,
             "Required message key is missing",
@@ -221,9 +228,14 @@ fn require_key(props: &str) -> Result<(), RemotingCommand> {
 
 /// Parks a timer message on the timer queue of the shard owning its real queue (so delivery is a local
 /// put); a delay above `timerMaxDelaySec` is refused with MESSAGE_ILLEGAL, as RocketMQ 5 does.
-fn park_if_timed(shard: &Shard, record: MessageRecord) -> Result<MessageRecord, RemotingCommand> {
-    crate::feature::timer::park_if_timed(
+fn park_if_timed<'a>(
+    shard: &Shard,
+    record: &mut MessageRecord,
+    props: &mut EditedProperties<'a>,
+) -> Result<(), RemotingCommand> {
+    crate::feature::timer::park_timed(
         record,
+        props,
         shard.cfg.timer_wheel_enable,
         shard.cfg.timer_max_delay_sec,
         topics::now_ms(),
@@ -244,13 +256,13 @@ fn flag_set_as_digit(req: &RemotingCommand, key: &str) -> bool {
     req.ext(key).is_some_and(|v| v.trim() == "1")
 }
 
-fn check_properties(props: &str) -> Result<(), RemotingCommand> {
-    if props.len() > MAX_PROPERTIES_LEN {
+/// Refuses properties of `len` bytes when the record format cannot carry them.
+fn check_properties(len: usize) -> Result<(), RemotingCommand> {
+    if len > MAX_PROPERTIES_LEN {
         return Err(error(
             rc::MESSAGE_ILLEGAL,
             format!(
-                "the message properties are {} bytes long, over the limit of {MAX_PROPERTIES_LEN}",
-                props.len()
+                "the message properties are {len} bytes long, over the limit of {MAX_PROPERTIES_LEN}"
             ),
         ));
     }
@@ -259,19 +271,14 @@ fn check_properties(props: &str) -> Result<(), RemotingCommand> {
 
 /// A prepared transaction message is parked in RMQ_SYS_TRANS_HALF_TOPIC queue 0 with its real topic and
 /// queue in properties, as RocketMQ does, so consumers don't see it before the commit (issue 7).
-fn into_half_message(mut record: MessageRecord) -> MessageRecord {
-    let mut props = properties::with(&record.properties, properties::REAL_TOPIC, &record.topic);
-    props = properties::with(
-        &props,
-        properties::REAL_QUEUE_ID,
-        &record.queue_id.to_string(),
-    );
-    record.properties = props;
+fn into_half_message<'a>(record: &mut MessageRecord, props: &mut EditedProperties<'a>) {
+    // The real topic moves into the property (no copy); the record takes the half topic.
+    let real_topic = std::mem::replace(&mut record.topic, topics::TRANS_HALF_TOPIC.to_owned());
+    props.set(properties::REAL_TOPIC, real_topic);
+    props.set(properties::REAL_QUEUE_ID, record.queue_id.to_string());
     record.sys_flag =
         sys_flag::with_transaction_type(record.sys_flag, sys_flag::TRANSACTION_NOT_TYPE);
-    record.topic = topics::TRANS_HALF_TOPIC.to_owned();
     record.queue_id = 0;
-    record
 }
 
 /// A random write queue, preferring one this shard owns (saves a cross-core hop).

@@ -14,6 +14,7 @@ use std::rc::Rc;
 use protocol::body::perm;
 use protocol::command::mq_version;
 use protocol::header::{CommandHeader, ConsumerSendMsgBackRequestHeader, SendHeader};
+use protocol::message::edited_properties::EditedProperties;
 use protocol::message::properties;
 use protocol::message::record::MessageRecord;
 use protocol::response_code as rc;
@@ -141,6 +142,7 @@ pub async fn divert_exhausted_retry(
     header: &SendHeader<'_>,
     version: i32,
     record: &mut MessageRecord,
+    props: &mut EditedProperties<'_>,
 ) -> Result<(), RemotingCommand> {
     let Some(group) = record.topic.strip_prefix(RETRY_GROUP_TOPIC_PREFIX) else {
         return Ok(());
@@ -160,12 +162,11 @@ pub async fn divert_exhausted_retry(
     crate::state::topics::validate_topic_name(&dlq)
         .map_err(|why| error(rc::MESSAGE_ILLEGAL, why))?;
     crate::common::topic_create::ensure_retry_topic(shard, &dlq, true).await?;
-    let origin =
-        properties::get(&record.properties, properties::RETRY_TOPIC).unwrap_or(header.topic);
+    let origin = props.get(properties::RETRY_TOPIC).unwrap_or(header.topic);
     crate::feature::metrics::apache_local::record_dlq(group, origin);
     record.topic = dlq;
     record.queue_id = 0;
-    record.properties = properties::without(&record.properties, properties::DELAY);
+    props.remove(properties::DELAY);
     Ok(())
 }
 

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use crate::shard::mesh::{join_all, MeshError};
 use crate::shard::Shard;
 
-pub use park::{park_if_delayed, reply_queue_id};
+pub use park::{park_delayed, park_if_delayed, reply_queue_id};
 use state::LevelState;
 
 /// How often shard 0 writes the table when it changed (RocketMQ's flushDelayOffsetInterval is 10 s;

@@ -4,14 +4,19 @@
 
 use std::net::SocketAddr;
 
+use protocol::message::edited_properties::EditedProperties;
 use protocol::message::properties;
 use protocol::message::record::{sys_flag, MessageRecord};
 
 use crate::state::topics::SCHEDULE_TOPIC;
 
-/// The DELAY level a record asks for (0 when absent, not a number or not positive).
-pub fn delay_level(record: &MessageRecord) -> i32 {
-    properties::get(&record.properties, properties::DELAY)
+/// The DELAY level of a send's properties (0 when absent, not a number or not positive).
+pub fn delay_level_in(props: &EditedProperties<'_>) -> i32 {
+    level_of(props.get(properties::DELAY))
+}
+
+fn level_of(value: Option<&str>) -> i32 {
+    value
         .and_then(|v| v.trim().parse::<i32>().ok())
         .filter(|level| *level > 0)
         .unwrap_or(0)
@@ -19,45 +24,57 @@ pub fn delay_level(record: &MessageRecord) -> i32 {
 
 /// Parks a record with a DELAY level > 0 in the schedule topic (level clamped to `max_level`); other
 /// records, prepared or rolled-back transactional ones, and a broker without levels are left alone.
-pub fn park_if_delayed(record: MessageRecord, max_level: usize) -> MessageRecord {
-    let level = delay_level(&record);
+pub fn park_if_delayed(mut record: MessageRecord, max_level: usize) -> MessageRecord {
+    let base = std::mem::take(&mut record.properties);
+    let mut props = EditedProperties::new(&base);
+    park_delayed(&mut record, &mut props, max_level);
+    let text = (!props.is_unchanged()).then(|| props.encode());
+    record.properties = text.unwrap_or(base);
+    record
+}
+
+/// [`park_if_delayed`] on a send being built: the record's properties are `props` (encoded once, by
+/// the caller, after every feature has edited them).
+pub fn park_delayed<'a>(
+    record: &mut MessageRecord,
+    props: &mut EditedProperties<'a>,
+    max_level: usize,
+) {
+    let level = delay_level_in(props);
     let kind = sys_flag::transaction_type(record.sys_flag);
     let transactional =
         kind != sys_flag::TRANSACTION_NOT_TYPE && kind != sys_flag::TRANSACTION_COMMIT;
     let Ok(max_level) = i32::try_from(max_level) else {
-        return record;
+        return;
     };
     if level <= 0 || transactional || max_level < 1 || record.topic == SCHEDULE_TOPIC {
-        return record;
+        return;
     }
     let level = level.min(max_level);
-    let mut props = properties::with(&record.properties, properties::DELAY, &level.to_string());
-    props = properties::with(&props, properties::REAL_TOPIC, &record.topic);
-    props = properties::with(
-        &props,
-        properties::REAL_QUEUE_ID,
-        &record.queue_id.to_string(),
-    );
-    MessageRecord {
-        topic: SCHEDULE_TOPIC.to_owned(),
-        queue_id: level - 1,
-        properties: props,
-        ..record
-    }
+    props.set(properties::DELAY, level.to_string());
+    // The real topic moves into the property (no copy); the record takes the schedule topic.
+    let real_topic = std::mem::replace(&mut record.topic, SCHEDULE_TOPIC.to_owned());
+    props.set(properties::REAL_TOPIC, real_topic);
+    props.set(properties::REAL_QUEUE_ID, record.queue_id.to_string());
+    record.queue_id = level - 1;
 }
 
 /// RocketMQ does not delay batches ("TimeDelayLevel is not supported for batching"): a batch whose
 /// header or any message asks for a DELAY level is refused rather than delivered early.
 pub fn refuse_delayed_batch(
-    header_props: &str,
+    header_delay: Option<&str>,
     entries: &[protocol::message::batch::BatchMessage],
 ) -> Result<(), String> {
-    let delayed = |props: &str| {
-        properties::get(props, properties::DELAY)
+    let delayed = |delay: Option<&str>| {
+        delay
             .and_then(|v| v.trim().parse::<i32>().ok())
             .is_some_and(|level| level > 0)
     };
-    if delayed(header_props) || entries.iter().any(|e| delayed(&e.properties)) {
+    if delayed(header_delay)
+        || entries
+            .iter()
+            .any(|e| delayed(properties::get(&e.properties, properties::DELAY)))
+    {
         return Err("TimeDelayLevel is not supported for batching".to_owned());
     }
     Ok(())

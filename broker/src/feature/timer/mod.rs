@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use protocol::message::edited_properties::EditedProperties;
 use protocol::message::properties;
 use protocol::message::record::{sys_flag, MessageRecord};
 use storage::GetMessageStatus;
@@ -47,40 +48,38 @@ pub fn queue_of(shard: &Shard, owner: usize) -> i32 {
 /// Parks a timer message (RocketMQ 5's `HookUtils.handleScheduleMessage` rules): TIMER_DELAY_SEC wins
 /// over TIMER_DELAY_MS over TIMER_DELIVER_MS; a DELAY level wins over all three (they are removed);
 /// a time not after `now` is stored at once; one more than `max_delay_sec` ahead is refused (Err, the
-/// remark for MESSAGE_ILLEGAL). `timer_queue` maps the real queue's owner to its timer queue.
-pub fn park_if_timed(
-    record: MessageRecord,
+/// remark for MESSAGE_ILLEGAL). `timer_queue` maps the real queue's owner to its timer queue. The
+/// record's properties are `props`, encoded once by the caller after every feature has edited them.
+pub fn park_timed<'a>(
+    record: &mut MessageRecord,
+    props: &mut EditedProperties<'a>,
     enabled: bool,
     max_delay_sec: u64,
     now: i64,
     timer_queue: impl Fn(&str, i32) -> i32,
-) -> Result<MessageRecord, String> {
+) -> Result<(), String> {
     let kind = sys_flag::transaction_type(record.sys_flag);
-    let props = &record.properties;
     let asked = [TIMER_DELAY_SEC, TIMER_DELAY_MS, TIMER_DELIVER_MS]
         .iter()
-        .any(|k| properties::get(props, k).is_some());
+        .any(|k| props.get(k).is_some());
     if !asked
         || (kind != sys_flag::TRANSACTION_NOT_TYPE && kind != sys_flag::TRANSACTION_COMMIT)
         || record.topic == TIMER_TOPIC
-        || properties::get(props, TIMER_OUT_MS).is_some()
+        || props.get(TIMER_OUT_MS).is_some()
     {
-        return Ok(record);
+        return Ok(());
     }
-    if crate::feature::schedule::park::delay_level(&record) > 0 {
-        let props = [TIMER_DELAY_SEC, TIMER_DELAY_MS, TIMER_DELIVER_MS]
-            .iter()
-            .fold(record.properties.clone(), |p, k| properties::without(&p, k));
-        return Ok(MessageRecord {
-            properties: props,
-            ..record
-        });
+    if crate::feature::schedule::park::delay_level_in(props) > 0 {
+        for k in [TIMER_DELAY_SEC, TIMER_DELAY_MS, TIMER_DELIVER_MS] {
+            props.remove(k);
+        }
+        return Ok(());
     }
     if !enabled {
-        return Ok(record);
+        return Ok(());
     }
     let num = |k: &str| -> Option<Result<i64, String>> {
-        properties::get(props, k).map(|v| {
+        props.get(k).map(|v| {
             v.trim()
                 .parse::<i64>()
                 .map_err(|_| format!("timer message illegal: {k} {v:?} is not a number"))
@@ -93,10 +92,10 @@ pub fn park_if_timed(
     } else if let Some(at) = num(TIMER_DELIVER_MS) {
         at?
     } else {
-        return Ok(record);
+        return Ok(());
     };
     if deliver_ms <= now {
-        return Ok(record);
+        return Ok(());
     }
     let max_ms = i64::try_from(max_delay_sec)
         .unwrap_or(i64::MAX)
@@ -106,16 +105,14 @@ pub fn park_if_timed(
             "timer message illegal, the delay time should not be bigger than the max delay {max_ms}ms"
         ));
     }
-    let mut p = properties::with(props, TIMER_OUT_MS, &deliver_ms.to_string());
-    p = properties::with(&p, properties::REAL_TOPIC, &record.topic);
-    p = properties::with(&p, properties::REAL_QUEUE_ID, &record.queue_id.to_string());
     let queue_id = timer_queue(&record.topic, record.queue_id);
-    Ok(MessageRecord {
-        topic: TIMER_TOPIC.to_owned(),
-        queue_id,
-        properties: p,
-        ..record
-    })
+    props.set(TIMER_OUT_MS, deliver_ms.to_string());
+    // The real topic moves into the property (no copy); the record takes the timer topic.
+    let real_topic = std::mem::replace(&mut record.topic, TIMER_TOPIC.to_owned());
+    props.set(properties::REAL_TOPIC, real_topic);
+    props.set(properties::REAL_QUEUE_ID, record.queue_id.to_string());
+    record.queue_id = queue_id;
+    Ok(())
 }
 
 /// `config/timerWatermark.<queue>`; when every shard is a broker with timer queues of its own (each
@@ -419,6 +416,22 @@ mod tests {
             properties: properties::encode(props.iter().copied()),
             ..MessageRecord::default()
         }
+    }
+
+    /// [`park_timed`] on a whole record, its properties encoded as the send path encodes them.
+    fn park_if_timed(
+        mut record: MessageRecord,
+        enabled: bool,
+        max_delay_sec: u64,
+        now: i64,
+        timer_queue: impl Fn(&str, i32) -> i32,
+    ) -> Result<MessageRecord, String> {
+        let base = std::mem::take(&mut record.properties);
+        let mut props = EditedProperties::new(&base);
+        park_timed(&mut record, &mut props, enabled, max_delay_sec, now, timer_queue)?;
+        let text = (!props.is_unchanged()).then(|| props.encode());
+        record.properties = text.unwrap_or(base);
+        Ok(record)
     }
 
     fn park(props: &[(&str, &str)]) -> Result<MessageRecord, String> {
