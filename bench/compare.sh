@@ -26,6 +26,9 @@
 #     defaults of that version: 5.5.0 runs its timer wheel, POP revive and compaction services and
 #     also writes consume-queue entries to a RocksDB store; the table's notes say so)
 #   BACKLOG_MB [1024] S4 backlog size                 S5_RATE [20000] msg/s
+#   OMB_WORKLOAD [bench/omb/1-topic-16-partitions-1kb.yaml] the OpenMessaging Benchmark workload file
+#     scenario OMB runs (`loadgen omb`, its testDurationMinutes and warm-up replaced by DURATION and
+#     WARMUP; not in the default SCENARIOS: add it, e.g. SCENARIOS="OMB")
 #   PULL_BATCH [32] S4's maxMsgNums per pull (Java's pullBatchSize); above 32 every broker gets it as
 #     maxTransferCountOnMessageInMemory, since each caps a pull at 32 messages by default
 #   QUEUES [8] queues of the benchmark topic in all (direct mode: QUEUES / OUR_SHARDS per shard-broker)
@@ -55,6 +58,7 @@ SCENARIOS=${SCENARIOS:-"S1 S2 S3 S4 S5 S6"}
 PEERS=${PEERS:-"apache5 apache4 ours ours-forward"}
 BACKLOG_MB=${BACKLOG_MB:-1024}
 S5_RATE=${S5_RATE:-20000}
+OMB_WORKLOAD=${OMB_WORKLOAD:-$ROOT/bench/omb/1-topic-16-partitions-1kb.yaml}
 PULL_BATCH=${PULL_BATCH:-32}
 OUR_EXTRA_CONFIG=${OUR_EXTRA_CONFIG:-}
 QUEUES=${QUEUES:-8}
@@ -446,6 +450,9 @@ run_scenario() {
         S5)
             "$LOADGEN" e2e "${LG_COMMON[@]}" "${PRODUCE[@]}" "${TIMED[@]}" --rate "$S5_RATE" --mode async --inflight 512 \
                 --json "$json" >"$dir/loadgen.log" 2>&1 || ok=0 ;;
+        OMB)
+            "$LOADGEN" omb --workload "$OMB_WORKLOAD" --namesrv "$NAMESRV_ADDR" --threads "$LOADGEN_THREADS" \
+                --warmup "$WARMUP" --test-duration "$DURATION" --json "$json" >"$dir/loadgen.log" 2>&1 || ok=0 ;;
         esac
         cpu=-
         if [ "$ok" = 1 ] && [ -s "$json" ]; then
@@ -488,6 +495,7 @@ json.dump({
                     "rocketmq-rust": "rocketmq-rust 1.0.0"},
     "backlog_mb": "$BACKLOG_MB",
     "s5_rate": "$S5_RATE",
+    "omb_workload": "$(basename "$OMB_WORKLOAD" .yaml)",
     "pull_batch": "$PULL_BATCH",
 }, open(sys.argv[1], "w"), indent=1)
 EOF

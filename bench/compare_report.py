@@ -53,17 +53,36 @@ def is_e2e(scenario):
     return scenario == "S5"
 
 
+def is_omb(scenario):
+    return scenario == "OMB"
+
+
+# `loadgen omb` writes OMB's result fields: the table's latency keys in OMB's names.
+OMB_LATENCY = {"avg": "Avg", "p50": "50pct", "p99": "99pct", "p999": "999pct", "p9999": "9999pct", "max": "Max"}
+
+
+def omb_curve(r):
+    q = r.get("aggregatedPublishLatencyQuantiles") or {}
+    return [{"percentile": float(k), "ms": v} for k, v in sorted(q.items(), key=lambda kv: float(kv[0]))]
+
+
 def tps(scenario):
+    if is_omb(scenario):
+        return lambda r: get(r, "loadgen", "publishRateAvg")
     side = "consume" if is_consume(scenario) else "produce"
     return lambda r: get(r, side, "tps")
 
 
 def mbs(scenario):
+    if is_omb(scenario):
+        return lambda r: (get(r, "loadgen", "publishRateAvg") or 0) * (r.get("messageSize") or 0) / 1e6
     side = "consume" if is_consume(scenario) else "produce"
     return lambda r: get(r, side, "mb_per_s")
 
 
 def latency(scenario, key):
+    if is_omb(scenario):
+        return lambda r: r.get("aggregatedPublishLatency" + OMB_LATENCY[key]) if key in OMB_LATENCY else None
     if is_consume(scenario):
         return lambda r: None  # a backlog's e2e is its age, not a latency
     if is_e2e(scenario):
@@ -72,6 +91,8 @@ def latency(scenario, key):
 
 
 def failures(scenario):
+    if is_omb(scenario):
+        return lambda r: (get(r, "loadgen", "publishFailed") or 0) + (get(r, "loadgen", "pullFailed") or 0)
     if is_consume(scenario):
         return lambda r: get(r, "consume", "pull_failed")
     if is_e2e(scenario):
@@ -84,6 +105,8 @@ def cpu(r):
 
 
 def curve(scenario):
+    if is_omb(scenario):
+        return omb_curve
     if is_consume(scenario):
         return None
     if is_e2e(scenario):
@@ -120,6 +143,7 @@ SCENARIO_TITLES = {
     "S3": "S3 batches of 32, ASYNC_FLUSH",
     "S4": "S4 consume a {backlog} MiB backlog, pulls of {pull_batch}",
     "S5": "S5 e2e at {rate} msg/s, SYNC_FLUSH",
+    "OMB": "OMB workload {omb}, ASYNC_FLUSH",
 }
 
 
@@ -132,7 +156,7 @@ def scenario_title(scenario, meta):
         return f"S6 S1 with {scenario[9:]} shard(s)"
     return SCENARIO_TITLES.get(scenario, scenario).format(
         backlog=meta.get("backlog_mb", "?"), rate=thousands(meta.get("s5_rate", "?")),
-        pull_batch=meta.get("pull_batch", "32"))
+        pull_batch=meta.get("pull_batch", "32"), omb=meta.get("omb_workload", "?"))
 
 
 def scenario_order(s):
@@ -190,7 +214,8 @@ def table(runs, meta, notes):
     out.append("Medians over the repeats. CPU us/msg: utime + stime of the broker and name server processes "
                "over the loadgen run (S4: the consume only) divided by the messages acknowledged (S4: consumed), "
                "warm-up included in both (so is a JVM's JIT compilation). Failures: failed sends + failed "
-               "responses (S4: failed pulls; S5: both). S5's latencies are end-to-end, the others' send RT.")
+               "responses (S4: failed pulls; S5 and OMB: both). S5's latencies are end-to-end, the others' send RT "
+               "(OMB: its publish rate and aggregated publish latency from `loadgen omb`; no CPU figure).")
     if notes:
         out.append("")
         out.append("Notes:")

@@ -147,12 +147,12 @@ fn a_workload_runs_at_its_rate_and_reports_omb_fields() {
         .iter()
         .map(|r| r.as_f64().unwrap())
         .collect();
-    // Three periods of the test (the warm-up is left out), each near 2,000 msg/s.
+    // Three periods of the test (the warm-up is left out), 2,000 msg/s over the test (a period may
+    // be above or below it when a busy machine delays sends into the next one).
     assert_eq!(rates.len(), 3, "{v}");
-    assert!(
-        rates.iter().all(|r| (1500.0..2500.0).contains(r)),
-        "{rates:?}"
-    );
+    assert!(rates.iter().all(|r| *r > 0.0), "{rates:?}");
+    let average = v["loadgen"]["publishRateAvg"].as_f64().unwrap();
+    assert!((1600.0..2400.0).contains(&average), "{v}");
     let consumed = v["loadgen"]["consumedMessages"].as_f64().unwrap();
     let published = v["loadgen"]["publishedMessages"].as_f64().unwrap();
     assert!(consumed > published * 0.8, "{v}");
@@ -232,9 +232,7 @@ fn refused_keys_and_wrong_queue_counts_stop_the_run() {
     );
     assert!(!out.status.success(), "{}", text(&out));
     assert!(
-        text(&out).contains(
-            "has 8 queues on broker null-broker, the workload's partitionsPerTopic is 16"
-        ),
+        text(&out).contains("has 8 queues in all, the workload's partitionsPerTopic is 16"),
         "{}",
         text(&out)
     );

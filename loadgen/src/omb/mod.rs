@@ -1,12 +1,13 @@
 //! `loadgen omb --workload FILE.yaml`: runs an OpenMessaging Benchmark workload file (its own YAML
 //! format, see `workload`) against a RocketMQ name server with loadgen's producers and consumers,
 //! and reports as OMB does (`result`): a line per period and a result file with OMB's field names.
-//! Topics get partitionsPerTopic queues, each subscription is a consumer group, producers share
+//! Topics get partitionsPerTopic queues in all, each subscription is a consumer group, producers share
 //! producerRate, and consumerBacklogSizeGB runs OMB's build-then-drain backlog phase (`phases`).
 
 pub mod executor;
 pub mod phases;
 pub mod result;
+pub mod topics;
 pub mod workload;
 
 use std::path::{Path, PathBuf};
@@ -83,7 +84,7 @@ pub struct OmbArgs {
     #[arg(long)]
     pub topic_prefix: Option<String>,
     /// Use the topics as they are instead of creating them (each must already have
-    /// partitionsPerTopic queues per broker).
+    /// partitionsPerTopic queues in all).
     #[arg(long)]
     pub existing_topics: bool,
     /// Longest the backlog build, and then its drain, may take before the run fails.
@@ -229,16 +230,7 @@ pub fn run(args: OmbArgs, command: String) -> Result<Value, String> {
         .unwrap_or_else(|| format!("omb-{}", unix_micros() / 1_000_000));
     let topics: Vec<String> = (0..w.topics).map(|t| format!("{prefix}-{t}")).collect();
     if !args.existing_topics {
-        for topic in &topics {
-            let queues = i32::try_from(w.partitions_per_topic)
-                .map_err(|_| "partitionsPerTopic is too large".to_owned())?;
-            crate::topic_setup::create_topic(
-                args.namesrv.clone(),
-                topic.clone(),
-                args.timeout,
-                queues,
-            )?;
-        }
+        topics::create(&args.namesrv, args.timeout, &topics, w.partitions_per_topic)?;
     }
     let threads = args.threads;
     let shared = Arc::new(Shared {
@@ -352,8 +344,13 @@ pub fn run(args: OmbArgs, command: String) -> Result<Value, String> {
                         "--- backlog drained in {:.1} s ---",
                         phases.backlog.drain_s.unwrap_or(0.0)
                     )),
-                    Action::Stop => shared.control.stop.store(true, Ordering::Release),
+                    Action::Stop => {
+                        // The test's last period ends here, whatever its length.
+                        flush = true;
+                        shared.control.stop.store(true, Ordering::Release);
+                    }
                     Action::GiveUp(why) => {
+                        flush = true;
                         gave_up = Some(why);
                         shared.control.stop.store(true, Ordering::Release);
                     }
