@@ -141,6 +141,7 @@ async fn setup(
                 inflight,
                 batch: opts.batch,
                 rate: opts.rate / threads as f64,
+                from_send_start: false,
             },
             stop: StopRule::new(None, budget),
             recorder: recorder.clone(),

@@ -28,6 +28,10 @@ pub struct ProducePlan {
     pub batch: usize,
     /// Messages per second on this executor; 0 = closed loop.
     pub rate: f64,
+    /// Open loop as OMB measures it: latency and the body's stamp from the actual send, the lateness
+    /// after the intended time recorded apart (`SendStats::delay`); otherwise both count from the
+    /// intended time.
+    pub from_send_start: bool,
 }
 
 /// Everything the producing tasks share.
@@ -179,14 +183,23 @@ async fn open_loop(ctx: Rc<ProduceCtx>, start: Instant) {
         };
         let ctx = ctx.clone();
         glommio::spawn_local(async move {
-            let msgs = ctx
-                .maker
-                .borrow_mut()
-                .messages_stamped(n as usize, unix_at(intended));
+            let began = Instant::now();
+            let stamp = if ctx.plan.from_send_start {
+                unix_micros()
+            } else {
+                unix_at(intended)
+            };
+            let msgs = ctx.maker.borrow_mut().messages_stamped(n as usize, stamp);
             let bytes = body_bytes(&msgs);
             let result = send_once(&ctx, &msgs).await;
-            ctx.recorder
-                .record_send(result, n, bytes, intended.elapsed());
+            if ctx.plan.from_send_start {
+                ctx.recorder.record_send(result, n, bytes, began.elapsed());
+                let late = began.saturating_duration_since(intended);
+                ctx.recorder.with(|s| s.send.delay.record(late));
+            } else {
+                ctx.recorder
+                    .record_send(result, n, bytes, intended.elapsed());
+            }
             drop(permit);
         })
         .detach();

@@ -150,6 +150,9 @@ pub struct SendStats {
     pub missed: u64,
     /// One sample per request (a batch is one request).
     pub latency: Latency,
+    /// Open loop measured as OMB does (`loadgen omb`): how late each request left after its intended
+    /// time (`latency` then runs from the actual send).
+    pub delay: Latency,
 }
 
 impl SendStats {
@@ -176,6 +179,7 @@ impl SendStats {
         self.missed = self.missed.saturating_add(other.missed);
         self.errors.merge(&other.errors);
         self.latency.merge(&other.latency);
+        self.delay.merge(&other.delay);
     }
 
     /// Every message attempted: accepted or failed.

@@ -125,6 +125,7 @@ async fn setup(
                 inflight: unit.inflight.max(1),
                 batch: 1,
                 rate: unit.rate,
+                from_send_start: true,
             },
             stop: StopRule::new(None, Budget::Unlimited),
             recorder: recorder.clone(),

@@ -1,7 +1,8 @@
 //! What `loadgen omb` reports, in OMB's terms: one line per period (publish and consume rates in
 //! msg/s and MB/s of 2^20 bytes, backlog, publish latency), the aggregated latency lines at the end,
 //! and the result file with the field names of OMB's `TestResult` (series per period, aggregated
-//! figures, quantile maps; latencies in milliseconds).
+//! figures, quantile maps; latencies in milliseconds, the publish delay in whole microseconds as
+//! OMB writes it).
 
 use std::time::Duration;
 
@@ -69,6 +70,8 @@ pub struct Period {
     /// Messages not yet received by every subscription, at the period's end.
     pub backlog: u64,
     pub publish: Points,
+    /// How late sends left after their intended time (open loop only).
+    pub delay: Points,
     pub e2e: Points,
 }
 
@@ -85,15 +88,17 @@ impl Period {
             consume_mb: per_second(consume.bytes, length) / MB,
             backlog,
             publish: Points::of(&send.latency),
+            delay: Points::of(&send.delay),
             e2e: Points::of(&consume.e2e),
         }
     }
 
     /// OMB's periodic line.
     pub fn line(&self) -> String {
-        let l = &self.publish;
+        let (l, d) = (&self.publish, &self.delay);
+        let us = |ms: f64| (ms * 1000.0).round();
         format!(
-            "Pub rate {:.1} msg/s / {:.1} MB/s | Pub err {:.1} err/s | Cons rate {:.1} msg/s / {:.1} MB/s | Backlog: {:.1} K | Pub Latency (ms) avg: {:.1} - 50%: {:.1} - 99%: {:.1} - 99.9%: {:.1} - Max: {:.1}",
+            "Pub rate {:.1} msg/s / {:.1} MB/s | Pub err {:.1} err/s | Cons rate {:.1} msg/s / {:.1} MB/s | Backlog: {:.1} K | Pub Latency (ms) avg: {:.1} - 50%: {:.1} - 99%: {:.1} - 99.9%: {:.1} - Max: {:.1} | Pub Delay Latency (us) avg: {:.0} - 50%: {:.0} - 99%: {:.0} - 99.9%: {:.0} - Max: {:.0}",
             self.publish_rate,
             self.publish_mb,
             self.publish_error_rate,
@@ -104,7 +109,12 @@ impl Period {
             l.p50,
             l.p99,
             l.p999,
-            l.max
+            l.max,
+            us(d.avg),
+            us(d.p50),
+            us(d.p99),
+            us(d.p999),
+            us(d.max)
         )
     }
 }
@@ -147,6 +157,16 @@ fn quantiles(latency: &Latency) -> Value {
     Value::Object(map)
 }
 
+/// `ms` as OMB's publish-delay fields: whole microseconds, the average as a double.
+fn micros(suffix: &str, ms: f64) -> Value {
+    let us = ms * 1000.0;
+    if suffix == "Avg" {
+        json!(us)
+    } else {
+        json!(us.round() as u64)
+    }
+}
+
 /// The result file: OMB's `TestResult` fields, then loadgen's own under `loadgen`.
 pub fn test_result(meta: &Meta<'_>, periods: &[Period], test: &Snapshot, extra: Value) -> Value {
     let mut root = Map::new();
@@ -180,6 +200,33 @@ pub fn test_result(meta: &Meta<'_>, periods: &[Period], test: &Snapshot, extra: 
             root.insert(format!("{prefix}{suffix}"), json!(values));
         }
     }
+    // The publish delay in whole microseconds (OMB's longs), its average as a double.
+    for (i, (suffix, _)) in Points::default().fields().iter().enumerate() {
+        let values: Vec<Value> = periods
+            .iter()
+            .map(|p| micros(suffix, p.delay.fields().get(i).map_or(0.0, |f| f.1)))
+            .collect();
+        root.insert(format!("publishDelayLatency{suffix}"), Value::Array(values));
+    }
+    for (suffix, value) in Points::of(&test.send.delay).fields() {
+        root.insert(
+            format!("aggregatedPublishDelayLatency{suffix}"),
+            micros(suffix, value),
+        );
+    }
+    let mut delay_quantiles = Map::new();
+    for p in CURVE_PERCENTILES
+        .iter()
+        .copied()
+        .chain(std::iter::once(100.0))
+    {
+        let us = (test.send.delay.percentile_ms(p) * 1000.0).round() as u64;
+        delay_quantiles.insert(format!("{p:?}"), json!(us));
+    }
+    root.insert(
+        "aggregatedPublishDelayLatencyQuantiles".into(),
+        Value::Object(delay_quantiles),
+    );
     for (prefix, latency) in [
         ("aggregatedPublishLatency", &test.send.latency),
         ("aggregatedEndToEndLatency", &test.consume.e2e),
@@ -206,6 +253,7 @@ mod tests {
                 .record_ok(1, 1024 * 1024 / 1000, Duration::from_micros(us));
         }
         s.send.record_error(ErrorKey::Code(2), 10);
+        s.send.delay.record(Duration::from_micros(40));
         s.consume.msgs = 500;
         s.consume.bytes = 512 * 1024;
         s.consume.e2e.record(Duration::from_millis(3));
@@ -226,7 +274,10 @@ mod tests {
             line.starts_with("Pub rate 500.0 msg/s / 0.5 MB/s | Pub err 5.0 err/s | Cons rate 250.0 msg/s / 0.2 MB/s | Backlog: 2.5 K | Pub Latency (ms) avg: 0.5 - 50%: 0.5"),
             "{line}"
         );
-        assert!(line.ends_with("Max: 1.0"), "{line}");
+        assert!(
+            line.contains("Max: 1.0 | Pub Delay Latency (us) avg: 40 - 50%: 40"),
+            "{line}"
+        );
     }
 
     #[test]
@@ -272,6 +323,9 @@ mod tests {
         assert!(v["aggregatedPublishLatencyQuantiles"]["99.9"].is_number());
         assert!(v["aggregatedEndToEndLatencyQuantiles"]["100.0"].is_number());
         assert_eq!(v["loadgen"]["x"], 1);
+        assert_eq!(v["publishDelayLatency50pct"], json!([40, 40]));
+        assert_eq!(v["aggregatedPublishDelayLatencyMax"], 40);
+        assert_eq!(v["aggregatedPublishDelayLatencyQuantiles"]["99.0"], 40);
         let lines = aggregated_lines(&s);
         assert!(
             lines[0]
