@@ -956,7 +956,7 @@ fn elect_master_hands_the_role_to_a_chosen_replica_and_the_running_old_master_fo
 /// stream of sends a replica's ack never equalled the master's log end at the moment of the check,
 /// so the connected, replicating survivor stayed out for 15-20 s (chaos, 2026-12-07: `SyncStateSet
 /// {3} -> {1, 2, 3}` 16 s after the election). It must be back within a few check periods (1 s): here
-/// under 3 s.
+/// under 4 s from the election.
 #[test]
 fn the_surviving_replica_rejoins_the_new_masters_sync_state_set_under_continuous_sends() {
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -971,21 +971,23 @@ fn the_surviving_replica_rejoins_the_new_masters_sync_state_set_under_continuous
     };
     producer.send_ok(&master_addr, 20);
     group.brokers[master].kill9();
-    let killed = Instant::now();
-    let (new_master, _) =
-        producer.send_through_failover(&group, &master_addr, first.epoch, killed, 1);
-    let elected = group.wait("the new master's first SyncStateSet", |g| {
-        (g.master_addr == new_master).then(|| g.clone())
-    });
-    // Producers keeping the master busy (32 sends in flight each) until the replica is back.
+    // Producers keep whichever survivor is master busy from the start (32 connections sending one
+    // after another on each shard-broker; the replica refuses them) until the replica is back.
     let stop = Arc::new(AtomicBool::new(false));
-    let producers: Vec<_> = (0..SHARD_BROKERS)
-        .map(|i| {
+    let producers: Vec<_> = (0..3)
+        .filter(|b| *b != master)
+        .flat_map(|b| (0..SHARD_BROKERS).map(move |i| (b, i)))
+        .map(|(b, i)| {
             let stop = stop.clone();
-            let addr = shard_broker(&new_master, i);
-            std::thread::spawn(move || load(addr, i, &stop))
+            let addr = shard_broker(&group.addr(b), i);
+            std::thread::spawn(move || load(addr, i, stop))
         })
         .collect();
+    let elected = group.wait("a new master", |g| {
+        (g.master_addr != master_addr && g.epoch > first.epoch && g.master_id.is_some())
+            .then(|| g.clone())
+    });
+    let new_master = elected.master_addr.clone();
     let start = Instant::now();
     let mut last = elected.clone();
     let rejoined = loop {
@@ -995,7 +997,7 @@ fn the_surviving_replica_rejoins_the_new_masters_sync_state_set_under_continuous
             }
             last = g;
         }
-        if start.elapsed() > Duration::from_secs(6) {
+        if start.elapsed() > Duration::from_secs(8) {
             break None;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -1006,14 +1008,14 @@ fn the_surviving_replica_rejoins_the_new_masters_sync_state_set_under_continuous
     }
     let sent = producer.acked.len();
     println!(
-        "SyncStateSet at the election {:?}; survivor back after {rejoined:?} ({sent} sends acknowledged)",
+        "SyncStateSet at the election {:?}; survivor back {rejoined:?} after it ({sent} sends acknowledged)",
         elected.sync_state_set
     );
     let rejoined = rejoined.unwrap_or_else(|| {
-        panic!("the surviving replica was not back in the SyncStateSet within 6 s under load: {last:?}")
+        panic!("the surviving replica was not back in the SyncStateSet within 8 s under load: {last:?}")
     });
     assert!(
-        rejoined < Duration::from_secs(3),
+        rejoined < Duration::from_secs(4),
         "the surviving replica took {rejoined:?} to rejoin"
     );
     producer.check_on(&new_master, "new master");
@@ -1025,42 +1027,55 @@ fn the_surviving_replica_rejoins_the_new_masters_sync_state_set_under_continuous
     producer.check_on(&survivor, "surviving replica");
 }
 
-/// Sends to shard-broker `i` at `addr`, 32 at a time on one connection, until `stop`: the
-/// acknowledged ones.
-fn load(addr: SocketAddr, i: usize, stop: &std::sync::atomic::AtomicBool) -> Vec<Acked> {
+/// Sends to shard-broker `i` at `addr` from 32 connections, each one send after another, until
+/// `stop`: the acknowledged ones. A refused send (not master yet, or no longer) is retried 20 ms
+/// later.
+fn load(
+    addr: SocketAddr,
+    i: usize,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Vec<Acked> {
     run_local(async move {
-        let mut acked: Vec<Acked> = Vec::new();
-        let Ok(c) = Client::connect(addr, Duration::from_secs(1)).await else {
-            return acked;
-        };
-        let mut n = 0u64;
-        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-            let bodies: Vec<Vec<u8>> = (0..32)
-                .map(|_| {
+        let senders = (0..32).map(|k| {
+            let stop = stop.clone();
+            async move {
+                let mut acked: Vec<Acked> = Vec::new();
+                let mut client: Option<Client> = None;
+                let mut n = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if client.is_none() {
+                        client = Client::connect(addr, Duration::from_secs(1)).await.ok();
+                    }
+                    let Some(c) = client.clone() else {
+                        glommio::timer::sleep(Duration::from_millis(20)).await;
+                        continue;
+                    };
                     n += 1;
-                    format!("load-{i}-{n:06}-{}", "z".repeat(1000)).into_bytes()
-                })
-                .collect();
-            let tasks: Vec<_> = bodies
-                .into_iter()
-                .map(|body| {
-                    let c = c.clone();
-                    glommio::spawn_local(async move {
-                        let resp = c
-                            .invoke(
-                                common::send_request(TOPIC, 0, &body, ""),
-                                Duration::from_secs(5),
-                            )
-                            .await
-                            .ok()?;
-                        let offset = resp.ext("queueOffset")?.parse().ok()?;
-                        (resp.code == response_code::SUCCESS).then_some((i, offset, body))
-                    })
-                })
-                .collect();
-            for t in tasks {
-                acked.extend(t.await);
+                    let body = format!("load-{addr}-{k}-{n:06}-{}", "z".repeat(1000)).into_bytes();
+                    let request = common::send_request(TOPIC, 0, &body, "");
+                    match c.invoke(request, Duration::from_secs(5)).await {
+                        Ok(resp) if resp.code == response_code::SUCCESS => {
+                            if let Some(o) = resp.ext("queueOffset").and_then(|v| v.parse().ok()) {
+                                acked.push((i, o, body));
+                            }
+                        }
+                        Ok(_) => glommio::timer::sleep(Duration::from_millis(20)).await,
+                        Err(_) => {
+                            client = None;
+                            glommio::timer::sleep(Duration::from_millis(20)).await;
+                        }
+                    }
+                }
+                acked
             }
+        });
+        let mut tasks = Vec::new();
+        for sender in senders {
+            tasks.push(glommio::spawn_local(sender));
+        }
+        let mut acked = Vec::new();
+        for t in tasks {
+            acked.extend(t.await);
         }
         acked
     })
