@@ -223,6 +223,12 @@ pub fn run(args: OmbArgs, command: String) -> Result<Value, String> {
                 .into(),
         );
     }
+    let backlog_bytes = args
+        .backlog_bytes
+        .unwrap_or_else(|| w.consumer_backlog_size_gb.saturating_mul(1 << 30));
+    if backlog_bytes > 0 && w.subscriptions_per_topic.min(w.consumer_per_subscription) == 0 {
+        return Err("a backlog needs consumers to drain it (subscriptionsPerTopic and consumerPerSubscription at least 1)".into());
+    }
     let bodies = bodies(&w, &args.workload)?;
     let prefix = args
         .topic_prefix
@@ -245,12 +251,6 @@ pub fn run(args: OmbArgs, command: String) -> Result<Value, String> {
         partitions: w.partitions_per_topic,
         control: Control::default(),
     });
-    let backlog_bytes = args
-        .backlog_bytes
-        .unwrap_or_else(|| w.consumer_backlog_size_gb.saturating_mul(1 << 30));
-    if backlog_bytes > 0 && w.subscriptions_per_topic * w.consumer_per_subscription == 0 {
-        return Err("a backlog needs consumers to drain it (subscriptionsPerTopic and consumerPerSubscription at least 1)".into());
-    }
     let mut phases = Phases::new(
         w.warmup,
         w.test_duration,

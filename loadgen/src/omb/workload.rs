@@ -40,6 +40,9 @@ pub struct Workload {
     pub warmup: Duration,
 }
 
+/// Producers and consumers one loadgen process runs at most.
+pub const MAX_CLIENTS: u64 = 10_000;
+
 /// Keys accepted only at the value that makes them do nothing, and why other values are refused.
 const INERT: &[(&str, &str)] = &[
     (
@@ -262,10 +265,19 @@ fn read(f: &mut Fields<'_>, fallback_name: &str) -> Workload {
         Some(_) => minutes(f.count("warmupDurationMinutes")),
     };
     let payload = payload(f);
-    if consumer_backlog_size_gb > 0 && subscriptions_per_topic * consumer_per_subscription == 0 {
+    let consumers = u64::from(subscriptions_per_topic) * u64::from(consumer_per_subscription);
+    if consumer_backlog_size_gb > 0 && consumers == 0 {
         f.refuse(
             "consumerBacklogSizeGB",
             "a backlog needs consumers to drain it (subscriptionsPerTopic and consumerPerSubscription at least 1)",
+        );
+    }
+    let clients =
+        u64::from(topics).saturating_mul(u64::from(producers_per_topic).saturating_add(consumers));
+    if clients > MAX_CLIENTS {
+        f.refuse(
+            "topics",
+            format!("{clients} producers and consumers in all: loadgen runs them in one process, at most {MAX_CLIENTS}"),
         );
     }
     Workload {
@@ -459,6 +471,26 @@ testDurationMinutes: 15
         assert!(parse(&nested, "x")
             .unwrap_err()
             .contains("extra: unknown key"));
+    }
+
+    #[test]
+    fn more_clients_than_one_process_runs_are_refused() {
+        let text = STANDARD.replace("topics: 1", "topics: 100000");
+        let e = parse(&text, "x").unwrap_err();
+        assert!(
+            e.contains("topics: 200000 producers and consumers in all"),
+            "{e}"
+        );
+        let huge = STANDARD
+            .replace(
+                "consumerPerSubscription: 1",
+                "consumerPerSubscription: 4000000000",
+            )
+            .replace(
+                "subscriptionsPerTopic: 1",
+                "subscriptionsPerTopic: 4000000000",
+            );
+        assert!(parse(&huge, "x").is_err());
     }
 
     #[test]
