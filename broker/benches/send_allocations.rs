@@ -5,7 +5,9 @@
 //! The broker's background work (flusher, timers, stats) is measured in an idle window of the same
 //! length and reported beside it. Run: `cargo bench -p broker --bench send_allocations`.
 //! With `ALLOC_TRACE=n` it also records a backtrace for every allocation made during `n` more sends
-//! (ROCKETMQ header) and prints them grouped by call site, most frequent first: where the count comes
+//! (ROCKETMQ header; `TRACE_HEADER=JSON` for JSON) and prints them grouped by call site, most frequent
+//! first, then the counts per send of the connection's task (the send path), the executor's
+//! park/wake and the other tasks: where the count comes
 //! from (the dev profile keeps line tables for the workspace's crates). `DELAY_LEVEL=n` sends delayed
 //! messages instead (parked in the schedule topic by the send path).
 
@@ -262,7 +264,11 @@ fn main() {
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
     {
-        let frame = send_v2(SerializeType::RocketMq);
+        let (header, serialize_type) = match std::env::var("TRACE_HEADER").as_deref() {
+            Ok("JSON") => ("JSON", SerializeType::Json),
+            _ => ("ROCKETMQ", SerializeType::RocketMq),
+        };
+        let frame = send_v2(serialize_type);
         TRACING.store(true, Ordering::Relaxed);
         for _ in 0..n {
             round_trip(&mut stream, &frame, &mut answer);
@@ -280,7 +286,7 @@ fn main() {
         }
         let mut sites: Vec<_> = sites.into_iter().collect();
         sites.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        println!("allocation sites over {n} sends (ROCKETMQ), per send:");
+        println!("allocation sites over {n} sends ({header}), per send:");
         for (site, count) in sites {
             println!("{:.2} {site}", count as f64 / n as f64);
         }
