@@ -4,19 +4,20 @@
 //! Topics get partitionsPerTopic queues in all, each subscription is a consumer group, producers share
 //! producerRate, and consumerBacklogSizeGB runs OMB's build-then-drain backlog phase (`phases`).
 
+pub mod bodies;
+pub mod collector;
 pub mod executor;
 pub mod phases;
 pub mod result;
 pub mod topics;
 pub mod workload;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use clap::Args;
 use glommio::LocalExecutorBuilder;
 use serde_json::{json, Value};
@@ -27,11 +28,11 @@ use crate::executor::{Event, StartGate};
 use crate::payload::unix_micros;
 use crate::report::Printer;
 use crate::run::placement;
-use crate::stats::Snapshot;
+use collector::Collector;
 use executor::{Assignment, ConsumerUnit, Control, ProducerUnit, Shared};
 use phases::{Action, Phases};
-use result::{Meta, Period};
-use workload::{PayloadSource, Workload};
+use result::Meta;
+use workload::Workload;
 
 /// How often executors report; periods are made of these samples.
 const SAMPLE: Duration = Duration::from_secs(1);
@@ -113,64 +114,6 @@ impl OmbArgs {
     }
 }
 
-/// A small xorshift generator: payload bytes need not be secure, only not compressible.
-struct Noise(u64);
-
-impl Noise {
-    fn fill(&mut self, out: &mut [u8]) {
-        for b in out {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            *b = (self.0 >> 24) as u8;
-        }
-    }
-}
-
-/// The message bodies the workload asks for.
-pub fn bodies(w: &Workload, workload_file: &Path) -> Result<Vec<Bytes>, String> {
-    let mut noise = Noise(unix_micros() | 1);
-    let size = w.message_size;
-    match &w.payload {
-        PayloadSource::Random => {
-            let mut body = vec![0u8; size];
-            noise.fill(&mut body);
-            Ok(vec![Bytes::from(body)])
-        }
-        PayloadSource::Randomized { ratio, pool } => {
-            let random = ((size as f64) * ratio).round() as usize;
-            Ok((0..*pool)
-                .map(|_| {
-                    let mut body = vec![0u8; size];
-                    noise.fill(body.get_mut(..random.min(size)).unwrap_or_default());
-                    Bytes::from(body)
-                })
-                .collect())
-        }
-        PayloadSource::File(path) => {
-            // As OMB: relative to the working directory; else next to the workload file.
-            let beside = workload_file.parent().map(|d| d.join(path));
-            let found = if path.exists() {
-                path.clone()
-            } else {
-                beside
-                    .filter(|p| p.exists())
-                    .unwrap_or_else(|| path.clone())
-            };
-            let body = std::fs::read(&found)
-                .map_err(|e| format!("payloadFile {}: {e}", found.display()))?;
-            if body.len() != size {
-                return Err(format!(
-                    "payloadFile {} has {} bytes, messageSize is {size}",
-                    found.display(),
-                    body.len()
-                ));
-            }
-            Ok(vec![Bytes::from(body)])
-        }
-    }
-}
-
 /// Deals the workload's producers and consumers out to `threads` executors.
 pub fn assign(w: &Workload, prefix: &str, inflight: usize, threads: usize) -> Vec<Assignment> {
     let mut out = vec![Assignment::default(); threads.max(1)];
@@ -229,7 +172,7 @@ pub fn run(args: OmbArgs, command: String) -> Result<Value, String> {
     if backlog_bytes > 0 && w.subscriptions_per_topic.min(w.consumer_per_subscription) == 0 {
         return Err("a backlog needs consumers to drain it (subscriptionsPerTopic and consumerPerSubscription at least 1)".into());
     }
-    let bodies = bodies(&w, &args.workload)?;
+    let bodies = bodies::bodies(&w, &args.workload)?;
     let prefix = args
         .topic_prefix
         .clone()
@@ -298,7 +241,7 @@ pub fn run(args: OmbArgs, command: String) -> Result<Value, String> {
         w.test_duration.as_secs_f64(),
         if backlog_bytes > 0 { format!(", backlog {backlog_bytes} bytes") } else { String::new() }
     ));
-    let mut run = Collector::new(args.interval, !phases.measuring());
+    let mut run = Collector::new(!phases.measuring());
     let mut failures = Vec::new();
     let mut gave_up = None;
     let mut aggregator = Aggregator::new(threads);
@@ -445,61 +388,6 @@ fn extra_json(
     extra
 }
 
-/// Sums samples into periods (printed, and kept for the result when measured) and the test's total.
-struct Collector {
-    interval: Duration,
-    period: Snapshot,
-    period_start: Duration,
-    period_warmup: bool,
-    pub sent: u64,
-    pub received: u64,
-    pub test: Snapshot,
-    pub test_seconds: f64,
-    pub periods: Vec<Period>,
-}
-
-impl Collector {
-    fn new(interval: Duration, warmup: bool) -> Collector {
-        Collector {
-            interval,
-            period: Snapshot::default(),
-            period_start: Duration::ZERO,
-            period_warmup: warmup,
-            sent: 0,
-            received: 0,
-            test: Snapshot::default(),
-            test_seconds: 0.0,
-            periods: Vec::new(),
-        }
-    }
-
-    fn add(&mut self, sample: &Snapshot, measuring: bool) {
-        self.sent = self.sent.saturating_add(sample.send.ok_msgs);
-        self.received = self.received.saturating_add(sample.consume.msgs);
-        self.period.accumulate(sample);
-        if measuring {
-            self.test.accumulate(sample);
-        }
-    }
-
-    /// Ends the period at `end`; returns its line. `next_warmup`: whether the next one is warm-up.
-    fn flush(&mut self, end: Duration, backlog: u64, next_warmup: bool) -> String {
-        let length = end.saturating_sub(self.period_start);
-        let period = Period::of(&self.period, length, backlog);
-        let tag = if self.period_warmup { " warm-up" } else { "" };
-        let line = format!("[{:>7.1}s{tag}] {}", end.as_secs_f64(), period.line());
-        if !self.period_warmup {
-            self.test_seconds += length.as_secs_f64();
-            self.periods.push(period);
-        }
-        debug_assert!(self.interval >= SAMPLE);
-        self.period = Snapshot::default();
-        self.period_start = end;
-        self.period_warmup = next_warmup;
-        line
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -530,53 +418,5 @@ mod tests {
         assert!(consumers
             .iter()
             .any(|c| c.topic == "p-1" && c.group == "p-sub-1" && c.index == 2 && c.of == 3));
-    }
-
-    #[test]
-    fn bodies_follow_the_payload_keys() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("w.yaml");
-        let w = workload(W);
-        let random = bodies(&w, &file).unwrap();
-        assert_eq!(random.len(), 1);
-        assert_eq!(random[0].len(), 64);
-        assert!(random[0].iter().filter(|b| **b == 0).count() < 16);
-        let mut r = w.clone();
-        r.payload = PayloadSource::Randomized {
-            ratio: 0.25,
-            pool: 3,
-        };
-        let pool = bodies(&r, &file).unwrap();
-        assert_eq!(pool.len(), 3);
-        assert!(pool
-            .iter()
-            .all(|b| b.len() == 64 && b[16..].iter().all(|x| *x == 0)));
-        assert_ne!(pool[0], pool[1]);
-        // payloadFile: found next to the workload; its length must be messageSize.
-        std::fs::write(dir.path().join("p.data"), vec![7u8; 64]).unwrap();
-        let mut f = w.clone();
-        f.payload = PayloadSource::File(PathBuf::from("p.data"));
-        assert_eq!(bodies(&f, &file).unwrap()[0], Bytes::from(vec![7u8; 64]));
-        f.message_size = 32;
-        assert!(bodies(&f, &file)
-            .unwrap_err()
-            .contains("has 64 bytes, messageSize is 32"));
-    }
-
-    #[test]
-    fn periods_after_the_warmup_make_the_series() {
-        let mut c = Collector::new(Duration::from_secs(2), true);
-        let mut s = Snapshot::default();
-        s.send.record_ok(10, 640, Duration::from_millis(1));
-        c.add(&s, false);
-        let line = c.flush(Duration::from_secs(1), 0, false);
-        assert!(line.contains("warm-up] Pub rate 10.0 msg/s"), "{line}");
-        c.add(&s, true);
-        c.add(&s, true);
-        let line = c.flush(Duration::from_secs(3), 5, false);
-        assert!(line.starts_with("[    3.0s] Pub rate 10.0 msg/s"), "{line}");
-        assert_eq!(c.periods.len(), 1);
-        assert_eq!(c.periods[0].backlog, 5);
-        assert_eq!((c.sent, c.test.send.ok_msgs, c.test_seconds), (30, 20, 2.0));
     }
 }
