@@ -257,6 +257,11 @@ impl Watermark {
         out
     }
 
+    /// Whether a slave with `broker_id` is connected.
+    pub fn is_connected(&self, broker_id: i64) -> bool {
+        self.state.borrow().acked_by(broker_id).is_some()
+    }
+
     /// Whether a slave with `broker_id` is connected and holds everything up to `master_end` now.
     pub fn caught_up(&self, broker_id: i64, master_end: i64) -> bool {
         self.state
@@ -546,6 +551,7 @@ mod tests {
             let a = wm.connected_as(0, 1);
             let b = wm.connected_as(0, 2);
             let _classic = wm.connected(0);
+            assert!(wm.is_connected(1) && wm.is_connected(2) && !wm.is_connected(3));
             // Nobody needed: at once.
             assert_eq!(wm.wait_all(100, &[], Duration::from_secs(1)).await, Ok(()));
             // Broker 3 is not connected: not available at once.

@@ -462,7 +462,7 @@ async fn after_put(shard: &Shard, stored: &[PutOk], term: u64) -> Result<(), ha:
         (AckRule::Nobody, _) | (_, None) => Ok(()),
         (AckRule::SteppedDown, Some(_)) => Err(ha::WaitError::Timeout),
         (AckRule::AllOf(others), Some(end)) => {
-            state.watermark.wait_all(end, &others, timeout).await?;
+            crate::replication::set_wait::wait_for_set(&state, end, others, timeout).await?;
             // Deposed (and perhaps elected again) while waiting: the acks may come from replicas
             // that cut these records and got others at the same offsets from the interim master.
             if state.term.get() != term {

@@ -1,5 +1,6 @@
 //! Replication in the broker: the HA role of every shard (`ha`: master sender or slave receiver, the
-//! SYNC_MASTER wait, whose rule is `ack_rule`; `ha_state`: a shard's replication state), a slave following its master's address
+//! SYNC_MASTER wait, whose rule is `ack_rule`, and in controller mode `set_wait`; `ha_state`: a
+//! shard's replication state), a slave following its master's address
 //! and copying its metadata (`ha_sync`), and in controller mode the replica that the controllers make
 //! master or slave (`replicas`, `replica_state`, `role_change`, `controller_client`,
 //! `broker_identity`). The wire format and the two ends of a stream are the `ha` crate; the store's
@@ -14,3 +15,4 @@ pub(crate) mod ha_sync;
 pub(crate) mod replica_state;
 pub(crate) mod replicas;
 pub(crate) mod role_change;
+pub(crate) mod set_wait;
