@@ -21,6 +21,11 @@ use crate::shard::Shard;
 /// Pause between tries of a step that failed (no controller leader, no answer).
 const RETRY: Duration = Duration::from_millis(500);
 
+/// A replica caught up within this many milliseconds joins the SyncStateSet once it holds the log
+/// end of the moment it was chosen, waited for as long (sends wait for it meanwhile; a fixed bound,
+/// whatever `checkSyncStateSetPeriod` is).
+const JOIN_MS: u64 = 1000;
+
 /// What a controller answered about a group's master (REGISTER_BROKER, ELECT_MASTER,
 /// GET_REPLICA_INFO, NOTIFY_BROKER_ROLE_CHANGED).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -475,12 +480,9 @@ async fn sync_state_set_loop(shard: Rc<Shard>) {
             continue;
         };
         let limit = shard.cfg.controller.ha_max_time_slave_not_catchup_ms;
-        // A newcomer caught up within a period (at least 1 s) joins once it holds the end of that
-        // moment, waited for as long.
-        let join_ms = shard.cfg.controller.check_sync_state_set_period_ms.max(1000);
         let per_shard = join_all(shard.every_shard().map(|s| {
             let members = current.sync_state_set.clone();
-            s.caught_up_slaves(limit, join_ms, members)
+            s.caught_up_slaves(limit, JOIN_MS, members)
         }))
         .await;
         // A replica is in sync when it is caught up on every shard.
