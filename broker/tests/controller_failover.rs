@@ -956,7 +956,8 @@ fn elect_master_hands_the_role_to_a_chosen_replica_and_the_running_old_master_fo
 /// stream of sends a replica's ack never equalled the master's log end at the moment of the check,
 /// so the connected, replicating survivor stayed out for 15-20 s (chaos, 2026-12-07: `SyncStateSet
 /// {3} -> {1, 2, 3}` 16 s after the election). It must be back within a few check periods (1 s): here
-/// under 4 s from the election.
+/// under 6 s from the election (1.3-2.4 s seen on the loaded 2-core machine; the old rule: not within
+/// 8 s in 3 runs of 3).
 #[test]
 fn the_surviving_replica_rejoins_the_new_masters_sync_state_set_under_continuous_sends() {
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -1015,7 +1016,7 @@ fn the_surviving_replica_rejoins_the_new_masters_sync_state_set_under_continuous
         panic!("the surviving replica was not back in the SyncStateSet within 8 s under load: {last:?}")
     });
     assert!(
-        rejoined < Duration::from_secs(4),
+        rejoined < Duration::from_secs(6),
         "the surviving replica took {rejoined:?} to rejoin"
     );
     producer.check_on(&new_master, "new master");
