@@ -167,7 +167,11 @@ fn a_workload_runs_at_its_rate_and_reports_omb_fields() {
     assert_eq!(v["backlog"].as_array().map(Vec::len), Some(3), "{v}");
     // Open loop as OMB measures it: the lateness of each send apart, in whole microseconds.
     assert!(v["aggregatedPublishDelayLatency50pct"].is_u64(), "{v}");
-    assert_eq!(v["publishDelayLatencyMax"].as_array().map(Vec::len), Some(3), "{v}");
+    assert_eq!(
+        v["publishDelayLatencyMax"].as_array().map(Vec::len),
+        Some(3),
+        "{v}"
+    );
     assert!(v["loadgen"].get("backlogDrain").is_none(), "{v}");
 }
 
