@@ -47,6 +47,9 @@ pub struct RegisterOutcome {
     pub master_addr: Option<String>,
     /// True when this address was not live before (for logging).
     pub new_broker: bool,
+    /// The registration was ignored: another address holds its brokerId with a higher
+    /// `stateVersion` (that address and its `stateVersion`, for logging).
+    pub conflict: Option<(String, i64)>,
 }
 
 /// The whole route table of one name server.
@@ -71,7 +74,19 @@ impl RouteTable {
 
     /// Records a broker's registration. Only a master (brokerId 0) writes queue data, and only
     /// when its topic table's data version changed or the broker is new to its group.
+    ///
+    /// A registration for a brokerId another live address holds with a higher `stateVersion`
+    /// (controller mode: the master epoch the broker last learnt) is ignored and the registering
+    /// address forgotten, as Apache's `RouteInfoManager.registerBroker` does: a deposed master that
+    /// registers as brokerId 0 before it learnt of its successor does not replace it.
     pub fn register(&mut self, reg: &Registration<'_>, now_ms: u64) -> RegisterOutcome {
+        if let Some(conflict) = self.stale_registration(reg) {
+            self.remove_broker_addr(reg.broker_addr);
+            return RegisterOutcome {
+                conflict: Some(conflict),
+                ..RegisterOutcome::default()
+            };
+        }
         self.clusters
             .entry(reg.cluster_name.to_owned())
             .or_default()
@@ -164,6 +179,20 @@ impl RouteTable {
             }
         }
         outcome
+    }
+
+    /// The live address that holds `reg`'s brokerId with a higher `stateVersion` than `reg`
+    /// carries, with that `stateVersion`; `None` when the registration may take the slot (the slot
+    /// is free, held by the same address or by one no longer live, or the versions allow it).
+    fn stale_registration(&self, reg: &Registration<'_>) -> Option<(String, i64)> {
+        let holder = self
+            .brokers
+            .get(reg.broker_name)?
+            .broker_addrs
+            .get(&reg.broker_id)
+            .filter(|addr| addr.as_str() != reg.broker_addr)?;
+        let held = self.live.get(holder)?.data_version.state_version;
+        (held > reg.topics.data_version.state_version).then(|| (holder.clone(), held))
     }
 
     /// UNREGISTER_BROKER: removes the address (only if it still holds `broker_id`) and whatever
@@ -545,6 +574,94 @@ mod tests {
             table.route("T").map(|r| r.queue_datas[0].read_queue_nums),
             Some(16)
         );
+    }
+
+    fn with_state_version(counter: i64, state_version: i64) -> TopicConfigSerializeWrapper {
+        let mut wrapper = topics(&[("T", 4)], counter);
+        wrapper.data_version.state_version = state_version;
+        wrapper
+    }
+
+    fn master_of(table: &RouteTable, broker_name: &str) -> Option<String> {
+        table
+            .cluster_info()
+            .broker_addr_table
+            .get(broker_name)
+            .and_then(|group| group.broker_addrs.get(&MASTER_ID).cloned())
+    }
+
+    #[test]
+    fn a_lower_state_version_does_not_replace_the_master() {
+        let mut table = RouteTable::new();
+        // b1 master at epoch 2, b2 its slave (controller brokerId 2).
+        let old_master = with_state_version(5, 2);
+        table.register(&reg("g", "b1:1", 0, "b1:2", &old_master, 1), 0);
+        let slave = with_state_version(5, 2);
+        table.register(&reg("g", "b2:1", 2, "b2:2", &slave, 2), 0);
+        // b2 elected at epoch 3 takes brokerId 0 (its id-2 entry goes).
+        let new_master = with_state_version(6, 3);
+        let out = table.register(&reg("g", "b2:1", 0, "b2:2", &new_master, 2), 10);
+        assert_eq!(out.conflict, None);
+        assert_eq!(master_of(&table, "g").as_deref(), Some("b2:1"));
+        // b1, deposed but not told yet, registers as brokerId 0 at epoch 2: ignored, forgotten.
+        let out = table.register(&reg("g", "b1:1", 0, "b1:2", &old_master, 1), 20);
+        assert_eq!(out.conflict, Some(("b2:1".to_owned(), 3)));
+        assert_eq!(out.master_addr, None);
+        assert_eq!(master_of(&table, "g").as_deref(), Some("b2:1"));
+        assert!(table.live_broker("b1:1").is_none());
+        let group = table.cluster_info().broker_addr_table["g"].clone();
+        assert_eq!(group.broker_addrs.len(), 1, "{group:?}");
+        assert_eq!(table.data_version("b2:1"), Some(new_master.data_version));
+        // Once it learnt epoch 3 it registers as a slave and is told its master.
+        let follower = with_state_version(6, 3);
+        let out = table.register(&reg("g", "b1:1", 1, "b1:2", &follower, 1), 30);
+        assert_eq!(out.conflict, None);
+        assert_eq!(out.master_addr.as_deref(), Some("b2:1"));
+        assert_eq!(master_of(&table, "g").as_deref(), Some("b2:1"));
+    }
+
+    #[test]
+    fn an_equal_or_higher_state_version_replaces_the_holder() {
+        let mut table = RouteTable::new();
+        let epoch3 = with_state_version(1, 3);
+        table.register(&reg("g", "b1:1", 0, "b1:2", &epoch3, 1), 0);
+        let same = with_state_version(1, 3);
+        let out = table.register(&reg("g", "b2:1", 0, "b2:2", &same, 2), 10);
+        assert_eq!(out.conflict, None, "an equal stateVersion takes the slot");
+        assert_eq!(master_of(&table, "g").as_deref(), Some("b2:1"));
+        let higher = with_state_version(1, 4);
+        let out = table.register(&reg("g", "b3:1", 0, "b3:2", &higher, 3), 20);
+        assert_eq!(out.conflict, None);
+        assert_eq!(master_of(&table, "g").as_deref(), Some("b3:1"));
+        // The holder re-registering itself at a lower stateVersion is not a conflict.
+        let lower = with_state_version(2, 1);
+        let out = table.register(&reg("g", "b3:1", 0, "b3:2", &lower, 3), 30);
+        assert_eq!(out.conflict, None);
+        assert_eq!(master_of(&table, "g").as_deref(), Some("b3:1"));
+    }
+
+    #[test]
+    fn classic_mode_restart_on_a_new_address_takes_the_slot() {
+        let mut table = RouteTable::new();
+        // stateVersion 0 throughout (no controllers), as Apache's classic brokers send it.
+        let before = topics(&[("T", 4)], 9);
+        table.register(&reg("g", "old:1", 0, "old:2", &before, 1), 0);
+        let fresh = topics(&[("T", 8)], 1);
+        let out = table.register(&reg("g", "new:1", 0, "new:2", &fresh, 2), 10);
+        assert_eq!(out.conflict, None);
+        assert_eq!(master_of(&table, "g").as_deref(), Some("new:1"));
+        assert_eq!(
+            table.route("T").map(|r| r.queue_datas[0].read_queue_nums),
+            Some(8)
+        );
+        // A holder that is no longer live does not block a lower stateVersion either.
+        let epoch5 = with_state_version(1, 5);
+        table.register(&reg("h", "x:1", 0, "x:2", &epoch5, 3), 0);
+        assert_eq!(table.expire(1000, 100).len(), 3);
+        let zero = topics(&[("T", 4)], 1);
+        let out = table.register(&reg("h", "y:1", 0, "y:2", &zero, 4), 1000);
+        assert_eq!(out.conflict, None);
+        assert_eq!(master_of(&table, "h").as_deref(), Some("y:1"));
     }
 
     #[test]

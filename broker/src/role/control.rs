@@ -101,14 +101,41 @@ pub async fn register_now(shard: &Shard) -> usize {
         return 0;
     };
     registrar.queued.set(false);
+    let replicas =
+        crate::replication::replica_state::replicas(shard).filter(|_| shard.cfg.controller.enabled);
+    // Controller mode: a role change under way ends first, so the brokerId and the master epoch
+    // sent are those of one role (a deposed master must not send the new epoch as brokerId 0).
+    let changing = match &replicas {
+        Some(r) => match r.changing.acquire_permit(1).await {
+            Ok(permit) => Some(permit),
+            Err(_) => return 0,
+        },
+        None => None,
+    };
     if shard.cfg.controller.enabled && shard.chosen_role.get().is_none() {
         // Controller mode: clients learn of this broker once the controllers gave it a role.
         return 0;
     }
-    let wrapper = shard.topics.borrow().wrapper();
-    registrar
-        .register_all(&shard.effective_cfg(), shard.shards, wrapper)
-        .await
+    let epoch = replicas
+        .as_ref()
+        .map_or(0, |r| r.state.borrow().master_epoch);
+    let wrapper = registration_topics(&shard.topics.borrow(), epoch);
+    let cfg = shard.effective_cfg();
+    drop(changing);
+    registrar.register_all(&cfg, shard.shards, wrapper).await
+}
+
+/// The topic table a registration sends. Its DataVersion's `stateVersion` is the master epoch
+/// this broker last learnt from the controllers (0 in classic mode), as Apache's broker sets it on
+/// every role change: a name server ignores a registration for a brokerId whose holder registered
+/// a higher one, so a deposed master that has not learnt its successor yet cannot replace it.
+pub fn registration_topics(
+    topics: &crate::state::topics::TopicTable,
+    master_epoch: i32,
+) -> protocol::body::TopicConfigSerializeWrapper {
+    let mut wrapper = topics.wrapper();
+    wrapper.data_version.state_version = i64::from(master_epoch);
+    wrapper
 }
 
 /// Changes the master topic table, persists it, tells every other shard, and re-registers.
@@ -319,4 +346,25 @@ pub fn start_tasks(shard: &Rc<Shard>) {
         }
     })
     .detach();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_registration_carries_the_master_epoch_as_state_version() {
+        let mut table = crate::state::topics::TopicTable::default();
+        table.upsert(TopicConfig::new("T", 4));
+        let classic = registration_topics(&table, 0);
+        assert_eq!(classic.data_version.state_version, 0);
+        assert_eq!(classic.data_version.counter, table.data_version.counter);
+        let controller = registration_topics(&table, 7);
+        assert_eq!(controller.data_version.state_version, 7);
+        assert_eq!(controller.topic_config_table, table.topics);
+        // A table stored with another broker's stateVersion registers this broker's epoch.
+        table.data_version.state_version = 9;
+        assert_eq!(registration_topics(&table, 3).data_version.state_version, 3);
+        assert_eq!(registration_topics(&table, 0).data_version.state_version, 0);
+    }
 }

@@ -56,7 +56,19 @@ pub fn register(ns: &NameServer, request: &RemotingCommand, connection_id: u64) 
     };
     let now = ns.now_ms();
     let outcome = ns.table.borrow_mut().register(&registration, now);
-    if outcome.new_broker {
+    if let Some((holder, held)) = &outcome.conflict {
+        // Apache answers SUCCESS with no master address too; the broker learns its role from the
+        // controllers and registers again with their epoch.
+        tracing::warn!(
+            "registration ignored: cluster {} name {} id {} addr {} stateVersion {} conflicts with \
+             {holder}, which holds that id at stateVersion {held}",
+            header.cluster_name,
+            header.broker_name,
+            header.broker_id,
+            header.broker_addr,
+            body.topic_config_serialize_wrapper.data_version.state_version
+        );
+    } else if outcome.new_broker {
         tracing::info!(
             "broker registered: cluster {} name {} id {} addr {} ha {} ({} topics)",
             header.cluster_name,
