@@ -128,10 +128,14 @@ pub struct Lag {
     pub behind_ms: u64,
 }
 
+/// Called after every ack (the broker moves its confirm offset there).
+pub type AckHook = dyn Fn();
+
 /// One shard's replication watermark. `Rc` inside; clone within the shard's executor.
 #[derive(Clone, Default)]
 pub struct Watermark {
     state: Rc<RefCell<State>>,
+    on_ack: Rc<RefCell<Option<Rc<AckHook>>>>,
 }
 
 impl Watermark {
@@ -236,6 +240,20 @@ impl Watermark {
             w
         };
         wakers.into_iter().for_each(Waker::wake);
+        let hook = self.on_ack.borrow().clone();
+        if let Some(f) = hook {
+            f();
+        }
+    }
+
+    /// Sets the function called after every ack.
+    pub fn set_ack_hook(&self, f: Box<AckHook>) {
+        *self.on_ack.borrow_mut() = Some(Rc::from(f));
+    }
+
+    /// The highest ack of a connected slave with `broker_id`; None when none is connected.
+    pub fn acked_of(&self, broker_id: i64) -> Option<i64> {
+        self.state.borrow().acked_by(broker_id)
     }
 
     /// Every connected slave, by connection.
@@ -651,7 +669,9 @@ mod tests {
                 wm.ack(a, (end - 300).max(0), end);
                 glommio::timer::sleep(Duration::from_millis(2)).await;
             }
-            let age = wm.slaves()[0].caught_up_age.expect("caught up as of an earlier end");
+            let age = wm.slaves()[0]
+                .caught_up_age
+                .expect("caught up as of an earlier end");
             assert!(age < Duration::from_millis(100), "{age:?}");
             assert!(!wm.caught_up(1, end));
             assert!(wm.in_sync(1, end, Duration::from_millis(500)));

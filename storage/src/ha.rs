@@ -190,13 +190,32 @@ impl MessageStore {
             pos += size as u64;
         }
         let _ = records;
-        let listener = inner.arrival.borrow().clone();
-        if let Some(f) = listener {
-            for (t, q, max) in arrivals {
-                f(&t, q, max);
+        let end = physical(inner.cfg.shard_id, pos);
+        if self.confirm_offset().is_some() {
+            // A slave serves what it holds of its master's log: the gate moves to its end (what it
+            // still holds back is a tail of its own from before it followed this master).
+            self.set_confirm_offset(end);
+            let arrivals = arrivals
+                .into_iter()
+                .filter_map(|(topic, queue_id, max_offset)| {
+                    self.queue(&topic, queue_id)
+                        .map(|queue| crate::store::Arrival {
+                            topic,
+                            queue_id,
+                            max_offset,
+                            queue,
+                        })
+                });
+            self.notify_arrivals(arrivals);
+        } else {
+            let listener = inner.arrival.borrow().clone();
+            if let Some(f) = listener {
+                for (t, q, max) in arrivals {
+                    f(&t, q, max);
+                }
             }
         }
         inner.signal.raise();
-        Ok(physical(inner.cfg.shard_id, pos))
+        Ok(end)
     }
 }

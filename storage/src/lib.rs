@@ -8,6 +8,7 @@ mod checkpoint;
 mod commitlog;
 pub mod compaction;
 pub mod config;
+mod confirm;
 mod consume_queue;
 mod cq_admin;
 pub mod dispatch;

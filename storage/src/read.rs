@@ -156,9 +156,10 @@ impl MessageStore {
             record: record_filter,
         } = filter;
         StoreStats::inc(&self.inner.stats.gets, 1);
+        // With a confirm gate, the queue ends for readers at the last entry it covers.
         let (min, max) = (
             self.min_offset(topic, queue_id),
-            self.max_offset(topic, queue_id),
+            self.readable_max_offset(topic, queue_id),
         );
         let result = |status, records, next| GetResult {
             status,
@@ -207,7 +208,9 @@ impl MessageStore {
             return Ok(result(
                 GetMessageStatus::OffsetOverflowBadly,
                 Vec::new(),
-                if min == 0 { min } else { max },
+                // RocketMQ's `nextOffsetCorrection(offset, maxOffset)`: back to the queue's end,
+                // never to its start (a consumer past the end has read everything there).
+                max,
             ));
         }
         let max_count = i64::from(max_count.max(1));
@@ -228,11 +231,16 @@ impl MessageStore {
         };
         let min_phys = self.min_physical_offset();
         // See `StoreConfig::consume_durable_only`.
-        let visible_end = self
+        let durable_end = self
             .inner
             .cfg
             .consume_durable_only
             .then(|| self.flushed_physical_offset());
+        // See `confirm`: nothing past the confirm offset.
+        let visible_end = match (durable_end, self.confirm_offset()) {
+            (Some(d), Some(c)) => Some(d.min(c)),
+            (d, c) => d.or(c),
+        };
         let mut records: Vec<Bytes> = Vec::new();
         let mut bytes = 0usize;
         let mut next = offset;
@@ -252,7 +260,8 @@ impl MessageStore {
                 break;
             }
             if visible_end.is_some_and(|end| unit.phys.saturating_add(i64::from(unit.size)) > end) {
-                // Not durable yet: readers get it after the flush (its arrival fires then).
+                // Not durable or not confirmed yet: readers get it after the flush or when the
+                // confirm offset passes it (its arrival fires then).
                 break;
             }
             next = o + 1;

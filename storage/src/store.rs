@@ -36,11 +36,11 @@ const RETENTION_INTERVAL: Duration = Duration::from_secs(10);
 pub type ArrivalFn = dyn Fn(&str, i32, i64);
 
 /// A queue's new max offset, announced to the arrival hook after the flush (`consume_durable_only`).
-struct Arrival {
-    topic: String,
-    queue_id: i32,
-    max_offset: i64,
-    queue: Rc<RefCell<ConsumeQueue>>,
+pub(crate) struct Arrival {
+    pub topic: String,
+    pub queue_id: i32,
+    pub max_offset: i64,
+    pub queue: Rc<RefCell<ConsumeQueue>>,
 }
 
 pub(crate) type QueueMap = HashMap<
@@ -103,6 +103,8 @@ pub(crate) struct Inner {
     pub epochs: RefCell<EpochFile>,
     /// Set while `truncate_tail` runs: appends are refused.
     pub truncating: Cell<bool>,
+    /// The confirm-offset gate (controller mode; see `confirm`).
+    pub confirm: RefCell<crate::confirm::ConfirmGate>,
     /// Compacted and `reserve.time` topics, as the broker set them.
     pub policies: RefCell<crate::policy::TopicPolicies>,
     /// The compacted logs of this shard's compacted queues.
@@ -166,6 +168,7 @@ impl MessageStore {
             truncating: Cell::new(false),
             policies: RefCell::new(crate::policy::TopicPolicies::default()),
             compacted: RefCell::new(compacted),
+            confirm: RefCell::default(),
             compaction_lock: glommio::sync::Semaphore::new(1),
             tunables: RefCell::new(crate::tunables::Tunables::from_config(&cfg)),
             cfg,
@@ -329,7 +332,7 @@ impl MessageStore {
     /// After the flush that made them durable: readers may see these records now
     /// (`consume_durable_only`). The hook fires once per run of one queue. Not after a failed or
     /// timed-out flush: a later put's announcement, or a reader's own timeout, covers those.
-    fn notify_arrivals(&self, arrivals: impl Iterator<Item = Arrival>) {
+    pub(crate) fn notify_arrivals(&self, arrivals: impl Iterator<Item = Arrival>) {
         let listener = self.inner.arrival.borrow().clone();
         let mut pending: Option<Arrival> = None;
         for a in arrivals {
@@ -433,27 +436,33 @@ impl MessageStore {
             store_timestamp: now,
         };
         let mut held = None;
+        let end = local + len as u64;
         if let Some(max) = new_max {
-            if inner.cfg.consume_durable_only {
-                {
-                    // Readers were told of everything before this record (or of less, still).
-                    let mut q = cq.borrow_mut();
-                    q.announced_max = Some(q.announced_max.unwrap_or(max - 1));
-                }
-                held = Some(Arrival {
-                    topic: std::mem::take(&mut msg.topic),
-                    queue_id: msg.queue_id,
-                    max_offset: max,
-                    queue: cq.clone(),
-                });
-            } else {
-                let listener = inner.arrival.borrow().clone();
-                if let Some(f) = listener {
-                    f(&msg.topic, msg.queue_id, max);
+            let arrival = Arrival {
+                topic: std::mem::take(&mut msg.topic),
+                queue_id: msg.queue_id,
+                max_offset: max,
+                queue: cq.clone(),
+            };
+            // With a confirm gate it is announced when the confirm offset passes it (`confirm`).
+            let arrival = self.hold_for_confirm(physical(inner.cfg.shard_id, end), arrival);
+            if let Some(a) = arrival {
+                if inner.cfg.consume_durable_only {
+                    {
+                        // Readers were told of everything before this record (or of less, still).
+                        let mut q = cq.borrow_mut();
+                        q.announced_max = Some(q.announced_max.unwrap_or(max - 1));
+                    }
+                    held = Some(a);
+                } else {
+                    let listener = inner.arrival.borrow().clone();
+                    if let Some(f) = listener {
+                        f(&a.topic, a.queue_id, max);
+                    }
                 }
             }
         }
-        Ok((ok, local + len as u64, held))
+        Ok((ok, end, held))
     }
 
     pub(crate) fn index_keys<'a>(

@@ -130,6 +130,7 @@ impl MessageStore {
         // (3)
         inner.log.cut_back(cut).await?;
         inner.waiters.flushed.set(cut);
+        self.confirm_cut(offset);
         // (4)
         let queues = self.queue_handles();
         let positions = inner.consumer_positions.borrow().clone();

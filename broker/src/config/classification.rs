@@ -140,6 +140,7 @@ pub const TABLE: &[Group] = &[
             "haMaxTimeSlaveNotCatchup",
             "allAckInSyncStateSet",
             "minInSyncReplicas",
+            "readUnCommitted",
             // Accepted at Apache's default place under storePathRootDir, refused anywhere else.
             "storePathCommitLog",
             "storePathConsumeQueue",
@@ -897,14 +898,6 @@ pub const TABLE: &[Group] = &[
              (valid characters, no system-reserved names on update), records are written in \
              the message version their topic length needs without a properties CRC (clients \
              do not check one), and filter servers and region tags do not exist",
-        ),
-    ),
-    (
-        &["readUnCommitted"],
-        Class::NotUsed(
-            "true asks for no more than this broker does: readers see a record once it is \
-             stored (with SYNC_FLUSH once it is flushed); note that in controller mode reads \
-             are not held back until every in-sync replica has the record, whatever the key",
         ),
     ),
 ];

@@ -32,6 +32,10 @@ pub struct ControllerModeConfig {
     /// `minInSyncReplicas`: with fewer in-sync replicas (the master included), sends are refused
     /// ("in-sync replicas not enough") instead of acknowledged unsafely.
     pub min_in_sync_replicas: usize,
+    /// `readUnCommitted`: with `allAckInSyncStateSet`, readers see a record as soon as the master
+    /// stored it; when false (Apache's default) only once every member of the SyncStateSet has it
+    /// (the confirm offset). No effect outside controller mode.
+    pub read_un_committed: bool,
 }
 
 impl Default for ControllerModeConfig {
@@ -47,6 +51,7 @@ impl Default for ControllerModeConfig {
             ha_max_time_slave_not_catchup_ms: 15_000,
             all_ack_in_sync_state_set: false,
             min_in_sync_replicas: 1,
+            read_un_committed: false,
         }
     }
 }
@@ -94,6 +99,7 @@ impl ControllerModeConfig {
             }
             "allAckInSyncStateSet" => boolean(v).map(|b| self.all_ack_in_sync_state_set = b),
             "minInSyncReplicas" => number(v).map(|n| self.min_in_sync_replicas = n),
+            "readUnCommitted" => boolean(v).map(|b| self.read_un_committed = b),
             _ => return None,
         };
         Some(result)
@@ -160,6 +166,7 @@ impl ControllerModeConfig {
                 self.all_ack_in_sync_state_set.to_string(),
             ),
             ("minInSyncReplicas", self.min_in_sync_replicas.to_string()),
+            ("readUnCommitted", self.read_un_committed.to_string()),
         ]
     }
 }

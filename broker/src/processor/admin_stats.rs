@@ -75,7 +75,7 @@ pub(crate) async fn topic_offsets(
     let mut out = Vec::with_capacity(queues.len());
     for &q in queues {
         let min = shard.store.min_offset(topic, q).max(0);
-        let max = shard.store.max_offset(topic, q).max(0);
+        let max = shard.store.readable_max_offset(topic, q).max(0);
         let last = if max > 0 {
             store_time(shard, topic, q, max - 1).await?
         } else {
@@ -101,7 +101,7 @@ pub(crate) async fn group_offsets(
 ) -> Result<Vec<(i32, OffsetWrapper)>, String> {
     let mut out = Vec::with_capacity(queues.len());
     for &q in queues {
-        let broker_offset = shard.store.max_offset(topic, q).max(0);
+        let broker_offset = shard.store.readable_max_offset(topic, q).max(0);
         // As Java: a queue without a committed offset counts from 0.
         let consumer_offset = shard
             .offsets

@@ -19,7 +19,8 @@ fn success(fields: protocol::ExtFields) -> RemotingCommand {
 pub fn max_offset(shard: &Shard, req: &RemotingCommand) -> RemotingCommand {
     match GetMaxOffsetRequestHeader::from_ext_fields(&req.ext_fields) {
         Ok(h) => {
-            let offset = shard.store.max_offset(&h.topic, h.queue_id);
+            // Controller mode: up to the confirm offset, as RocketMQ 5's ConsumeQueue (`confirm`).
+            let offset = shard.store.readable_max_offset(&h.topic, h.queue_id);
             success(GetMaxOffsetResponseHeader { offset }.to_ext_fields())
         }
         Err(e) => header_error(&e),

@@ -76,6 +76,7 @@ fn is_master(shard: &Shard) -> bool {
 /// Starts this shard's HA work for its role (called once the mesh serves).
 pub fn start(shard: &Rc<Shard>) -> Result<(), crate::error::BrokerError> {
     if shard.cfg.controller.enabled {
+        crate::replication::confirm::start(shard);
         // Either role may come at any time: slaves are refused while this broker is one, and
         // replication starts when the controllers name a master (`follow_master`).
         if shard.id == 0 {
@@ -421,6 +422,7 @@ pub async fn replicated(shard: &Shard, mut outcome: PutOutcome, term: u64) -> Pu
         Err(ha::WaitError::SlaveNotAvailable) => SendStatus::SlaveNotAvailable,
         Err(ha::WaitError::Timeout) => SendStatus::FlushSlaveTimeout,
     };
+    crate::replication::confirm::update(shard);
     outcome
 }
 

@@ -29,6 +29,7 @@ pub async fn become_master(shard: &Rc<Shard>, epoch: i32, sync_state_set: BTreeS
     ha.joining.borrow_mut().clear();
     ha.term.set(ha.term.get().wrapping_add(1));
     shard.chosen_role.set(Some((BrokerRole::SyncMaster, 0)));
+    crate::replication::confirm::update(shard);
     tracing::info!(
         "shard {}: master at epoch {epoch} from local offset {}",
         shard.id,
@@ -92,6 +93,7 @@ pub fn sync_state_set_changed(shard: &Shard, sync_state_set: BTreeSet<u64>) {
     let ha = crate::replication::ha_state::ha(shard);
     *ha.sync_state_set.borrow_mut() = sync_state_set;
     ha.joining.borrow_mut().clear();
+    crate::replication::confirm::update(shard);
 }
 
 /// The round that chose joining replicas is over (they were added, or not): sends stop waiting for

@@ -135,7 +135,7 @@ impl<'a> ShardRef<'a> {
         self.run("queue_bounds", move |s| async move {
             (
                 s.store.min_offset(&topic, queue_id),
-                s.store.max_offset(&topic, queue_id),
+                s.store.readable_max_offset(&topic, queue_id),
             )
         })
         .await
@@ -150,7 +150,7 @@ impl<'a> ShardRef<'a> {
         offset: i64,
     ) -> Result<(i64, i64), MeshError> {
         self.run("queue_lag", move |s| async move {
-            let max = s.store.max_offset(&topic, queue_id);
+            let max = s.store.readable_max_offset(&topic, queue_id);
             let time = if offset < max && offset >= s.store.min_offset(&topic, queue_id) {
                 let at = s.store.store_time_at(&topic, queue_id, offset).await;
                 at.ok().flatten().unwrap_or(0).max(0)

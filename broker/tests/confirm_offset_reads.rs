@@ -1,0 +1,327 @@
+//! Controller mode (a controller process, three brokers, SYNC_FLUSH, `allAckInSyncStateSet`): a
+//! record the master stored but an in-sync replica does not have yet is invisible to pulls and to
+//! GET_MAX_OFFSET (RocketMQ 5's confirm offset, `readUnCommitted` false), and becomes visible, waking a
+//! parked long-polling pull, once the replica acknowledges it. With `readUnCommitted = true` it is
+//! visible at once. These are the reads that let consumers see records a failover later cut.
+
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{decode_records, free_port, pull_request, run_local, Broker};
+use protocol::{request_code, response_code, RemotingCommand};
+use remoting::Client;
+
+const CONTROLLER_CONF_ENV: &str = "TEST_CONFIRM_CONTROLLER_CONF";
+const GROUP: &str = "broker-t";
+const TOPIC: &str = "ConfirmTopic";
+const LIMIT: Duration = Duration::from_secs(60);
+
+#[test]
+#[ignore = "not a test: the controller process the tests start"]
+fn confirm_controller_helper_process() {
+    let Ok(path) = std::env::var(CONTROLLER_CONF_ENV) else {
+        return;
+    };
+    let text = std::fs::read_to_string(&path).expect("controller config");
+    let config = controller::config::ControllerConfig::from_file_text(&text).expect("config");
+    if let Err(e) = controller::server::run(config, |addr| println!("controller on {addr}")) {
+        eprintln!("controller: {e}");
+        std::process::exit(1);
+    }
+    std::process::exit(0);
+}
+
+/// One controller in a child process (this test binary running the helper above).
+struct Controller {
+    addr: String,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Controller {
+    fn start() -> Controller {
+        let dir = tempfile::tempdir().unwrap();
+        let addr = format!("127.0.0.1:{}", free_port());
+        let conf = dir.path().join("controller.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "controllerDLegerGroup = test\ncontrollerDLegerPeers = n0-{addr}\n\
+                 controllerDLegerSelfId = n0\ncontrollerStorePath = {}\n",
+                dir.path().join("store").display()
+            ),
+        )
+        .unwrap();
+        let log = std::fs::File::create(dir.path().join("controller.log")).unwrap();
+        let child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "confirm_controller_helper_process",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+            ])
+            .env(CONTROLLER_CONF_ENV, &conf)
+            .stdout(Stdio::from(log.try_clone().unwrap()))
+            .stderr(Stdio::from(log))
+            .spawn()
+            .unwrap();
+        Controller {
+            addr,
+            child,
+            _dir: dir,
+        }
+    }
+
+    /// (master address, SyncStateSet) as the controller says, once it answers.
+    fn replica_info(&self) -> Option<(String, BTreeSet<u64>)> {
+        let addr = self.addr.clone();
+        run_local(async move {
+            let c = Client::connect_str(&addr, Duration::from_secs(1))
+                .await
+                .ok()?;
+            let resp = c
+                .invoke(
+                    RemotingCommand::request(request_code::CONTROLLER_GET_REPLICA_INFO)
+                        .with_ext("brokerName", GROUP),
+                    Duration::from_secs(2),
+                )
+                .await
+                .ok()?;
+            if resp.code != response_code::SUCCESS {
+                return None;
+            }
+            let body: serde_json::Value = serde_json::from_slice(&resp.body).ok()?;
+            let set = body["syncStateSet"]
+                .as_array()?
+                .iter()
+                .filter_map(|v| v.as_u64())
+                .collect();
+            Some((resp.ext("masterAddress")?.to_owned(), set))
+        })
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Three brokers of one group; broker 0 is started first and becomes master.
+struct Group {
+    controller: Controller,
+    brokers: Vec<Broker>,
+}
+
+impl Group {
+    fn start(extra: &str) -> Group {
+        let namesrv = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
+        common::start_namesrv_in_process_with(common::namesrv_config(namesrv));
+        let controller = Controller::start();
+        // A paused replica must stay in the SyncStateSet for the whole test.
+        let extra = format!(
+            "enableControllerMode = true\ncontrollerAddr = \"{}\"\nnamesrvAddr = \"{namesrv}\"\n\
+             flushDiskType = \"SYNC_FLUSH\"\nallAckInSyncStateSet = true\nregisterNameServerPeriod = 1000\n\
+             syncFlushTimeout = 2000\nslaveReadEnable = true\nhaMaxTimeSlaveNotCatchup = 120000\n\
+             brokerIP1 = \"127.0.0.1\"\n{extra}\n",
+            controller.addr
+        );
+        let start = || Broker::builder().extra(&extra).start();
+        let mut group = Group {
+            controller,
+            brokers: vec![start()],
+        };
+        let first = format!("127.0.0.1:{}", group.brokers[0].port);
+        group.wait("the first broker to be master", |(m, _)| *m == first);
+        group.brokers.push(start());
+        group.brokers.push(start());
+        group.wait("3 replicas in sync", |(_, set)| set.len() == 3);
+        group
+    }
+
+    fn wait(&self, what: &str, probe: impl Fn(&(String, BTreeSet<u64>)) -> bool) {
+        let start = Instant::now();
+        loop {
+            let info = self.controller.replica_info();
+            if info.as_ref().is_some_and(&probe) {
+                return;
+            }
+            if start.elapsed() > LIMIT {
+                for b in &self.brokers {
+                    println!("---- broker {}:\n{}", b.addr(), b.log());
+                }
+                panic!("{what}: not within {LIMIT:?} (controller says {info:?})");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn send(addr: SocketAddr, body: &[u8]) -> Result<i64, String> {
+    let body = body.to_vec();
+    run_local(async move {
+        let c = Client::connect(addr, Duration::from_secs(1))
+            .await
+            .map_err(|e| e.to_string())?;
+        let resp = c
+            .invoke(
+                common::send_request(TOPIC, 0, &body, ""),
+                Duration::from_secs(10),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        if resp.code != response_code::SUCCESS {
+            return Err(format!("code {} {:?}", resp.code, resp.remark));
+        }
+        resp.ext("queueOffset")
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| "no queueOffset".to_owned())
+    })
+}
+
+/// One pull of queue 0 from `offset` (long polling for `suspend_ms` when above 0): the response
+/// code and the bodies it carried.
+async fn pull_once(c: &Client, offset: i64, suspend_ms: i64) -> (i32, Vec<Vec<u8>>) {
+    let req = pull_request("confirm_consumer", TOPIC, 0, offset, suspend_ms, None);
+    let r = c
+        .invoke(req, Duration::from_millis(suspend_ms as u64 + 10_000))
+        .await
+        .unwrap();
+    let bodies = if r.code == response_code::SUCCESS {
+        decode_records(&r.body)
+            .into_iter()
+            .map(|m| m.body.to_vec())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    (r.code, bodies)
+}
+
+fn max_offset(addr: SocketAddr) -> i64 {
+    run_local(async move {
+        let c = Client::connect(addr, Duration::from_secs(1)).await.unwrap();
+        let req = RemotingCommand::request(request_code::GET_MAX_OFFSET)
+            .with_ext("topic", TOPIC)
+            .with_ext("queueId", "0");
+        let r = c.invoke(req, Duration::from_secs(5)).await.unwrap();
+        assert_eq!(r.code, response_code::SUCCESS);
+        r.ext("offset").unwrap().parse().unwrap()
+    })
+}
+
+/// Ten acknowledged sends, then one while a replica of the SyncStateSet is paused (stored, not
+/// acknowledged); answers the group, the master's address and the paused broker's index.
+fn store_one_unacknowledged(extra: &str) -> (Group, SocketAddr, usize) {
+    let group = Group::start(extra);
+    let master = group.brokers[0].addr();
+    for n in 0..10 {
+        let offset = send(master, format!("acked-{n}").as_bytes()).unwrap();
+        assert_eq!(offset, n);
+    }
+    assert_eq!(
+        max_offset(master),
+        10,
+        "acknowledged sends are visible at once"
+    );
+    let paused = 1;
+    assert!(common::send_signal(
+        group.brokers[paused].pid(),
+        libc::SIGSTOP
+    ));
+    let refused = send(master, b"unacknowledged");
+    assert!(
+        refused.is_err(),
+        "acknowledged although a replica of the SyncStateSet is paused: {refused:?}"
+    );
+    (group, master, paused)
+}
+
+#[test]
+fn a_record_not_on_every_in_sync_replica_is_not_read_until_it_is() {
+    let (group, master, paused) = store_one_unacknowledged("");
+    let pid = group.brokers[paused].pid();
+    let (code, bodies) = run_local(async move {
+        let c = Client::connect(master, Duration::from_secs(1))
+            .await
+            .unwrap();
+        pull_once(&c, 10, 0).await
+    });
+    assert!(
+        bodies.is_empty(),
+        "a pull returned a record an in-sync replica does not have (code {code}): {:?}",
+        bodies
+            .iter()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        max_offset(master),
+        10,
+        "GET_MAX_OFFSET counts the unconfirmed record"
+    );
+    let all = run_local(async move {
+        let c = Client::connect(master, Duration::from_secs(1))
+            .await
+            .unwrap();
+        common::pull_all(&c, TOPIC, 0).await
+    });
+    assert_eq!(all.len(), 10);
+
+    // A long-polling pull parked at the end wakes when the replica acknowledges, well before its
+    // suspend timeout.
+    let resumer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(1));
+        assert!(common::send_signal(pid, libc::SIGCONT));
+        Instant::now()
+    });
+    let (code, bodies, answered) = run_local(async move {
+        let c = Client::connect(master, Duration::from_secs(1))
+            .await
+            .unwrap();
+        let (code, bodies) = pull_once(&c, 10, 20_000).await;
+        (code, bodies, Instant::now())
+    });
+    let resumed = resumer.join().unwrap();
+    assert_eq!(
+        code,
+        response_code::SUCCESS,
+        "the parked pull found nothing"
+    );
+    assert_eq!(bodies, vec![b"unacknowledged".to_vec()]);
+    let waited = answered.saturating_duration_since(resumed);
+    println!("parked pull answered {waited:?} after the replica resumed");
+    assert!(
+        waited < Duration::from_secs(10),
+        "the parked pull was not woken by the confirm offset ({waited:?})"
+    );
+    assert_eq!(max_offset(master), 11);
+    drop(group);
+}
+
+#[test]
+fn with_read_uncommitted_a_stored_record_is_read_at_once() {
+    let (group, master, paused) = store_one_unacknowledged("readUnCommitted = true\n");
+    let (code, bodies) = run_local(async move {
+        let c = Client::connect(master, Duration::from_secs(1))
+            .await
+            .unwrap();
+        pull_once(&c, 10, 0).await
+    });
+    assert_eq!(code, response_code::SUCCESS);
+    assert_eq!(bodies, vec![b"unacknowledged".to_vec()]);
+    assert_eq!(max_offset(master), 11);
+    assert!(common::send_signal(
+        group.brokers[paused].pid(),
+        libc::SIGCONT
+    ));
+    drop(group);
+}
