@@ -74,6 +74,11 @@ pub struct RemotingCommand {
     pub remark: Option<String>,
     pub ext_fields: ExtFields,
     pub body: Bytes,
+    /// More body bytes, sent after `body` back to back without being joined first (a pull's stored
+    /// records, shared with the store): the frame's body is `body` then each of these. Decoding
+    /// never fills it; [`body_len`](Self::body_len) counts both, [`joined_body`](Self::joined_body)
+    /// joins them.
+    pub body_tail: Vec<Bytes>,
     pub serialize_type: SerializeType,
 }
 
@@ -88,6 +93,7 @@ impl Default for RemotingCommand {
             remark: None,
             ext_fields: ExtFields::new(),
             body: Bytes::new(),
+            body_tail: Vec::new(),
             serialize_type: SerializeType::Json,
         }
     }
@@ -154,6 +160,27 @@ impl RemotingCommand {
 
     pub fn set_body(&mut self, body: impl Into<Bytes>) {
         self.body = body.into();
+        self.body_tail.clear();
+    }
+
+    /// Bytes of the whole body: `body` and `body_tail`.
+    pub fn body_len(&self) -> usize {
+        self.body_tail
+            .iter()
+            .fold(self.body.len(), |n, part| n.saturating_add(part.len()))
+    }
+
+    /// The whole body as one buffer (a copy only when `body_tail` has parts).
+    pub fn joined_body(&self) -> Bytes {
+        if self.body_tail.is_empty() {
+            return self.body.clone();
+        }
+        let mut out = bytes::BytesMut::with_capacity(self.body_len());
+        out.extend_from_slice(&self.body);
+        for part in &self.body_tail {
+            out.extend_from_slice(part);
+        }
+        out.freeze()
     }
 
     pub fn with_ext(mut self, key: &str, value: &str) -> Self {
@@ -167,7 +194,7 @@ impl RemotingCommand {
     }
 
     pub fn with_body(mut self, body: impl Into<Bytes>) -> Self {
-        self.body = body.into();
+        self.set_body(body);
         self
     }
 

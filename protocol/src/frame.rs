@@ -168,7 +168,8 @@ pub fn decode_header(
 }
 
 /// Appends the length prefix and header of `cmd` (in `cmd.serialize_type`) to `out`; the length
-/// counts `cmd.body`, which the caller sends next (lets large bodies go out without a copy).
+/// counts `cmd.body` and `cmd.body_tail`, which the caller sends next (lets large bodies go out
+/// without a copy).
 /// On error `out` is left as it was.
 pub fn encode_frame_head(cmd: &RemotingCommand, out: &mut BytesMut) -> Result<(), FrameError> {
     let start = out.len();
@@ -195,7 +196,9 @@ fn write_head(cmd: &RemotingCommand, out: &mut BytesMut, start: usize) -> Result
     if header_len > MAX_HEADER_LEN {
         return Err(FrameError::HeaderTooLarge(header_len));
     }
-    let total = PREFIX_LEN + header_len + cmd.body.len();
+    let total = PREFIX_LEN
+        .saturating_add(header_len)
+        .saturating_add(cmd.body_len());
     if total > MAX_FRAME_LEN {
         return Err(FrameError::TooLarge(total));
     }
@@ -215,12 +218,15 @@ fn write_head(cmd: &RemotingCommand, out: &mut BytesMut, start: usize) -> Result
 pub fn encode_frame(cmd: &RemotingCommand, out: &mut BytesMut) -> Result<(), FrameError> {
     encode_frame_head(cmd, out)?;
     out.extend_from_slice(&cmd.body);
+    for part in &cmd.body_tail {
+        out.extend_from_slice(part);
+    }
     Ok(())
 }
 
 /// The whole frame of `cmd` as one buffer.
 pub fn encode_to_bytes(cmd: &RemotingCommand) -> Result<Bytes, FrameError> {
-    let mut out = BytesMut::with_capacity(256 + cmd.body.len());
+    let mut out = BytesMut::with_capacity(cmd.body_len().saturating_add(256));
     encode_frame(cmd, &mut out)?;
     Ok(out.freeze())
 }
@@ -302,6 +308,26 @@ mod tests {
                 header: 5,
                 available: 4
             })
+        ));
+    }
+
+    #[test]
+    fn a_body_tail_is_framed_after_the_body() {
+        let joined = RemotingCommand::response(1, None).with_body(&b"abcdefg"[..]);
+        let mut parts = RemotingCommand::response(1, None).with_body(&b"ab"[..]);
+        parts.body_tail = vec![Bytes::from_static(b"cde"), Bytes::new(), Bytes::from_static(b"fg")];
+        assert_eq!(parts.body_len(), 7);
+        assert_eq!(parts.joined_body(), joined.body);
+        assert_eq!(encode_to_bytes(&parts).unwrap(), encode_to_bytes(&joined).unwrap());
+        let mut head = BytesMut::new();
+        encode_frame_head(&parts, &mut head).unwrap();
+        let whole = encode_to_bytes(&joined).unwrap();
+        assert_eq!(&whole[..head.len()], &head[..]);
+        let mut tail = RemotingCommand::response(1, None);
+        tail.body_tail = vec![Bytes::from(vec![0u8; MAX_FRAME_LEN])];
+        assert!(matches!(
+            encode_frame(&tail, &mut BytesMut::new()),
+            Err(FrameError::TooLarge(_))
         ));
     }
 

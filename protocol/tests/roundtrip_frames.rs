@@ -59,6 +59,7 @@ fn command(serialize_type: SerializeType) -> impl Strategy<Value = RemotingComma
                     remark,
                     ext_fields,
                     body: body.into(),
+                    body_tail: Vec::new(),
                     serialize_type,
                 }
             },

@@ -126,7 +126,7 @@ thread_local! {
 fn wire_size(cmd: &RemotingCommand) -> u64 {
     let remark = cmd.remark.as_ref().map_or(0, String::len);
     let fields = cmd.ext_fields.text_len() + cmd.ext_fields.len() * 8;
-    (cmd.body.len() + remark + fields + 128) as u64
+    (cmd.body_len() + remark + fields + 128) as u64
 }
 
 /// State the reader, the writer, the request tasks and the watchdog share.
@@ -167,7 +167,7 @@ async fn write_loop<W: futures_lite::AsyncWrite + Unpin>(
         // Gather whatever else is ready into the same write.
         while let Some(out) = next.take() {
             cost = cost.saturating_add(out.cost);
-            if let Err(e) = writer.buffer_command(&out.cmd) {
+            if let Err(e) = writer.buffer_owned(out.cmd) {
                 tracing::warn!("dropping a response that cannot be encoded: {e}");
             }
             if writer.buffered() >= MAX_WRITE_BATCH {
@@ -289,6 +289,7 @@ pub(crate) async fn serve_connection_as<H: Handler, S: Connection>(
     let peer = tcp.peer_addr()?;
     let local = tcp.local_addr()?;
     let fd = tcp.as_raw_fd();
+    let plain = stream.is_plain();
     let max_in_flight = limits.max_in_flight.max(1);
     let budget = limits.max_pending_response_bytes.max(1);
     let (read_half, write_half) = futures_lite::io::split(stream);
@@ -302,8 +303,12 @@ pub(crate) async fn serve_connection_as<H: Handler, S: Connection>(
         write_failed: Cell::new(false),
         pending: Semaphore::new(budget),
     });
+    let mut frame_writer = FrameWriter::new(write_half);
+    if plain {
+        frame_writer = frame_writer.with_direct_socket(fd);
+    }
     let writer = glommio::spawn_local(write_loop(
-        FrameWriter::new(write_half),
+        frame_writer,
         rx,
         shared.clone(),
         limits.write_stall_timeout,

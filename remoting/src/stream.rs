@@ -7,11 +7,19 @@ use glommio::net::TcpStream;
 pub trait Connection: futures_lite::AsyncRead + futures_lite::AsyncWrite + Unpin + 'static {
     /// The TCP socket underneath.
     fn tcp(&self) -> &TcpStream;
+    /// Whether bytes written to the socket's descriptor are what the peer reads (no TLS between):
+    /// then responses may be written to it directly, with vectored sends.
+    fn is_plain(&self) -> bool {
+        false
+    }
 }
 
 impl Connection for TcpStream {
     fn tcp(&self) -> &TcpStream {
         self
+    }
+    fn is_plain(&self) -> bool {
+        true
     }
 }
 

@@ -1,6 +1,6 @@
 //! TLS on a served port: permissive takes TLS and plaintext on one port, enforcing closes
 //! plaintext, mutual TLS with `require` refuses a client without a certificate, a silent client is
-//! let go, and big frames cross TLS whole in both directions.
+//! let go, and big frames cross TLS whole in both directions (answers as a body in parts).
 
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -31,7 +31,13 @@ impl Handler for Echo {
     ) -> Pin<Box<dyn Future<Output = Option<RemotingCommand>>>> {
         Box::pin(async move {
             let mut resp = request.response_to(0, Some("echo".into()));
-            resp.body = request.body.clone();
+            // A big body goes back as parts (`body_tail`, as a pull's records): through TLS they
+            // are joined into the frame, and must arrive whole.
+            let mut body = request.body.clone();
+            resp.body = body.split_to(body.len().min(100));
+            while !body.is_empty() {
+                resp.body_tail.push(body.split_to(body.len().min(5000)));
+            }
             Some(resp)
         })
     }

@@ -2,14 +2,13 @@
 //! (`group_settings`), tag or SQL92 filtering, commit of the consumer's offset, long polling (park until the
 //! store's arrival hook fires for the queue or `suspendTimeoutMillis` passes), and RocketMQ's mapping
 //! of store statuses to FOUND / PULL_NOT_FOUND / PULL_RETRY_IMMEDIATELY / PULL_OFFSET_MOVED. The body
-//! of a FOUND answer is the stored records back to back. A lite pull is served like a pull, as
+//! of a FOUND answer is the stored records back to back (sent from the store's buffers, not joined). A lite pull is served like a pull, as
 //! RocketMQ 5 does (`litePullMessageEnable` may refuse it): it parks only when its sysFlag asks to.
 //! A slave without `slaveReadEnable` refuses both, as RocketMQ 5 does.
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
 use futures_lite::FutureExt;
 use protocol::body::perm;
 use protocol::header::{
@@ -282,14 +281,11 @@ fn respond(shard: &Shard, code: i32, result: GetResult, group: &PullGroup) -> Re
         RemotingCommand::response(code, None).with_ext_fields(header.to_ext_fields());
     if code == rc::SUCCESS {
         let total = result.total_bytes();
-        let mut body = BytesMut::with_capacity(total);
-        for record in &result.records {
-            body.extend_from_slice(record);
-        }
         shard
             .counters
             .got(result.records.len() as u64, total as u64);
-        response.set_body(body.freeze());
+        // The records go out as they are (shared with the store's blocks), not joined first.
+        response.body_tail = result.records;
     } else if code == rc::PULL_OFFSET_MOVED {
         response.remark = Some(format!("{:?}", result.status));
     }

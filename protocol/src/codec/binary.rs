@@ -131,6 +131,7 @@ pub fn decode(header: Bytes, body: Bytes) -> Result<RemotingCommand, BinaryHeade
         remark,
         ext_fields,
         body,
+        body_tail: Vec::new(),
         serialize_type: SerializeType::RocketMq,
     })
 }

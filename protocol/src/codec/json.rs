@@ -83,6 +83,7 @@ pub fn decode_with_serde(header: &[u8], body: Bytes) -> Result<RemotingCommand, 
         remark: h.remark,
         ext_fields: h.ext_fields,
         body,
+        body_tail: Vec::new(),
         serialize_type: SerializeType::Json,
     })
 }

@@ -31,6 +31,7 @@ pub(crate) fn read(text: &[u8], body: Bytes) -> Option<RemotingCommand> {
         remark: None,
         ext_fields: Default::default(),
         body,
+        body_tail: Vec::new(),
         serialize_type: SerializeType::Json,
     };
     // serde's derived reader refuses a known field given twice; leave those to it.
