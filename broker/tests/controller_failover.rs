@@ -12,7 +12,10 @@
 //! The SIGKILL case also checks a RocketMQ 5 topic attribute set on the old master is on the new one.
 //!
 //! Each prints the time from the master's death (or isolation) to the first acknowledged send on the
-//! new master: a benchmark figure, not an assertion.
+//! new master. After a SIGKILL it must be under 2 s, and the name server must route to the new
+//! master within 2 s too: the controller reacts to the close of the master's heartbeat connection
+//! instead of waiting for the heartbeat timeout (the test prints the controller's and the new
+//! master's log lines as a timeline).
 
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -45,6 +48,11 @@ fn controller_helper_process() {
     };
     let text = std::fs::read_to_string(&path).expect("controller config");
     let config = controller::config::ControllerConfig::from_file_text(&text).expect("config");
+    // Timestamped lines in the controller's log: the failover tests print them as a timeline.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new("info,openraft=warn"))
+        .with_ansi(false)
+        .try_init();
     if let Err(e) = controller::server::run(config, |addr| println!("controller on {addr}")) {
         eprintln!("controller: {e}");
         std::process::exit(1);
@@ -221,6 +229,8 @@ struct Group {
     controllers: Controllers,
     brokers: Vec<Broker>,
     host_ip: Ipv4Addr,
+    /// The name server, at `host_ip`.
+    namesrv: SocketAddr,
 }
 
 impl Group {
@@ -257,6 +267,7 @@ impl Group {
             controllers,
             brokers: vec![start_broker(0)],
             host_ip,
+            namesrv: SocketAddr::from((host_ip, namesrv.port())),
         };
         group.wait("the first broker to be master", |g| {
             (g.master_addr == group.addr(0)).then_some(())
@@ -444,6 +455,107 @@ impl Producer {
 const TYPED_TOPIC: &str = "FailoverTyped";
 
 /// Creates `topic` with RocketMQ 5 attribute changes (`+k=v`).
+/// The brokerId 0 addresses of `TOPIC`'s route at the name server (empty when it has none).
+async fn route_masters(namesrv: SocketAddr) -> BTreeSet<String> {
+    let Ok(c) = Client::connect(namesrv, Duration::from_secs(1)).await else {
+        return BTreeSet::new();
+    };
+    let req =
+        RemotingCommand::request(request_code::GET_ROUTEINFO_BY_TOPIC).with_ext("topic", TOPIC);
+    match c.invoke(req, Duration::from_secs(1)).await {
+        Ok(r) if r.code == response_code::SUCCESS => {
+            protocol::body::from_json::<protocol::body::TopicRouteData>(&r.body)
+                .map(|route| {
+                    route
+                        .broker_datas
+                        .into_iter()
+                        .filter_map(|b| b.broker_addrs.get(&0).cloned())
+                        .collect()
+                })
+                .unwrap_or_default()
+        }
+        _ => BTreeSet::new(),
+    }
+}
+
+/// Polls the name server every 10 ms for 5 s from `since`: each change of the masters `TOPIC`'s
+/// route names, with when it was seen (what a client polling its route would find).
+fn watch_routes(
+    namesrv: SocketAddr,
+    since: Instant,
+) -> std::thread::JoinHandle<Vec<(Duration, BTreeSet<String>)>> {
+    std::thread::spawn(move || {
+        run_local(async move {
+            let mut seen: Vec<(Duration, BTreeSet<String>)> = Vec::new();
+            while since.elapsed() < Duration::from_secs(5) {
+                let masters = route_masters(namesrv).await;
+                if seen.last().map(|(_, m)| m) != Some(&masters) {
+                    seen.push((since.elapsed(), masters));
+                }
+                glommio::timer::sleep(Duration::from_millis(10)).await;
+            }
+            seen
+        })
+    })
+}
+
+/// The wall clock as the logs print it (RFC 3339, UTC, microseconds).
+fn utc_now() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let secs = now.as_secs();
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60,
+        now.subsec_micros()
+    )
+}
+
+/// Prints where a failover's time went: the kill, then the controller's and the new master's log
+/// lines about it (the close, the election, the notice, the role switch, the name server
+/// registration), in the order of their timestamps.
+fn print_timeline(group: &Group, killed_at: &str, new_master: &str) {
+    let controller_words = ["connection closed", "electing", "new master", "cannot tell"];
+    let broker_words = [
+        "notice of master",
+        "master of",
+        "master at epoch",
+        "register",
+        "SyncStateSet",
+    ];
+    let mut lines: Vec<String> = vec![format!("{killed_at} test: SIGKILL of the master")];
+    for line in group.controllers.log().lines() {
+        if line > killed_at && controller_words.iter().any(|w| line.contains(w)) {
+            lines.push(format!("{line}   [controller]"));
+        }
+    }
+    let new = &group.brokers[group.index_of(new_master)];
+    for line in new.log().lines() {
+        if line > killed_at && broker_words.iter().any(|w| line.contains(w)) {
+            lines.push(format!("{line}   [new master]"));
+        }
+    }
+    lines.sort();
+    println!("failover timeline:");
+    for line in lines.iter().take(40) {
+        println!("  {line}");
+    }
+}
+
 fn set_attribute(addr: SocketAddr, topic: &str, change: &str) {
     let header = protocol::header::CreateTopicRequestHeader {
         topic: topic.into(),
@@ -573,9 +685,33 @@ fn master_sigkill_under_sync_sends_elects_an_in_sync_replica_and_loses_nothing_a
     }
     group.brokers[master].kill9();
     let killed = Instant::now();
+    let killed_at = utc_now();
+    let routes = watch_routes(group.namesrv, killed);
 
-    let (new_master, _) =
+    let (new_master, outage) =
         producer.send_through_failover(&group, &master_addr, first.epoch, killed, 200);
+    print_timeline(&group, &killed_at, &new_master);
+    // The controller takes the close of the master's heartbeat connection (its kernel closes it at
+    // the SIGKILL) for its death and elects at once: first acknowledged send on the new master
+    // 37 to 50 ms after the kill, the name server routing to it 45 ms after (2026-12-07, 2-core
+    // VM, debug build). Waiting for the 3 s heartbeat timeout took 2.9 to 3.4 s for both. 2 s
+    // leaves room for a loaded CI machine and still fails on the timeout path.
+    assert!(
+        outage < Duration::from_secs(2),
+        "first acknowledged send {outage:?} after the SIGKILL (the close of the master's heartbeat \
+         connection should start the election at once)"
+    );
+    let routed = routes
+        .join()
+        .unwrap()
+        .into_iter()
+        .find(|(_, masters)| masters.contains(&new_master))
+        .map(|(at, _)| at);
+    println!("name server routes {TOPIC} to the new master {routed:?} after the SIGKILL");
+    assert!(
+        routed.is_some_and(|at| at < Duration::from_secs(2)),
+        "the name server did not route to the new master {new_master} within 2 s: {routed:?}"
+    );
     producer.check_on(&new_master, "new master");
     wait_message_type(shard_broker(&new_master, 0), "FIFO");
     wait_user(shard_broker(&new_master, 0), "failover-user");

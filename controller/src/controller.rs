@@ -2,7 +2,8 @@
 //! leader's work (scanning for dead masters, electing, telling brokers). Runs on the raft thread's
 //! tokio runtime; the remoting side reaches it through `Arc<Controller>`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -30,7 +31,16 @@ pub struct BrokerLive {
     /// This controller got the broker's heartbeats while a follower: the broker heartbeats every
     /// controller (Apache's heartbeat only the leader).
     pub heard_as_follower: bool,
+    /// The connection the last heartbeat came on, when known (not for an embedded controller,
+    /// whose name server does not report closes).
+    pub channel: Option<Channel>,
+    /// That connection closed and no heartbeat came since: the broker is gone (a killed process's
+    /// connections are closed by its kernel at once), as Apache's onBrokerChannelClose.
+    pub channel_closed: bool,
 }
+
+/// A connection to this controller: (local address, peer address), unique while it is open.
+pub type Channel = (SocketAddr, SocketAddr);
 
 /// Why a request needing the leader could not be served here.
 #[derive(Debug)]
@@ -59,6 +69,9 @@ pub struct Controller {
     /// When this controller last became the leader: a master it had not heard from gets a full
     /// timeout from then before it is declared dead (it may have heartbeated only the old leader).
     leader_since: Mutex<Option<Instant>>,
+    /// Held while a group is checked and its election proposed: the scan and a connection close
+    /// must not both elect for the same dead master.
+    electing: tokio::sync::Mutex<()>,
     metrics: Mutex<Metrics>,
 }
 
@@ -70,6 +83,7 @@ impl Controller {
             config: RwLock::new(config),
             heartbeats: Mutex::new(HashMap::new()),
             leader_since: Mutex::new(None),
+            electing: tokio::sync::Mutex::new(()),
             metrics: Mutex::new(Metrics::default()),
         }
     }
@@ -127,7 +141,9 @@ impl Controller {
         let beats = self.heartbeats.lock().unwrap_or_else(|p| p.into_inner());
         let mut live: Vec<LiveReplica> = beats
             .iter()
-            .filter(|((name, _), b)| name == broker_name && now.duration_since(b.last) <= b.timeout)
+            .filter(|((name, _), b)| {
+                name == broker_name && !b.channel_closed && now.duration_since(b.last) <= b.timeout
+            })
             .map(|((_, id), b)| LiveReplica {
                 broker_id: *id,
                 epoch: b.epoch,
@@ -158,6 +174,7 @@ impl Controller {
             .unwrap_or(now);
         let beats = self.heartbeats.lock().unwrap_or_else(|p| p.into_inner());
         let (last, timeout) = match beats.get(&(broker_name.to_string(), master)) {
+            Some(b) if b.channel_closed => return true,
             Some(b) if b.heard_as_follower => (b.last, b.timeout),
             Some(b) => (b.last.max(since), b.timeout),
             None => (since, self.default_timeout()),
@@ -235,20 +252,81 @@ impl Controller {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .get_or_insert(now);
-            let groups: Vec<BrokerGroup> =
-                self.store.read(|s| s.groups.values().cloned().collect());
-            for group in groups {
-                self.check_group(&group, now).await;
+            let names: Vec<String> = self.store.read(|s| s.groups.keys().cloned().collect());
+            for name in names {
+                self.check_group(&name).await;
             }
         }
     }
 
-    async fn check_group(self: &Arc<Self>, group: &BrokerGroup, now: Instant) {
+    /// A connection to this controller closed (Apache's BrokerHousekeepingService.onChannelClose).
+    /// A broker whose last heartbeat came on it is taken for gone at once: a killed or stopped
+    /// broker's connections are closed by its kernel, so waiting for the heartbeat timeout only
+    /// delays the failover. When it was a master and this controller leads, its group is checked
+    /// now instead of at the next scan. A broker cut off by a partition closes nothing: the
+    /// heartbeat timeout still finds it. A new heartbeat, on any connection, makes it alive again.
+    pub fn on_channel_close(self: &Arc<Self>, channel: Channel) {
+        let mut gone: BTreeSet<String> = BTreeSet::new();
+        {
+            let mut beats = self.heartbeats.lock().unwrap_or_else(|p| p.into_inner());
+            for ((name, id), b) in beats.iter_mut() {
+                if b.channel == Some(channel) && !b.channel_closed {
+                    b.channel_closed = true;
+                    tracing::info!(
+                        "broker {name} {id} at {}: its heartbeat connection closed",
+                        b.broker_addr
+                    );
+                    gone.insert(name.clone());
+                }
+            }
+        }
+        if gone.is_empty() || !self.is_leader() {
+            return;
+        }
+        let masters: Vec<String> = self.store.read(|s| {
+            gone.into_iter()
+                .filter(|name| {
+                    s.groups
+                        .get(name)
+                        .and_then(|g| g.master_broker_id)
+                        .is_some_and(|m| self.heartbeat_channel_closed(name, m))
+                })
+                .collect()
+        });
+        for name in masters {
+            let controller = self.clone();
+            tokio::spawn(async move { controller.check_group(&name).await });
+        }
+    }
+
+    fn heartbeat_channel_closed(&self, broker_name: &str, broker_id: u64) -> bool {
+        self.heartbeats
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&(broker_name.to_string(), broker_id))
+            .is_some_and(|b| b.channel_closed)
+    }
+
+    /// Elects a new master for `name` when its master is dead (silent past its timeout, or its
+    /// heartbeat connection closed), or when it has none and an in-sync replica is alive.
+    async fn check_group(self: &Arc<Self>, name: &str) {
+        let _electing = self.electing.lock().await;
+        if !self.is_leader() {
+            return;
+        }
+        let Some(group) = self.store.read(|s| s.groups.get(name).cloned()) else {
+            return;
+        };
+        let group = &group;
+        let now = Instant::now();
         let name = &group.broker_name;
         let unclean = self.config().enable_elect_unclean_master;
         let alive = self.live_replicas(name);
         match group.master_broker_id {
             Some(master) if !self.master_dead(name, master, now) => return,
+            Some(master) if self.heartbeat_channel_closed(name, master) => tracing::warn!(
+                "broker group {name}: master {master}'s heartbeat connection closed, electing"
+            ),
             Some(master) => tracing::warn!(
                 "broker group {name}: master {master} silent past its heartbeat timeout, electing"
             ),

@@ -141,9 +141,9 @@ impl ControllerHandler {
         }
     }
 
-    async fn process(&self, request: RemotingCommand) -> RemotingCommand {
+    async fn process(&self, request: RemotingCommand, ctx: &ConnectionContext) -> RemotingCommand {
         let result = match request.code {
-            request_code::BROKER_HEARTBEAT => self.heartbeat(&request),
+            request_code::BROKER_HEARTBEAT => self.heartbeat(&request, ctx),
             request_code::CONTROLLER_GET_METADATA_INFO => Ok(self.metadata(&request)),
             request_code::GET_CONTROLLER_CONFIG => Ok(request
                 .response_to(response_code::SUCCESS, None)
@@ -212,6 +212,7 @@ impl ControllerHandler {
     fn heartbeat(
         &self,
         request: &RemotingCommand,
+        ctx: &ConnectionContext,
     ) -> Result<RemotingCommand, Box<RemotingCommand>> {
         let broker_id: u64 = number(request, "brokerId")
             .map_err(|_| bad(request, "Heart beat with empty brokerId"))?;
@@ -233,6 +234,8 @@ impl ControllerHandler {
                 confirm_offset: optional_number(request, "confirmOffset").unwrap_or(0),
                 election_priority: optional_number(request, "electionPriority").unwrap_or(0),
                 heard_as_follower: false,
+                channel: Some((ctx.local, ctx.peer)),
+                channel_closed: false,
             },
         );
         Ok(request.response_to(response_code::SUCCESS, Some("Heart beat success".into())))
@@ -580,8 +583,16 @@ impl Handler for ControllerHandler {
     fn handle(
         self: Rc<Self>,
         request: RemotingCommand,
-        _ctx: ConnectionContext,
+        ctx: ConnectionContext,
     ) -> Pin<Box<dyn Future<Output = Option<RemotingCommand>>>> {
-        Box::pin(async move { Some(self.process(request).await) })
+        Box::pin(async move { Some(self.process(request, &ctx).await) })
+    }
+
+    /// A broker's connection closed: handed to the raft thread, which may elect at once.
+    fn on_close(&self, ctx: &ConnectionContext) {
+        let controller = self.controller.clone();
+        let channel = (ctx.local, ctx.peer);
+        self.runtime
+            .spawn(async move { controller.on_channel_close(channel) });
     }
 }

@@ -47,7 +47,10 @@ impl ControllerClient {
         Ok(client)
     }
 
-    /// One request to the controller at `addr`.
+    /// One request to the controller at `addr`. A request that timed out leaves the connection
+    /// open: it is the one this broker heartbeats on, and the controllers take its close for this
+    /// broker's death (a master's close starts an election at once). Only a failed heartbeat
+    /// closes it ([`ControllerClient::reconnect`]).
     pub async fn invoke_on(
         &self,
         addr: &str,
@@ -56,9 +59,20 @@ impl ControllerClient {
         let client = self.client(addr).await?;
         let result = client.invoke(cmd, CALL_TIMEOUT).await;
         result.map_err(|e| {
-            self.clients.borrow_mut().remove(addr);
+            if client.is_closed() || !matches!(e, remoting::RemotingError::Timeout(_)) {
+                self.clients.borrow_mut().remove(addr);
+            }
             format!("controller {addr}: {e}")
         })
+    }
+
+    /// Closes the connection to `addr`; the next request opens a new one. For a heartbeat that
+    /// got no answer: the controller is unreachable (a partition) or stuck, and a new connection
+    /// finds it again once it answers, where the old one could wait on TCP's retransmission back-off.
+    pub fn reconnect(&self, addr: &str) {
+        if let Some(client) = self.clients.borrow_mut().remove(addr) {
+            client.close();
+        }
     }
 
     /// A request to the raft leader: the last known leader first, then where a follower points,

@@ -410,11 +410,11 @@ async fn heartbeat_to(
                 "electionPriority",
                 &cfg.controller.broker_election_priority.to_string(),
             );
-        let taken = r
-            .client
-            .invoke_on(&addr, heartbeat)
-            .await
-            .is_ok_and(|resp| resp.code == response_code::SUCCESS);
+        let answer = r.client.invoke_on(&addr, heartbeat).await;
+        if answer.is_err() {
+            r.client.reconnect(&addr);
+        }
+        let taken = answer.is_ok_and(|resp| resp.code == response_code::SUCCESS);
         let quiet = Duration::from_secs(10);
         if taken {
             answered.set(Instant::now());
