@@ -2,7 +2,8 @@
 //! (`group_settings`), tag or SQL92 filtering, commit of the consumer's offset, long polling (park until the
 //! store's arrival hook fires for the queue or `suspendTimeoutMillis` passes), and RocketMQ's mapping
 //! of store statuses to FOUND / PULL_NOT_FOUND / PULL_RETRY_IMMEDIATELY / PULL_OFFSET_MOVED. The body
-//! of a FOUND answer is the stored records back to back (sent from the store's buffers, not joined). A lite pull is served like a pull, as
+//! of a FOUND answer is the stored records back to back (sent from the store's buffers, not joined,
+//! when they lie in a few MiB of memory). A lite pull is served like a pull, as
 //! RocketMQ 5 does (`litePullMessageEnable` may refuse it): it parks only when its sysFlag asks to.
 //! A slave without `slaveReadEnable` refuses both, as RocketMQ 5 does.
 
@@ -284,12 +285,48 @@ fn respond(shard: &Shard, code: i32, result: GetResult, group: &PullGroup) -> Re
         shard
             .counters
             .got(result.records.len() as u64, total as u64);
-        // The records go out as they are (shared with the store's blocks), not joined first.
-        response.body_tail = result.records;
+        if within_window(&result.records) {
+            // The records go out as they are (shared with the store's buffers), not joined first.
+            response.body_tail = result.records;
+        } else {
+            // Scattered records would keep many of the store's buffers alive while the answer waits
+            // for the socket: joined, as before (the frame writer still sends the join uncopied).
+            let mut body = bytes::BytesMut::with_capacity(total);
+            for record in &result.records {
+                body.extend_from_slice(record);
+            }
+            response.set_body(body.freeze());
+        }
     } else if code == rc::PULL_OFFSET_MOVED {
         response.remark = Some(format!("{:?}", result.status));
     }
     response
+}
+
+/// Most 1 MiB windows of memory a pull's records may touch to be sent as they are: they then keep
+/// only a few of the store's buffers (1 MiB read blocks, write chunks) alive until the answer is
+/// written, not one per record.
+const SHARE_WINDOWS: usize = 4;
+
+/// Whether `records` touch at most `SHARE_WINDOWS` 1 MiB windows of memory.
+fn within_window(records: &[bytes::Bytes]) -> bool {
+    let mut windows = [0usize; SHARE_WINDOWS];
+    let mut seen = 0;
+    for record in records {
+        let start = record.as_ptr() as usize;
+        let end = start.saturating_add(record.len().saturating_sub(1));
+        for window in [start >> 20, end >> 20] {
+            if windows.get(..seen).is_some_and(|w| w.contains(&window)) {
+                continue;
+            }
+            match windows.get_mut(seen) {
+                Some(slot) => *slot = window,
+                None => return false,
+            }
+            seen += 1;
+        }
+    }
+    true
 }
 
 /// The check of a pull without a subscription of its own (push consumers), after its queue's: a
@@ -327,6 +364,20 @@ mod tests {
             min_offset: 0,
             max_offset: 0,
         }
+    }
+
+    #[test]
+    fn records_are_shared_only_when_close_together() {
+        let block = bytes::Bytes::from(vec![0u8; 8 << 20]);
+        let near: Vec<_> = (0..32)
+            .map(|i| block.slice(i * 1000..i * 1000 + 1000))
+            .collect();
+        assert!(within_window(&near));
+        let far: Vec<_> = (0..8)
+            .map(|i| block.slice(i << 20..(i << 20) + 100))
+            .collect();
+        assert!(!within_window(&far));
+        assert!(within_window(&[]));
     }
 
     #[test]
