@@ -304,6 +304,17 @@ async fn learn_master_ha_addr(shard: Rc<Shard>, master_addr: String, epoch: i32)
         }
         match exchange_ha_info(&shard.cfg.auth, &master_addr).await {
             Ok(ha_addr) => {
+                // A newer epoch may have been applied during the exchange (or while the shards
+                // below are told): its own task names the new master, and this answer, from a
+                // deposed one, must not replace it (chaos seed 5, split_master, 2026-12-07: a
+                // replica followed the old master and never rejoined the SyncStateSet).
+                let still = || {
+                    replicas(&shard).map(|r| r.state.borrow().master_epoch) == Some(epoch)
+                        && !shard.shutting_down.get()
+                };
+                if !still() {
+                    return;
+                }
                 tracing::info!("controller mode: replicating from {master_addr} through {ha_addr}");
                 if let Some(registrar) = registrar(&shard) {
                     for (_, (ha, _)) in registrar.masters.borrow_mut().iter_mut() {
@@ -311,6 +322,9 @@ async fn learn_master_ha_addr(shard: Rc<Shard>, master_addr: String, epoch: i32)
                     }
                 }
                 for s in shard.every_shard() {
+                    if !still() {
+                        return;
+                    }
                     let ha_addr = ha_addr.clone();
                     s.master_ha_known(ha_addr).await;
                 }
