@@ -97,6 +97,8 @@ pub struct FrameWriter<W> {
     buf: BytesMut,
     /// What goes out before `buf`'s bytes, in order: frames' heads (split off `buf`) and large bodies.
     parts: VecDeque<Bytes>,
+    /// Bytes in `parts`.
+    queued: usize,
     /// The plain socket under `inner`, written with non-blocking `sendmsg` before `inner` is asked.
     direct: Option<RawFd>,
 }
@@ -107,6 +109,7 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
             inner,
             buf: BytesMut::with_capacity(READ_CHUNK),
             parts: VecDeque::new(),
+            queued: 0,
             direct: None,
         }
     }
@@ -128,10 +131,11 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
             return Ok(());
         }
         encode_frame_head(cmd, &mut self.buf)?;
-        self.parts.push_back(self.buf.split().freeze());
-        let body = std::iter::once(&cmd.body).chain(&cmd.body_tail);
-        self.parts
-            .extend(body.filter(|part| !part.is_empty()).cloned());
+        let head = self.buf.split().freeze();
+        self.queue(head);
+        for part in std::iter::once(&cmd.body).chain(&cmd.body_tail) {
+            self.queue(part.clone());
+        }
         Ok(())
     }
 
@@ -142,20 +146,26 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
             return self.buffer_command(&cmd);
         }
         encode_frame_head(&cmd, &mut self.buf)?;
-        self.parts.push_back(self.buf.split().freeze());
+        let head = self.buf.split().freeze();
+        self.queue(head);
         let body = std::mem::take(&mut cmd.body);
-        let tail = std::mem::take(&mut cmd.body_tail);
-        self.parts.extend(
-            std::iter::once(body)
-                .chain(tail)
-                .filter(|part| !part.is_empty()),
-        );
+        for part in std::iter::once(body).chain(std::mem::take(&mut cmd.body_tail)) {
+            self.queue(part);
+        }
         Ok(())
+    }
+
+    /// Appends a non-empty part to the queue.
+    fn queue(&mut self, part: Bytes) {
+        if !part.is_empty() {
+            self.queued += part.len();
+            self.parts.push_back(part);
+        }
     }
 
     /// Bytes waiting to be sent.
     pub fn buffered(&self) -> usize {
-        self.parts.iter().map(Bytes::len).sum::<usize>() + self.buf.len()
+        self.queued + self.buf.len()
     }
 
     /// Sends everything buffered.
@@ -184,7 +194,8 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
             return Ok(());
         }
         if !self.buf.is_empty() && !self.parts.is_empty() {
-            self.parts.push_back(self.buf.split().freeze());
+            let rest = self.buf.split().freeze();
+            self.queue(rest);
         }
         while !self.parts.is_empty() || !self.buf.is_empty() {
             let sent = match self.direct.map(|fd| send_vectored(fd, &self.parts, &self.buf)) {
@@ -223,9 +234,11 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
             };
             if n < front.len() {
                 front.advance(n);
+                self.queued -= n;
                 return;
             }
             n -= front.len();
+            self.queued -= front.len();
             self.parts.pop_front();
         }
         self.buf.advance(n.min(self.buf.len()));
