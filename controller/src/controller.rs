@@ -238,11 +238,33 @@ impl Controller {
         }
     }
 
-    /// The leader's scan: elects a new master for every group whose master went silent.
+    /// The leader's scan: elects a new master for every group whose master went silent, every
+    /// `scanNotActiveBrokerInterval` and at once when this controller becomes the raft leader (a
+    /// master whose connections closed while no leader was there to act is replaced then).
     pub async fn scan_loop(self: Arc<Self>) {
+        let mut metrics = self.raft.metrics();
         loop {
             let interval = self.config().scan_not_active_broker_interval;
-            tokio::time::sleep(interval).await;
+            let was_leader = self.is_leader();
+            let became_leader = async {
+                loop {
+                    if metrics.changed().await.is_err() {
+                        // Raft stopped: only the interval is left.
+                        std::future::pending::<()>().await;
+                    }
+                    if metrics.borrow().state == ServerState::Leader {
+                        return;
+                    }
+                }
+            };
+            if was_leader {
+                tokio::time::sleep(interval).await;
+            } else {
+                tokio::select! {
+                    () = tokio::time::sleep(interval) => {}
+                    () = became_leader => {}
+                }
+            }
             if !self.is_leader() {
                 *self.leader_since.lock().unwrap_or_else(|p| p.into_inner()) = None;
                 continue;
