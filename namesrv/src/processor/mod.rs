@@ -72,6 +72,11 @@ impl Handler for NameServer {
     }
 
     fn on_close(&self, ctx: &ConnectionContext) {
+        // The embedded controller elects at once when a master's heartbeat connection closes.
+        let embedded = self.controller.borrow().clone();
+        if let Some(controller) = embedded {
+            controller.on_close(ctx);
+        }
         self.channels.borrow_mut().remove(&ctx.id);
         let gone = self.table.borrow_mut().remove_connection(ctx.id);
         for addr in gone {
