@@ -78,7 +78,7 @@ pub async fn position(shard: &Shard, key: &QueueKey, init_mode: i32, init: bool)
         min
     } else {
         // MAX: the newest message is still delivered.
-        (shard.store.max_offset(&key.topic, key.queue_id) - 1).max(0)
+        (shard.store.readable_max_offset(&key.topic, key.queue_id) - 1).max(0)
     };
     if init {
         shard
@@ -167,7 +167,7 @@ pub async fn pop_queue(
         queue_id,
         ..QueuePop::default()
     };
-    let max = shard.store.max_offset(topic, queue_id);
+    let max = shard.store.readable_max_offset(topic, queue_id);
     let pop_state = crate::feature::pop::state(shard);
     let Some(_lock) = pop_state.try_lock(&key) else {
         out.rest = max - position(shard, &key, req.init_mode, false).await;
