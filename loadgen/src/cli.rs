@@ -38,7 +38,7 @@ pub enum Command {
     /// A consumer that hands some messages back until they reach the DLQ, with its verdict.
     RetryDlq(crate::workload::retry_dlq::RetryDlqArgs),
     /// Run an OpenMessaging Benchmark workload file (YAML) and report as OMB does.
-    Omb(crate::omb::OmbArgs),
+    Omb(crate::omb::args::OmbArgs),
 }
 
 /// Options every load mode has.

@@ -4,18 +4,8 @@
 //! wait here, and their queues' long-polling hook fires when the confirm offset passes them. Without
 //! a gate (classic mode, `readUnCommitted`) nothing is held here.
 
-use std::collections::VecDeque;
-
-use crate::store::{Arrival, MessageStore};
-
-/// The gate's state: the confirm offset (physical, this shard's) and the arrivals above it.
-#[derive(Default)]
-pub(crate) struct ConfirmGate {
-    /// None: no gate, readers see every dispatched record.
-    pub offset: Option<i64>,
-    /// Arrivals not announced yet, by their record's CommitLog end (ascending).
-    pub held: VecDeque<(i64, Arrival)>,
-}
+use crate::arrival::Arrival;
+use crate::store::MessageStore;
 
 impl MessageStore {
     /// The confirm offset readers are held at, or None when there is no gate.

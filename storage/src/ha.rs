@@ -199,7 +199,7 @@ impl MessageStore {
                 .into_iter()
                 .filter_map(|(topic, queue_id, max_offset)| {
                     self.queue(&topic, queue_id)
-                        .map(|queue| crate::store::Arrival {
+                        .map(|queue| crate::arrival::Arrival {
                             topic,
                             queue_id,
                             max_offset,

@@ -4,6 +4,7 @@
 //! Everything runs inside one glommio executor (the types are `!Send`). Physical offsets carry the
 //! shard id in bits 48..62 (see [`offset`]).
 
+mod arrival;
 mod checkpoint;
 mod commitlog;
 pub mod compaction;

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use glommio::{Latency, Shares, Task};
 use protocol::message::record::{MessageRecord, MAX_PROPERTIES_LEN};
 
+use crate::arrival::Arrival;
+use crate::arrival::ConfirmGate;
 use crate::checkpoint::{Checkpoint, CheckpointWriter};
 use crate::commitlog::CommitLog;
 use crate::config::StoreConfig;
@@ -34,14 +36,6 @@ const RETENTION_INTERVAL: Duration = Duration::from_secs(10);
 
 /// The long-polling hook: (topic, queue id, new max offset).
 pub type ArrivalFn = dyn Fn(&str, i32, i64);
-
-/// A queue's new max offset, announced to the arrival hook after the flush (`consume_durable_only`).
-pub(crate) struct Arrival {
-    pub topic: String,
-    pub queue_id: i32,
-    pub max_offset: i64,
-    pub queue: Rc<RefCell<ConsumeQueue>>,
-}
 
 pub(crate) type QueueMap = HashMap<
     String,
@@ -104,7 +98,7 @@ pub(crate) struct Inner {
     /// Set while `truncate_tail` runs: appends are refused.
     pub truncating: Cell<bool>,
     /// The confirm-offset gate (controller mode; see `confirm`).
-    pub confirm: RefCell<crate::confirm::ConfirmGate>,
+    pub confirm: RefCell<ConfirmGate>,
     /// Compacted and `reserve.time` topics, as the broker set them.
     pub policies: RefCell<crate::policy::TopicPolicies>,
     /// The compacted logs of this shard's compacted queues.
