@@ -391,3 +391,55 @@ fn pulls_and_puts_during_a_cut_neither_panic_nor_land_in_the_cut() {
         store.shutdown().await;
     });
 }
+
+/// A cut whose caller goes away half-way (an HA session ended by a role change while the cut waited
+/// for the flush) still completes: afterwards the CommitLog ends at the cut and the ConsumeQueues hold
+/// exactly the kept records. The caller is dropped after the cut's first poll, then after growing
+/// delays, so it goes away at different steps of the cut.
+#[test]
+fn a_cut_whose_caller_goes_away_still_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_owned();
+    run(move || async move {
+        let store = MessageStore::open(config(&root)).await.unwrap();
+        let mut kept: Vec<(u64, PutOk)> = Vec::new();
+        let mut next = 0u64;
+        for delay_us in [0u64, 50, 200, 1_000, 5_000] {
+            kept.extend(put_range(&store, next..next + 30).await);
+            let dropped = put_range(&store, next + 30..next + 40).await;
+            next += 40;
+            let cut = dropped[0].1.physical_offset;
+            {
+                let mut cutting = std::pin::pin!(store.truncate_tail(cut));
+                if delay_us == 0 {
+                    let first = futures_lite::future::poll_once(&mut cutting).await;
+                    assert!(first.is_none(), "the cut finished in one poll");
+                } else {
+                    let gone = async {
+                        glommio::timer::sleep(Duration::from_micros(delay_us)).await;
+                        Ok(())
+                    };
+                    let _ = futures_lite::future::or(cutting, gone).await;
+                }
+            }
+            let start = std::time::Instant::now();
+            while store.max_physical_offset() != cut && start.elapsed() < Duration::from_secs(5) {
+                glommio::timer::sleep(Duration::from_millis(5)).await;
+            }
+            assert_eq!(
+                store.max_physical_offset(),
+                cut,
+                "caller dropped after {delay_us} us: the cut did not complete"
+            );
+            // Once the cut's task is done a new one is accepted (one runs at a time); at the log's
+            // end it only drops epochs.
+            while let Err(e) = store.truncate_tail(cut).await {
+                assert!(e.to_string().contains("already runs"), "{e}");
+                assert!(start.elapsed() < Duration::from_secs(10), "{e}");
+                glommio::timer::sleep(Duration::from_millis(5)).await;
+            }
+            check_store(&store, &kept, &dropped).await;
+        }
+        store.shutdown().await;
+    });
+}
