@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test of the project: unit and integration tests of the workspace, the web console in
+# Runs every test of the project: unit and integration tests of the workspace, two random chaos
+# schedules (tests/chaos), the web console in
 # Debian's Chromium (scripts/console-browser-test.sh installs it), then the interop tests
 # with real RocketMQ clients written by other people (installed here, into tests/interop/; Apache's Java
 # clients and tools come from Maven Central through tests/apache/setup.sh, a JDK and Maven from apt when
@@ -47,6 +48,11 @@ cargo clippy -p broker -p storage --features broker/failpoints,storage/failpoint
 cargo test -p broker --features failpoints --no-fail-fast --test fault_disk_io
 cargo test -p storage --features failpoints --no-fail-fast --test truncate_failure
 cargo test -p storage --features failpoints --no-fail-fast --test compaction
+
+# Random fault schedules on a controller-mode cluster in network namespaces (tests/chaos, root): two
+# random seeds of 45 s, each printed with its replay command; a failing seed keeps its run directory.
+step "chaos: two random fault schedules with the history checkers (about 2 minutes)"
+scripts/chaos.sh --short
 
 # 30 s per target in CI (the script's default is 60): every run adds its coverage to a fresh corpus
 # copy only, so the seeds decide most of what a run reaches; longer runs by hand (`FUZZ_SECONDS`).
