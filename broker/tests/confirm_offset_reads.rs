@@ -11,14 +11,12 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{decode_records, free_port, pull_request, run_local, Broker};
+use common::{decode_records, free_port, pull_request, run_local, Broker, ControllerProc};
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
 
-const CONTROLLER_CONF_ENV: &str = "TEST_CONFIRM_CONTROLLER_CONF";
 const GROUP: &str = "broker-t";
 const TOPIC: &str = "ConfirmTopic";
 const LIMIT: Duration = Duration::from_secs(60);
@@ -26,98 +24,19 @@ const LIMIT: Duration = Duration::from_secs(60);
 #[test]
 #[ignore = "not a test: the controller process the tests start"]
 fn confirm_controller_helper_process() {
-    let Ok(path) = std::env::var(CONTROLLER_CONF_ENV) else {
-        return;
-    };
-    let text = std::fs::read_to_string(&path).expect("controller config");
-    let config = controller::config::ControllerConfig::from_file_text(&text).expect("config");
-    if let Err(e) = controller::server::run(config, |addr| println!("controller on {addr}")) {
-        eprintln!("controller: {e}");
-        std::process::exit(1);
-    }
-    std::process::exit(0);
+    common::serve_controller_if_asked();
 }
 
-/// One controller in a child process (this test binary running the helper above).
-struct Controller {
-    addr: String,
-    child: Child,
-    _dir: tempfile::TempDir,
-}
-
-impl Controller {
-    fn start() -> Controller {
-        let dir = tempfile::tempdir().unwrap();
-        let addr = format!("127.0.0.1:{}", free_port());
-        let conf = dir.path().join("controller.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "controllerDLegerGroup = test\ncontrollerDLegerPeers = n0-{addr}\n\
-                 controllerDLegerSelfId = n0\ncontrollerStorePath = {}\n",
-                dir.path().join("store").display()
-            ),
-        )
-        .unwrap();
-        let log = std::fs::File::create(dir.path().join("controller.log")).unwrap();
-        let child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "confirm_controller_helper_process",
-                "--exact",
-                "--ignored",
-                "--nocapture",
-            ])
-            .env(CONTROLLER_CONF_ENV, &conf)
-            .stdout(Stdio::from(log.try_clone().unwrap()))
-            .stderr(Stdio::from(log))
-            .spawn()
-            .unwrap();
-        Controller {
-            addr,
-            child,
-            _dir: dir,
-        }
-    }
-
-    /// (master address, SyncStateSet) as the controller says, once it answers.
-    fn replica_info(&self) -> Option<(String, BTreeSet<u64>)> {
-        let addr = self.addr.clone();
-        run_local(async move {
-            let c = Client::connect_str(&addr, Duration::from_secs(1))
-                .await
-                .ok()?;
-            let resp = c
-                .invoke(
-                    RemotingCommand::request(request_code::CONTROLLER_GET_REPLICA_INFO)
-                        .with_ext("brokerName", GROUP),
-                    Duration::from_secs(2),
-                )
-                .await
-                .ok()?;
-            if resp.code != response_code::SUCCESS {
-                return None;
-            }
-            let body: serde_json::Value = serde_json::from_slice(&resp.body).ok()?;
-            let set = body["syncStateSet"]
-                .as_array()?
-                .iter()
-                .filter_map(|v| v.as_u64())
-                .collect();
-            Some((resp.ext("masterAddress")?.to_owned(), set))
-        })
-    }
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// (master address, SyncStateSet) as the controller says, once it answers.
+fn replica_info(controller: &ControllerProc) -> Option<(String, BTreeSet<u64>)> {
+    let resp = controller.replica_info(GROUP)?;
+    let set = ControllerProc::sync_state_set(&resp)?.into_iter().collect();
+    Some((resp.ext("masterAddress")?.to_owned(), set))
 }
 
 /// Three brokers of one group; broker 0 is started first and becomes master.
 struct Group {
-    controller: Controller,
+    controller: ControllerProc,
     brokers: Vec<Broker>,
 }
 
@@ -125,7 +44,7 @@ impl Group {
     fn start(extra: &str) -> Group {
         let namesrv = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
         common::start_namesrv_in_process_with(common::namesrv_config(namesrv));
-        let controller = Controller::start();
+        let controller = ControllerProc::start("confirm_controller_helper_process");
         // A paused replica must stay in the SyncStateSet for the whole test.
         let extra = format!(
             "enableControllerMode = true\ncontrollerAddr = \"{}\"\nnamesrvAddr = \"{namesrv}\"\n\
@@ -150,7 +69,7 @@ impl Group {
     fn wait(&self, what: &str, probe: impl Fn(&(String, BTreeSet<u64>)) -> bool) {
         let start = Instant::now();
         loop {
-            let info = self.controller.replica_info();
+            let info = replica_info(&self.controller);
             if info.as_ref().is_some_and(&probe) {
                 return;
             }

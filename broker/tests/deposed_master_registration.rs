@@ -15,16 +15,14 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{free_port, run_local, Broker};
+use common::{run_local, Broker, ControllerProc};
 use protocol::body::{ClusterInfo, DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper};
 use protocol::header::{CommandHeader, QueryDataVersionRequestHeader, RegisterBrokerRequestHeader};
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
 
-const CONTROLLER_CONF_ENV: &str = "TEST_DEPOSED_MASTER_CONTROLLER_CONF";
 const GROUP: &str = "broker-t";
 const CLUSTER: &str = "TestCluster";
 const LIMIT: Duration = Duration::from_secs(60);
@@ -33,88 +31,22 @@ const TIMEOUT: Duration = Duration::from_secs(2);
 #[test]
 #[ignore = "not a test: the controller process the test starts"]
 fn controller_helper_process() {
-    let Ok(path) = std::env::var(CONTROLLER_CONF_ENV) else {
-        return;
-    };
-    let text = std::fs::read_to_string(&path).expect("controller config");
-    let config = controller::config::ControllerConfig::from_file_text(&text).expect("config");
-    if let Err(e) = controller::server::run(config, |addr| println!("controller on {addr}")) {
-        eprintln!("controller: {e}");
-        std::process::exit(1);
-    }
-    std::process::exit(0);
+    common::serve_controller_if_asked();
 }
 
-/// One controller in a child process, killed on drop.
-struct Controller {
-    addr: String,
-    child: Child,
-    dir: tempfile::TempDir,
+/// The group's master address and epoch, as the controller says (None before it has one).
+fn master(controller: &ControllerProc) -> Option<(String, i64)> {
+    let resp = controller.replica_info(GROUP)?;
+    let addr = resp.ext("masterAddress").filter(|a| !a.is_empty())?;
+    Some((addr.to_owned(), resp.ext("masterEpoch")?.parse().ok()?))
 }
 
-impl Controller {
-    fn start() -> Controller {
-        let dir = tempfile::tempdir().unwrap();
-        let addr = format!("127.0.0.1:{}", free_port());
-        let conf = dir.path().join("controller.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "controllerDLegerGroup = test\ncontrollerDLegerPeers = n0-{addr}\n\
-                 controllerDLegerSelfId = n0\ncontrollerStorePath = {}\n",
-                dir.path().join("store").display()
-            ),
-        )
-        .unwrap();
-        let log = std::fs::File::create(dir.path().join("controller.log")).unwrap();
-        let child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "controller_helper_process",
-                "--exact",
-                "--ignored",
-                "--nocapture",
-            ])
-            .env(CONTROLLER_CONF_ENV, &conf)
-            .stdout(Stdio::from(log.try_clone().unwrap()))
-            .stderr(Stdio::from(log))
-            .spawn()
-            .unwrap();
-        Controller { addr, child, dir }
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("controller.log")).unwrap_or_default()
-    }
-
-    /// The group's master address and epoch, as the controller says (None before it has one).
-    fn master(&self) -> Option<(String, i64)> {
-        let resp = invoke(
-            &self.addr,
-            RemotingCommand::request(request_code::CONTROLLER_GET_REPLICA_INFO)
-                .with_ext("brokerName", GROUP),
-        )?;
-        let addr = resp.ext("masterAddress").filter(|a| !a.is_empty())?;
-        Some((addr.to_owned(), resp.ext("masterEpoch")?.parse().ok()?))
-    }
-
-    /// The SyncStateSet's size.
-    fn in_sync(&self) -> usize {
-        invoke(
-            &self.addr,
-            RemotingCommand::request(request_code::CONTROLLER_GET_REPLICA_INFO)
-                .with_ext("brokerName", GROUP),
-        )
-        .and_then(|r| serde_json::from_slice::<serde_json::Value>(&r.body).ok())
-        .and_then(|v| v["syncStateSet"].as_array().map(Vec::len))
-        .unwrap_or(0)
-    }
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The SyncStateSet's size.
+fn in_sync(controller: &ControllerProc) -> usize {
+    controller
+        .replica_info(GROUP)
+        .and_then(|r| ControllerProc::sync_state_set(&r))
+        .map_or(0, |set| set.len())
 }
 
 /// One request on a fresh connection; None when it fails or is not answered SUCCESS.
@@ -167,7 +99,7 @@ fn stored_state_version(ns: SocketAddr, broker_addr: &str) -> Option<i64> {
 /// Waits for `probe`; panics with the logs after `LIMIT`.
 fn wait<T>(
     what: &str,
-    controller: &Controller,
+    controller: &ControllerProc,
     brokers: &[&Broker],
     mut probe: impl FnMut() -> Option<T>,
 ) -> T {
@@ -190,7 +122,7 @@ fn wait<T>(
 #[test]
 fn the_state_version_follows_the_master_epoch_and_a_stale_master_does_not_replace_the_new_one() {
     let ns = common::start_namesrv_in_process();
-    let controller = Controller::start();
+    let controller = ControllerProc::start("controller_helper_process");
     let extra = format!(
         "shardCount = 1\nenableControllerMode = true\ncontrollerAddr = \"{}\"\n\
          namesrvAddr = \"{ns}\"\nregisterNameServerPeriod = 1000\nslaveReadEnable = true\n",
@@ -203,8 +135,7 @@ fn the_state_version_follows_the_master_epoch_and_a_stale_master_does_not_replac
         &controller,
         &[&old],
         || {
-            controller
-                .master()
+            master(&controller)
                 .filter(|(addr, _)| *addr == old_addr)
                 .map(|(_, epoch)| epoch)
         },
@@ -212,7 +143,7 @@ fn the_state_version_follows_the_master_epoch_and_a_stale_master_does_not_replac
     let new = Broker::start(&extra);
     let new_addr = new.addr().to_string();
     wait("2 replicas in sync", &controller, &[&old, &new], || {
-        (controller.in_sync() == 2).then_some(())
+        (in_sync(&controller) == 2).then_some(())
     });
     // The master registered its epoch; the slave too, under its own brokerId.
     wait(
@@ -229,8 +160,7 @@ fn the_state_version_follows_the_master_epoch_and_a_stale_master_does_not_replac
 
     old.kill9();
     let new_epoch = wait("the second broker elected", &controller, &[&new], || {
-        controller
-            .master()
+        master(&controller)
             .filter(|(addr, e)| *addr == new_addr && *e > epoch)
             .map(|(_, e)| e)
     });

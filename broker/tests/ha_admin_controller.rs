@@ -11,7 +11,6 @@ mod common;
 mod mqadmin_kit;
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -20,97 +19,21 @@ use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
 use serde_json::Value;
 
-const CONTROLLER_CONF_ENV: &str = "TEST_HA_ADMIN_CONTROLLER_CONF";
 const LIMIT: Duration = Duration::from_secs(90);
 
 #[test]
 #[ignore = "not a test: the controller process the test starts"]
 fn ha_admin_controller_process() {
-    let Ok(path) = std::env::var(CONTROLLER_CONF_ENV) else {
-        return;
-    };
-    let text = std::fs::read_to_string(&path).expect("controller config");
-    let config = controller::config::ControllerConfig::from_file_text(&text).expect("config");
-    if let Err(e) = controller::server::run(config, |addr| println!("controller on {addr}")) {
-        eprintln!("controller: {e}");
-        std::process::exit(1);
-    }
-    std::process::exit(0);
-}
-
-/// One controller process, killed on drop.
-struct ControllerProc {
-    addr: String,
-    child: Child,
-    _dir: tempfile::TempDir,
-}
-
-impl ControllerProc {
-    fn start() -> ControllerProc {
-        let dir = tempfile::tempdir().unwrap();
-        let addr = format!("127.0.0.1:{}", free_port());
-        let conf = dir.path().join("controller.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "controllerDLegerGroup = test\ncontrollerDLegerPeers = n0-{addr}\n\
-                 controllerDLegerSelfId = n0\ncontrollerStorePath = {}\n",
-                dir.path().join("store").display()
-            ),
-        )
-        .unwrap();
-        let log = std::fs::File::create(dir.path().join("controller.log")).unwrap();
-        let child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "ha_admin_controller_process",
-                "--exact",
-                "--ignored",
-                "--nocapture",
-            ])
-            .env(CONTROLLER_CONF_ENV, &conf)
-            .stdout(Stdio::from(log.try_clone().unwrap()))
-            .stderr(Stdio::from(log))
-            .spawn()
-            .unwrap();
-        ControllerProc {
-            addr,
-            child,
-            _dir: dir,
-        }
-    }
-}
-
-impl Drop for ControllerProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    serve_controller_if_asked();
 }
 
 /// The controller's SyncStateSet size and master address for `broker-t`, if it answers.
-fn replica_info(controller: &str) -> Option<(usize, String)> {
-    let controller = controller.to_owned();
-    run_local(async move {
-        let c = Client::connect_str(&controller, Duration::from_secs(2))
-            .await
-            .ok()?;
-        let resp = c
-            .invoke(
-                RemotingCommand::request(request_code::CONTROLLER_GET_REPLICA_INFO)
-                    .with_ext("brokerName", "broker-t"),
-                Duration::from_secs(2),
-            )
-            .await
-            .ok()?;
-        if resp.code != response_code::SUCCESS {
-            return None;
-        }
-        let body: Value = serde_json::from_slice(&resp.body).ok()?;
-        Some((
-            body["syncStateSet"].as_array()?.len(),
-            resp.ext("masterAddress").unwrap_or_default().to_owned(),
-        ))
-    })
+fn replica_info(controller: &ControllerProc) -> Option<(usize, String)> {
+    let resp = controller.replica_info("broker-t")?;
+    Some((
+        ControllerProc::sync_state_set(&resp)?.len(),
+        resp.ext("masterAddress").unwrap_or_default().to_owned(),
+    ))
 }
 
 fn call(addr: SocketAddr, req: RemotingCommand) -> RemotingCommand {
@@ -129,7 +52,7 @@ fn json(resp: &RemotingCommand) -> Value {
 fn epochs_and_ha_status_of_a_controller_mode_trio() {
     let ns = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
     common::start_namesrv_in_process_with(common::namesrv_config(ns));
-    let controller = ControllerProc::start();
+    let controller = ControllerProc::start("ha_admin_controller_process");
     let extra = format!(
         "enableControllerMode = true\ncontrollerAddr = \"{}\"\nnamesrvAddr = \"{ns}\"\n\
          registerNameServerPeriod = 1000\nslaveReadEnable = true\ndiskMaxUsedSpaceRatio = 99\n",
@@ -140,7 +63,7 @@ fn epochs_and_ha_status_of_a_controller_mode_trio() {
     let wait = |what: &str, ok: &dyn Fn(usize, &str) -> bool| {
         let start = Instant::now();
         loop {
-            if let Some((n, master)) = replica_info(&controller.addr) {
+            if let Some((n, master)) = replica_info(&controller) {
                 if ok(n, &master) {
                     return master;
                 }

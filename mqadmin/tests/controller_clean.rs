@@ -43,6 +43,14 @@ fn req(code: i32, fields: &[(&str, String)]) -> RemotingCommand {
     r
 }
 
+fn heartbeat_on(
+    rt: &tokio::runtime::Runtime,
+    client: &mut PeerClient,
+    r: RemotingCommand,
+) -> RemotingCommand {
+    rt.block_on(client.call(r, Duration::from_secs(5))).unwrap()
+}
+
 fn call(rt: &tokio::runtime::Runtime, addr: &str, r: RemotingCommand) -> RemotingCommand {
     rt.block_on(PeerClient::new(addr.to_owned()).call(r, Duration::from_secs(5)))
         .unwrap()
@@ -136,10 +144,12 @@ fn clean_broker_metadata_on_a_controller() {
         );
         assert_eq!(r.code, 0, "{r:?}");
     }
-    // Replica 1 lives (a heartbeat good for a minute); replica 2 is silent.
-    let r = call(
+    // Replica 1 lives (a heartbeat good for a minute, on a connection kept open: the controller, as
+    // Apache's, takes a broker whose heartbeat connection closed for gone); replica 2 is silent.
+    let mut replica_1 = PeerClient::new(addr.clone());
+    let r = heartbeat_on(
         &rt,
-        &addr,
+        &mut replica_1,
         req(
             request_code::BROKER_HEARTBEAT,
             &[

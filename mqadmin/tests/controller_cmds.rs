@@ -133,8 +133,12 @@ fn controller_commands() {
             .enable_all()
             .build()
             .unwrap();
+        // One connection per replica, kept open: the controller, as Apache's, takes a broker whose
+        // heartbeat connection closed for gone.
+        let mut clients: Vec<PeerClient> =
+            (0..2).map(|_| PeerClient::new(beat_addr.clone())).collect();
         while beat_flag.load(Ordering::SeqCst) {
-            for id in 1..=2u64 {
+            for (id, client) in (1..=2u64).zip(clients.iter_mut()) {
                 let r = req(
                     request_code::BROKER_HEARTBEAT,
                     &[
@@ -145,8 +149,7 @@ fn controller_commands() {
                         ("heartbeatTimeoutMills", "10000".into()),
                     ],
                 );
-                let _ =
-                    rt.block_on(PeerClient::new(beat_addr.clone()).call(r, Duration::from_secs(2)));
+                let _ = rt.block_on(client.call(r, Duration::from_secs(2)));
             }
             std::thread::sleep(Duration::from_millis(300));
         }

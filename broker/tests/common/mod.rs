@@ -6,11 +6,13 @@
 #![allow(dead_code, unused_imports)]
 
 mod broker_proc;
+mod controller_proc;
 mod name_server;
 mod ports;
 mod requests;
 
 pub use broker_proc::*;
+pub use controller_proc::*;
 pub use name_server::*;
 pub use ports::*;
 pub use requests::*;

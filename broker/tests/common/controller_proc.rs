@@ -1,0 +1,95 @@
+//! One controller for a controller-mode test, in a child process: the test binary runs itself again
+//! as the controller (an ignored helper test whose body is `serve_controller_if_asked`), a raft group
+//! of one in its own temp dir, its log kept there, killed on drop.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use protocol::{request_code, response_code, RemotingCommand};
+use remoting::Client;
+
+use super::{free_port, run_local};
+
+const CONF_ENV: &str = "TEST_CONTROLLER_PROC_CONF";
+
+/// The body of the binary's helper test: when started by [`ControllerProc::start`], runs the
+/// controller and exits; as an ordinary (ignored) test, returns at once.
+pub fn serve_controller_if_asked() {
+    let Ok(path) = std::env::var(CONF_ENV) else {
+        return;
+    };
+    let text = std::fs::read_to_string(&path).expect("controller config");
+    let config = controller::config::ControllerConfig::from_file_text(&text).expect("config");
+    if let Err(e) = controller::server::run(config, |addr| println!("controller on {addr}")) {
+        eprintln!("controller: {e}");
+        std::process::exit(1);
+    }
+    std::process::exit(0);
+}
+
+pub struct ControllerProc {
+    pub addr: String,
+    child: Child,
+    dir: tempfile::TempDir,
+}
+
+impl ControllerProc {
+    /// Starts the controller by running `helper_test`, this binary's helper test.
+    pub fn start(helper_test: &str) -> ControllerProc {
+        let dir = tempfile::tempdir().unwrap();
+        let addr = format!("127.0.0.1:{}", free_port());
+        let conf = dir.path().join("controller.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "controllerDLegerGroup = test\ncontrollerDLegerPeers = n0-{addr}\n\
+                 controllerDLegerSelfId = n0\ncontrollerStorePath = {}\n",
+                dir.path().join("store").display()
+            ),
+        )
+        .unwrap();
+        let log = std::fs::File::create(dir.path().join("controller.log")).unwrap();
+        let child = Command::new(std::env::current_exe().unwrap())
+            .args([helper_test, "--exact", "--ignored", "--nocapture"])
+            .env(CONF_ENV, &conf)
+            .stdout(Stdio::from(log.try_clone().unwrap()))
+            .stderr(Stdio::from(log))
+            .spawn()
+            .unwrap();
+        ControllerProc { addr, child, dir }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("controller.log")).unwrap_or_default()
+    }
+
+    /// CONTROLLER_GET_REPLICA_INFO for `broker_name` on a fresh connection: the SUCCESS answer
+    /// (master address and epoch in its fields, the SyncStateSet in its body), or None.
+    pub fn replica_info(&self, broker_name: &str) -> Option<RemotingCommand> {
+        let addr = self.addr.clone();
+        let request = RemotingCommand::request(request_code::CONTROLLER_GET_REPLICA_INFO)
+            .with_ext("brokerName", broker_name);
+        run_local(async move {
+            let c = Client::connect_str(&addr, Duration::from_secs(2))
+                .await
+                .ok()?;
+            let resp = c.invoke(request, Duration::from_secs(2)).await.ok()?;
+            (resp.code == response_code::SUCCESS).then_some(resp)
+        })
+    }
+
+    /// The SyncStateSet in a [`Self::replica_info`] answer.
+    pub fn sync_state_set(info: &RemotingCommand) -> Option<Vec<u64>> {
+        let body: serde_json::Value = serde_json::from_slice(&info.body).ok()?;
+        body["syncStateSet"]
+            .as_array()
+            .map(|ids| ids.iter().filter_map(|v| v.as_u64()).collect())
+    }
+}
+
+impl Drop for ControllerProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
