@@ -114,39 +114,56 @@ impl BrokerBuilder {
         self
     }
 
-    /// Writes the config, starts the broker and waits until it serves.
+    /// Writes the config, starts the broker and waits until it serves. With the test config, a start
+    /// that fails because another process bound one of its ports between the check and the bind
+    /// (seen in CI once) is retried on fresh ports, twice at most.
     pub fn start(self) -> Broker {
-        let temp = tempfile::tempdir().expect("temp dir");
-        let dir = temp.path().to_path_buf();
-        let port = free_broker_port();
-        let (config, text) = match self.config_file {
-            Some((name, text)) => (dir.join(name), text(port, &dir)),
-            None => {
-                let store = self.store_root.unwrap_or_else(|| dir.join("store"));
-                (
-                    dir.join("broker.toml"),
-                    test_config(port, &store, &self.extra),
-                )
-            }
-        };
-        std::fs::write(&config, text).expect("write broker config");
-        let (netns, ip) = match self.netns {
-            Some((name, ip)) => (Some(name), ip),
-            None => (None, Ipv4Addr::LOCALHOST),
-        };
-        let mut b = Broker {
-            port,
-            ip,
+        let BrokerBuilder {
+            bin,
+            extra,
+            store_root,
+            mut config_file,
             netns,
-            envs: self.envs,
-            dir,
-            config,
-            bin: self.bin,
-            child: None,
-            _temp: temp,
-        };
-        b.restart();
-        b
+            envs,
+        } = self;
+        let attempts = if config_file.is_some() { 1 } else { 3 };
+        for attempt in 1..=attempts {
+            let temp = tempfile::tempdir().expect("temp dir");
+            let dir = temp.path().to_path_buf();
+            let port = free_broker_port();
+            let (config, text) = match config_file.take() {
+                Some((name, text)) => (dir.join(name), text(port, &dir)),
+                None => {
+                    let store = store_root.clone().unwrap_or_else(|| dir.join("store"));
+                    (dir.join("broker.toml"), test_config(port, &store, &extra))
+                }
+            };
+            std::fs::write(&config, text).expect("write broker config");
+            let (netns, ip) = match &netns {
+                Some((name, ip)) => (Some(name.clone()), *ip),
+                None => (None, Ipv4Addr::LOCALHOST),
+            };
+            let mut b = Broker {
+                port,
+                ip,
+                netns,
+                envs: envs.clone(),
+                dir,
+                config,
+                bin: bin.clone(),
+                child: None,
+                _temp: temp,
+            };
+            b.spawn();
+            match b.ready_or_exit() {
+                Ok(()) => return b,
+                Err(log) if attempt < attempts && log.contains("Address already in use") => {
+                    eprintln!("broker start on port {port} lost a port to another process; again");
+                }
+                Err(log) => panic!("broker exited early:\n{log}"),
+            }
+        }
+        unreachable!("the last attempt returns or panics")
     }
 }
 
@@ -247,10 +264,18 @@ impl Broker {
     /// refuses the unsigned request, which is an answer too); panics with its log when it exits first
     /// or is not ready in 30 s.
     pub fn wait_ready(&mut self) {
+        if let Err(log) = self.ready_or_exit() {
+            panic!("broker exited early:\n{log}");
+        }
+    }
+
+    /// Waits until the broker serves (as [`Self::wait_ready`]); its exit status and log when it
+    /// exits first; panics when it is not ready in 30 s.
+    fn ready_or_exit(&mut self) -> Result<(), String> {
         let start = Instant::now();
         while start.elapsed() < START_LIMIT {
             if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
-                panic!("broker exited early ({status}):\n{}", self.log());
+                return Err(format!("({status}):\n{}", self.log()));
             }
             let mut addrs = vec![self.addr(), self.fast_addr()];
             addrs.extend(self.other_shard_brokers());
@@ -270,7 +295,7 @@ impl Broker {
                 true
             });
             if ready {
-                return;
+                return Ok(());
             }
             std::thread::sleep(Duration::from_millis(50));
         }
