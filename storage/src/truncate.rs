@@ -48,7 +48,7 @@ impl MessageStore {
     /// durable marks move back, caches forget the cut bytes, epochs starting at or after it are
     /// dropped. Appends are refused while it runs. Meant for a slave that is not replicating.
     ///
-    /// The cut runs as a task of its own: a caller that goes away (an HA session ended by a role
+    /// The cut runs as a task of its own: a caller that goes away (an HA connection ended by a role
     /// change while it waited for the flush) must not stop it between the CommitLog's cut and the
     /// ConsumeQueues', which left queue units pointing at cut records (chaos seed 1127501982,
     /// 2026-12-07: the replicated records for those queue offsets were then refused, and an
