@@ -14,14 +14,16 @@
 // Bench code: a broken expectation panics.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::BytesMut;
 use protocol::frame::encode_frame;
@@ -71,9 +73,17 @@ fn trace(kind: &str, size: usize) {
         .filter(|l| !l.starts_with("at ") && !l.contains("pull_allocations::"))
         .filter_map(|l| l.split_once(": ").map(|(_, name)| name))
         .filter(|name| {
-            !["alloc::alloc", "raw_vec", "alloc_impl", "box_new", "Global", "finish_grow", "__rust"]
-                .iter()
-                .any(|c| name.contains(c))
+            ![
+                "alloc::alloc",
+                "raw_vec",
+                "alloc_impl",
+                "box_new",
+                "Global",
+                "finish_grow",
+                "__rust",
+            ]
+            .iter()
+            .any(|c| name.contains(c))
         })
         .take(16)
         .collect();
@@ -149,7 +159,10 @@ fn send_frame() -> Vec<u8> {
         .with_ext("f", "0")
         .with_ext("g", "1700000000000")
         .with_ext("h", "0")
-        .with_ext("i", "UNIQ_KEY\u{1}7F0000011F9C18B4AAC2156E4A3C0000\u{2}WAIT\u{1}true\u{2}")
+        .with_ext(
+            "i",
+            "UNIQ_KEY\u{1}7F0000011F9C18B4AAC2156E4A3C0000\u{2}WAIT\u{1}true\u{2}",
+        )
         .with_ext("j", "0")
         .with_ext("k", "false")
         .with_ext("m", "false")
@@ -208,52 +221,8 @@ fn check_found(answer: &[u8], len: usize) {
     assert_eq!(records, BATCH, "records in the answer");
 }
 
-fn free_port() -> u16 {
-    // The broker also listens on port - 2 (RocketMQ's fast port) and port + 1 (HA).
-    loop {
-        let port = TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0))
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if port > 2048
-            && port < u16::MAX
-            && TcpListener::bind((Ipv4Addr::UNSPECIFIED, port - 2)).is_ok()
-            && TcpListener::bind((Ipv4Addr::UNSPECIFIED, port + 1)).is_ok()
-        {
-            return port;
-        }
-    }
-}
-
 fn main() {
-    let store = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let config = store.path().join("broker.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "brokerName = \"broker-a\"\nbrokerClusterName = \"AllocCluster\"\nbrokerIP1 = \"127.0.0.1\"\n\
-             listenPort = {port}\nstorePathRootDir = \"{}\"\nshardCount = 1\nnamesrvAddr = \"\"\n\
-             mappedFileSizeCommitLog = 268435456\n",
-            store.path().join("store").display()
-        ),
-    )
-    .unwrap();
-    let (cfg, _) = broker::config::load(&config).unwrap();
-    std::thread::spawn(move || broker::run(cfg));
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let started = Instant::now();
-    let mut stream = loop {
-        match TcpStream::connect(addr) {
-            Ok(s) => break s,
-            Err(_) if started.elapsed() < Duration::from_secs(30) => {
-                std::thread::sleep(Duration::from_millis(50))
-            }
-            Err(e) => panic!("broker did not start: {e}"),
-        }
-    };
-    stream.set_nodelay(true).unwrap();
+    let (store, mut stream) = common::start_broker(268435456);
     let mut answer = vec![0u8; 1 << 20];
     let pulls = measured();
     let trace_pulls = std::env::var("ALLOC_TRACE")

@@ -14,14 +14,16 @@
 // Bench code: a broken expectation panics.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::io::{Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::cell::Cell;
 use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::BytesMut;
 use protocol::frame::encode_frame;
@@ -70,9 +72,17 @@ fn trace(kind: &str) {
         .filter(|l| !l.starts_with("at ") && !l.contains("send_allocations::"))
         .filter_map(|l| l.split_once(": ").map(|(_, name)| name))
         .filter(|name| {
-            !["alloc::alloc", "raw_vec", "alloc_impl", "box_new", "Global", "finish_grow", "__rust"]
-                .iter()
-                .any(|c| name.contains(c))
+            ![
+                "alloc::alloc",
+                "raw_vec",
+                "alloc_impl",
+                "box_new",
+                "Global",
+                "finish_grow",
+                "__rust",
+            ]
+            .iter()
+            .any(|c| name.contains(c))
         })
         .take(16)
         .collect();
@@ -163,53 +173,8 @@ fn round_trip(stream: &mut TcpStream, frame: &[u8], answer: &mut [u8]) -> usize 
     len
 }
 
-fn free_port() -> u16 {
-    // The broker also listens on port - 2 (RocketMQ's fast port) and port + 1 (HA): pick ports where
-    // all three are free.
-    loop {
-        let port = TcpListener::bind((Ipv4Addr::UNSPECIFIED, 0))
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if port > 2048
-            && port < u16::MAX
-            && TcpListener::bind((Ipv4Addr::UNSPECIFIED, port - 2)).is_ok()
-            && TcpListener::bind((Ipv4Addr::UNSPECIFIED, port + 1)).is_ok()
-        {
-            return port;
-        }
-    }
-}
-
 fn main() {
-    let store = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let config = store.path().join("broker.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "brokerName = \"broker-a\"\nbrokerClusterName = \"AllocCluster\"\nbrokerIP1 = \"127.0.0.1\"\n\
-             listenPort = {port}\nstorePathRootDir = \"{}\"\nshardCount = 1\nnamesrvAddr = \"\"\n\
-             mappedFileSizeCommitLog = 67108864\n",
-            store.path().join("store").display()
-        ),
-    )
-    .unwrap();
-    let (cfg, _) = broker::config::load(&config).unwrap();
-    std::thread::spawn(move || broker::run(cfg));
-    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
-    let started = Instant::now();
-    let mut stream = loop {
-        match TcpStream::connect(addr) {
-            Ok(s) => break s,
-            Err(_) if started.elapsed() < Duration::from_secs(30) => {
-                std::thread::sleep(Duration::from_millis(50))
-            }
-            Err(e) => panic!("broker did not start: {e}"),
-        }
-    };
-    stream.set_nodelay(true).unwrap();
+    let (store, mut stream) = common::start_broker(67108864);
     let mut answer = vec![0u8; 1 << 16];
     let sends = measured();
     println!(
