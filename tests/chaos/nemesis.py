@@ -11,6 +11,13 @@ import random
 import threading
 import time
 
+import faults_host
+import faults_net
+
+# Modules that bring more fault kinds: each has KINDS, CLASSIC_KINDS, start(nemesis, fault, event, rng)
+# (sets fault["target"] and applies it) and heal(nemesis, fault).
+EXTENSIONS = (faults_net, faults_host)
+
 
 KINDS = [
     "kill_master",         # SIGKILL the master; restart it at the end of the fault
@@ -23,12 +30,17 @@ KINDS = [
     "partition_minority",  # one controller and one broker cut off from the rest (clients on the majority side)
     "oneway_replica",      # the master stops hearing one slave (its packets to the master dropped)
     "loss",                # 10-40% packet loss at one broker or controller
-]
+] + [kind for ext in EXTENSIONS for kind in ext.KINDS]
 
 
 # What a classic SYNC_MASTER pair without controllers can be given.
 CLASSIC_KINDS = ["kill_master", "kill_replica", "pause_master", "isolate_master", "split_master",
-                 "oneway_replica", "loss"]
+                 "oneway_replica", "loss"] + [kind for ext in EXTENSIONS for kind in ext.CLASSIC_KINDS]
+
+
+def extension_of(kind):
+    """The module that brings `kind`, or None for the kinds above."""
+    return next((ext for ext in EXTENSIONS if kind in ext.KINDS), None)
 
 
 def schedule(seed, seconds, kinds=None):
@@ -145,6 +157,10 @@ class Nemesis(threading.Thread):
             fault["target"] = "%s@%d%%" % (name, event["percent"])
             fault["node"] = name
             self.net.loss(fault["id"], name, event["percent"])
+        elif extension_of(kind) is not None:
+            extension_of(kind).start(self, fault, event, rng)
+        else:
+            raise ValueError("unknown fault kind %s" % kind)
         with self.lock:
             self.applied.append(fault)
         self._record(fault, "start")
@@ -153,7 +169,9 @@ class Nemesis(threading.Thread):
     def _heal(self, fault):
         kind = fault["kind"]
         try:
-            if kind in ("kill_master", "kill_replica", "kill_controller"):
+            if extension_of(kind) is not None:
+                extension_of(kind).heal(self, fault)
+            elif kind in ("kill_master", "kill_replica", "kill_controller"):
                 if not self.cluster.alive(fault["target"]):
                     self.cluster.start(fault["target"])
             elif kind.startswith("pause"):
