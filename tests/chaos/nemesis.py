@@ -11,12 +11,13 @@ import random
 import threading
 import time
 
-import faults_host
+import faults_clock
+import faults_disk
 import faults_net
 
 # Modules that bring more fault kinds: each has KINDS, CLASSIC_KINDS, start(nemesis, fault, event, rng)
 # (sets fault["target"] and applies it) and heal(nemesis, fault).
-EXTENSIONS = (faults_net, faults_host)
+EXTENSIONS = (faults_net, faults_clock, faults_disk)
 
 
 KINDS = [
