@@ -31,12 +31,15 @@ import checker  # noqa: E402
 import cluster as cl  # noqa: E402
 import consumer as cons  # noqa: E402
 import harness  # noqa: E402  (cluster.py put tests/interop on the path)
+import java_producer  # noqa: E402
 import nemesis  # noqa: E402
 import net  # noqa: E402
 import wire  # noqa: E402
 
 TOPIC = "ChaosTopic"
 QUEUES = 4
+# Apache Java client producers per seed (java_producer.py); main() sets it from --java-producers.
+JAVA_PRODUCERS = 0
 
 
 class Producer(threading.Thread):
@@ -155,6 +158,10 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
             prods = [Producer(i, seed, cluster, t0, hist, lock) for i in range(producers)]
             for p in prods:
                 p.start()
+            java = [java_producer.JavaProducer(i, seed, cluster, TOPIC, t0, hist, lock, workdir)
+                    for i in range(JAVA_PRODUCERS)]
+            for j in java:
+                j.start()
             cons_ = [cons.Consumer(i, consumers, cluster, TOPIC, QUEUES, t0, hist, lock) for i in range(consumers)]
             for c in cons_:
                 c.start()
@@ -181,6 +188,8 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
             result["facts"]["recovery_wait_s"] = round(time.monotonic() - t0 - healed_at, 1)
             for p in prods:
                 p.stop_flag.set()
+            for j in java:
+                j.stop()
             for p in prods:
                 p.join(10)
             t_end = time.monotonic() - t0
@@ -190,7 +199,7 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
             for c in cons_:
                 c.join(10)
             result["facts"]["drain_s"] = round(time.monotonic() - t0 - t_end, 1)
-        history = sorted((op for p in prods for op in p.history), key=lambda op: op["t"])
+        history = sorted((op for p in prods + java for op in p.history), key=lambda op: op["t"])
         after = [op["t"] for op in history if op["type"] == "ok" and op["t"] > healed_at]
         recovered_at = after[0] if after else t_end
         if not after:
@@ -218,6 +227,7 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
             result["problems"].extend(problems)
             result["facts"].update(facts)
             result["facts"]["consumer_errors"] = [c.errors for c in cons_]
+        result["facts"]["java_producer_errors"] = [e for j in java for e in j.errors]
         result["facts"].update({"healed_at_s": round(healed_at, 2),
                                 "first_ok_after_heal_s": round(recovered_at - healed_at, 2),
                                 "faults": [(round(f["start"], 1), f["kind"], f.get("target")) for f in nem.applied],
@@ -262,7 +272,7 @@ def print_result(r):
     print("   phases: recovery wait %s s, read %s s, stop %s s" % (f.get("recovery_wait_s"), f.get("read_s"), f.get("stop_s")))
     for fault in f.get("faults", []):
         print("   fault %6.1f s %-19s %s" % fault)
-    for note in f.get("nemesis_errors", []) + f.get("read_notes", []):
+    for note in f.get("nemesis_errors", []) + f.get("read_notes", []) + f.get("java_producer_errors", []):
         print("   note: %s" % note)
     for p in r["problems"]:
         print("   PROBLEM %s" % p)
@@ -311,6 +321,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=60, help="fault time per seed")
     ap.add_argument("--minutes", type=float, help="long mode: seeds of --seconds each until this many minutes")
     ap.add_argument("--producers", type=int, default=3)
+    ap.add_argument("--java-producers", type=int, default=1,
+                    help="producers on Apache's Java client (0: none; skipped with a note when it cannot be built)")
     ap.add_argument("--consumers", type=int, default=2, help="members of the consumer group (0: none)")
     ap.add_argument("--layout", choices=sorted(cl.LAYOUTS), default="controller",
                     help="controller: 3 controllers + 3 replicas; classic: SYNC_MASTER + SLAVE")
@@ -328,6 +340,13 @@ def main():
     if why:
         print("chaos: cannot run here: %s" % why)
         return 2
+    global JAVA_PRODUCERS
+    if args.java_producers:
+        why = java_producer.build()
+        if why:
+            print("chaos: no Java client producers: %s" % why)
+        else:
+            JAVA_PRODUCERS = args.java_producers
     if args.workdir:
         os.makedirs(args.workdir, exist_ok=True)
         base = args.workdir
