@@ -1,0 +1,91 @@
+// A consumer for the chaos harness (tests/chaos/java_clients.py), with Apache RocketMQ's Java client: a
+// DefaultMQPushConsumer of its own group, clustering mode, subscribed to the whole topic, that prints
+// one JSON object per message it is given (its own rebalancing, long polling, offset commits every
+// 5 s and broker choice, master or slave, as the broker suggests).
+//
+//   ChaosConsumer NAMESRV TOPIC GROUP POLL_MS STOP_FILE
+//
+// Lines: `consume` with the message's key, queue id, queue offset and the address of the broker that
+// stored it (MessageExt.getStoreHost); `mono` is System.nanoTime() (CLOCK_MONOTONIC on Linux, the clock
+// of Python's time.monotonic()). Every listener call answers CONSUME_SUCCESS. POLL_MS sets
+// pollNameServerInterval (the client's route poll, 30000 by default). Stops when STOP_FILE exists or its
+// standard input closes (the runner went away).
+import com.alibaba.fastjson.JSON;
+import java.io.File;
+import java.net.InetSocketAddress;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.MessageExt;
+
+public class ChaosConsumer {
+    static volatile boolean orphaned = false;
+
+    static synchronized void emit(Object... kv) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        for (int i = 0; i + 1 < kv.length; i += 2) {
+            m.put((String) kv[i], kv[i + 1]);
+        }
+        m.put("mono", System.nanoTime());
+        System.out.println(JSON.toJSONString(m));
+        System.out.flush();
+    }
+
+    public static void main(String[] args) throws Exception {
+        try {
+            run(args[0], args[1], args[2], Integer.parseInt(args[3]), new File(args[4]));
+        } catch (Exception e) {
+            emit("type", "error", "error", e.toString());
+            System.exit(1);
+        }
+        System.exit(0);
+    }
+
+    static String address(java.net.SocketAddress host) {
+        if (host instanceof InetSocketAddress) {
+            InetSocketAddress a = (InetSocketAddress) host;
+            return a.getAddress().getHostAddress() + ":" + a.getPort();
+        }
+        return String.valueOf(host);
+    }
+
+    static void run(String namesrv, String topic, String group, int pollMs, File stop) throws Exception {
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
+        consumer.setNamesrvAddr(namesrv);
+        consumer.setPollNameServerInterval(pollMs);
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.subscribe(topic, "*");
+        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+            for (MessageExt m : msgs) {
+                emit("type", "consume", "key", m.getKeys(), "queue", m.getQueueId(), "offset", m.getQueueOffset(),
+                    "addr", address(m.getStoreHost()));
+            }
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+        });
+        consumer.start();
+        emit("type", "started");
+        Thread watcher = new Thread(() -> {
+            try {
+                while (System.in.read() != -1) {
+                    // nothing is sent on standard input: its end means the runner is gone
+                }
+            } catch (java.io.IOException e) {
+                // the same
+            }
+            orphaned = true;
+        });
+        watcher.setDaemon(true);
+        watcher.start();
+        try {
+            while (!stop.exists() && !orphaned) {
+                Thread.sleep(100);
+            }
+        } finally {
+            consumer.shutdown();
+        }
+        emit("type", "done");
+    }
+}

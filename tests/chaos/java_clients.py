@@ -1,0 +1,148 @@
+"""Clients written by other people in the chaos history: Apache RocketMQ's Java client (4.9.8, from
+Maven Central through tests/apache/) running java/ChaosProducer.java and java/ChaosConsumer.java, their
+lines turned into the operations the Python producers (run.py's Producer) and consumers (consumer.py)
+record.
+
+They route, retry, time out, rebalance and commit as the Java client does (retryTimesWhenSendFailed 2,
+sendMsgTimeout 2 s; a push consumer of its own group committing offsets every 5 s), with the route
+poll set to 1 s where the client's default is 30 s, as a failover-minded user would (with the default a
+producer keeps sending to a deposed master until its next poll). `build()` compiles the programs once
+per source change; when Apache's jars or a JDK are missing it says why and the run goes on without
+them.
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+SOURCES = [os.path.join(HERE, "java", name) for name in ("ChaosProducer.java", "ChaosConsumer.java")]
+CLASSES = os.path.join(HERE, "java", "build", "classes")
+CLIENT_SET = "rocketmq-4.9.8"
+APACHE = os.path.join(REPO, "tests", "apache")
+
+
+def build():
+    """None when the program is ready to run, else why it is not."""
+    digest = hashlib.sha256()
+    for source in SOURCES:
+        with open(source, "rb") as f:
+            digest.update(f.read())
+    digest = digest.hexdigest()
+    stamp = os.path.join(CLASSES, "source.sha256")
+    try:
+        with open(stamp) as f:
+            if f.read().strip() == digest:
+                return None
+    except OSError:
+        pass
+    for cmd in ([os.path.join(APACHE, "setup.sh"), CLIENT_SET],
+                [os.path.join(APACHE, "javac.sh"), CLIENT_SET, "-nowarn", "-d", CLASSES] + SOURCES):
+        os.makedirs(CLASSES, exist_ok=True)
+        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if out.returncode != 0:
+            return "%s failed: %s" % (os.path.basename(cmd[0]), out.stdout.strip()[-400:])
+    with open(stamp, "w") as f:
+        f.write(digest + "\n")
+    return None
+
+
+class JavaProgram(threading.Thread):
+    """Runs one of java/'s programs; `history` holds its operations with `t` on the runner's clock
+    (seconds since t0, time.monotonic()), each also written to `out`."""
+
+    def __init__(self, name, argv, t0, out, lock, workdir):
+        super().__init__(daemon=True)
+        self.name_ = name
+        self.argv = argv
+        self.t0 = t0
+        self.out = out
+        self.lock = lock
+        self.stop_file = os.path.join(workdir, "%s.stop" % name)
+        self.log = os.path.join(workdir, "%s.log" % name)
+        self.history = []
+        self.errors = []
+        self.proc = None
+
+    def run(self):
+        argv = [os.path.join(APACHE, "java.sh"), CLIENT_SET, "-cp", CLASSES] + self.argv + [self.stop_file]
+        env = dict(os.environ, RMQ_CLIENT_LOG_DIR=os.path.join(os.path.dirname(self.log), "java-client-logs"))
+        with open(self.log, "w") as err:
+            # Its standard input stays open until this process ends: its end stops the program.
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                         text=True, env=env, start_new_session=True)
+            for line in self.proc.stdout:
+                self._line(line)
+            self.proc.wait()
+        if self.proc.returncode != 0:
+            self.errors.append("%s exited with %s (%s)" % (self.name_, self.proc.returncode, self.log))
+
+    def _line(self, line):
+        try:
+            op = json.loads(line)
+        except ValueError:
+            return
+        if op.get("type") == "error":
+            self.errors.append("%s: %s" % (self.name_, op.get("error")))
+        if op.get("type") not in self.OPS:
+            return
+        op["t"] = round(op.pop("mono") / 1e9 - self.t0, 4)
+        self.tag(op)
+        self.history.append(op)
+        self.seen(op)
+        with self.lock:
+            self.out.write(json.dumps(op) + "\n")
+
+    def tag(self, op):
+        pass
+
+    def seen(self, op):
+        pass
+
+    def stop(self, timeout=15):
+        """Asks the program to stop and waits for it."""
+        with open(self.stop_file, "w"):
+            pass
+        self.join(timeout)
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.errors.append("%s did not stop within %s s" % (self.name_, timeout))
+
+
+class JavaProducer(JavaProgram):
+    """ChaosProducer: invoke / ok / fail / unknown, as run.py's Producer records them."""
+
+    OPS = ("invoke", "ok", "fail", "unknown")
+
+    def __init__(self, index, seed, cluster, topic, t0, out, lock, workdir):
+        super().__init__("java-producer-%d" % index, ["ChaosProducer", cluster.namesrv_addr, topic,
+                                                       "s%d-j%d" % (seed, index), "1000"], t0, out, lock, workdir)
+        self.index = index
+
+    def tag(self, op):
+        op["proc"] = "java%d" % self.index
+
+
+class JavaConsumer(JavaProgram):
+    """ChaosConsumer, group `chaos-java-consumer`: `consume` operations as consumer.py records them, with
+    consumer numbers from 100 on (no commit or reset operations: the client keeps those to itself)."""
+
+    OPS = ("consume",)
+    GROUP = "chaos-java-consumer"
+
+    def __init__(self, index, cluster, topic, t0, out, lock, workdir):
+        super().__init__("java-consumer-%d" % index, ["ChaosConsumer", cluster.namesrv_addr, topic, self.GROUP,
+                                                       "1000"], t0, out, lock, workdir)
+        self.index = index
+        self.freeze = threading.Event()  # what run.py's drain() sets; the client rebalances on its own
+        self.last_consume = None
+
+    def tag(self, op):
+        op["consumer"] = 100 + self.index
+
+    def seen(self, op):
+        self.last_consume = time.monotonic()
