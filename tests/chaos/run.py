@@ -227,7 +227,7 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
             result["problems"].extend(problems)
             result["facts"].update(facts)
             result["facts"]["consumer_errors"] = [c.errors for c in cons_]
-        result["facts"]["java_clients_errors"] = [e for j in java for e in j.errors]
+        result["facts"]["java_producer_errors"] = [e for j in java for e in j.errors]
         result["facts"].update({"healed_at_s": round(healed_at, 2),
                                 "first_ok_after_heal_s": round(recovered_at - healed_at, 2),
                                 "faults": [(round(f["start"], 1), f["kind"], f.get("target")) for f in nem.applied],
@@ -272,7 +272,7 @@ def print_result(r):
     print("   phases: recovery wait %s s, read %s s, stop %s s" % (f.get("recovery_wait_s"), f.get("read_s"), f.get("stop_s")))
     for fault in f.get("faults", []):
         print("   fault %6.1f s %-19s %s" % fault)
-    for note in f.get("nemesis_errors", []) + f.get("read_notes", []) + f.get("java_clients_errors", []):
+    for note in f.get("nemesis_errors", []) + f.get("read_notes", []) + f.get("java_producer_errors", []):
         print("   note: %s" % note)
     for p in r["problems"]:
         print("   PROBLEM %s" % p)
@@ -341,12 +341,12 @@ def main():
         print("chaos: cannot run here: %s" % why)
         return 2
     global JAVA_PRODUCERS
-    if args.java_clientss:
+    if args.java_producers:
         why = java_clients.build()
         if why:
             print("chaos: no Java client producers: %s" % why)
         else:
-            JAVA_PRODUCERS = args.java_clientss
+            JAVA_PRODUCERS = args.java_producers
     if args.workdir:
         os.makedirs(args.workdir, exist_ok=True)
         base = args.workdir
