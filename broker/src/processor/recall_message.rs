@@ -102,7 +102,7 @@ async fn recall(
     for owner in owners {
         let queue_id = timer::queue_of(shard, owner);
         let marker = recall::marker(&handle, due, group, queue_id, template.clone());
-        match shard.on(owner).put(vec![marker]).await {
+        match shard.on(owner).put(marker).await {
             Ok(_) => {}
             Err(e) => {
                 tracing::warn!(

@@ -19,7 +19,7 @@ use storage::PutOk;
 
 use crate::common::reply::{error, header_error, owner_put_error};
 use crate::feature::metrics::apache_local as apache_metrics;
-use crate::shard::put::SendStatus;
+use crate::shard::put::{OneOrMany, SendStatus};
 use crate::shard::Shard;
 use crate::state::topics;
 
@@ -56,7 +56,7 @@ async fn prepare(
     req: &RemotingCommand,
     header: &SendHeader<'_>,
     born_host: SocketAddr,
-) -> Result<(Vec<MessageRecord>, bool), RemotingCommand> {
+) -> Result<(OneOrMany<MessageRecord>, bool), RemotingCommand> {
     let cfg = &shard.cfg;
     if !perm::is_writeable(crate::config::live::broker_permission(cfg) as i32) {
         return Err(error(
@@ -168,8 +168,11 @@ async fn prepare(
         }
         let entries = batch::decode_owned(&req.body)
             .map_err(|e| error(rc::MESSAGE_ILLEGAL, format!("bad batch body: {e}")))?;
-        crate::feature::schedule::park::refuse_delayed_batch(props.get(properties::DELAY), &entries)
-            .map_err(|why| error(rc::MESSAGE_ILLEGAL, why))?;
+        crate::feature::schedule::park::refuse_delayed_batch(
+            props.get(properties::DELAY),
+            &entries,
+        )
+        .map_err(|why| error(rc::MESSAGE_ILLEGAL, why))?;
         if entries.is_empty() {
             return Err(error(rc::MESSAGE_ILLEGAL, "the batch holds no message"));
         }
@@ -187,7 +190,7 @@ async fn prepare(
                 ..template.clone()
             });
         }
-        records
+        OneOrMany::Many(records)
     } else {
         if compacted {
             require_key(props.get(properties::KEYS))?;
@@ -199,8 +202,14 @@ async fn prepare(
         if sys_flag::transaction_type(record.sys_flag) == sys_flag::TRANSACTION_PREPARED {
             into_half_message(&mut record, &mut props);
         }
-        super::send_back::divert_exhausted_retry(shard, header, req.version, &mut record, &mut props)
-            .await?;
+        super::send_back::divert_exhausted_retry(
+            shard,
+            header,
+            req.version,
+            &mut record,
+            &mut props,
+        )
+        .await?;
         park_if_timed(shard, &mut record, &mut props)?;
         crate::feature::schedule::park_delayed(
             &mut record,
@@ -209,7 +218,7 @@ async fn prepare(
         );
         // The stored properties, encoded once (one allocation of their exact length).
         record.properties = props.encode();
-        vec![record]
+        OneOrMany::One(record)
     };
     Ok((records, is_batch))
 }
@@ -295,7 +304,7 @@ fn pick_queue(shard: &Shard, topic: &str, write_queues: i32) -> i32 {
 /// producer named (the records' own unless they were parked or diverted).
 async fn store(
     shard: &Rc<Shard>,
-    records: Vec<MessageRecord>,
+    records: OneOrMany<MessageRecord>,
     is_batch: bool,
     sent_topic: &str,
 ) -> RemotingCommand {

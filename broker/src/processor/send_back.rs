@@ -126,7 +126,7 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
         crate::feature::schedule::max_level(shard),
     );
     let owner = shard.owner(&record.topic, record.queue_id);
-    match owner.put(vec![record]).await {
+    match owner.put(record).await {
         Ok(outcome) if outcome.status == SendStatus::SendOk => ok(),
         Ok(outcome) => error(outcome.status.response_code(), outcome.status.describe()),
         Err(e) => owner_put_error(&e),

@@ -210,7 +210,7 @@ fn host_port(addr: SocketAddr) -> String {
 /// Stores the reply; a stored reply's msgId, queue and offset go in the answer.
 async fn store(shard: &Shard, record: MessageRecord, response: &mut RemotingCommand) {
     let queue_id = record.queue_id;
-    match shard.owner(&record.topic, queue_id).put(vec![record]).await {
+    match shard.owner(&record.topic, queue_id).put(record).await {
         Ok(outcome) => {
             if outcome.status != SendStatus::SendOk {
                 tracing::debug!("reply stored: {}", outcome.status.describe());

@@ -43,10 +43,41 @@ impl SendStatus {
     }
 }
 
+/// One item or several: a put of one record (the usual send) and its one result travel without a
+/// `Vec` (no allocation); a batch keeps its `Vec`. Reads as a slice either way.
+#[derive(Debug, Clone)]
+pub enum OneOrMany<T> {
+    One(T),
+    Many(Vec<T>),
+}
+
+impl<T> std::ops::Deref for OneOrMany<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        match self {
+            OneOrMany::One(one) => std::slice::from_ref(one),
+            OneOrMany::Many(many) => many,
+        }
+    }
+}
+
+impl<T> From<T> for OneOrMany<T> {
+    fn from(one: T) -> Self {
+        OneOrMany::One(one)
+    }
+}
+
+impl<T> From<Vec<T>> for OneOrMany<T> {
+    fn from(many: Vec<T>) -> Self {
+        OneOrMany::Many(many)
+    }
+}
+
 /// Records stored by their queue's owner, one `PutOk` per record, in order.
 #[derive(Debug)]
 pub struct PutOutcome {
-    pub stored: Vec<PutOk>,
+    pub stored: OneOrMany<PutOk>,
     pub status: SendStatus,
 }
 
@@ -66,7 +97,7 @@ pub enum PutError {
 /// `ShardRef::put` does that.
 pub async fn put_here(
     shard: &Shard,
-    mut records: Vec<MessageRecord>,
+    records: OneOrMany<MessageRecord>,
 ) -> Result<PutOutcome, PutError> {
     // Sends check the role first; this also stops the broker's own writers (delay and timer
     // deliveries, transaction ops, retries) of a master the controllers turned into a slave.
@@ -75,19 +106,19 @@ pub async fn put_here(
     }
     let count = records.len() as u64;
     let bytes: u64 = records.iter().map(|r| r.body.len() as u64).sum();
-    let result = if records.len() == 1 {
-        match records.pop() {
-            Some(record) => shard.store.put(record).await.map(|ok| vec![ok]),
-            None => Ok(Vec::new()),
-        }
-    } else {
-        shard.store.put_batch(records).await
+    let result = match records {
+        OneOrMany::One(record) => shard.store.put(record).await.map(OneOrMany::One),
+        OneOrMany::Many(mut records) if records.len() == 1 => match records.pop() {
+            Some(record) => shard.store.put(record).await.map(OneOrMany::One),
+            None => Ok(OneOrMany::Many(Vec::new())),
+        },
+        OneOrMany::Many(records) => shard.store.put_batch(records).await.map(OneOrMany::Many),
     };
     let (stored, flushed) = match result {
         Ok(stored) => (stored, true),
         // Appended; only its sync is late: a status of the outcome, with the send result.
         Err(storage::PutError::FlushTimeout { stored, .. }) if !stored.is_empty() => {
-            (stored, false)
+            (OneOrMany::Many(stored), false)
         }
         Err(e) => return Err(e.into()),
     };

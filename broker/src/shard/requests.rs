@@ -33,7 +33,7 @@ use crate::replication::{ha, ha_state, ha_sync, role_change};
 use crate::role::control;
 use crate::shard::events::{self, ShardEvent};
 use crate::shard::mesh::MeshError;
-use crate::shard::put::{self, PutError, PutOutcome};
+use crate::shard::put::{self, OneOrMany, PutError, PutOutcome};
 use crate::shard::stats::ShardStats;
 use crate::shard::target::ShardRef;
 use crate::shard::Shard;
@@ -88,8 +88,12 @@ impl<'a> ShardRef<'a> {
     }
 
     /// Stores records of one queue in the owner's store (validated by the caller); on a SYNC_MASTER
-    /// the answer waits for a slave's ack.
-    pub async fn put(self, records: Vec<MessageRecord>) -> Result<PutOutcome, PutError> {
+    /// the answer waits for a slave's ack. One record is passed as it is (no `Vec`).
+    pub async fn put(
+        self,
+        records: impl Into<OneOrMany<MessageRecord>>,
+    ) -> Result<PutOutcome, PutError> {
+        let records = records.into();
         self.run("put", move |s| async move {
             // Before the role check: a role change during the put withholds its acknowledgement.
             let term = ha::term(&s);
