@@ -76,10 +76,16 @@ pub(crate) struct CheckpointWriter {
     path: PathBuf,
     file: DmaFile,
     seq: u64,
+    /// Whose fail points apply.
+    shard: u16,
 }
 
 impl CheckpointWriter {
-    pub async fn open(root: &Path, last_seq: u64) -> Result<CheckpointWriter, StoreError> {
+    pub async fn open(
+        root: &Path,
+        last_seq: u64,
+        shard: u16,
+    ) -> Result<CheckpointWriter, StoreError> {
         let path = checkpoint_path(root);
         let file = OpenOptions::new()
             .read(true)
@@ -92,6 +98,7 @@ impl CheckpointWriter {
             path,
             file,
             seq: last_seq,
+            shard,
         })
     }
 
@@ -106,10 +113,17 @@ impl CheckpointWriter {
             dst.copy_from_slice(&body);
         }
         let pos = (self.seq % 2) * SLOT;
+        let io = |e: std::io::Error| StoreError::io(self.path.display(), e);
+        if let Some(e) = crate::fault::injected_error("checkpoint_write", self.shard) {
+            return Err(io(e));
+        }
         self.file
             .write_at(buf, pos)
             .await
             .map_err(|e| StoreError::io(self.path.display(), e))?;
+        if let Some(e) = crate::fault::injected_error("checkpoint_fdatasync", self.shard) {
+            return Err(io(e));
+        }
         self.file
             .fdatasync()
             .await

@@ -450,8 +450,9 @@ impl ConsumeQueue {
 }
 
 impl CqFlushJob {
-    /// Performs the writes and fdatasyncs; returns files it had to create.
-    pub async fn run(mut self) -> Result<Vec<(i64, Rc<DmaFile>)>, StoreError> {
+    /// Performs the writes and fdatasyncs (shard `shard`'s fail points apply); returns files it had
+    /// to create.
+    pub async fn run(mut self, shard: u16) -> Result<Vec<(i64, Rc<DmaFile>)>, StoreError> {
         let mut created = Vec::new();
         let mut synced: Vec<Rc<DmaFile>> = Vec::new();
         std::fs::create_dir_all(&self.dir).map_err(|e| io(&self.dir, e))?;
@@ -473,6 +474,9 @@ impl CqFlushJob {
                 }
             };
             let len = w.buf.len();
+            if let Some(e) = crate::fault::injected_error("consume_queue_write", shard) {
+                return Err(io(&self.dir, e));
+            }
             let n = file
                 .write_at(w.buf, w.pos)
                 .await
@@ -484,7 +488,11 @@ impl CqFlushJob {
                 synced.push(file);
             }
         }
+        crate::fault::injected_stall_at("consume_queue_stall", shard).await;
         for f in synced {
+            if let Some(e) = crate::fault::injected_error("consume_queue_fdatasync", shard) {
+                return Err(io(&self.dir, e));
+            }
             f.fdatasync().await.map_err(|e| io(&self.dir, e))?;
         }
         Ok(created)

@@ -141,6 +141,13 @@ impl IndexService {
             .collect()
     }
 
+    /// Marks pages of the file at `path` dirty again after their write failed.
+    fn redirty(&mut self, path: &Path, ranges: &[(u64, u64)]) {
+        if let Some(f) = self.files.iter_mut().find(|f| f.path == path) {
+            f.redirty(ranges);
+        }
+    }
+
     /// Drops the memory of full files once written.
     pub fn seal_full(&mut self, paths: &[PathBuf]) {
         for f in self.files.iter_mut().filter(|f| paths.contains(&f.path)) {
@@ -163,14 +170,31 @@ impl IndexService {
     }
 }
 
-/// Flushes index pages gathered by `take_flush_work`; returns the paths of full files now on disk.
-pub(crate) async fn flush_index(work: IndexFlushWork) -> Result<Vec<PathBuf>, StoreError> {
+/// Flushes the dirty pages of the in-memory index files (shard `shard`'s fail points apply) and
+/// seals the full files once written. After a failed write or sync the pages of that file and of the
+/// files not reached yet are marked dirty again: the next round writes them, and the checkpoint (which
+/// does not move past a failed round) never covers keys whose pages are not durable.
+pub(crate) async fn flush_index(
+    index: &std::cell::RefCell<IndexService>,
+    shard: u16,
+) -> Result<(), StoreError> {
+    let work = index.borrow_mut().take_flush_work();
     let mut full = Vec::new();
-    for (file, path, pages, is_full) in work {
-        write_pages(file, path.clone(), pages).await?;
+    let mut work = work.into_iter();
+    while let Some((file, path, pages, is_full)) = work.next() {
+        let ranges = pages.ranges();
+        if let Err(e) = write_pages(file, path.clone(), pages, shard).await {
+            let mut index = index.borrow_mut();
+            index.redirty(&path, &ranges);
+            for (_, path, pages, _) in work {
+                index.redirty(&path, &pages.ranges());
+            }
+            return Err(e);
+        }
         if is_full {
             full.push(path);
         }
     }
-    Ok(full)
+    index.borrow_mut().seal_full(&full);
+    Ok(())
 }

@@ -396,6 +396,16 @@ impl IndexFile {
         self.file.clone()
     }
 
+    /// Marks pages taken with `take_dirty` dirty again (their write failed): `(position, length)`
+    /// as `DirtyPages::ranges` gives them.
+    pub fn redirty(&mut self, ranges: &[(u64, u64)]) {
+        if let Some(active) = self.active.as_mut() {
+            for &(from, len) in ranges {
+                Self::mark(active, from, len);
+            }
+        }
+    }
+
     /// Drops the in-memory copy of a full file whose pages were all written.
     pub fn seal(&mut self) {
         if self.is_full() {
@@ -425,6 +435,15 @@ impl DirtyPages {
         self.entries.is_empty() && self.heads.is_empty()
     }
 
+    /// Where each page run goes: `(position, length)`.
+    pub fn ranges(&self) -> Vec<(u64, u64)> {
+        self.entries
+            .iter()
+            .chain(&self.heads)
+            .map(|(pos, buf)| (*pos, buf.len() as u64))
+            .collect()
+    }
+
     /// Every write in order, with a sync after the entry pages (a None).
     fn steps(self) -> impl Iterator<Item = Option<(u64, glommio::io::DmaBuffer)>> {
         let sync = (!self.entries.is_empty() && !self.heads.is_empty()).then_some(None);
@@ -436,13 +455,15 @@ impl DirtyPages {
     }
 }
 
-/// Writes pages taken with `take_dirty` in their order and syncs the file.
+/// Writes pages taken with `take_dirty` in their order and syncs the file (shard `shard`'s fail
+/// points apply).
 pub(crate) async fn write_pages(
     file: Rc<DmaFile>,
     path: PathBuf,
     pages: DirtyPages,
+    shard: u16,
 ) -> Result<(), StoreError> {
-    write_steps(&file, &path, pages, usize::MAX).await
+    write_steps(&file, &path, pages, usize::MAX, shard).await
 }
 
 /// Does the first `limit` writes of `pages` (syncs are not counted); all of them and a final sync when
@@ -452,14 +473,21 @@ async fn write_steps(
     path: &std::path::Path,
     pages: DirtyPages,
     limit: usize,
+    shard: u16,
 ) -> Result<(), StoreError> {
     if pages.is_empty() {
         return Ok(());
     }
+    let sync = || async {
+        if let Some(e) = crate::fault::injected_error("index_fdatasync", shard) {
+            return Err(io(path, e));
+        }
+        file.fdatasync().await.map_err(|e| io(path, e))
+    };
     let mut done = 0usize;
     for step in pages.steps() {
         let Some((pos, buf)) = step else {
-            file.fdatasync().await.map_err(|e| io(path, e))?;
+            sync().await?;
             continue;
         };
         if done == limit {
@@ -467,12 +495,15 @@ async fn write_steps(
         }
         done += 1;
         let len = buf.len();
+        if let Some(e) = crate::fault::injected_error("index_write", shard) {
+            return Err(io(path, e));
+        }
         let n = file.write_at(buf, pos).await.map_err(|e| io(path, e))?;
         if n != len {
             return Err(io(path, format!("short write {n} of {len}")));
         }
     }
-    file.fdatasync().await.map_err(|e| io(path, e))
+    sync().await
 }
 
 /// The rules of walking one hash chain, shared by the memory and disk lookups.
@@ -622,7 +653,7 @@ mod tests {
             assert!(f.put(100 + i % 900, 2000 + i64::from(i), 1_000_000));
         }
         let pages = f.take_dirty();
-        write_pages(f.file(), path.clone(), pages)
+        write_pages(f.file(), path.clone(), pages, 0)
             .await
             .expect("flush");
         assert!(f.put(HASH_B, PHYS_B, 1_001_000));
@@ -643,7 +674,7 @@ mod tests {
             for done in 0..=3 {
                 let path = dir.path().join(format!("index-{done}"));
                 let (f, pages) = file_with_durable_a(path.clone()).await;
-                write_steps(&f.file(), &path, pages, done)
+                write_steps(&f.file(), &path, pages, done, 0)
                     .await
                     .expect("writes");
                 drop(f);

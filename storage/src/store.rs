@@ -123,7 +123,8 @@ impl MessageStore {
         crate::probe::prime_dma_detection(&cfg.root_dir).await?;
         let epochs = EpochFile::load(&cfg.root_dir)?;
         let rec = crate::recovery::recover(&cfg).await?;
-        let writer = CheckpointWriter::open(&cfg.root_dir, rec.checkpoint_seq).await?;
+        let writer =
+            CheckpointWriter::open(&cfg.root_dir, rec.checkpoint_seq, cfg.shard_id).await?;
         let compacted = crate::compaction::logs::load_all(&cfg.root_dir).await?;
         let queues: QueueMap = rec
             .queues
@@ -638,13 +639,11 @@ impl MessageStore {
             let job = q.borrow().prepare_flush();
             if let Some(job) = job {
                 let target = job.target;
-                let created = job.run().await?;
+                let created = job.run(inner.cfg.shard_id).await?;
                 q.borrow_mut().complete_flush(target, created);
             }
         }
-        let work = inner.index.borrow_mut().take_flush_work();
-        let full = flush_index(work).await?;
-        inner.index.borrow_mut().seal_full(&full);
+        flush_index(&inner.index, inner.cfg.shard_id).await?;
         self.write_checkpoint(commitlog_flushed, dispatched).await
     }
 
