@@ -1,4 +1,5 @@
-//! Serving one accepted connection: read requests, run each on its own task, write responses in batches.
+//! Serving one accepted connection: read requests, run each (on its own task when it waits), write
+//! responses in batches.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -6,6 +7,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 use std::pin::Pin;
 use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use futures_lite::future::poll_once;
@@ -219,6 +221,82 @@ async fn discard_rest(rx: &LocalReceiver<Outgoing>) {
     while rx.recv().await.is_some() {}
 }
 
+/// Sets what the request decides on an answer: its opaque, the response bit and the serialize type.
+fn stamp(
+    mut response: RemotingCommand,
+    opaque: i32,
+    serialize_type: protocol::SerializeType,
+) -> RemotingCommand {
+    response.opaque = opaque;
+    response.mark_response();
+    response.serialize_type = serialize_type;
+    response
+}
+
+/// Queues an answer for the writer, first waiting while the peer has too many unread bytes; a closed
+/// connection drops the answer.
+async fn send_answer(
+    shared: &Shared,
+    ctx: &ConnectionContext,
+    response: RemotingCommand,
+    budget: u64,
+) {
+    let cost = wire_size(&response).min(budget);
+    if shared.pending.acquire(cost).await.is_ok() {
+        let outgoing = Outgoing {
+            cmd: response,
+            cost,
+        };
+        if ctx.sink.send_outgoing(outgoing).await.is_err() {
+            shared.pending.signal(cost);
+        }
+    }
+}
+
+/// What `try_queue_answer` did with an answer.
+enum Queued {
+    /// Queued for the writer, or dropped because the connection is closed.
+    Done,
+    /// It holds its share of the response budget (`cost`), but the writer's queue is full.
+    NeedsRoom(Outgoing),
+    /// The response budget has no room for it now (nothing is held).
+    NeedsBudget(RemotingCommand),
+}
+
+/// `send_answer` without waiting: queues the answer when the budget and the writer's queue have room
+/// now (or drops it when the connection is closed); otherwise hands it back to be sent by a task
+/// that waits.
+fn try_queue_answer(
+    shared: &Shared,
+    ctx: &ConnectionContext,
+    response: RemotingCommand,
+    budget: u64,
+) -> Queued {
+    let cost = wire_size(&response).min(budget);
+    match shared.pending.try_acquire(cost) {
+        // Closed: the answer is not wanted.
+        Err(_) => Queued::Done,
+        Ok(false) => Queued::NeedsBudget(response),
+        Ok(true) => {
+            let outgoing = Outgoing {
+                cmd: response,
+                cost,
+            };
+            if ctx.sink.closed.get() {
+                shared.pending.signal(cost);
+                Queued::Done
+            } else if ctx.sink.tx.is_full() {
+                Queued::NeedsRoom(outgoing)
+            } else {
+                if ctx.sink.tx.try_send(outgoing).is_err() {
+                    shared.pending.signal(cost);
+                }
+                Queued::Done
+            }
+        }
+    }
+}
+
 /// Closes connections that stay idle or dribble a frame for too long.
 async fn watchdog(
     shared: Rc<Shared>,
@@ -361,33 +439,63 @@ pub(crate) async fn serve_connection_as<H: Handler, S: Connection>(
         let Ok(permit) = permits.acquire_static_permit(1).await else {
             break Ok(());
         };
-        let handler = handler.clone();
-        let ctx = ctx.clone();
-        let shared = shared.clone();
-        glommio::spawn_local(async move {
-            let opaque = request.opaque;
-            let oneway = request.is_oneway();
-            let serialize_type = request.serialize_type;
-            let response = handler.handle(request, ctx.clone()).await;
-            if let (Some(mut response), false) = (response, oneway) {
-                response.opaque = opaque;
-                response.mark_response();
-                response.serialize_type = serialize_type;
-                let cost = wire_size(&response).min(budget);
-                // Wait while the peer has too many unread bytes; a closed connection drops the answer.
-                if shared.pending.acquire(cost).await.is_ok() {
-                    let outgoing = Outgoing {
-                        cmd: response,
-                        cost,
-                    };
-                    if ctx.sink.send_outgoing(outgoing).await.is_err() {
-                        shared.pending.signal(cost);
+        let opaque = request.opaque;
+        let oneway = request.is_oneway();
+        let serialize_type = request.serialize_type;
+        let mut handling = handler.clone().handle(request, ctx.clone());
+        // The handler's first poll runs here, as it would in a new task (glommio's spawn_local runs
+        // a task at once, inline): a request answered without waiting (a send to this shard's own
+        // store, most requests) then needs no task of its own. One that waits goes on in its own task
+        // (polled there at once, which registers that task's waker), so a connection's requests
+        // overlap as before, and requests are started and answered in the same order as before.
+        let response = match handling
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
+        {
+            Poll::Ready(response) => response,
+            Poll::Pending => {
+                let (ctx, shared) = (ctx.clone(), shared.clone());
+                glommio::spawn_local(async move {
+                    if let Some(response) = handling.await.filter(|_| !oneway) {
+                        let response = stamp(response, opaque, serialize_type);
+                        send_answer(&shared, &ctx, response, budget).await;
                     }
+                    drop(permit);
+                })
+                .detach();
+                continue;
+            }
+        };
+        drop(handling);
+        if let Some(response) = response.filter(|_| !oneway) {
+            let response = stamp(response, opaque, serialize_type);
+            match try_queue_answer(&shared, &ctx, response, budget) {
+                Queued::Done => {}
+                // No room for it now: it waits on its own task, as every answer did.
+                Queued::NeedsRoom(outgoing) => {
+                    let (ctx, shared) = (ctx.clone(), shared.clone());
+                    glommio::spawn_local(async move {
+                        let cost = outgoing.cost;
+                        if ctx.sink.send_outgoing(outgoing).await.is_err() {
+                            shared.pending.signal(cost);
+                        }
+                        drop(permit);
+                    })
+                    .detach();
+                    continue;
+                }
+                Queued::NeedsBudget(response) => {
+                    let (ctx, shared) = (ctx.clone(), shared.clone());
+                    glommio::spawn_local(async move {
+                        send_answer(&shared, &ctx, response, budget).await;
+                        drop(permit);
+                    })
+                    .detach();
+                    continue;
                 }
             }
-            drop(permit);
-        })
-        .detach();
+        }
+        drop(permit);
     };
     closed.set(true);
     shared.pending.close();
