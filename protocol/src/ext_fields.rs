@@ -110,11 +110,12 @@ impl ExtFields {
         ExtFields::default()
     }
 
-    /// Room for `fields` entries whose keys and values total `text_bytes` bytes.
+    /// Room for `fields` entries whose keys and values total `text_bytes` bytes (in buffers of
+    /// earlier fields of this thread when there are: see [`recycle`]).
     pub fn with_capacity(fields: usize, text_bytes: usize) -> Self {
         ExtFields {
-            text: Text::Owned(String::with_capacity(text_bytes)),
-            entries: Vec::with_capacity(fields),
+            text: Text::Owned(recycle::text(text_bytes)),
+            entries: recycle::entries(fields),
         }
     }
 
@@ -186,7 +187,7 @@ impl ExtFields {
     /// field by field (the first edit of a received header).
     fn owned_text(&mut self) -> Option<&mut String> {
         if let Text::Frame(_) = self.text {
-            let mut owned = String::with_capacity(self.text_len() + 64);
+            let mut owned = recycle::text(self.text_len() + 64);
             for e in self.entries.iter_mut() {
                 let key_start = owned.len();
                 owned.push_str(self.text.str_at(e.key_start, e.key_end));
@@ -312,6 +313,102 @@ impl ExtFields {
     }
 }
 
+impl Drop for ExtFields {
+    /// Gives the buffers back to this thread's [`recycle`] lists.
+    fn drop(&mut self) {
+        recycle::give_entries(std::mem::take(&mut self.entries));
+        if let Text::Owned(text) = &mut self.text {
+            recycle::give_text(std::mem::take(text));
+        }
+    }
+}
+
+/// Buffers of dropped `ExtFields`, kept per thread for the next ones: a request's index of fields
+/// and an answer's fields and text are taken from here and given back when the command is dropped
+/// (after the answer is encoded), so a connection's steady flow of requests and answers allocates
+/// none of them. A few buffers of bounded size are kept, so the memory held is small and fixed.
+mod recycle {
+    use std::cell::RefCell;
+
+    use super::Entry;
+
+    /// Buffers kept per kind and thread.
+    const KEEP: usize = 16;
+    /// Larger buffers are freed rather than kept.
+    const MAX_ENTRIES: usize = 32;
+    const MAX_TEXT: usize = 1024;
+
+    thread_local! {
+        static ENTRIES: RefCell<Vec<Vec<Entry>>> = const { RefCell::new(Vec::new()) };
+        static TEXTS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// An empty list with room for `capacity` entries.
+    pub(super) fn entries(capacity: usize) -> Vec<Entry> {
+        let kept = ENTRIES
+            .try_with(|kept| kept.try_borrow_mut().ok().and_then(|mut k| k.pop()))
+            .ok()
+            .flatten();
+        match kept {
+            Some(mut v) => {
+                v.reserve(capacity);
+                v
+            }
+            None => Vec::with_capacity(capacity),
+        }
+    }
+
+    /// An empty string with room for `capacity` bytes.
+    pub(super) fn text(capacity: usize) -> String {
+        let kept = TEXTS
+            .try_with(|kept| kept.try_borrow_mut().ok().and_then(|mut k| k.pop()))
+            .ok()
+            .flatten();
+        match kept {
+            Some(mut s) => {
+                s.reserve(capacity);
+                s
+            }
+            None => String::with_capacity(capacity),
+        }
+    }
+
+    pub(super) fn give_entries(mut v: Vec<Entry>) {
+        if v.capacity() == 0 || v.capacity() > MAX_ENTRIES {
+            return;
+        }
+        v.clear();
+        // On a thread that is ending (its lists already gone), the buffer is just freed.
+        let _ = ENTRIES.try_with(|kept| {
+            if let Ok(mut kept) = kept.try_borrow_mut() {
+                if kept.len() < KEEP {
+                    if kept.capacity() < KEEP {
+                        kept.reserve_exact(KEEP);
+                    }
+                    kept.push(v);
+                }
+            }
+        });
+    }
+
+    pub(super) fn give_text(mut s: String) {
+        if s.capacity() == 0 || s.capacity() > MAX_TEXT {
+            return;
+        }
+        s.clear();
+        let _ = TEXTS.try_with(|kept| {
+            if let Ok(mut kept) = kept.try_borrow_mut() {
+                if kept.len() < KEEP {
+                    if kept.capacity() < KEEP {
+                        kept.reserve_exact(KEEP);
+                    }
+                    kept.push(s);
+                }
+            }
+        });
+    }
+}
+
 /// Spots possible duplicate keys while fields are decoded, cheaply: one-byte keys exactly, up to 16
 /// others by their [`key_tag`] (exact for short keys); a tag match or more keys means "maybe", and
 /// only then does [`ExtFields::finish_decoding`] run.
@@ -370,8 +467,8 @@ pub(crate) struct ExtFieldsBuilder {
 impl ExtFieldsBuilder {
     pub(crate) fn with_capacity(fields: usize, text_bytes: usize) -> Self {
         ExtFieldsBuilder {
-            raw: Vec::with_capacity(text_bytes),
-            entries: Vec::with_capacity(fields),
+            raw: recycle::text(text_bytes).into_bytes(),
+            entries: recycle::entries(fields),
             duplicates: DuplicateCheck::default(),
         }
     }
@@ -429,7 +526,7 @@ impl FrameFieldsBuilder {
     pub(crate) fn new(header: Bytes, fields: usize) -> Self {
         FrameFieldsBuilder {
             header,
-            entries: Vec::with_capacity(fields),
+            entries: recycle::entries(fields),
             duplicates: DuplicateCheck::default(),
             ascii: 0..0,
         }
@@ -683,6 +780,39 @@ impl<'de> Visitor<'de> for AppendValue<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dropped_fields_lend_their_buffers_to_the_next_empty() {
+        let mut f = ExtFields::with_capacity(4, 64);
+        f.insert("msgId", "0A00000100002A9F0000000000000000");
+        f.insert("queueId", "3");
+        let (text_at, entries_at) = match &f.text {
+            Text::Owned(s) => (s.as_ptr(), f.entries.as_ptr()),
+            Text::Frame(_) => panic!("built fields own their text"),
+        };
+        drop(f);
+        let mut g = ExtFields::with_capacity(2, 16);
+        // The same buffers (this thread's lists), emptied: nothing of the dropped fields shows.
+        match &g.text {
+            Text::Owned(s) => assert_eq!((s.as_ptr(), s.len()), (text_at, 0)),
+            Text::Frame(_) => panic!("built fields own their text"),
+        }
+        assert_eq!(g.entries.as_ptr(), entries_at);
+        assert!(g.is_empty());
+        assert_eq!(g.get("queueId"), None);
+        g.insert("queueId", "7");
+        assert_eq!(g.get("queueId"), Some("7"));
+        assert_eq!(g.iter().collect::<Vec<_>>(), vec![("queueId", "7")]);
+        // Buffers past the size kept are freed, not kept.
+        let mut big = ExtFields::with_capacity(64, 4096);
+        big.insert("k", "v");
+        drop(big);
+        let next = ExtFields::with_capacity(0, 0);
+        match &next.text {
+            Text::Owned(s) => assert!(s.capacity() < 4096),
+            Text::Frame(_) => panic!("built fields own their text"),
+        }
+    }
 
     #[test]
     fn insert_replace_remove_keep_order() {
