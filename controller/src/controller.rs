@@ -72,6 +72,10 @@ pub struct Controller {
     /// Held while a group is checked and its election proposed: the scan and a connection close
     /// must not both elect for the same dead master.
     electing: tokio::sync::Mutex<()>,
+    /// Signalled after every change this leader proposed (an election, a registration): the scan
+    /// then plans its next wake-up with the new master's heartbeat deadline instead of finishing a
+    /// sleep planned without it.
+    rescan: tokio::sync::Notify,
     metrics: Mutex<Metrics>,
 }
 
@@ -84,6 +88,7 @@ impl Controller {
             heartbeats: Mutex::new(HashMap::new()),
             leader_since: Mutex::new(None),
             electing: tokio::sync::Mutex::new(()),
+            rescan: tokio::sync::Notify::new(),
             metrics: Mutex::new(Metrics::default()),
         }
     }
@@ -175,17 +180,69 @@ impl Controller {
         let beats = self.heartbeats.lock().unwrap_or_else(|p| p.into_inner());
         let (last, timeout) = match beats.get(&(broker_name.to_string(), master)) {
             Some(b) if b.channel_closed => return true,
-            Some(b) if b.heard_as_follower => (b.last, b.timeout),
-            Some(b) => (b.last.max(since), b.timeout),
+            Some(b) => (silence_since(b, since), b.timeout),
             None => (since, self.default_timeout()),
         };
         now.duration_since(last) > timeout
     }
 
+    /// When the first master whose heartbeat connection is still open would be past its timeout,
+    /// if it stays silent (judged as `master_dead` does); None without a master to watch.
+    fn next_master_deadline(&self, now: Instant) -> Option<Instant> {
+        let masters: Vec<(String, u64)> = self.store.read(|s| {
+            s.groups
+                .values()
+                .filter_map(|g| Some((g.broker_name.clone(), g.master_broker_id?)))
+                .collect()
+        });
+        let since = self
+            .leader_since
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .unwrap_or(now);
+        let beats = self.heartbeats.lock().unwrap_or_else(|p| p.into_inner());
+        masters
+            .into_iter()
+            .filter_map(|(name, master)| {
+                let (last, timeout) = match beats.get(&(name, master)) {
+                    // Closed: its close already started a check; the next scan retries it.
+                    Some(b) if b.channel_closed => return None,
+                    Some(b) => (silence_since(b, since), b.timeout),
+                    None => (since, self.default_timeout()),
+                };
+                last.checked_add(timeout)
+            })
+            .min()
+    }
+
+    /// How long the leader's scan sleeps: `interval`, or less when a master's heartbeat timeout
+    /// ends sooner, so that a silent master (a partition, a hung process) is found when its
+    /// timeout ends rather than up to one interval later; just past the deadline, since the check
+    /// is "silent longer than the timeout". A deadline already passed when the sleep is planned
+    /// means the check just made did not replace that master (no candidate, no quorum): retrying
+    /// it is the interval's job, not a tight loop's.
+    pub fn scan_pause(&self, interval: Duration, now: Instant) -> Duration {
+        let slack = Duration::from_millis(5);
+        match self.next_master_deadline(now) {
+            Some(deadline) if deadline.checked_add(slack).is_some_and(|d| d > now) => deadline
+                .checked_add(Duration::from_millis(1))
+                .unwrap_or(deadline)
+                .saturating_duration_since(now)
+                .clamp(
+                    Duration::from_millis(1),
+                    interval.max(Duration::from_millis(1)),
+                ),
+            _ => interval,
+        }
+    }
+
     /// Appends `command` to the raft log and answers with what applying it said.
     pub async fn propose(&self, command: Command) -> Result<Reply, NotServed> {
         match self.raft.client_write(command).await {
-            Ok(response) => Ok(response.data),
+            Ok(response) => {
+                self.rescan.notify_one();
+                Ok(response.data)
+            }
             Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => Err(
                 NotServed::NotLeader(f.leader_id.and_then(|id| Some((id, self.peer_addr(id)?)))),
             ),
@@ -239,8 +296,10 @@ impl Controller {
     }
 
     /// The leader's scan: elects a new master for every group whose master went silent, every
-    /// `scanNotActiveBrokerInterval` and at once when this controller becomes the raft leader (a
-    /// master whose connections closed while no leader was there to act is replaced then).
+    /// `scanNotActiveBrokerInterval`, when a master's heartbeat timeout ends before that (so the
+    /// interval adds nothing to a partitioned master's detection), and at once when this
+    /// controller becomes the raft leader (a master whose connections closed while no leader was
+    /// there to act is replaced then).
     pub async fn scan_loop(self: Arc<Self>) {
         let mut metrics = self.raft.metrics();
         loop {
@@ -258,7 +317,10 @@ impl Controller {
                 }
             };
             if was_leader {
-                tokio::time::sleep(interval).await;
+                tokio::select! {
+                    () = tokio::time::sleep(self.scan_pause(interval, Instant::now())) => {}
+                    () = self.rescan.notified() => {}
+                }
             } else {
                 tokio::select! {
                     () = tokio::time::sleep(interval) => {}
@@ -406,6 +468,25 @@ impl Controller {
     }
 }
 
+/// From when a master's silence counts, for a controller that became the raft leader at `since`.
+/// Its own last heartbeat from the master when it heard that master as a follower too and that
+/// heartbeat was still within the timeout when it took over (a master that went silent just
+/// before a raft leader change is replaced without waiting a second timeout). Otherwise `since`:
+/// a master this controller never heard (it heartbeats only the leader, as Apache's), or one
+/// whose record was already stale when this controller took over. The latter is what a
+/// controller cut off by a partition holds when it returns and wins the raft election (its term
+/// grew while it campaigned alone): it heard nobody across the partition, and judging the
+/// master by those records deposed a healthy master at once (chaos, `partition_minority`,
+/// 2026-12-07). A master that really is gone still closes its connection (found at once) or
+/// stays silent for one more timeout.
+fn silence_since(b: &BrokerLive, since: Instant) -> Instant {
+    if b.heard_as_follower && since.saturating_duration_since(b.last) <= b.timeout {
+        b.last
+    } else {
+        b.last.max(since)
+    }
+}
+
 /// NOTIFY_BROKER_ROLE_CHANGED as Apache's controller sends it.
 fn role_changed_request(group: &BrokerGroup, master: u64) -> RemotingCommand {
     let mut request = RemotingCommand::request(request_code::NOTIFY_BROKER_ROLE_CHANGED).with_body(
@@ -419,4 +500,54 @@ fn role_changed_request(group: &BrokerGroup, master: u64) -> RemotingCommand {
     request.set_ext("masterEpoch", &group.master_epoch.to_string());
     request.set_ext("syncStateSetEpoch", &group.sync_state_set_epoch.to_string());
     request
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn live(last: Instant, heard_as_follower: bool) -> BrokerLive {
+        BrokerLive {
+            cluster_name: "c".into(),
+            broker_addr: "127.0.0.1:1".into(),
+            last,
+            timeout: Duration::from_millis(1500),
+            epoch: 1,
+            max_offset: 0,
+            confirm_offset: 0,
+            election_priority: 0,
+            heard_as_follower,
+            channel: None,
+            channel_closed: false,
+        }
+    }
+
+    #[test]
+    fn a_master_heard_recently_as_a_follower_is_judged_by_its_last_heartbeat() {
+        let since = Instant::now();
+        let last = since
+            .checked_sub(Duration::from_millis(700))
+            .unwrap_or(since);
+        assert_eq!(silence_since(&live(last, true), since), last);
+    }
+
+    #[test]
+    fn a_record_stale_when_this_controller_took_over_counts_from_the_takeover() {
+        // A controller back from a partition: it last heard the master 10 s before it led.
+        let since = Instant::now();
+        let last = since.checked_sub(Duration::from_secs(10)).unwrap_or(since);
+        assert_eq!(silence_since(&live(last, true), since), since);
+    }
+
+    #[test]
+    fn a_master_heard_only_as_leader_counts_from_the_takeover_at_the_earliest() {
+        let since = Instant::now();
+        let before = since
+            .checked_sub(Duration::from_millis(200))
+            .unwrap_or(since);
+        assert_eq!(silence_since(&live(before, false), since), since);
+        let after = since + Duration::from_millis(300);
+        assert_eq!(silence_since(&live(after, false), since), after);
+        assert_eq!(silence_since(&live(after, true), since), after);
+    }
 }
