@@ -7,7 +7,8 @@ final read of every replica's queues. Each returns problems (the run fails on an
 - phantom: nothing read that no producer ever invoked.
 - divergence: in-sync replicas hold the same message at each queue offset both hold.
 - duplicates (a fact): messages stored more than once (at-least-once allows it; counted).
-- availability (a fact): the longest stretch without a SEND_OK, overall and per fault kind overlapping it.
+- availability (a fact): the longest stretch without a SEND_OK, overall, per fault kind and per fault
+  overlapping it; `outage_in` the longest stretch around one fault (the single-fault mode).
 
 Over the consumers' history (consume / reset / commit, consumer.py), `check_consume`:
 
@@ -43,7 +44,8 @@ def check(history, reads, master, in_sync, faults, t_end):
         outcomes[op["type"]] = outcomes.get(op["type"], 0) + 1
         if op["type"] == "ok":
             acked[op["key"]] = op
-            ok_times.append(op["t"])
+            if op.get("proc") != "probe":  # the single-fault mode's probe is no client: not availability
+                ok_times.append(op["t"])
             slot = (op["queue"], op["offset"])
             other = ack_at.get(slot)
             if other is not None and other["key"] != op["key"]:
@@ -104,19 +106,43 @@ def check(history, reads, master, in_sync, faults, t_end):
 
 
 def availability(ok_times, faults, t_end):
-    """Longest gap without a SEND_OK overall, and per fault kind the longest gap overlapping such a fault."""
+    """Longest gap without a SEND_OK overall, per fault kind the longest gap overlapping such a fault,
+    and per fault (`per_fault`: kind, start, end, longest gap overlapping it) for medians."""
     edges = [0.0] + ok_times + [t_end]
     gaps = [(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
     longest = max(gaps, key=lambda g: g[1] - g[0]) if gaps else (0.0, 0.0)
     per_kind = {}
+    per_fault = []
     for f in faults:
         end = f.get("end", t_end)
+        worst = 0.0
         for a, b in gaps:
             if b > f["start"] and a < end + 0.001:
+                worst = max(worst, b - a)
                 if b - a > per_kind.get(f["kind"], (0.0,))[0]:
                     per_kind[f["kind"]] = (round(b - a, 2), round(a, 2), round(b, 2))
+        per_fault.append({"kind": f["kind"], "start": round(f["start"], 2), "end": round(end, 2),
+                          "gap_s": round(worst, 2)})
     return {"longest_gap_s": round(longest[1] - longest[0], 2), "from": round(longest[0], 2),
-            "to": round(longest[1], 2), "per_fault_kind": per_kind}
+            "to": round(longest[1], 2), "per_fault_kind": per_kind, "per_fault": per_fault}
+
+
+def outage_in(times, start, end):
+    """The longest stretch without an event (SEND_OK, consume) that overlaps [start, end], counted
+    from the last event before `start` (sends flow continuously, so that is the outage a client saw);
+    (gap, from, to). `times` sorted."""
+    import bisect
+    i = bisect.bisect_left(times, start)
+    edges = ([times[i - 1]] if i > 0 else [start]) + [t for t in times[i:] if t <= end]
+    if not edges or edges[-1] < end:
+        # Nothing after the last event until `end`: that stretch counts up to the next event (or `end`).
+        j = bisect.bisect_right(times, end)
+        edges.append(times[j] if j < len(times) else end)
+    best = (0.0, start, start)
+    for a, b in zip(edges, edges[1:]):
+        if b - a > best[0]:
+            best = (b - a, a, b)
+    return round(best[0], 3), round(best[1], 3), round(best[2], 3)
 
 
 def check_consume(consumes, history, faults, t_stop, drained):

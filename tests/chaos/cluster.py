@@ -77,7 +77,7 @@ class Cluster:
             peers = ";".join("n%d-%s" % (i, a) for i, a in enumerate(self.controller_addrs))
             with open(conf, "w") as f:
                 f.write("controllerDLegerGroup = chaos\ncontrollerDLegerPeers = %s\ncontrollerDLegerSelfId = n%d\n"
-                        "controllerStorePath = %s\ncontrollerHeartBeatTimeoutMills = 3000\n"
+                        "controllerStorePath = %s\ncontrollerHeartBeatTimeoutMills = 1500\n"
                         "scanNotActiveBrokerInterval = 1000\n"
                         % (peers, CONTROLLERS.index(name), os.path.join(node_dir, "store")))
             return [self.bins["controller"], "-c", conf]
@@ -98,7 +98,8 @@ class Cluster:
                       ("brokerRole", '"SYNC_MASTER"' if name == "b0" else '"SLAVE"')]
         else:
             lines += [("enableControllerMode", "true"), ("controllerAddr", '"%s"' % ";".join(self.controller_addrs)),
-                      ("allAckInSyncStateSet", "true"), ("controllerHeartBeatTimeoutMills", "3000")]
+                      ("allAckInSyncStateSet", "true"), ("controllerHeartBeatTimeoutMills", "1500"),
+                      ("brokerHeartbeatInterval", "300"), ("haMaxTimeSlaveNotCatchup", "2000")]  # docs/failover.md
         with open(conf, "w") as f:
             f.write("".join("%s = %s\n" % kv for kv in lines))
         return [self.bins["broker"], "--config", conf]

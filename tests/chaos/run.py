@@ -7,6 +7,7 @@ replica's queues read, and the checkers run (checker.py).
     tests/chaos/run.py --seeds 2 --seconds 60     # two random seeds (printed)
     tests/chaos/run.py --seed 1234 --seconds 60   # replay one seed's schedule
     tests/chaos/run.py --minutes 60 --report docs/benchmarks/chaos-DATE.md
+    tests/chaos/run.py --single --kinds kill_master,isolate_master   # each kind alone, twice, timed
 
 Needs root (namespaces, nftables) and debug binaries of broker, namesrv and controller
 (CHAOS_BIN_DIR to use others). Exit status 0 only when every seed passed every checker; 2 when the
@@ -33,6 +34,7 @@ import consumer as cons  # noqa: E402
 import harness  # noqa: E402  (cluster.py put tests/interop on the path)
 import java_clients  # noqa: E402
 import nemesis  # noqa: E402
+import report  # noqa: E402
 import net  # noqa: E402
 import wire  # noqa: E402
 
@@ -139,13 +141,289 @@ def drain(consumers, quiet_s=3.0, limit_s=20.0):
     return False
 
 
-def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", consumers=2):
-    workdir = os.path.join(base, "seed-%d" % seed)
+class Monitor:
+    """Who the controllers name master, polled every 0.1 s from each controller on its own thread
+    (a partitioned or paused controller holds back only its own poll; a follower answers nothing, so
+    every answer is the committed state). `observations`: (t, epoch, master address, SyncStateSet
+    size). A probe thread sends to each newly elected master directly until one SEND_OK (recorded
+    in its own history, checked with the producers'), which times "the new master accepts sends"
+    apart from the producers' route refresh and timeouts."""
+
+    def __init__(self, seed, cluster, t0, out, lock, period=0.1):
+        self.seed = seed
+        self.cluster = cluster
+        self.t0 = t0
+        self.out = out
+        self.lock = lock
+        self.period = period
+        self.stop_flag = threading.Event()
+        self.observations = []
+        self.history = []
+        self.best = (0, None)  # (epoch, address) of the newest master seen
+        self.obs_lock = threading.Lock()
+        self.threads = [threading.Thread(target=self._poll, args=(addr,), daemon=True)
+                        for addr in cluster.controller_addrs]
+        self.threads.append(threading.Thread(target=self._probe, daemon=True))
+
+    def now(self):
+        return round(time.monotonic() - self.t0, 4)
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+
+    def stop(self):
+        self.stop_flag.set()
+        for t in self.threads:
+            t.join(5)
+
+    def _poll(self, addr):
+        while not self.stop_flag.is_set():
+            try:
+                info = wire.replica_info(addr, cl.BROKER_NAME, timeout=0.5)
+            except (wire.NotSent, wire.Unknown, ValueError):
+                info = None
+            if info is not None and info["masterBrokerId"] is not None:
+                with self.obs_lock:
+                    self.observations.append((self.now(), info["masterEpoch"], info["masterAddress"],
+                                              len(info["syncStateSet"])))
+                    if info["masterEpoch"] > self.best[0]:
+                        self.best = (info["masterEpoch"], info["masterAddress"])
+            self.stop_flag.wait(self.period)
+
+    def _probe(self):
+        probed = 0  # the epoch whose master the probe already got a SEND_OK from
+        n = 0
+        while not self.stop_flag.is_set():
+            with self.obs_lock:
+                epoch, addr = self.best
+            if epoch <= probed or not addr:
+                self.stop_flag.wait(0.02)
+                continue
+            if probed == 0:
+                probed = epoch  # the first master (the cluster's start) is not a failover
+                continue
+            key = "s%d-probe-%d" % (self.seed, n)
+            queue = n % QUEUES
+            n += 1
+            self._record({"type": "invoke", "key": key, "queue": queue, "addr": addr, "epoch": epoch})
+            try:
+                reply = wire.send(addr, TOPIC, queue, key, ("chaos " + key).encode(), timeout=0.5)
+            except wire.NotSent as err:
+                self._record({"type": "fail", "key": key, "error": str(err)})
+                self.stop_flag.wait(0.05)
+                continue
+            except wire.Unknown as err:
+                self._record({"type": "unknown", "key": key, "error": str(err)})
+                continue
+            if reply.code == wire.SUCCESS:
+                self._record({"type": "ok", "key": key, "addr": addr, "queue": int(reply.ext.get("queueId", -1)),
+                              "offset": int(reply.ext.get("queueOffset", -1)), "msgId": reply.ext.get("msgId"),
+                              "epoch": epoch})
+                probed = epoch
+            else:
+                self._record({"type": "fail", "key": key, "code": reply.code, "remark": reply.remark})
+                self.stop_flag.wait(0.05)
+
+    def _record(self, op):
+        op["t"] = self.now()
+        op["proc"] = "probe"
+        self.history.append(op)
+        with self.lock:
+            self.out.write(json.dumps(op) + "\n")
+
+    def master_at(self, t):
+        """(epoch, address) of the newest master the controllers named at or before `t`."""
+        best = (0, None)
+        with self.obs_lock:
+            for ot, epoch, addr, _ in self.observations:
+                if ot <= t and epoch > best[0]:
+                    best = (epoch, addr)
+        return best
+
+    def first_newer(self, t, epoch):
+        """The first observation after `t` naming a master of a newer epoch than `epoch`."""
+        with self.obs_lock:
+            for obs in self.observations:
+                if obs[0] >= t and obs[1] > epoch:
+                    return obs
+        return None
+
+
+class SingleFaults:
+    """The single-fault mode: each kind alone, in turn, `repeats` times, each started on a healthy
+    cluster (full SyncStateSet, sends acknowledged and messages consumed in the last second or two,
+    nothing paused or dead), held for the duration the nemesis draws for it, healed, and followed
+    by a wait for full recovery before the next. Faults go through the nemesis' own start and heal,
+    so any kind in nemesis.KINDS works."""
+
+    def __init__(self, seed, kinds, repeats, cluster, network, t0, flog, prods, cons_, monitor):
+        self.seed = seed
+        self.kinds = kinds
+        self.repeats = repeats
+        self.cluster = cluster
+        self.network = network
+        self.t0 = t0
+        self.flog = flog
+        self.prods = prods
+        self.cons = cons_
+        self.monitor = monitor
+        self.applied = []
+        self.errors = []
+        self.events = []
+        self.measures = []
+        self.problems = []
+        self._seq = 0
+
+    def now(self):
+        return time.monotonic() - self.t0
+
+    def _last_ok(self):
+        return max([p.history[-1]["t"] for p in self.prods
+                    if p.history and p.history[-1]["type"] == "ok"] +
+                   [op["t"] for p in self.prods for op in p.history[-4:] if op["type"] == "ok"] + [-1.0])
+
+    def _last_consume(self):
+        return max([op["t"] for c in self.cons for op in c.history[-8:] if op["type"] == "consume"] + [-1.0])
+
+    def _healthy(self, after):
+        """Full SyncStateSet, every process up, a SEND_OK and (with consumers) a consume in the last
+        second or two, both after `after`."""
+        if self.cluster.paused or not all(self.cluster.alive(n) for n in self.cluster.nodes):
+            return False
+        info = self.cluster.info()
+        if info is None or not self.cluster.full(info):
+            return False
+        now = self.now()
+        if self._last_ok() < max(after, now - 1.0):
+            return False
+        return not self.cons or self._last_consume() >= max(after, now - 2.0)
+
+    def wait_healthy(self, after, limit_s=60.0):
+        end = time.monotonic() + limit_s
+        while time.monotonic() < end:
+            if self._healthy(after):
+                return True
+            time.sleep(0.1)
+        return False
+
+    def run(self):
+        n = 0
+        for rnd in range(self.repeats):
+            for kind in self.kinds:
+                if not self.wait_healthy(self.now() - 1.0):
+                    self.problems.append("single: the cluster was not healthy within 60 s before %s (round %d)"
+                                         % (kind, rnd + 1))
+                    return
+                n += 1
+                # The nemesis draws this kind's duration and choices, as in a random schedule.
+                event = dict(nemesis.schedule(self.seed * 1000 + n, 60, [kind])[0])
+                event["at"] = round(self.now(), 2)
+                self.events.append(event)
+                self.one(event)
+
+    def one(self, event):
+        before = self.monitor.master_at(self.now())
+        nem = nemesis.Nemesis(self.cluster, self.network, [event], self.t0, self.flog)
+        nem._seq = self._seq  # fault ids stay unique over the run (the network rules are named by them)
+        nem.start()
+        limit = time.monotonic() + event["duration"] + 20
+        applied_at = None
+        while time.monotonic() < limit and not nem.errors and not (nem.applied and "end" in nem.applied[0]):
+            if applied_at is None and nem.applied:
+                applied_at = self.now()  # in effect (resolving the target and the rules take a while)
+            time.sleep(0.01 if applied_at is None else 0.05)
+        nem.stop_flag.set()
+        nem.join(10)
+        self._seq = nem._seq
+        self.errors.extend(nem.errors)
+        if not nem.applied:
+            self.problems.append("single: %s was not applied: %s" % (event["kind"], nem.errors))
+            return
+        fault = nem.applied[0]
+        if "end" not in fault:
+            nem._heal(fault)
+        self.applied.append(fault)
+        healed = fault["end"]
+        recovered = self.wait_healthy(healed)
+        if not recovered:
+            self.problems.append("single: %s (%s) at %.1f s: not recovered within 60 s of its heal"
+                                 % (fault["kind"], fault.get("target"), fault["start"]))
+        self.measures.append({"kind": fault["kind"], "target": fault.get("target"),
+                              "start": applied_at if applied_at is not None else fault["start"],
+                              "asked": fault["start"], "end": healed, "recovered": self.now() if recovered else None,
+                              "epoch_before": before[0], "master_before": before[1]})
+
+    def measure(self, history, consumes):
+        """Fills each fault's figures from the histories, in seconds from the moment the fault took
+        effect (`effect`): the start of the send outage when one began while the fault was being
+        applied (the nemesis resolves the target and loads nftables rules first, which took 0.2-3 s
+        on the loaded machine; the cut is in force before that returns), else when it returned."""
+        oks = sorted(op["t"] for op in history if op["type"] == "ok" and op.get("proc") != "probe")
+        consumed = sorted(op["t"] for op in consumes if op["type"] == "consume")
+        for m in self.measures:
+            asked = m.get("asked", m["start"])
+            until = m["recovered"] if m["recovered"] is not None else m["end"] + 60
+            m["recovery_s"] = round(until - m["end"], 2) if m["recovered"] is not None else None
+            gap, gap_from, _ = checker.outage_in(oks, asked, until)
+            effect = gap_from if asked - 0.05 <= gap_from <= m["start"] and gap > 0.2 else m["start"]
+            m["effect"] = round(effect, 3)
+            new = self.monitor.first_newer(asked, m["epoch_before"])
+            new = new if new is not None and new[0] <= until else None
+            m["elected"] = bool(new)
+            m["elected_s"] = round(new[0] - effect, 3) if new else None
+            m["master_after"] = new[2] if new else None
+            m["accepting_s"] = None
+            m["first_ok_new_s"] = None
+            if new:
+                probe = [op["t"] for op in self.monitor.history
+                         if op["type"] == "ok" and op.get("epoch") == new[1] and asked <= op["t"] <= until]
+                m["accepting_s"] = round(min(probe) - effect, 3) if probe else None
+                firsts = [op["t"] for op in history if op["type"] == "ok" and op.get("proc") != "probe"
+                          and op.get("addr") == new[2] and asked <= op["t"] <= until]
+                m["first_ok_new_s"] = round(min(firsts) - effect, 3) if firsts else None
+            m["send_outage_s"] = round(gap, 3)
+            m["consume_outage_s"] = checker.outage_in(consumed, asked, until)[0] if self.cons else None
+
+
+def print_single(table):
+    cols = [k for k, _ in report.SINGLE_MEASURES]
+    print("   single faults (seconds from the fault's start; median / max):")
+    print("     %-19s %5s %5s  %s" % ("kind", "count", "elect", "  ".join("%-13s" % c[:-2] for c in cols)))
+    for kind in sorted(table):
+        row = table[kind]
+        cells = ["%-13s" % ("-" if row[c] is None else "%.2f / %.2f" % row[c][:2]) for c in cols]
+        print("     %-19s %5d %5d  %s" % (kind, row["count"], row["elections"], "  ".join(cells)))
+
+
+def timeline(history, consumes, faults, t_end):
+    """Per second: sends acknowledged and messages consumed; the faults as (start, end, kind, target)."""
+    n = int(t_end) + 1
+    ok = [0] * n
+    cons_ = [0] * n
+    for op in history:
+        if op["type"] == "ok" and 0 <= op["t"] < n:
+            ok[int(op["t"])] += 1
+    for op in consumes:
+        if op["type"] == "consume" and 0 <= op["t"] < n:
+            cons_[int(op["t"])] += 1
+    return {"ok_per_s": ok, "consumed_per_s": cons_, "t_end": round(t_end, 2),
+            "faults": [(round(f["start"], 2), round(f.get("end", t_end), 2), f["kind"], f.get("target"))
+                       for f in faults]}
+
+
+def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", consumers=2, single=0):
+    """One seed: a random overlapping schedule of `seconds`, or with `single` (repeats) the
+    single-fault mode over `kinds` (default every kind of the layout)."""
+    workdir = os.path.join(base, "seed-%d%s" % (seed, "-single" if single else ""))
     os.makedirs(workdir, exist_ok=True)
     network = net.Network(cl.layout_nodes(layout))
     cluster = cl.Cluster(workdir, network, layout)
     result = {"seed": seed, "problems": [], "facts": {}, "workdir": workdir}
-    events = nemesis.schedule(seed, seconds, kinds or (nemesis.CLASSIC_KINDS if layout == "classic" else None))
+    layout_kinds = nemesis.CLASSIC_KINDS if layout == "classic" else nemesis.KINDS
+    events = [] if single else nemesis.schedule(seed, seconds, kinds or (
+        nemesis.CLASSIC_KINDS if layout == "classic" else None))
+    monitor = driver = None
     with open(os.path.join(workdir, "schedule.json"), "w") as f:
         json.dump(events, f, indent=1)
     try:
@@ -167,11 +445,19 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
                 c.start()
             nem = nemesis.Nemesis(cluster, network, events, t0, flog)
             nem.start()
-            # Short sleeps: a SIGTERM the kernel gave to another thread is acted on by this one only
-            # when it runs, so a long sleep would delay the clean-up by the whole run.
-            end = time.monotonic() + seconds
-            while time.monotonic() < end:
-                time.sleep(0.2)
+            if single:
+                monitor = Monitor(seed, cluster, t0, hist, lock)
+                monitor.start()
+                driver = SingleFaults(seed, [k for k in (kinds or layout_kinds) if k in layout_kinds] or kinds,
+                                      single, cluster, network, t0, flog, prods, cons_, monitor)
+                driver.run()
+                result["problems"].extend(driver.problems)
+            else:
+                # Short sleeps: a SIGTERM the kernel gave to another thread is acted on by this one only
+                # when it runs, so a long sleep would delay the clean-up by the whole run.
+                end = time.monotonic() + seconds
+                while time.monotonic() < end:
+                    time.sleep(0.2)
             nem.heal_everything()
             healed_at = time.monotonic() - t0
             # Recovery: a master with every replica in sync, and a send acknowledged after the heal.
@@ -192,6 +478,8 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
                 j.stop()
             for p in prods:
                 p.join(10)
+            if monitor is not None:
+                monitor.stop()
             t_end = time.monotonic() - t0
             drained = drain(cons_) if cons_ else True
             for c in cons_:
@@ -199,7 +487,9 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
             for c in cons_:
                 c.join(10)
             result["facts"]["drain_s"] = round(time.monotonic() - t0 - t_end, 1)
-        history = sorted((op for p in prods + java for op in p.history), key=lambda op: op["t"])
+        applied = driver.applied if driver is not None else nem.applied
+        history = sorted((op for p in prods + java + ([monitor] if monitor else []) for op in p.history),
+                         key=lambda op: op["t"])
         after = [op["t"] for op in history if op["type"] == "ok" and op["t"] > healed_at]
         recovered_at = after[0] if after else t_end
         if not after:
@@ -218,20 +508,27 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
         if master is None or master not in reads:
             result["problems"].append("final read: no master to read (controllers say %s; %s)" % (info, notes))
         else:
-            problems, facts = checker.check(history, reads, master, in_sync, nem.applied, t_end)
+            problems, facts = checker.check(history, reads, master, in_sync, applied, t_end)
             result["problems"].extend(problems)
             result["facts"].update(facts)
+        consumes = sorted((op for c in cons_ for op in c.history), key=lambda op: op["t"])
+        result["timeline"] = timeline(history, consumes, applied, t_end)
+        if driver is not None:
+            driver.measure(history, consumes)
+            result["single"] = driver.measures
+            with open(os.path.join(workdir, "single.json"), "w") as f:
+                json.dump(driver.measures, f, indent=1)
         if cons_:
-            consumes = sorted((op for c in cons_ for op in c.history), key=lambda op: op["t"])
-            problems, facts = checker.check_consume(consumes, history, nem.applied, t_end, drained)
+            problems, facts = checker.check_consume(consumes, history, applied, t_end, drained)
             result["problems"].extend(problems)
             result["facts"].update(facts)
             result["facts"]["consumer_errors"] = [c.errors for c in cons_]
         result["facts"]["java_producer_errors"] = [e for j in java for e in j.errors]
         result["facts"].update({"healed_at_s": round(healed_at, 2),
                                 "first_ok_after_heal_s": round(recovered_at - healed_at, 2),
-                                "faults": [(round(f["start"], 1), f["kind"], f.get("target")) for f in nem.applied],
-                                "nemesis_errors": nem.errors, "read_notes": notes, "final": info,
+                                "faults": [(round(f["start"], 1), f["kind"], f.get("target")) for f in applied],
+                                "nemesis_errors": nem.errors + (driver.errors if driver else []),
+                                "read_notes": notes, "final": info,
                                 "in_sync": in_sync, "starts": cluster.starts})
     except Exception as err:
         result["problems"].append("harness: %s: %s" % (type(err).__name__, err))
@@ -247,9 +544,13 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
 def print_result(r):
     f = r["facts"]
     status = "PASS" if not r["problems"] else "FAIL"
-    print("== seed %d: %s  (replay: tests/chaos/run.py --seed %d --seconds %s%s)"
-          % (r["seed"], status, r["seed"], r["seconds"], (" --kinds " + ",".join(r["kinds"]) if r["kinds"] else "")
+    print("== seed %d: %s  (replay: tests/chaos/run.py --seed %d %s%s)"
+          % (r["seed"], status, r["seed"],
+             "--single %d" % r["single_repeats"] if r.get("single_repeats") else "--seconds %s" % r["seconds"],
+             (" --kinds " + ",".join(r["kinds"]) if r["kinds"] else "")
              + (" --layout classic" if r["layout"] == "classic" else "")))
+    if r.get("single"):
+        print_single(report.single_table(r["single"]))
     if f.get("sends"):
         av = f["availability"]
         print("   sends %s; lost %d, phantom %d, duplicates %d, stored-not-acked %d, diverged %d"
@@ -280,35 +581,6 @@ def print_result(r):
     sys.stdout.flush()
 
 
-def write_report(path, results, seconds):
-    lines = ["# Chaos run, %s" % time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "",
-             "tests/chaos/run.py, %d seeds of %d s each (3 controllers, 1 name server, a broker group of 3 "
-             "replicas in controller mode, each in its own network namespace)." % (len(results), seconds), "",
-             "| seed | verdict | ok | fail | unknown | lost | duplicates | longest send outage (s) | consumed | "
-             "consume duplicates | consume missed | longest consume outage (s) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    kinds = {}
-    for r in results:
-        f = r["facts"]
-        s = f.get("sends", {})
-        av = f.get("availability", {})
-        lines.append("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            r["seed"], "pass" if not r["problems"] else "FAIL", s.get("ok"), s.get("fail"), s.get("unknown"),
-            f.get("lost"), f.get("duplicates"), av.get("longest_gap_s"), f.get("consumed"),
-            f.get("consume_duplicates"), f.get("consume_missed"),
-            f.get("consume_availability", {}).get("longest_gap_s")))
-        for kind, (gap, _, _) in av.get("per_fault_kind", {}).items():
-            kinds[kind] = max(kinds.get(kind, 0), gap)
-    lines += ["", "Longest send outage overlapping each fault kind, over all seeds:", "",
-              "| fault kind | longest outage (s) |", "| --- | --- |"]
-    lines += ["| %s | %.2f |" % kv for kv in sorted(kinds.items())]
-    problems = [(r["seed"], p) for r in results for p in r["problems"]]
-    lines += ["", "Problems:" if problems else "No problems found.", ""]
-    lines += ["- seed %d: %s" % sp for sp in problems]
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
-
-
 def _terminate(signum, frame):
     raise KeyboardInterrupt("signal %d" % signum)
 
@@ -328,7 +600,10 @@ def main():
                     help="controller: 3 controllers + 3 replicas; classic: SYNC_MASTER + SLAVE")
     ap.add_argument("--kinds", help="comma-separated fault kinds to draw from (default all: %s)"
                     % ",".join(nemesis.KINDS))
-    ap.add_argument("--report", help="write a markdown report here")
+    ap.add_argument("--single", type=int, nargs="?", const=2, default=0, metavar="N",
+                    help="single-fault mode: each kind (of --kinds, default all) alone, in turn, N times (default "
+                         "2), on a healthy cluster, timed; with --minutes it runs first, then the random seeds")
+    ap.add_argument("--report", help="write a markdown report here (and a timeline SVG per seed next to it)")
     ap.add_argument("--workdir", help="put the run's directory here (scripts/chaos.sh cleans up after it)")
     ap.add_argument("--keep", action="store_true", help="keep the run's directory even when every seed passed")
     args = ap.parse_args()
@@ -356,8 +631,16 @@ def main():
     seeds = list(args.seed or [])
     started = time.monotonic()
     rng = random.Random()
+    single_pending = args.single > 0
     while True:
-        if args.seed:
+        single = 0
+        if single_pending:
+            single_pending = False
+            single = args.single
+            seed = seeds.pop(0) if seeds else rng.randrange(1, 1 << 31)
+        elif args.single and args.minutes is None:
+            break
+        elif args.seed:
             if not seeds:
                 break
             seed = seeds.pop(0)
@@ -369,9 +652,14 @@ def main():
             if len(results) >= args.seeds:
                 break
             seed = rng.randrange(1, 1 << 31)
-        print("== seed %d starting (%d s of faults)" % (seed, args.seconds))
+        if single:
+            print("== seed %d starting (single faults, each kind %d times)" % (seed, single))
+        else:
+            print("== seed %d starting (%d s of faults)" % (seed, args.seconds))
         sys.stdout.flush()
-        r = run_seed(seed, args.seconds, args.producers, base, kinds or None, args.layout, args.consumers)
+        r = run_seed(seed, args.seconds, args.producers, base, kinds or None, args.layout, args.consumers,
+                     single)
+        r["single_repeats"] = single
         r["seconds"] = args.seconds
         r["kinds"] = kinds
         r["layout"] = args.layout
@@ -379,7 +667,8 @@ def main():
         print_result(r)
     failed = [r["seed"] for r in results if r["problems"]]
     if args.report:
-        write_report(args.report, results, args.seconds)
+        for svg in report.write(args.report, results, args.seconds):
+            print("chaos: timeline %s" % svg)
     print("chaos: %d seeds, %d failed%s; seeds run: %s" % (
         len(results), len(failed), (" (%s)" % failed) if failed else "", [r["seed"] for r in results]))
     if failed or args.keep:
