@@ -6,6 +6,7 @@
 #   scripts/chaos.sh --short                  # 2 random seeds of 45 s (2-4 minutes), seeds printed
 #   scripts/chaos.sh --seed N [--seconds S]   # replay one seed (any tests/chaos/run.py options)
 #   scripts/chaos.sh --minutes 60             # long mode: seeds of 120 s, report in docs/benchmarks/
+#   scripts/chaos.sh --single [N] [--kinds K] # each fault kind alone, N times (2), timed; with --minutes first
 #
 # Needs root (namespaces, nftables: scripts/setup-test-host.sh) and debug builds of broker, namesrv and
 # controller (built here unless CHAOS_BIN_DIR points at others). Whatever way the runner ends, what it
