@@ -7,6 +7,7 @@
 use protocol::message::record::decode_view;
 use std::rc::Rc;
 
+use crate::config::BrokerRole;
 use crate::shard::Shard;
 use crate::state::topics::{now_ms, TRANS_HALF_TOPIC};
 
@@ -17,12 +18,26 @@ use super::state::{save_progress, TxState, SCAN_BATCH, SCAN_BYTES};
 
 pub fn spawn(shard: Rc<Shard>, state: Rc<TxState>) {
     glommio::spawn_local(async move {
+        // Controller mode turns a master into a slave and back while this service runs (the master
+        // services start once): it follows the role itself.
+        let mut was_slave = false;
         loop {
             // Read each round: UPDATE_BROKER_CONFIG may change the transaction keys at run time.
             let period = CheckPolicy::in_force(&shard.cfg).round_period();
             glommio::timer::sleep(period).await;
             if shard.shutting_down.get() {
                 return;
+            }
+            if shard.role() == BrokerRole::Slave {
+                was_slave = true;
+                continue;
+            }
+            if was_slave {
+                if let Err(e) = super::load::reload(&shard, &state).await {
+                    tracing::warn!("transaction state not read again: {e}");
+                    continue;
+                }
+                was_slave = false;
             }
             if let Err(e) = scan(&shard, &state).await {
                 tracing::warn!("transaction check scan stopped: {e}");
@@ -106,6 +121,12 @@ async fn scan(shard: &Rc<Shard>, state: &TxState) -> Result<(), String> {
 
 /// Appends the renewed copy, then asks a producer about it (so its answer names the copy).
 async fn check(shard: &Rc<Shard>, half: &HalfMessage, times: u32) -> Result<(), String> {
+    // A slave's CommitLog is its master's copy: a copy appended here would not line up with the
+    // master's next records, and replication would cut it again and again. (Checked right before
+    // the append: the store appends before its first await.)
+    if shard.role() == BrokerRole::Slave {
+        return Err("the broker became a slave: checks are the master's".to_owned());
+    }
     let copy = half.renewed(times);
     let stored = shard
         .store

@@ -4,25 +4,26 @@
 //! half queue; the op queue is kept in that shard's store beside it.
 
 pub mod check_service;
+pub mod load;
 pub mod op_set;
 pub mod records;
 pub mod resolve;
 pub mod state;
 
-use state::{TxState, OLD_PROGRESS_GROUP, PROGRESS_GROUP, SCAN_BATCH, SCAN_BYTES};
+use load::{load_ops, saved_progress};
+use state::TxState;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use protocol::message::record::decode_view;
 use protocol::response_code as rc;
 use protocol::RemotingCommand;
 
 use crate::common::reply::{error, ok};
 use crate::error::BrokerError;
 use crate::shard::Shard;
-use crate::state::topics::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
-use op_set::{CheckPolicy, OpSet};
+use crate::state::topics::TRANS_HALF_TOPIC;
+use op_set::CheckPolicy;
 
 /// The shard that owns the half queue (and so every transaction).
 pub fn half_shard(shard: &Shard) -> usize {
@@ -49,17 +50,7 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
         shard: shard.id,
         reason: format!("cannot read the transaction op queue: {reason}"),
     })?;
-    let min = shard.store.min_offset(TRANS_HALF_TOPIC, 0);
-    let saved = {
-        let offsets = shard.offsets.borrow();
-        offsets
-            .query(PROGRESS_GROUP, TRANS_HALF_TOPIC, 0)
-            .or_else(|| offsets.query(OLD_PROGRESS_GROUP, TRANS_HALF_TOPIC, 0))
-    };
-    // Saved progress past the queue's end (its unflushed tail lost in a crash) would skip the half
-    // messages stored from now on: start at the end then.
-    let max = shard.store.max_offset(TRANS_HALF_TOPIC, 0);
-    let half_offset = saved.unwrap_or(min).min(max).max(min);
+    let half_offset = saved_progress(shard);
     tracing::info!(
         "shard {}: transactions: {} resolved, checking half messages from offset {half_offset} \
          (timeout {} ms, interval {} ms, at most {} checks)",
@@ -76,44 +67,6 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), BrokerError> {
     state::install(state.clone());
     check_service::spawn(shard.clone(), state);
     Ok(())
-}
-
-/// Reads every op message of this shard's op queue.
-async fn load_ops(shard: &Shard) -> Result<OpSet, String> {
-    let mut ops = OpSet::default();
-    let store = &shard.store;
-    let mut offset = store.min_offset(TRANS_OP_HALF_TOPIC, 0);
-    while offset < store.max_offset(TRANS_OP_HALF_TOPIC, 0) {
-        let got = store
-            .get_messages(TRANS_OP_HALF_TOPIC, 0, offset, SCAN_BATCH, SCAN_BYTES, None)
-            .await
-            .map_err(|e| e.to_string())?;
-        if got.records.is_empty() {
-            if got.next_begin_offset > offset {
-                offset = got.next_begin_offset;
-                continue;
-            }
-            break;
-        }
-        for raw in &got.records {
-            match decode_view(raw, false) {
-                Ok(view) => {
-                    match op_set::parse_op_body(view.body) {
-                        Some(origin) => ops.mark(origin),
-                        None => {
-                            tracing::warn!("op message at {} has a bad body", view.queue_offset)
-                        }
-                    }
-                    offset = offset.max(view.queue_offset.saturating_add(1));
-                }
-                Err(e) => {
-                    tracing::warn!("undecodable op message near offset {offset}: {e}");
-                    offset = offset.saturating_add(1);
-                }
-            }
-        }
-    }
-    Ok(ops)
 }
 
 /// On shard 0: sends a CHECK_TRANSACTION_STATE request to one live producer of the half message's group.

@@ -1,0 +1,178 @@
+//! Controller mode and transactions: a master deposed while a transaction is open stops checking it
+//! (a slave's CommitLog is its master's copy; renewed half messages the deposed master kept appending
+//! there made replication cut them again and again, so it never came back into the SyncStateSet:
+//! chaos seed 7 of 2026-12-07 with the transaction producer), and, master again, reads the
+//! resolutions the other master made while it was a slave (it checked them again before).
+//!
+//! A controller (a child process of this test binary), an in-process name server, two brokers;
+//! checks every 300 ms, never answered, so each check appends a renewed copy.
+
+// Test code: a broken expectation panics, also in helpers outside #[test] functions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+mod tx_support;
+
+use std::collections::BTreeSet;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use common::{free_port, run_local, Broker, ControllerProc};
+use protocol::{request_code, response_code, RemotingCommand};
+use remoting::Client;
+use tx_support::*;
+
+const GROUP_NAME: &str = "broker-t";
+const LIMIT: Duration = Duration::from_secs(60);
+
+#[test]
+#[ignore = "not a test: the controller process the test starts"]
+fn tx_controller_helper_process() {
+    common::serve_controller_if_asked();
+}
+
+fn replica_info(controller: &ControllerProc) -> Option<(String, BTreeSet<u64>)> {
+    let resp = controller.replica_info(GROUP_NAME)?;
+    let set = ControllerProc::sync_state_set(&resp)?.into_iter().collect();
+    Some((resp.ext("masterAddress")?.to_owned(), set))
+}
+
+fn wait(
+    controller: &ControllerProc,
+    brokers: &[&Broker],
+    what: &str,
+    probe: impl Fn(&(String, BTreeSet<u64>)) -> bool,
+) {
+    let start = Instant::now();
+    loop {
+        let info = replica_info(controller);
+        if info.as_ref().is_some_and(&probe) {
+            return;
+        }
+        if start.elapsed() > LIMIT {
+            for b in brokers {
+                println!("---- broker {}:\n{}", b.addr(), b.log());
+            }
+            panic!("{what}: not within {LIMIT:?} (controller says {info:?})");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The half queue's max offset on `addr`, or None when it does not answer.
+fn half_max(addr: SocketAddr) -> Option<i64> {
+    run_local(async move {
+        let c = Client::connect(addr, Duration::from_secs(1)).await.ok()?;
+        let req = RemotingCommand::request(request_code::GET_MAX_OFFSET)
+            .with_ext("topic", "RMQ_SYS_TRANS_HALF_TOPIC")
+            .with_ext("queueId", "0");
+        let r = c.invoke(req, Duration::from_secs(5)).await.ok()?;
+        (r.code == response_code::SUCCESS).then_some(())?;
+        r.ext("offset")?.parse().ok()
+    })
+}
+
+#[test]
+fn a_deposed_master_stops_checking_and_reads_the_other_masters_resolutions() {
+    let namesrv = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
+    common::start_namesrv_in_process_with(common::namesrv_config(namesrv));
+    let controller = ControllerProc::start("tx_controller_helper_process");
+    let extra = format!(
+        "enableControllerMode = true\ncontrollerAddr = \"{}\"\nnamesrvAddr = \"{namesrv}\"\n\
+         flushDiskType = \"SYNC_FLUSH\"\nallAckInSyncStateSet = true\nregisterNameServerPeriod = 1000\n\
+         syncFlushTimeout = 2000\nbrokerIP1 = \"127.0.0.1\"\ncontrollerHeartBeatTimeoutMills = 3000\n\
+         transactionTimeOut = 300\ntransactionCheckInterval = 300\ntransactionCheckMax = 100000\n",
+        controller.addr
+    );
+    let a = Broker::builder().extra(&extra).start();
+    let a_addr = format!("127.0.0.1:{}", a.port);
+    wait(&controller, &[&a], "broker a to be master", |(m, _)| {
+        *m == a_addr
+    });
+    let b = Broker::builder().extra(&extra).start();
+    let b_addr = format!("127.0.0.1:{}", b.port);
+    wait(&controller, &[&a, &b], "2 replicas in sync", |(_, s)| {
+        s.len() == 2
+    });
+
+    // An open transaction on a, checked (and renewed) every 300 ms.
+    let (phys, qo) = run_local(async {
+        let checks = Rc::new(Checks::default());
+        let client = producer_at(a.addr(), &checks).await;
+        let at = prepare(&client, "T1").await;
+        let got = wait_checks(&checks, "T1", 2, Duration::from_secs(10)).await;
+        assert!(got.len() >= 2, "T1 checked on a");
+        at
+    });
+
+    // a deposed: paused past the heartbeat timeout, b elected; a comes back as b's slave.
+    assert!(common::send_signal(a.pid(), libc::SIGSTOP));
+    wait(&controller, &[&a, &b], "b to be master", |(m, _)| {
+        *m == b_addr
+    });
+    assert!(common::send_signal(a.pid(), libc::SIGCONT));
+    wait(
+        &controller,
+        &[&a, &b],
+        "a back in the SyncStateSet",
+        |(m, s)| *m == b_addr && s.len() == 2,
+    );
+
+    // b rolls T1 back (its check names the current copy; the first half message's offset works too).
+    run_local(async {
+        let checks = Rc::new(Checks::default());
+        let client = producer_at(b.addr(), &checks).await;
+        assert_eq!(
+            end(&client, "T1", phys, qo, ROLLBACK, false).await,
+            response_code::SUCCESS
+        );
+    });
+    // Nothing appends to the half queue any more: a's copy must come to equal b's and stay so.
+    let start = Instant::now();
+    let mut equal_since: Option<Instant> = None;
+    let mut last = (None, None);
+    while equal_since.is_none_or(|t| t.elapsed() < Duration::from_secs(2)) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "a's half queue never stayed equal to b's for 2 s (last a {:?}, b {:?}):\n{}",
+            last.0,
+            last.1,
+            a.log()
+        );
+        last = (half_max(a.addr()), half_max(b.addr()));
+        if last.0.is_some() && last.0 == last.1 {
+            equal_since.get_or_insert_with(Instant::now);
+        } else {
+            equal_since = None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    wait(
+        &controller,
+        &[&a, &b],
+        "a still in the SyncStateSet",
+        |(m, s)| *m == b_addr && s.len() == 2,
+    );
+
+    // a master again: it knows b's rollback, so T1 is never checked again.
+    assert!(common::send_signal(b.pid(), libc::SIGSTOP));
+    wait(&controller, &[&a, &b], "a to be master again", |(m, _)| {
+        *m == a_addr
+    });
+    run_local(async {
+        let checks = Rc::new(Checks::default());
+        let _client = producer_at(a.addr(), &checks).await;
+        glommio::timer::sleep(Duration::from_secs(3)).await;
+        assert!(
+            checks.of("T1").is_empty(),
+            "a checked T1, rolled back by b, once master again"
+        );
+    });
+    assert!(common::send_signal(b.pid(), libc::SIGCONT));
+    assert!(
+        a.log().contains("master again: transactions: 1 resolved"),
+        "a read the op queue again:\n{}",
+        a.log()
+    );
+}
