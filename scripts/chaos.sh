@@ -15,7 +15,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 if [ -z "${CHAOS_BIN_DIR:-}" ]; then
-    cargo build -q -p broker -p namesrv -p controller || exit 1
+    # The broker with the storage fail points (the disk fault kinds switch them at runtime); its own
+    # invocation, so that the feature does not reach the other two through feature unification.
+    cargo build -q -p namesrv -p controller || exit 1
+    cargo build -q -p broker --features failpoints || exit 1
 fi
 # The checkers on made-up histories first (a second): a checker that cannot fail proves nothing.
 python3 tests/chaos/test_checker.py 2>&1 | tail -n 1 | grep -qx OK || { python3 tests/chaos/test_checker.py; exit 1; }
@@ -57,6 +60,14 @@ fi
 # Leftovers of a runner that was killed or timed out: its processes (each by id), namespaces, bridge.
 for pid in $(ps -eo pid=,args= | awk -v dir="$workdir/" 'index($2, dir) == 1 {print $1}'); do
     kill -KILL "$pid" 2>/dev/null
+done
+# Its brokers' file systems (tests/chaos/faults_disk.py): the mounts under its directory, deepest
+# first, then the loop devices of images there.
+for mnt in $(awk -v dir="$workdir/" 'index($2, dir) == 1 {print $2}' /proc/self/mounts | sort -r); do
+    umount "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null
+done
+for dev in $(losetup -nO NAME,BACK-FILE 2>/dev/null | awk -v dir="$workdir/" 'index($2, dir) == 1 {print $1}'); do
+    losetup -d "$dev" 2>/dev/null
 done
 tag="$(printf '%x' $((runner & 0xFFFFF)))"
 for ns in $(ip netns list 2>/dev/null | awk -v p="ch$tag" 'index($1, p) == 1 && length($1) == length(p) + 2 {print $1}'); do

@@ -9,6 +9,8 @@ missing=()
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v nft >/dev/null 2>&1 || missing+=(nftables)
 ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || missing+=(faketime)
+# mkfs.ext4: the chaos brokers' stores on small file systems of their own (disk_full).
+command -v mkfs.ext4 >/dev/null 2>&1 || missing+=(e2fsprogs)
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi

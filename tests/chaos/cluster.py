@@ -16,6 +16,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "interop"))
 
+import faults_disk  # noqa: E402
 import harness  # noqa: E402
 import wire  # noqa: E402
 
@@ -90,7 +91,12 @@ class Cluster:
             ("namesrvAddr", '"%s"' % self.namesrv_addr), ("listenPort", str(BROKER_PORT)),
             ("storePathRootDir", '"%s"' % os.path.join(node_dir, "store")),
             ("flushDiskType", '"SYNC_FLUSH"'), ("autoCreateTopicEnable", "true"),
-            ("mappedFileSizeCommitLog", str(16 * 1024 * 1024)), ("shardCount", "1"),
+            # Small segments: a full disk (faults_disk) is hit by the next segment's preallocation
+            # within seconds, not after 16 MiB. No forcible cleaning of a nearly full disk: it
+            # deletes unexpired segments, acknowledged messages the checkers would count as lost.
+            ("mappedFileSizeCommitLog", str(1024 * 1024)), ("maxMessageSize", str(256 * 1024)),
+            ("cleanFileForciblyEnable", "false"),
+            ("shardCount", "1"),
             ("registerNameServerPeriod", "1000"), ("syncFlushTimeout", "3000"), ("slaveReadEnable", "true"),
         ]
         if self.layout == "classic":
@@ -112,6 +118,8 @@ class Cluster:
             f.write(("\n===== start #%d\n" % self.starts[name]).encode())
         env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "info"), HOME=self.workdir,
                    ROCKETMQ_HOME=self.workdir)
+        # The fail point file the disk faults write (a failpoints build of the broker).
+        env.update(faults_disk.node_env(self, name))
         self.procs[name] = harness.Proc(name, argv, log, env=env, cwd=os.path.join(self.workdir, name))
         self.paused.discard(name)
 
@@ -142,6 +150,8 @@ class Cluster:
 
     def start_all(self, topic, queues, timeout=90):
         self.copy_binaries()
+        # Each broker's store on a file system of its own (the disk_full faults fill one).
+        faults_disk.prepare(self)
         for name in self.nodes:
             self.start(name)
         info = self.wait_group(self.full, "a master with every replica in sync", timeout)
@@ -219,3 +229,4 @@ class Cluster:
             proc = self.procs[name]
             if proc.alive():
                 proc.stop(signal.SIGTERM, grace=5)
+        faults_disk.teardown(self)
