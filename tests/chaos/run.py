@@ -36,10 +36,13 @@ import java_clients  # noqa: E402
 import nemesis  # noqa: E402
 import report  # noqa: E402
 import net  # noqa: E402
+import features  # noqa: E402
 import wire  # noqa: E402
 
 TOPIC = "ChaosTopic"
 QUEUES = 4
+# The message kinds of features.py that run beside the plain producers (main() sets it from --features).
+FEATURES = ("fifo", "tx", "timer")
 # Apache Java client producers per seed (java_clients.py); main() sets it from --java-producers.
 JAVA_PRODUCERS = 0
 
@@ -420,6 +423,7 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
     network = net.Network(cl.layout_nodes(layout))
     cluster = cl.Cluster(workdir, network, layout)
     result = {"seed": seed, "problems": [], "facts": {}, "workdir": workdir}
+    feats = None
     layout_kinds = nemesis.CLASSIC_KINDS if layout == "classic" else nemesis.KINDS
     events = [] if single else nemesis.schedule(seed, seconds, kinds or (
         nemesis.CLASSIC_KINDS if layout == "classic" else None))
@@ -443,6 +447,9 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
             cons_ = [cons.Consumer(i, consumers, cluster, TOPIC, QUEUES, t0, hist, lock) for i in range(consumers)]
             for c in cons_:
                 c.start()
+            if FEATURES:
+                feats = features.Features(seed, cluster, workdir, t0, FEATURES)
+                feats.start()
             nem = nemesis.Nemesis(cluster, network, events, t0, flog)
             nem.start()
             if single:
@@ -478,6 +485,8 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
                 j.stop()
             for p in prods:
                 p.join(10)
+            if feats is not None:
+                feats.stop_producers()
             if monitor is not None:
                 monitor.stop()
             t_end = time.monotonic() - t0
@@ -486,6 +495,9 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
                 c.stop_flag.set()
             for c in cons_:
                 c.join(10)
+            if feats is not None:
+                feats.drain()
+                feats.stop()
             result["facts"]["drain_s"] = round(time.monotonic() - t0 - t_end, 1)
         applied = driver.applied if driver is not None else nem.applied
         history = sorted((op for p in prods + java + ([monitor] if monitor else []) for op in p.history),
@@ -524,6 +536,10 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
             result["facts"].update(facts)
             result["facts"]["consumer_errors"] = [c.errors for c in cons_]
         result["facts"]["java_producer_errors"] = [e for j in java for e in j.errors]
+        if feats is not None:
+            problems, facts = feats.check(nem.applied, cluster.broker_addrs.get(master), nemesis.faults_clock.KINDS)
+            result["problems"].extend(problems)
+            result["facts"]["features"] = facts
         result["facts"].update({"healed_at_s": round(healed_at, 2),
                                 "first_ok_after_heal_s": round(recovered_at - healed_at, 2),
                                 "faults": [(round(f["start"], 1), f["kind"], f.get("target")) for f in applied],
@@ -534,6 +550,8 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
         result["problems"].append("harness: %s: %s" % (type(err).__name__, err))
     finally:
         stop_from = time.monotonic()
+        if feats is not None:
+            feats.stop()
         cluster.stop_all()
         harness.stop_everything()
         network.teardown()
@@ -575,6 +593,8 @@ def print_result(r):
         print("   fault %6.1f s %-19s %s" % fault)
     for note in f.get("nemesis_errors", []) + f.get("read_notes", []) + f.get("java_producer_errors", []):
         print("   note: %s" % note)
+    for line in features.summary(f.get("features") or {}):
+        print("   " + line)
     for p in r["problems"]:
         print("   PROBLEM %s" % p)
     print("   files: %s" % r["workdir"])
@@ -596,6 +616,8 @@ def main():
     ap.add_argument("--java-producers", type=int, default=1,
                     help="producers on Apache's Java client (0: none; skipped with a note when it cannot be built)")
     ap.add_argument("--consumers", type=int, default=2, help="members of the consumer group (0: none)")
+    ap.add_argument("--features", default="fifo,tx,timer",
+                    help="message kinds beside plain sends, each with its producer, consumer and checkers (features.py): fifo, tx, timer, comma-separated, or none")
     ap.add_argument("--layout", choices=sorted(cl.LAYOUTS), default="controller",
                     help="controller: 3 controllers + 3 replicas; classic: SYNC_MASTER + SLAVE")
     ap.add_argument("--kinds", help="comma-separated fault kinds to draw from (default all: %s)"
@@ -611,6 +633,10 @@ def main():
     unknown = [k for k in kinds if k not in nemesis.KINDS]
     if unknown:
         ap.error("unknown fault kinds %s (known: %s)" % (unknown, ", ".join(nemesis.KINDS)))
+    global FEATURES
+    FEATURES = tuple(k for k in args.features.split(",") if k and k != "none")
+    if [k for k in FEATURES if k not in features.TOPICS]:
+        ap.error("unknown features %s (known: %s)" % (args.features, ", ".join(features.TOPICS)))
     why = net.available()
     if why:
         print("chaos: cannot run here: %s" % why)

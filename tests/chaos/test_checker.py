@@ -11,6 +11,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import checker  # noqa: E402
+import checker_features as cf  # noqa: E402
+import features  # noqa: E402
 
 
 def sends(*acks, unacked=()):
@@ -103,6 +105,168 @@ class ConsumeCheckers(unittest.TestCase):
         problems, facts = run([reset(0.5, 0, 0)], h, drained=False)
         self.assertEqual(problems, "")
         self.assertIn("consume_missed_note", facts)
+
+
+# ---- The features' checkers (checker_features.py): FIFO, transactions, timers.
+
+def fifo_sends(*sends):
+    """sends: (skey, seq, acked, t); the FIFO producer's ops."""
+    ops = []
+    for skey, seq, acked, t in sends:
+        key = "%s-%d" % (skey, seq)
+        q = features.fifo_queue(skey)
+        ops.append({"type": "invoke", "key": key, "skey": skey, "seq": seq, "queue": q, "t": t - 0.01})
+        ops.append({"type": "ok" if acked else "unknown", "key": key, "queue": q, "offset": seq, "t": t})
+    return ops
+
+
+def fifo_consume(t, skey, seq, queue=None):
+    return {"type": "consume", "t": t, "w": t, "key": "%s-%d" % (skey, seq), "addr": "m", "offset": seq,
+            "queue": features.fifo_queue(skey) if queue is None else queue}
+
+
+class FifoChecker(unittest.TestCase):
+    def final(self, *keys):
+        return {k: [(0, 0, 0)] for k in keys}
+
+    def test_in_order_with_duplicates_passes(self):
+        ops = fifo_sends(("k", 0, True, 1.0), ("k", 1, True, 2.0), ("k", 2, False, 3.0), ("k", 3, True, 4.0))
+        cons = [fifo_consume(1.1, "k", 0), fifo_consume(2.1, "k", 1), fifo_consume(2.2, "k", 0),
+                fifo_consume(4.1, "k", 3), fifo_consume(4.2, "k", 2)]
+        problems, facts = cf.check_fifo(ops, cons, self.final("k-0", "k-1", "k-3"), True)
+        self.assertEqual(problems, [])
+        self.assertEqual((facts["duplicates"], facts["unacked_late"]), (1, 1))
+
+    def test_acked_messages_out_of_order_fail(self):
+        ops = fifo_sends(("k", 0, True, 1.0), ("k", 1, True, 2.0))
+        cons = [fifo_consume(2.1, "k", 1), fifo_consume(2.2, "k", 0)]
+        problems, facts = cf.check_fifo(ops, cons, self.final("k-0", "k-1"), True)
+        self.assertIn("fifo_order", " | ".join(problems))
+        self.assertEqual((facts["out_of_order"], facts["skipped"]), (1, 1))
+
+    def test_a_skipped_acked_message_fails(self):
+        ops = fifo_sends(("k", 0, True, 1.0), ("k", 1, True, 2.0), ("k", 2, True, 3.0))
+        cons = [fifo_consume(1.1, "k", 0), fifo_consume(3.1, "k", 2)]
+        problems, _ = cf.check_fifo(ops, cons, self.final("k-0", "k-2"), True)
+        text = " | ".join(problems)
+        self.assertIn("before acknowledged numbers [1]", text)
+        self.assertIn("fifo_missed", text)
+        self.assertIn("fifo_lost", text)
+
+    def test_the_wrong_queue_fails(self):
+        ops = fifo_sends(("k", 0, True, 1.0))
+        wrong = (features.fifo_queue("k") + 1) % features.QUEUES
+        problems, _ = cf.check_fifo(ops, [fifo_consume(1.1, "k", 0, queue=wrong)], self.final("k-0"), True)
+        self.assertIn("fifo_queue", " | ".join(problems))
+
+
+def tx_ops(*txs):
+    """txs: (key, decision, end_acked); a transaction ended at once."""
+    ops = []
+    for i, (key, decision, acked) in enumerate(txs):
+        t = 1.0 + i
+        ops.append({"type": "invoke", "key": key, "decision": decision, "mode": "explicit", "t": t})
+        ops.append({"type": "half_ok", "key": key, "phys": 100 * i, "queue_offset": i, "t": t + 0.01})
+        if acked is None:
+            ops.append({"type": "end_error", "key": key, "outcome": decision, "from_check": False, "t": t + 0.02,
+                        "error": "timeout"})
+        else:
+            ops.append({"type": "end", "key": key, "outcome": decision, "from_check": False, "addr": "m",
+                        "code": 0 if acked else 1, "remark": None, "t": t + 0.02})
+    return ops
+
+
+def tx_consume(t, key, sys_flag=0x8):
+    return {"type": "consume", "t": t, "w": t, "key": key, "addr": "m", "queue": 0, "offset": 0,
+            "sys_flag": sys_flag}
+
+
+class TxChecker(unittest.TestCase):
+    def test_commits_delivered_and_rollbacks_not_pass(self):
+        ops = tx_ops(("c", "commit", True), ("r", "rollback", True), ("u", "commit", None))
+        problems, facts = cf.check_tx(ops, [tx_consume(2.0, "c"), tx_consume(2.5, "c")], {"c": [(0, 0, 8)]}, True)
+        self.assertEqual(problems, [])
+        self.assertEqual((facts["committed"], facts["unresolved"], facts["duplicates"]), (1, 1, 1))
+
+    def test_a_delivered_rollback_fails(self):
+        ops = tx_ops(("r", "rollback", None))
+        problems, _ = cf.check_tx(ops, [tx_consume(2.0, "r")], {}, True)
+        self.assertIn("tx_rollback_delivered", " | ".join(problems))
+        problems, _ = cf.check_tx(ops, [], {"r": [(0, 0, 8)]}, True)
+        self.assertIn("tx_rollback_delivered", " | ".join(problems))
+
+    def test_a_lost_commit_fails(self):
+        ops = tx_ops(("c", "commit", True))
+        problems, _ = cf.check_tx(ops, [tx_consume(2.0, "c")], {}, True)
+        self.assertIn("is not on the final master (consumed)", " | ".join(problems))
+        problems, _ = cf.check_tx(ops, [], {"c": [(0, 0, 8)]}, True)
+        self.assertIn("never consumed", " | ".join(problems))
+        problems, _ = cf.check_tx(ops, [], {"c": [(0, 0, 8)]}, False)
+        self.assertEqual(problems, [])
+
+    def test_a_commit_answered_on_a_check_counts(self):
+        ops = [{"type": "invoke", "key": "c", "decision": "commit", "mode": "none", "t": 1.0},
+               {"type": "half_ok", "key": "c", "phys": 0, "queue_offset": 0, "t": 1.1},
+               {"type": "check", "key": "c", "addr": "m", "decision": "commit", "t": 7.0},
+               {"type": "end", "key": "c", "outcome": "commit", "from_check": True, "addr": "m", "code": 0,
+                "remark": None, "t": 7.1}]
+        problems, facts = cf.check_tx(ops, [], {}, True)
+        self.assertIn("tx_commit_lost", " | ".join(problems))
+        self.assertEqual((facts["checks"], facts["committed"]), (1, 1))
+
+    def test_a_half_message_consumed_fails(self):
+        ops = tx_ops(("c", "commit", True))
+        problems, _ = cf.check_tx(ops, [tx_consume(2.0, "c", sys_flag=0x4)], {"c": [(0, 0, 8)]}, True)
+        self.assertIn("tx_not_committed_type", " | ".join(problems))
+
+
+def timer_ops(*timers):
+    """timers: (key, kind, sent_w, due_w, acked)."""
+    ops = []
+    for key, kind, sent, due, acked in timers:
+        ops.append({"type": "invoke", "key": key, "kind": kind, "due_w": due, "t": sent, "w": sent})
+        ops.append({"type": "ok" if acked else "unknown", "key": key, "t": sent + 0.01, "w": sent + 0.01})
+    return ops
+
+
+def timer_consume(w, key, store_w=None):
+    return {"type": "consume", "t": w, "w": w, "key": key, "addr": "m", "queue": 0, "offset": 0,
+            "store_ms": int((w if store_w is None else store_w) * 1000)}
+
+
+class TimerChecker(unittest.TestCase):
+    def test_on_time_and_late_pass(self):
+        ops = timer_ops(("a", "timer", 1.0, 3.0, True), ("b", "delay", 1.0, 6.0, True))
+        cons = [timer_consume(3.01, "a"), timer_consume(13.0, "b"), timer_consume(14.0, "b")]
+        problems, facts = cf.check_timers(ops, cons, {"a": [], "b": []}, True, [], now_w=20.0)
+        self.assertEqual(problems, [])
+        self.assertEqual((facts["late_max_s"], facts["late_over_5s"], facts["duplicates"]), (7.0, 1, 1))
+
+    def test_an_early_delivery_fails(self):
+        ops = timer_ops(("a", "timer", 1.0, 3.0, True))
+        problems, facts = cf.check_timers(ops, [timer_consume(2.5, "a")], {"a": []}, True, [], now_w=20.0)
+        self.assertIn("timer_early", " | ".join(problems))
+        # Stored early, consumed after the due time: still early.
+        problems, _ = cf.check_timers(ops, [timer_consume(3.5, "a", store_w=2.9)], {"a": []}, True, [], now_w=20.0)
+        self.assertIn("timer_early", " | ".join(problems))
+
+    def test_early_under_a_clock_fault_is_counted_apart(self):
+        ops = timer_ops(("a", "timer", 1.0, 3.0, True))
+        faults = [{"kind": "clock_jump", "start": 1.5, "end": 2.0}]
+        problems, facts = cf.check_timers(ops, [timer_consume(2.5, "a")], {"a": []}, True, faults,
+                                          clock_kinds=("clock_jump",), now_w=20.0)
+        self.assertEqual(problems, [])
+        self.assertEqual(facts["early_clock_fault"], 1)
+
+    def test_a_lost_timer_fails_once_due(self):
+        ops = timer_ops(("a", "timer", 1.0, 3.0, True), ("u", "timer", 1.0, 3.0, False))
+        problems, _ = cf.check_timers(ops, [], {}, True, [], now_w=20.0)
+        text = " | ".join(problems)
+        self.assertIn("timer_lost: timer a", text)
+        self.assertIn("never consumed", text)
+        self.assertNotIn("'u'", text)
+        problems, _ = cf.check_timers(ops, [], {}, False, [], now_w=3.5)
+        self.assertEqual(problems, [])
 
 
 if __name__ == "__main__":
