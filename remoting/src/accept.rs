@@ -10,7 +10,7 @@ use glommio::net::TcpListener;
 
 use crate::error::RemotingError;
 use crate::limits::{ConnectionGate, ConnectionLimits};
-use crate::server::{next_connection_id, serve_connection_as, serve_connection_with, Handler};
+use crate::server::{next_connection_id, serve_connection_as, serve_connection_with, Serve};
 use crate::tls::{Accepted, ServerTls, HANDSHAKE_TIMEOUT};
 
 /// Pause after a failed accept (e.g. out of file descriptors) so the loop does not spin.
@@ -23,7 +23,7 @@ const ACCEPT_RETRY_DELAY: Duration = Duration::from_millis(10);
 /// every poll of a pending accept, so an accept polled again each time a sibling `stop` future (a
 /// flag checked every 50 ms) woke a shared task overflowed that task's reference count after
 /// 27 minutes and the server stopped accepting.
-pub async fn accept_connections<H: Handler>(
+pub async fn accept_connections<H: Serve>(
     listener: TcpListener,
     handler: Rc<H>,
     limits: ConnectionLimits,
@@ -35,7 +35,7 @@ pub async fn accept_connections<H: Handler>(
 
 /// `accept_connections` with TLS as `tls` says (`None`: plaintext only, `tls.server.mode =
 /// disabled`). A connection holds its slot from accept, through its first byte and handshake.
-pub async fn accept_connections_tls<H: Handler>(
+pub async fn accept_connections_tls<H: Serve>(
     listener: TcpListener,
     handler: Rc<H>,
     limits: ConnectionLimits,
@@ -49,7 +49,7 @@ pub async fn accept_connections_tls<H: Handler>(
     drop(accepting);
 }
 
-async fn accept_loop<H: Handler>(
+async fn accept_loop<H: Serve>(
     listener: TcpListener,
     handler: Rc<H>,
     limits: ConnectionLimits,
@@ -103,7 +103,7 @@ async fn accept_loop<H: Handler>(
 
 /// Sorts a connection into TLS or plaintext, then serves it. The first byte may take as long as
 /// the connection may idle (`serverChannelMaxIdleTimeSeconds`), else `HANDSHAKE_TIMEOUT`.
-async fn serve_sorted<H: Handler>(
+async fn serve_sorted<H: Serve>(
     id: u64,
     tls: &ServerTls,
     stream: glommio::net::TcpStream,

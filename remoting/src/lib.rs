@@ -22,7 +22,7 @@ pub use framed::{FrameReader, FrameWriter};
 pub use limits::{defaults as limit_defaults, Admitted, ConnectionGate, ConnectionLimits};
 pub use listen::bind;
 pub use server::{
-    serve_connection, serve_connection_with, ConnectionContext, Handler, ResponseSink,
+    serve_connection, serve_connection_with, ConnectionContext, Handler, ResponseSink, Serve,
 };
 pub use stream::Connection;
 pub use timeout::with_timeout;

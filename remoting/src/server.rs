@@ -1,7 +1,7 @@
 //! Serving one accepted connection: read requests, run each (on its own task when it waits), write
 //! responses in batches.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
@@ -42,6 +42,73 @@ pub trait Handler: 'static {
 
     /// A response from the peer: its answer to a request the server sent on this connection.
     fn on_response(&self, _response: RemotingCommand, _ctx: &ConnectionContext) {}
+}
+
+/// What serves a connection's requests: every `Handler` (its future boxed), or a handler that names
+/// no boxed type and implements this directly. The connection polls the future where it stands, in a
+/// slot of its own that it reuses (see `serve_connection_as`), so a request answered without waiting
+/// allocates nothing for its future; one that waits goes on, in its slot, on a task of its own.
+pub trait Serve: 'static {
+    /// As [`Handler::handle`].
+    fn serve(
+        self: Rc<Self>,
+        request: RemotingCommand,
+        ctx: ConnectionContext,
+    ) -> impl Future<Output = Option<RemotingCommand>> + 'static;
+
+    /// As [`Handler::on_open`].
+    fn opened(&self, ctx: &ConnectionContext);
+
+    /// As [`Handler::on_close`].
+    fn closed(&self, ctx: &ConnectionContext);
+
+    /// As [`Handler::on_response`].
+    fn peer_response(&self, response: RemotingCommand, ctx: &ConnectionContext);
+}
+
+impl<H: Handler> Serve for H {
+    fn serve(
+        self: Rc<Self>,
+        request: RemotingCommand,
+        ctx: ConnectionContext,
+    ) -> impl Future<Output = Option<RemotingCommand>> + 'static {
+        self.handle(request, ctx)
+    }
+
+    fn opened(&self, ctx: &ConnectionContext) {
+        self.on_open(ctx);
+    }
+
+    fn closed(&self, ctx: &ConnectionContext) {
+        self.on_close(ctx);
+    }
+
+    fn peer_response(&self, response: RemotingCommand, ctx: &ConnectionContext) {
+        self.on_response(response, ctx);
+    }
+}
+
+/// Homes of handler futures kept by a connection between requests: at most this many.
+const KEPT_SLOTS: usize = 1;
+
+/// Keeps an emptied slot for a later request, unless enough are kept.
+fn keep_slot<T>(slots: &RefCell<Vec<T>>, slot: T) {
+    if let Ok(mut kept) = slots.try_borrow_mut() {
+        if kept.len() < KEPT_SLOTS {
+            kept.push(slot);
+        }
+    }
+}
+
+/// Polls the future in `slot`; an empty slot answers nothing.
+fn poll_slot<F: Future<Output = Option<RemotingCommand>>>(
+    slot: Pin<&mut Option<F>>,
+    cx: &mut Context<'_>,
+) -> Poll<Option<RemotingCommand>> {
+    match slot.as_pin_mut() {
+        Some(future) => future.poll(cx),
+        None => Poll::Ready(None),
+    }
 }
 
 /// A command queued for the writer, with the pending-bytes budget it holds until written.
@@ -327,7 +394,7 @@ async fn watchdog(
 /// Serves `stream` until the peer closes it or sends an unreadable frame. At most `max_in_flight`
 /// requests of this connection run at once; past that, reading pauses (back-pressure on the client).
 /// Other limits have `ConnectionLimits::new`'s defaults.
-pub async fn serve_connection<H: Handler>(
+pub async fn serve_connection<H: Serve>(
     stream: TcpStream,
     handler: Rc<H>,
     max_in_flight: usize,
@@ -338,7 +405,7 @@ pub async fn serve_connection<H: Handler>(
 /// Serves `stream` under `limits` (see `ConnectionLimits`).
 /// `stream` is a plain socket or TLS over one (`Connection`); closing goes through the socket's
 /// descriptor either way.
-pub async fn serve_connection_with<H: Handler, S: Connection>(
+pub async fn serve_connection_with<H: Serve, S: Connection>(
     stream: S,
     handler: Rc<H>,
     limits: ConnectionLimits,
@@ -356,7 +423,7 @@ pub(crate) fn next_connection_id() -> u64 {
 }
 
 /// `serve_connection_with` under an id taken at accept, before a TLS handshake or the first byte.
-pub(crate) async fn serve_connection_as<H: Handler, S: Connection>(
+pub(crate) async fn serve_connection_as<H: Serve, S: Connection>(
     id: u64,
     stream: S,
     handler: Rc<H>,
@@ -401,9 +468,11 @@ pub(crate) async fn serve_connection_as<H: Handler, S: Connection>(
             fd,
         },
     };
-    handler.on_open(&ctx);
+    handler.opened(&ctx);
     let permits = Rc::new(Semaphore::new(max_in_flight as u64));
     let mut reader = FrameReader::new(read_half);
+    // Slots for the handler's futures, reused (see `Serve`).
+    let slots: Rc<RefCell<Vec<Pin<Box<Option<_>>>>>> = Rc::new(RefCell::new(Vec::new()));
     let watch = limits.watch_every().map(|every| {
         glommio::spawn_local(watchdog(
             shared.clone(),
@@ -433,7 +502,7 @@ pub(crate) async fn serve_connection_as<H: Handler, S: Connection>(
         shared.last_io.set(Instant::now());
         if request.is_response() {
             // The peer's answer to a request the server sent it.
-            handler.on_response(request, &ctx);
+            handler.peer_response(request, &ctx);
             continue;
         }
         let Ok(permit) = permits.acquire_static_permit(1).await else {
@@ -442,21 +511,23 @@ pub(crate) async fn serve_connection_as<H: Handler, S: Connection>(
         let opaque = request.opaque;
         let oneway = request.is_oneway();
         let serialize_type = request.serialize_type;
-        let mut handling = handler.clone().handle(request, ctx.clone());
+        let mut slot = slots.borrow_mut().pop().unwrap_or_else(|| Box::pin(None));
+        slot.set(Some(handler.clone().serve(request, ctx.clone())));
         // The handler's first poll runs here, as it would in a new task (glommio's spawn_local runs
         // a task at once, inline): a request answered without waiting (a send to this shard's own
-        // store, most requests) then needs no task of its own. One that waits goes on in its own task
-        // (polled there at once, which registers that task's waker), so a connection's requests
-        // overlap as before, and requests are started and answered in the same order as before.
-        let response = match handling
-            .as_mut()
-            .poll(&mut Context::from_waker(Waker::noop()))
-        {
+        // store, most requests) then needs no task of its own, and its slot serves the next request.
+        // One that waits goes on in its own task (polled there at once, which registers that task's
+        // waker), so a connection's requests overlap as before, and requests are started and
+        // answered in the same order as before.
+        let response = match poll_slot(slot.as_mut(), &mut Context::from_waker(Waker::noop())) {
             Poll::Ready(response) => response,
             Poll::Pending => {
-                let (ctx, shared) = (ctx.clone(), shared.clone());
+                let (ctx, shared, slots) = (ctx.clone(), shared.clone(), slots.clone());
                 glommio::spawn_local(async move {
-                    if let Some(response) = handling.await.filter(|_| !oneway) {
+                    let response = std::future::poll_fn(|cx| poll_slot(slot.as_mut(), cx)).await;
+                    slot.set(None);
+                    keep_slot(&slots, slot);
+                    if let Some(response) = response.filter(|_| !oneway) {
                         let response = stamp(response, opaque, serialize_type);
                         send_answer(&shared, &ctx, response, budget).await;
                     }
@@ -466,7 +537,8 @@ pub(crate) async fn serve_connection_as<H: Handler, S: Connection>(
                 continue;
             }
         };
-        drop(handling);
+        slot.set(None);
+        keep_slot(&slots, slot);
         if let Some(response) = response.filter(|_| !oneway) {
             let response = stamp(response, opaque, serialize_type);
             match try_queue_answer(&shared, &ctx, response, budget) {
@@ -499,7 +571,7 @@ pub(crate) async fn serve_connection_as<H: Handler, S: Connection>(
     };
     closed.set(true);
     shared.pending.close();
-    handler.on_close(&ctx);
+    handler.closed(&ctx);
     drop(ctx);
     if let Some(watch) = watch {
         watch.detach();

@@ -1,17 +1,15 @@
 //! The shard's listeners (listenPort and the fast "VIP" port, SO_REUSEPORT so every shard binds them,
-//! both with TLS as `tls.server.mode` says) and the remoting `Handler` that feeds requests to the
+//! both with TLS as `tls.server.mode` says) and the remoting `Serve` handler that feeds requests to the
 //! processors.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::rc::Rc;
 
 use glommio::net::TcpListener;
 use protocol::RemotingCommand;
-use remoting::{ConnectionContext, ConnectionGate, Handler};
+use remoting::{ConnectionContext, ConnectionGate, Serve};
 
 use crate::error::BrokerError;
 use crate::net::client_calls;
@@ -41,52 +39,52 @@ impl Drop for InFlight<'_> {
     }
 }
 
-impl Handler for BrokerHandler {
-    fn handle(
+// `Serve` rather than `Handler`: the connection keeps this future in a reused slot instead of a box
+// per request.
+impl Serve for BrokerHandler {
+    async fn serve(
         self: Rc<Self>,
         request: RemotingCommand,
         ctx: ConnectionContext,
-    ) -> Pin<Box<dyn Future<Output = Option<RemotingCommand>>>> {
-        Box::pin(async move {
-            let shard = self.shard.clone();
-            let _guard = InFlight::new(&shard);
-            if request.code == protocol::request_code::HEART_BEAT {
-                // Remember the connection so the control shard can reach its client
-                // (NOTIFY_CONSUMER_IDS_CHANGED, calls to consumers, request-reply pushes).
-                client_calls::state(&shard).remember(ctx.id, &ctx.sink);
-            }
-            if !crate::feature::metrics::apache_local::enabled() {
-                return crate::processor::dispatch(shard.clone(), request, ctx).await;
-            }
-            let started = std::time::Instant::now();
-            let code = request.code;
-            let (response, long_polling) = crate::feature::metrics::long_polling::observe(
-                crate::processor::dispatch(shard.clone(), request, ctx),
-            )
-            .await;
-            if let Some(r) = &response {
-                crate::feature::metrics::apache_local::record_rpc(
-                    code,
-                    r.code,
-                    long_polling,
-                    started.elapsed(),
-                );
-            }
-            response
-        })
+    ) -> Option<RemotingCommand> {
+        let shard = self.shard.clone();
+        let _guard = InFlight::new(&shard);
+        if request.code == protocol::request_code::HEART_BEAT {
+            // Remember the connection so the control shard can reach its client
+            // (NOTIFY_CONSUMER_IDS_CHANGED, calls to consumers, request-reply pushes).
+            client_calls::state(&shard).remember(ctx.id, &ctx.sink);
+        }
+        if !crate::feature::metrics::apache_local::enabled() {
+            return crate::processor::dispatch(shard.clone(), request, ctx).await;
+        }
+        let started = std::time::Instant::now();
+        let code = request.code;
+        let (response, long_polling) = crate::feature::metrics::long_polling::observe(
+            crate::processor::dispatch(shard.clone(), request, ctx),
+        )
+        .await;
+        if let Some(r) = &response {
+            crate::feature::metrics::apache_local::record_rpc(
+                code,
+                r.code,
+                long_polling,
+                started.elapsed(),
+            );
+        }
+        response
     }
 
-    fn on_open(&self, ctx: &ConnectionContext) {
+    fn opened(&self, ctx: &ConnectionContext) {
         self.open
             .borrow_mut()
             .insert(ctx.id, crate::feature::metrics::OpenConnection::new());
     }
 
-    fn on_response(&self, response: RemotingCommand, ctx: &ConnectionContext) {
+    fn peer_response(&self, response: RemotingCommand, ctx: &ConnectionContext) {
         client_calls::state(&self.shard).answer(ctx.id, response);
     }
 
-    fn on_close(&self, ctx: &ConnectionContext) {
+    fn closed(&self, ctx: &ConnectionContext) {
         self.open.borrow_mut().remove(&ctx.id);
         let had_clients = client_calls::state(&self.shard).closed(ctx.id);
         if had_clients {
