@@ -135,9 +135,9 @@ def timeline_svg(tl, title):
     return "\n".join(out) + "\n"
 
 
-def write(path, results, seconds):
-    """Writes the markdown report at `path` and a timeline SVG per seed next to it; returns the SVGs'
-    paths."""
+def write(path, results, seconds, command=None):
+    """Writes the markdown report at `path` and a timeline SVG per seed next to it (`command`: the
+    runner's command line, quoted in the report); returns the SVGs' paths."""
     directory = os.path.dirname(os.path.abspath(path))
     stem = os.path.splitext(os.path.basename(path))[0]
     random_seeds = [r for r in results if not r.get("single_repeats")]
@@ -147,10 +147,12 @@ def write(path, results, seconds):
              "mode, each in its own network namespace; %d random seeds of %d s of overlapping faults%s."
              % (len(random_seeds), seconds,
                 "" if not singles else ", and the single-fault mode (each kind alone on a healthy cluster, "
-                "%d times)" % singles[0]["single_repeats"]), "",
-             "| seed | mode | verdict | ok | fail | unknown | lost | duplicates | longest send outage (s) | "
-             "consumed | consume duplicates | consume missed | longest consume outage (s) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+                "%d times)" % singles[0]["single_repeats"]), ""]
+    if command:
+        lines += ["Command: `%s` (binaries: `CHAOS_BIN_DIR` or target/debug)." % command, ""]
+    lines += ["| seed | mode | verdict | ok | fail | unknown | lost | duplicates | longest send outage (s) | "
+              "consumed | consume duplicates | consume missed | longest consume outage (s) |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in results:
         f = r["facts"]
         s = f.get("sends", {})
@@ -174,8 +176,9 @@ def write(path, results, seconds):
     for r in singles:
         lines += ["", "## Single faults (seed %d)" % r["seed"], "",
                   "Each kind alone on a healthy cluster, healed, then full recovery before the next. Seconds from "
-                  "the fault's start, median / max; `elections`: faults after which the controllers named a "
-                  "newer master (for a kind that should not depose the master, a false failover). The probe "
+                  "the moment the fault took effect, median / max; `elections`: faults after which the "
+                  "controllers named a newer master (for a kind that should not depose the master, a false "
+                  "failover). The probe "
                   "sends to each newly named master directly; the producers find it through the name server "
                   "after a failed send.", ""]
         lines += single_markdown(single_table(r.get("single", [])))

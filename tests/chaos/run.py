@@ -391,7 +391,7 @@ class SingleFaults:
 
 def print_single(table):
     cols = [k for k, _ in report.SINGLE_MEASURES]
-    print("   single faults (seconds from the fault's start; median / max):")
+    print("   single faults (seconds from the fault taking effect; median / max):")
     print("     %-19s %5s %5s  %s" % ("kind", "count", "elect", "  ".join("%-13s" % c[:-2] for c in cols)))
     for kind in sorted(table):
         row = table[kind]
@@ -693,7 +693,9 @@ def main():
         print_result(r)
     failed = [r["seed"] for r in results if r["problems"]]
     if args.report:
-        for svg in report.write(args.report, results, args.seconds):
+        argv = sys.argv[1:]
+        shown = [a for i, a in enumerate(argv) if a != "--workdir" and (i == 0 or argv[i - 1] != "--workdir")]
+        for svg in report.write(args.report, results, args.seconds, "tests/chaos/run.py " + " ".join(shown)):
             print("chaos: timeline %s" % svg)
     print("chaos: %d seeds, %d failed%s; seeds run: %s" % (
         len(results), len(failed), (" (%s)" % failed) if failed else "", [r["seed"] for r in results]))
