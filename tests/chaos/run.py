@@ -537,7 +537,7 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
             result["facts"]["consumer_errors"] = [c.errors for c in cons_]
         result["facts"]["java_producer_errors"] = [e for j in java for e in j.errors]
         if feats is not None:
-            problems, facts = feats.check(nem.applied, cluster.broker_addrs.get(master), nemesis.faults_clock.KINDS)
+            problems, facts = feats.check(applied, cluster.broker_addrs.get(master), nemesis.faults_clock.KINDS)
             result["problems"].extend(problems)
             result["facts"]["features"] = facts
         result["facts"].update({"healed_at_s": round(healed_at, 2),
