@@ -16,6 +16,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "interop"))
 
+import faults_clock  # noqa: E402
 import faults_disk  # noqa: E402
 import harness  # noqa: E402
 import wire  # noqa: E402
@@ -118,6 +119,8 @@ class Cluster:
             f.write(("\n===== start #%d\n" % self.starts[name]).encode())
         env = dict(os.environ, RUST_LOG=os.environ.get("RUST_LOG", "info"), HOME=self.workdir,
                    ROCKETMQ_HOME=self.workdir)
+        # The node's own wall clock (libfaketime, when present): the clock faults move it.
+        env.update(faults_clock.node_env(os.path.join(self.workdir, name)))
         # The fail point file the disk faults write (a failpoints build of the broker).
         env.update(faults_disk.node_env(self, name))
         self.procs[name] = harness.Proc(name, argv, log, env=env, cwd=os.path.join(self.workdir, name))
