@@ -36,6 +36,8 @@ const RETRY_AFTER_MS: i64 = 200;
 const PERSIST_INTERVAL: Duration = Duration::from_millis(500);
 /// An idle timer queue is re-read at least this often (arrivals wake it earlier).
 const IDLE_RECHECK: Duration = Duration::from_secs(30);
+/// How often a master turned slave looks whether it is master again.
+const SLAVE_RECHECK: Duration = Duration::from_millis(200);
 
 /// The timer queue owned by shard `shard` (the first queue id that maps to it).
 pub fn queue_of(shard: &Shard, owner: usize) -> i32 {
@@ -188,10 +190,32 @@ async fn run(shard: Rc<Shard>, queue_id: i32) {
         "shard {}: timer queue {queue_id} from offset {written}",
         shard.id
     );
+    let mut was_slave = false;
     loop {
         if crate::feature::schedule::state::schedule(&shard).stopping() || shard.shutting_down.get()
         {
             return;
+        }
+        // Controller mode turns a master into a slave and back while this task runs (the master
+        // services start once). A slave's puts are refused: wait for the role rather than retry
+        // every due timer. Master again, its log was cut back to the other master's and refilled
+        // from it, so units may sit at offsets this index holds for others (whose due times they
+        // would be delivered at) or below its scan position: read the queue again from the
+        // watermark, as at start (what the other master delivered since is delivered again).
+        if shard.role() == crate::config::BrokerRole::Slave {
+            was_slave = true;
+            glommio::timer::sleep(SLAVE_RECHECK).await;
+            continue;
+        }
+        if was_slave {
+            was_slave = false;
+            written = load_watermark(&path);
+            index = TimerIndex::new(written);
+            last_persist = Instant::now();
+            tracing::info!(
+                "shard {}: master again: timer queue {queue_id} read again from offset {written}",
+                shard.id
+            );
         }
         // Registered before the read, so an arrival during the read is not missed.
         let arrival = crate::feature::long_poll::waiters(&shard).register(TIMER_TOPIC, queue_id);
@@ -428,7 +452,14 @@ mod tests {
     ) -> Result<MessageRecord, String> {
         let base = std::mem::take(&mut record.properties);
         let mut props = EditedProperties::new(&base);
-        park_timed(&mut record, &mut props, enabled, max_delay_sec, now, timer_queue)?;
+        park_timed(
+            &mut record,
+            &mut props,
+            enabled,
+            max_delay_sec,
+            now,
+            timer_queue,
+        )?;
         let text = (!props.is_unchanged()).then(|| props.encode());
         record.properties = text.unwrap_or(base);
         Ok(record)
