@@ -8,8 +8,12 @@
 // Lines: `consume` with the message's key, queue id, queue offset and the address of the broker that
 // stored it (MessageExt.getStoreHost); `mono` is System.nanoTime() (CLOCK_MONOTONIC on Linux, the clock
 // of Python's time.monotonic()). Every listener call answers CONSUME_SUCCESS. POLL_MS sets
-// pollNameServerInterval (the client's route poll, 30000 by default). Stops when STOP_FILE exists or its
-// standard input closes (the runner went away).
+// pollNameServerInterval (the client's route poll, 30000 by default), heartbeatBrokerInterval (30000)
+// and the rebalance period (the system property rocketmq.client.rebalance.waitInterval, 20000): a
+// restarted broker knows no consumer of the group until the next heartbeat, and until then answers the
+// rebalance's GET_CONSUMER_LIST_BY_GROUP with "no consumer for this group" (Apache's broker does the
+// same), so with the defaults the group can stay without queues for 30 s after any restart. Stops when
+// STOP_FILE exists or its standard input closes (the runner went away).
 import com.alibaba.fastjson.JSON;
 import java.io.File;
 import java.net.InetSocketAddress;
@@ -53,9 +57,12 @@ public class ChaosConsumer {
     }
 
     static void run(String namesrv, String topic, String group, int pollMs, File stop) throws Exception {
+        // Read once, when the client's RebalanceService class loads: set before any client class is used.
+        System.setProperty("rocketmq.client.rebalance.waitInterval", Integer.toString(pollMs));
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
         consumer.setNamesrvAddr(namesrv);
         consumer.setPollNameServerInterval(pollMs);
+        consumer.setHeartbeatBrokerInterval(pollMs);
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         consumer.subscribe(topic, "*");
         consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
