@@ -476,14 +476,14 @@ class Features:
                 why["timer"].append("timers due until %.1f s from now" % (max(due) - time.time()))
         tx = self.producers.get("tx")
         # A check-back comes 3 s after the half message (TX_CHECK_CONFIG), then every 2 s: wait up
-        # to 10 s for the last ones.
-        if tx is not None and tx.pending_checks and now - since < 10.0:
+        # to 7 s for the last ones.
+        if tx is not None and tx.pending_checks and now - since < 7.0:
             why["tx"].append("%d transactions waiting for their check-back" % len(tx.pending_checks))
         return why
 
     def drain(self, limit_s=20.0):
         """After stop_producers: until every acknowledged timer is due (plus 1.5 s), the transactions
-        left to the check-back got their answer acknowledged (at most 10 s) and the consumers were
+        left to the check-back got their answer acknowledged (at most 7 s) and the consumers were
         quiet 2 s. Sets `drained` per feature; True when all of them drained within `limit_s`."""
         since = time.monotonic()
         end = since + limit_s
