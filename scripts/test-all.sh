@@ -47,7 +47,7 @@ step "disk faults through the storage crate's fail points (a test-only build: --
 cargo clippy -p broker -p storage --features broker/failpoints,storage/failpoints --all-targets -- -D warnings
 cargo test -p broker --features failpoints --no-fail-fast --test fault_disk_io
 cargo test -p storage --features failpoints --no-fail-fast --test truncate_failure
-cargo test -p storage --features failpoints --no-fail-fast --test disk_faults
+cargo test -p storage --features failpoints --no-fail-fast --lib --test disk_faults
 cargo test -p storage --features failpoints --no-fail-fast --test compaction
 
 # Random fault schedules on a controller-mode cluster in network namespaces (tests/chaos, root): two

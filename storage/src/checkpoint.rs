@@ -102,8 +102,19 @@ impl CheckpointWriter {
         })
     }
 
-    pub async fn write(&mut self, mut cp: Checkpoint) -> Result<(), StoreError> {
+    /// Writes `cp` into the slot the previous checkpoint is not in. A failed write leaves the
+    /// sequence where it was, so the next write goes to the same slot again: the slot a failed write
+    /// may have torn is rewritten, and the other slot, with the newest good checkpoint, is kept.
+    pub async fn write(&mut self, cp: Checkpoint) -> Result<(), StoreError> {
         self.seq += 1;
+        let res = self.write_slot(cp).await;
+        if res.is_err() {
+            self.seq -= 1;
+        }
+        res
+    }
+
+    async fn write_slot(&mut self, mut cp: Checkpoint) -> Result<(), StoreError> {
         cp.seq = self.seq;
         let body = cp.encode();
         let mut buf = self.file.alloc_dma_buffer(SLOT as usize);
@@ -147,5 +158,46 @@ mod tests {
         assert_eq!(Checkpoint::decode(&b), Some(cp));
         b[14] ^= 1;
         assert_eq!(Checkpoint::decode(&b), None);
+    }
+
+    /// After a failed write the next one goes to the same slot: the slot holding the newest good
+    /// checkpoint is not overwritten until a write after the failure succeeded (before 2026-12-07
+    /// it was the next one overwritten, leaving only the stale slot and the failed one).
+    #[cfg(feature = "failpoints")]
+    #[test]
+    fn a_failed_write_is_retried_in_its_own_slot() {
+        glommio::LocalExecutorBuilder::default()
+            .spawn(|| async {
+                let dir = tempfile::tempdir().expect("tempdir");
+                let root = dir.path();
+                let mut w = CheckpointWriter::open(root, 0, 40).await.expect("open");
+                let at = |flushed: u64| Checkpoint {
+                    commitlog_flushed: flushed,
+                    ..Checkpoint::default()
+                };
+                w.write(at(100)).await.expect("first");
+                w.write(at(200)).await.expect("second");
+                crate::fault::set("checkpoint_write@40", "1*return").expect("fail point");
+                assert!(w.write(at(300)).await.is_err(), "the fail point fires");
+                crate::fault::clear("checkpoint_write@40");
+                w.write(at(400)).await.expect("after the failure");
+                let bytes = std::fs::read(checkpoint_path(root)).expect("read");
+                let slots: Vec<u64> = [0, SLOT as usize]
+                    .iter()
+                    .filter_map(|&at| bytes.get(at..).and_then(Checkpoint::decode))
+                    .map(|c| c.commitlog_flushed)
+                    .collect();
+                assert!(
+                    slots.contains(&200),
+                    "the newest checkpoint before the failure was overwritten: slots hold {slots:?}"
+                );
+                assert_eq!(
+                    Checkpoint::read(root).map(|c| c.commitlog_flushed),
+                    Some(400)
+                );
+            })
+            .expect("spawn executor")
+            .join()
+            .expect("executor thread");
     }
 }
