@@ -43,8 +43,10 @@ TOPIC = "ChaosTopic"
 QUEUES = 4
 # The message kinds of features.py that run beside the plain producers (main() sets it from --features).
 FEATURES = ("fifo", "tx", "timer")
-# Apache Java client producers per seed (java_clients.py); main() sets it from --java-producers.
+# Apache Java client producers and consumers per seed (java_clients.py); main() sets them from
+# --java-producers and --java-consumers.
 JAVA_PRODUCERS = 0
+JAVA_CONSUMERS = 0
 
 
 class Producer(threading.Thread):
@@ -450,6 +452,10 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
             if FEATURES:
                 feats = features.Features(seed, cluster, workdir, t0, FEATURES)
                 feats.start()
+            jcons = [java_clients.JavaConsumer(i, cluster, TOPIC, t0, hist, lock, workdir)
+                     for i in range(JAVA_CONSUMERS)]
+            for c in jcons:
+                c.start()
             nem = nemesis.Nemesis(cluster, network, events, t0, flog)
             nem.start()
             if single:
@@ -490,7 +496,9 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
             if monitor is not None:
                 monitor.stop()
             t_end = time.monotonic() - t0
-            drained = drain(cons_) if cons_ else True
+            drained = drain(cons_ + jcons) if cons_ + jcons else True
+            for c in jcons:
+                c.stop()
             for c in cons_:
                 c.stop_flag.set()
             for c in cons_:
@@ -535,7 +543,17 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
             result["problems"].extend(problems)
             result["facts"].update(facts)
             result["facts"]["consumer_errors"] = [c.errors for c in cons_]
-        result["facts"]["java_producer_errors"] = [e for j in java for e in j.errors]
+        if jcons:
+            # The Java group on its own: phantom, misplaced, dirty reads, missed, duplicates, availability
+            # (its rebalances and commits are the client's own, so no order or reset checks).
+            jconsumes = sorted((op for c in jcons for op in c.history), key=lambda op: op["t"])
+            problems, facts = checker.check_consume(jconsumes, history, applied, t_end, drained)
+            result["problems"].extend("java consumer group: " + p for p in problems)
+            result["facts"]["java_consumer"] = {k: facts[k] for k in (
+                "consumed", "consume_phantom", "consume_misplaced", "dirty_reads", "consume_missed",
+                "consume_duplicates") if k in facts}
+            result["facts"]["java_consumer"]["longest_gap_s"] = facts["consume_availability"]["longest_gap_s"]
+        result["facts"]["java_errors"] = [e for j in java + jcons for e in j.errors]
         if feats is not None:
             problems, facts = feats.check(applied, cluster.broker_addrs.get(master), nemesis.faults_clock.KINDS)
             result["problems"].extend(problems)
@@ -588,10 +606,12 @@ def print_result(r):
         print("   longest consume outage %.2f s (%.1f..%.1f)" % (cav["longest_gap_s"], cav["from"], cav["to"]))
         for kind, (gap, a, b) in sorted(cav["per_fault_kind"].items()):
             print("     %-19s longest consume outage overlapping it %.2f s (%.1f..%.1f)" % (kind, gap, a, b))
+    if "java_consumer" in f:
+        print("   Java consumer group: %s" % ", ".join("%s %s" % kv for kv in f["java_consumer"].items()))
     print("   phases: recovery wait %s s, read %s s, stop %s s" % (f.get("recovery_wait_s"), f.get("read_s"), f.get("stop_s")))
     for fault in f.get("faults", []):
         print("   fault %6.1f s %-19s %s" % fault)
-    for note in f.get("nemesis_errors", []) + f.get("read_notes", []) + f.get("java_producer_errors", []):
+    for note in f.get("nemesis_errors", []) + f.get("read_notes", []) + f.get("java_errors", []):
         print("   note: %s" % note)
     for line in features.summary(f.get("features") or {}):
         print("   " + line)
@@ -615,6 +635,8 @@ def main():
     ap.add_argument("--producers", type=int, default=3)
     ap.add_argument("--java-producers", type=int, default=1,
                     help="producers on Apache's Java client (0: none; skipped with a note when it cannot be built)")
+    ap.add_argument("--java-consumers", type=int, default=1,
+                    help="members of a consumer group on Apache's Java client (0: none)")
     ap.add_argument("--consumers", type=int, default=2, help="members of the consumer group (0: none)")
     ap.add_argument("--features", default="fifo,tx,timer",
                     help="message kinds beside plain sends, each with its producer, consumer and checkers (features.py): fifo, tx, timer, comma-separated, or none")
@@ -641,13 +663,14 @@ def main():
     if why:
         print("chaos: cannot run here: %s" % why)
         return 2
-    global JAVA_PRODUCERS
-    if args.java_producers:
+    global JAVA_PRODUCERS, JAVA_CONSUMERS
+    if args.java_producers or args.java_consumers:
         why = java_clients.build()
         if why:
-            print("chaos: no Java client producers: %s" % why)
+            print("chaos: no Java clients: %s" % why)
         else:
             JAVA_PRODUCERS = args.java_producers
+            JAVA_CONSUMERS = args.java_consumers
     if args.workdir:
         os.makedirs(args.workdir, exist_ok=True)
         base = args.workdir
