@@ -1,8 +1,11 @@
 //! Controller mode with allAckInSyncStateSet: a put's wait for the acks of the SyncStateSet's other
-//! members and of the replicas joining it (`HaShard::joining`). A joiner is waited for only while it
-//! is still joining and connected: a join that fails (the replica did not reach the log end in time,
-//! or left) must not hold the puts stored meanwhile until their timeout, as the set's own members
-//! would.
+//! members and of the replicas joining it (`HaShard::joining`). The set is read again while the put
+//! waits, as Apache's GroupTransferService does on every pass: a member that leaves the set (a
+//! replica cut off or paused, dropped after `haMaxTimeSlaveNotCatchup`) is no longer waited for, so
+//! the puts already waiting are acknowledged once the controllers accept the smaller set instead of
+//! each waiting out its timeout. A joiner is waited for only while it is still joining and
+//! connected: a join that fails (the replica did not reach the log end in time, or left) must not
+//! hold the puts stored meanwhile until their timeout either.
 
 use std::time::{Duration, Instant};
 
@@ -10,23 +13,21 @@ use ha::WaitError;
 
 use crate::replication::ha_state::HaShard;
 
-/// How often a wait that includes joiners looks again at who is still joining.
-const JOIN_SLICE: Duration = Duration::from_millis(100);
+/// How often a waiting put looks again at the SyncStateSet and at who is still joining: after a
+/// replica leaves the set, the puts waiting for it finish within this.
+const SLICE: Duration = Duration::from_millis(50);
 
 /// Waits until every replica of `others` (brokerIds, the master excluded) still waited for has
-/// acknowledged everything below `end`, for at most `timeout`.
+/// acknowledged everything below `end`, for at most `timeout`. A replica is still waited for while
+/// it is a member of the SyncStateSet, or joining it and connected.
 pub async fn wait_for_set(
     state: &HaShard,
     end: i64,
     mut others: Vec<i64>,
     timeout: Duration,
 ) -> Result<(), WaitError> {
-    let is_member = |id: i64| {
-        u64::try_from(id).is_ok_and(|id| state.sync_state_set.borrow().contains(&id))
-    };
-    if others.iter().all(|id| is_member(*id)) {
-        return state.watermark.wait_all(end, &others, timeout).await;
-    }
+    let is_member =
+        |id: i64| u64::try_from(id).is_ok_and(|id| state.sync_state_set.borrow().contains(&id));
     let deadline = Instant::now() + timeout;
     loop {
         others.retain(|id| {
@@ -34,7 +35,8 @@ pub async fn wait_for_set(
                 || (u64::try_from(*id).is_ok_and(|id| state.joining.borrow().contains(&id))
                     && state.watermark.is_connected(*id))
         });
-        // A member that left fails the put at once (as `wait_all`); a joiner that left was dropped.
+        // A member that is not connected fails the put at once (as `wait_all`); a joiner that
+        // left was dropped above.
         if others.iter().any(|id| !state.watermark.is_connected(*id)) {
             return Err(WaitError::SlaveNotAvailable);
         }
@@ -42,9 +44,10 @@ pub async fn wait_for_set(
         if left.is_zero() {
             return Err(WaitError::Timeout);
         }
+        // A timeout of the slice, or a replica that left while waiting: the next pass decides.
         if let Ok(()) = state
             .watermark
-            .wait_all(end, &others, left.min(JOIN_SLICE))
+            .wait_all(end, &others, left.min(SLICE))
             .await
         {
             return Ok(());
