@@ -1173,6 +1173,57 @@ fn the_surviving_replica_rejoins_the_new_masters_sync_state_set_under_continuous
     producer.check_on(&survivor, "surviving replica");
 }
 
+/// A replica paused (SIGSTOP: its connections stay open, as across a partition) while a send waits
+/// for its ack: the master drops it from the SyncStateSet after `haMaxTimeSlaveNotCatchup`, and the
+/// send already waiting must then be acknowledged, as Apache's GroupTransferService reads the set
+/// again on every pass. The wait used to keep the members it started with, so every send in flight
+/// at the fault waited out its whole `syncFlushTimeout` (3 s here) and failed: in the chaos runs of
+/// 2026-12-07 a cut slave stopped sends for 4.0 s (two producer timeouts of 2 s) although the set
+/// shrank after 2-3 s.
+#[test]
+fn a_send_waiting_for_a_paused_replica_is_acknowledged_once_it_leaves_the_sync_state_set() {
+    let group = Group::start(
+        1,
+        Ipv4Addr::LOCALHOST,
+        None,
+        "haMaxTimeSlaveNotCatchup = 1000\ncheckSyncStateSetPeriod = 300\n",
+    );
+    let first = group.info().unwrap();
+    let master_addr = first.master_addr.clone();
+    let master = group.index_of(&master_addr);
+    let mut producer = Producer {
+        acked: Vec::new(),
+        seq: 0,
+    };
+    producer.send_ok(&master_addr, 10);
+    let paused = (0..3).find(|i| *i != master).unwrap();
+    let pid = group.brokers[paused].pid();
+    assert!(common::send_signal(pid, libc::SIGSTOP));
+    let sent = Instant::now();
+    let body = producer.body();
+    let answer = send_one(shard_broker(&master_addr, 0), &body, Duration::from_secs(8));
+    let took = sent.elapsed();
+    let info = group.info();
+    assert!(common::send_signal(pid, libc::SIGCONT));
+    println!("send during the pause: {answer:?} after {took:?}; controller says {info:?}");
+    let offset = answer.unwrap_or_else(|e| {
+        panic!(
+            "the send waiting for the paused replica failed after {took:?} ({e}): it still waited \
+             for a replica that had left the SyncStateSet"
+        )
+    });
+    producer.acked.push((0, offset, body));
+    assert!(
+        took < Duration::from_millis(2800),
+        "acknowledged only after {took:?}, past the set's change (1 s + a 0.3 s check)"
+    );
+    assert!(
+        info.is_some_and(|g| g.sync_state_set.len() == 2),
+        "the paused replica should have left the SyncStateSet"
+    );
+    producer.check_on(&master_addr, "master");
+}
+
 /// Sends to shard-broker `i` at `addr` from 32 connections, each one send after another, until
 /// `stop`: the acknowledged ones. A refused send (not master yet, or no longer) is retried 20 ms
 /// later.
