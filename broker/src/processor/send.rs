@@ -284,7 +284,7 @@ fn into_half_message<'a>(record: &mut MessageRecord, props: &mut EditedPropertie
     // The real topic moves into the property (no copy); the record takes the half topic.
     let real_topic = std::mem::replace(&mut record.topic, topics::TRANS_HALF_TOPIC.to_owned());
     props.set(properties::REAL_TOPIC, real_topic);
-    props.set(properties::REAL_QUEUE_ID, record.queue_id.to_string());
+    props.set_number(properties::REAL_QUEUE_ID, i64::from(record.queue_id));
     record.sys_flag =
         sys_flag::with_transaction_type(record.sys_flag, sys_flag::TRANSACTION_NOT_TYPE);
     record.queue_id = 0;
@@ -313,10 +313,19 @@ async fn store(
     };
     let queue_id = crate::feature::schedule::reply_queue_id(first);
     let owner = shard.owner(&first.topic, first.queue_id);
-    // The stored topic, for the stats: borrowed from the request unless the record was moved to
-    // another topic (half, delayed, timer, DLQ).
+    // The stored topic, for the stats: borrowed from the request, or the system topic the record
+    // was moved to (half, delayed, timer), copied only for another (a DLQ).
     let topic: std::borrow::Cow<'_, str> = if first.topic == sent_topic {
         std::borrow::Cow::Borrowed(sent_topic)
+    } else if let Some(system) = [
+        topics::SCHEDULE_TOPIC,
+        topics::TIMER_TOPIC,
+        topics::TRANS_HALF_TOPIC,
+    ]
+    .into_iter()
+    .find(|t| *t == first.topic)
+    {
+        std::borrow::Cow::Borrowed(system)
     } else {
         std::borrow::Cow::Owned(first.topic.clone())
     };

@@ -28,6 +28,39 @@ const INDEXED: [&str; 11] = [
 const MAX_REMOVED: usize = 10;
 const MAX_ADDED: usize = 6;
 
+/// A set value: text, or a number written in place (no `String` of its own).
+#[derive(Debug, Clone)]
+enum Value<'a> {
+    Text(Cow<'a, str>),
+    Number { digits: [u8; 20], len: u8 },
+}
+
+impl Value<'_> {
+    fn number(n: i64) -> Self {
+        let mut digits = [0u8; 20];
+        let len = {
+            let mut rest = digits.as_mut_slice();
+            // Any i64 fits in 20 bytes ("-9223372036854775808"), so the write cannot fail.
+            let _ = std::io::Write::write_fmt(&mut rest, format_args!("{n}"));
+            20 - rest.len()
+        };
+        Value::Number {
+            digits,
+            len: u8::try_from(len).unwrap_or(0),
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            Value::Text(text) => text,
+            Value::Number { digits, len } => digits
+                .get(..usize::from(*len))
+                .and_then(|d| std::str::from_utf8(d).ok())
+                .unwrap_or(""),
+        }
+    }
+}
+
 /// The client's properties (the base, borrowed) and the names removed from it and pairs appended.
 #[derive(Debug, Clone)]
 pub struct EditedProperties<'a> {
@@ -36,7 +69,7 @@ pub struct EditedProperties<'a> {
     indexed: [Option<(u32, u32)>; INDEXED.len()],
     removed: [&'a str; MAX_REMOVED],
     removed_len: usize,
-    added: [(&'a str, Cow<'a, str>); MAX_ADDED],
+    added: [(&'a str, Value<'a>); MAX_ADDED],
     added_len: usize,
 }
 
@@ -48,7 +81,7 @@ impl<'a> EditedProperties<'a> {
             indexed: [None; INDEXED.len()],
             removed: [""; MAX_REMOVED],
             removed_len: 0,
-            added: std::array::from_fn(|_| ("", Cow::Borrowed(""))),
+            added: std::array::from_fn(|_| ("", Value::Text(Cow::Borrowed("")))),
             added_len: 0,
         };
         out.index();
@@ -89,14 +122,14 @@ impl<'a> EditedProperties<'a> {
         self.removed.get(..self.removed_len).unwrap_or(&[])
     }
 
-    fn added(&self) -> &[(&'a str, Cow<'a, str>)] {
+    fn added(&self) -> &[(&'a str, Value<'a>)] {
         self.added.get(..self.added_len).unwrap_or(&[])
     }
 
     /// The value of `key` (the first occurrence, as `properties::get` reads it).
     pub fn get(&self, key: &str) -> Option<&str> {
         if let Some((_, v)) = self.added().iter().find(|(k, _)| *k == key) {
-            return Some(v);
+            return Some(v.as_str());
         }
         if self.removed().contains(&key) {
             return None;
@@ -106,12 +139,21 @@ impl<'a> EditedProperties<'a> {
 
     /// `properties::with`: `key` set to `value`, earlier values removed, appended after the others.
     pub fn set(&mut self, key: &'a str, value: impl Into<Cow<'a, str>>) {
+        self.set_value(key, Value::Text(value.into()));
+    }
+
+    /// [`Self::set`] with a number's decimal text, written in place (no `String` for it).
+    pub fn set_number(&mut self, key: &'a str, value: i64) {
+        self.set_value(key, Value::number(value));
+    }
+
+    fn set_value(&mut self, key: &'a str, value: Value<'a>) {
         self.remove(key);
         if self.added_len == MAX_ADDED {
             self.fold();
         }
         if let Some(slot) = self.added.get_mut(self.added_len) {
-            *slot = (key, value.into());
+            *slot = (key, value);
             self.added_len += 1;
         }
     }
@@ -172,7 +214,7 @@ impl<'a> EditedProperties<'a> {
         let removed = self.removed();
         properties::iter(&self.base)
             .filter(move |(k, _)| !removed.contains(k))
-            .chain(self.added().iter().map(|(k, v)| (*k, v.as_ref())))
+            .chain(self.added().iter().map(|(k, v)| (*k, v.as_str())))
     }
 
     /// The properties text, in one allocation of its exact length: the base's pairs not removed, in
@@ -190,6 +232,22 @@ impl<'a> EditedProperties<'a> {
 mod tests {
     use super::*;
     use properties::{with, without};
+
+    #[test]
+    fn numbers_set_in_place_read_and_encode_as_their_text() {
+        for n in [0, 7, -1, 17, 1_700_000_000_000, i64::MAX, i64::MIN] {
+            let mut by_number = EditedProperties::new("KEYS\u{1}k\u{2}REAL_QID\u{1}9\u{2}");
+            by_number.set_number(properties::REAL_QUEUE_ID, n);
+            let mut by_text = EditedProperties::new("KEYS\u{1}k\u{2}REAL_QID\u{1}9\u{2}");
+            by_text.set(properties::REAL_QUEUE_ID, n.to_string());
+            assert_eq!(
+                by_number.get(properties::REAL_QUEUE_ID),
+                Some(n.to_string().as_str())
+            );
+            assert_eq!(by_number.encode(), by_text.encode());
+            assert_eq!(by_number.encoded_len(), by_text.encoded_len());
+        }
+    }
 
     /// One edit, applied both ways.
     #[derive(Clone, Copy, Debug)]
@@ -212,7 +270,15 @@ mod tests {
                     edited.remove(k);
                 }
             }
-            for name in ["DELAY", "REAL_TOPIC", "CLUSTER", "TAGS", "X", "KEYS", "TIMER_OUT_MS"] {
+            for name in [
+                "DELAY",
+                "REAL_TOPIC",
+                "CLUSTER",
+                "TAGS",
+                "X",
+                "KEYS",
+                "TIMER_OUT_MS",
+            ] {
                 assert_eq!(
                     edited.get(name),
                     properties::get(&text, name),

@@ -51,11 +51,11 @@ pub fn park_delayed<'a>(
         return;
     }
     let level = level.min(max_level);
-    props.set(properties::DELAY, level.to_string());
+    props.set_number(properties::DELAY, i64::from(level));
     // The real topic moves into the property (no copy); the record takes the schedule topic.
     let real_topic = std::mem::replace(&mut record.topic, SCHEDULE_TOPIC.to_owned());
     props.set(properties::REAL_TOPIC, real_topic);
-    props.set(properties::REAL_QUEUE_ID, record.queue_id.to_string());
+    props.set_number(properties::REAL_QUEUE_ID, i64::from(record.queue_id));
     record.queue_id = level - 1;
 }
 

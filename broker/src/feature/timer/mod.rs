@@ -108,11 +108,11 @@ pub fn park_timed<'a>(
         ));
     }
     let queue_id = timer_queue(&record.topic, record.queue_id);
-    props.set(TIMER_OUT_MS, deliver_ms.to_string());
+    props.set_number(TIMER_OUT_MS, deliver_ms);
     // The real topic moves into the property (no copy); the record takes the timer topic.
     let real_topic = std::mem::replace(&mut record.topic, TIMER_TOPIC.to_owned());
     props.set(properties::REAL_TOPIC, real_topic);
-    props.set(properties::REAL_QUEUE_ID, record.queue_id.to_string());
+    props.set_number(properties::REAL_QUEUE_ID, i64::from(record.queue_id));
     record.queue_id = queue_id;
     Ok(())
 }
