@@ -89,8 +89,19 @@ fn main() {
     };
     init_logging(&cfg.log_level);
     match storage::fault::setup_from_env() {
-        Ok(0) => {}
-        Ok(n) => tracing::warn!("{n} storage fail points configured from FAILPOINTS (test build)"),
+        Ok(n) => {
+            if n > 0 {
+                tracing::warn!(
+                    "{n} storage fail points configured from FAILPOINTS or FAILPOINTS_FILE (test build)"
+                );
+            }
+            if let Some(path) = std::env::var_os("FAILPOINTS_FILE").filter(|p| !p.is_empty()) {
+                tracing::warn!(
+                    "storage fail points follow {} (FAILPOINTS_FILE, test build)",
+                    std::path::Path::new(&path).display()
+                );
+            }
+        }
         Err(e) => {
             eprintln!("broker: {e}");
             std::process::exit(2);
