@@ -72,10 +72,13 @@ class Producer(threading.Thread):
             self.out.write(json.dumps(op) + "\n")
 
     def route(self):
+        """Asks the name server for the master. When it cannot be reached the producer keeps the
+        route it had, as RocketMQ's clients keep their cached route when a route query fails; a name
+        server that answers without a master takes the route away."""
         try:
             self.addr = wire.master_of(self.cluster.namesrv_addr, TOPIC, timeout=1.0)
         except (wire.NotSent, wire.Unknown, ValueError):
-            self.addr = None
+            pass
 
     def run(self):
         n = 0
