@@ -57,6 +57,30 @@ pub fn is_delete_hour(delete_when: &str, now_ms: i64) -> bool {
 }
 
 impl MessageStore {
+    /// Reads the disk's use and turns the store read-only at `diskSpaceWarningLevelRatio`, writable
+    /// again below it; the use in percent, if the file system answers.
+    pub(crate) fn check_disk_space(&self) -> Option<u32> {
+        let inner = &*self.inner;
+        let limit = inner.tunables.borrow().disk_space_warning_level_ratio;
+        let used = disk_used_percent(&inner.cfg.root_dir)?;
+        let mut full = inner.disk_full.borrow_mut();
+        if used >= limit {
+            if full.is_none() {
+                tracing::error!(
+                    "shard {}: disk {used}% used; store read-only",
+                    inner.cfg.shard_id
+                );
+            }
+            *full = Some(format!("disk {used}% used (limit {limit}%)"));
+        } else if full.take().is_some() {
+            tracing::warn!(
+                "shard {}: disk {used}% used; store writable again",
+                inner.cfg.shard_id
+            );
+        }
+        Some(used)
+    }
+
     /// One retention pass at `now_ms`. `force` deletes expired segments regardless of `deleteWhen`.
     pub async fn run_retention(
         &self,
@@ -71,24 +95,7 @@ impl MessageStore {
             .await
             .map_err(|e| StoreError::io("maintenance", e))?;
         let live = inner.tunables.borrow().clone();
-        let used = disk_used_percent(&cfg.root_dir);
-        if let Some(u) = used {
-            let mut full = inner.disk_full.borrow_mut();
-            if u >= live.disk_space_warning_level_ratio {
-                if full.is_none() {
-                    tracing::error!("shard {}: disk {u}% used; store read-only", cfg.shard_id);
-                }
-                *full = Some(format!(
-                    "disk {u}% used (limit {}%)",
-                    live.disk_space_warning_level_ratio
-                ));
-            } else if full.take().is_some() {
-                tracing::warn!(
-                    "shard {}: disk {u}% used; store writable again",
-                    cfg.shard_id
-                );
-            }
-        }
+        let used = self.check_disk_space();
         // As RocketMQ: above diskMaxUsedSpaceRatio expired segments go at once (outside deleteWhen);
         // only above diskSpaceCleanForciblyRatio do unexpired ones go too.
         let disk_pressure = used.is_some_and(|u| u >= live.disk_max_used_space_ratio);

@@ -224,7 +224,13 @@ impl MessageStore {
                             me.inner.cfg.shard_id
                         );
                     }
-                    if last_retention.elapsed() >= RETENTION_INTERVAL {
+                    if last_retention.elapsed() < RETENTION_INTERVAL {
+                        // A store refusing writes for a full disk looks again at every tick, not
+                        // only at the next retention pass (up to 10 s after space was freed).
+                        if me.inner.disk_full.borrow().is_some() {
+                            me.check_disk_space();
+                        }
+                    } else {
                         last_retention = Instant::now();
                         let now = me.inner.retention_clock.now(now_ms());
                         if let Err(e) = me.run_retention(now, false).await {

@@ -286,3 +286,36 @@ fn epochs_whose_data_is_deleted_are_pruned() {
         store.shutdown().await;
     });
 }
+
+/// A store that refuses writes for a full disk looks at the disk at every maintenance tick, so writes
+/// resume within a tick of space coming back, not at the next retention pass (every 10 s).
+#[test]
+fn a_store_read_only_for_a_full_disk_takes_writes_again_soon_after_space_is_freed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().to_owned();
+    run(move || async move {
+        let mut cfg = small_config(&path, FlushDiskType::SyncFlush);
+        cfg.disk_space_warning_level_ratio = 0;
+        let store = MessageStore::open(cfg).await.expect("open");
+        store.run_retention(0, false).await.expect("retention");
+        assert!(store.read_only_reason().is_some());
+        // Space freed, as the store sees it: the limit is now above any use.
+        let mut tunables = store.tunables();
+        tunables.disk_space_warning_level_ratio = 101;
+        store.set_tunables(tunables);
+        let freed = std::time::Instant::now();
+        while let Some(reason) = store.read_only_reason() {
+            assert!(
+                freed.elapsed() < Duration::from_secs(6),
+                "still read-only {:?} after space was freed: {reason}",
+                freed.elapsed()
+            );
+            glommio::timer::sleep(Duration::from_millis(20)).await;
+        }
+        store
+            .put(message("P", 0, b"x", "", "", ""))
+            .await
+            .expect("put once writable again");
+        store.shutdown().await;
+    });
+}
