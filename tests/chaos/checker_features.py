@@ -185,6 +185,13 @@ def _clock_fault_overlaps(faults, clock_kinds, a, b):
     return any(f["kind"] in clock_kinds and f["start"] < b and f.get("end", float("inf")) > a for f in faults)
 
 
+def _forward_clock_s(faults, clock_kinds, a, b):
+    """The largest forward offset a clock fault overlapping [a, b] gave any node (faults_clock puts
+    {node: seconds} in fault["clock"]): a message stored then is due that much later in real time."""
+    return max([0.0] + [float(off) for f in faults if f["kind"] in clock_kinds and f["start"] < b
+                        and f.get("end", float("inf")) > a for off in f.get("clock", {}).values()])
+
+
 def check_timers(ops, consumes, final, drained, faults, clock_kinds=(), now_w=None):
     """`now_w`: the wall time of the final read (default now); a timer due later is not judged lost."""
     import time
@@ -227,14 +234,19 @@ def check_timers(ops, consumes, final, drained, faults, clock_kinds=(), now_w=No
     facts["late_max_s"] = round(late[-1], 3) if late else 0.0
     facts["late_over_5s"] = sum(1 for x in late if x > 5.0)
 
-    lost = sorted((k for k in acked if k not in final and invoked[k]["due_w"] < now_w - 1.5),
+    # A master whose wall clock was ahead when it stored a timer delivers it that much later (the due
+    # time is on its clock, as in RocketMQ): not lost while that later time has not passed.
+    shifted = {k: _forward_clock_s(faults, clock_kinds, invoked[k]["t"], acked[k]["t"]) for k in acked}
+    lost = sorted((k for k in acked if k not in final and invoked[k]["due_w"] + shifted[k] < now_w - 1.5),
                   key=lambda k: acked[k]["t"])
+    facts["late_by_clock_fault"] = sum(1 for k in acked if k not in final and shifted[k] > 0
+                                       and invoked[k]["due_w"] < now_w - 1.5 <= invoked[k]["due_w"] + shifted[k])
     _limit(problems, "timer_lost",
            [(invoked[k]["kind"], k, acked[k]["t"], invoked[k]["due_w"] - invoked[k]["w"],
              " (consumed)" if k in first else "") for k in lost],
            "timer_lost: %s %s acknowledged at %.2f s, due %.1f s later, is not on the final master%s")
     facts["lost"] = len(lost)
-    not_consumed = sorted(k for k in acked if k not in first)
+    not_consumed = sorted(k for k in acked if k not in first and invoked[k]["due_w"] + shifted[k] < now_w - 1.5)
     facts["not_consumed"] = len(not_consumed)
     if not_consumed and drained:
         problems.append("timer_lost: %d acknowledged timers never consumed, first %s"

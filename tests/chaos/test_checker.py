@@ -268,6 +268,20 @@ class TimerChecker(unittest.TestCase):
         problems, _ = cf.check_timers(ops, [], {}, False, [], now_w=3.5)
         self.assertEqual(problems, [])
 
+    def test_a_timer_stored_under_a_forward_clock_is_lost_only_after_its_shifted_due_time(self):
+        # Stored at 1.0 s while the master's clock was 30 s ahead: due 30 s later in real time.
+        ops = timer_ops(("a", "delay", 1.0, 3.0, True))
+        faults = [{"kind": "clock_jump", "start": 0.5, "end": 2.0, "clock": {"b0": 30}}]
+        problems, facts = cf.check_timers(ops, [], {}, True, faults, clock_kinds=("clock_jump",), now_w=20.0)
+        self.assertEqual(problems, [])
+        self.assertEqual(facts["late_by_clock_fault"], 1)
+        problems, _ = cf.check_timers(ops, [], {}, True, faults, clock_kinds=("clock_jump",), now_w=40.0)
+        self.assertIn("timer_lost: delay a", " | ".join(problems))
+        # A backward offset shifts nothing.
+        faults[0]["clock"] = {"b0": -30}
+        problems, _ = cf.check_timers(ops, [], {}, True, faults, clock_kinds=("clock_jump",), now_w=20.0)
+        self.assertIn("timer_lost: delay a", " | ".join(problems))
+
 
 if __name__ == "__main__":
     unittest.main()
