@@ -15,8 +15,8 @@ use protocol::message::record::MessageRecord;
 
 use protocol::message::properties::TIMER_OUT_MS;
 
-use crate::state::topics::TIMER_TOPIC;
 use crate::shard::Shard;
+use crate::state::topics::TIMER_TOPIC;
 
 /// The property that makes a parked unit a recall marker (Apache's `TIMER_DEL_UNIQKEY`).
 pub const TIMER_DEL_UNIQKEY: &str = "TIMER_DEL_UNIQKEY";
