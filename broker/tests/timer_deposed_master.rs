@@ -13,7 +13,6 @@
 mod common;
 mod delay_support;
 
-use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -26,40 +25,11 @@ const TOPIC: &str = "TimerDeposed";
 const DELAY_MS: i64 = 20_000;
 
 const GROUP_NAME: &str = "broker-t";
-const LIMIT: Duration = Duration::from_secs(60);
 
 #[test]
 #[ignore = "not a test: the controller process the test starts"]
 fn timer_controller_helper_process() {
     common::serve_controller_if_asked();
-}
-
-fn replica_info(controller: &ControllerProc) -> Option<(String, BTreeSet<u64>)> {
-    let resp = controller.replica_info(GROUP_NAME)?;
-    let set = ControllerProc::sync_state_set(&resp)?.into_iter().collect();
-    Some((resp.ext("masterAddress")?.to_owned(), set))
-}
-
-fn wait(
-    controller: &ControllerProc,
-    brokers: &[&Broker],
-    what: &str,
-    probe: impl Fn(&(String, BTreeSet<u64>)) -> bool,
-) {
-    let start = Instant::now();
-    loop {
-        let info = replica_info(controller);
-        if info.as_ref().is_some_and(&probe) {
-            return;
-        }
-        if start.elapsed() > LIMIT {
-            for b in brokers {
-                println!("---- broker {}:\n{}", b.addr(), b.log());
-            }
-            panic!("{what}: not within {LIMIT:?} (controller says {info:?})");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 #[test]
@@ -75,12 +45,12 @@ fn a_deposed_master_leaves_timers_to_the_new_one_and_reads_its_queue_again() {
     );
     let a = Broker::builder().extra(&extra).start();
     let a_addr = format!("127.0.0.1:{}", a.port);
-    wait(&controller, &[&a], "broker a to be master", |(m, _)| {
+    controller.wait_for(GROUP_NAME, &[&a], "broker a to be master", |(m, _)| {
         *m == a_addr
     });
     let b = Broker::builder().extra(&extra).start();
     let b_addr = format!("127.0.0.1:{}", b.port);
-    wait(&controller, &[&a, &b], "2 replicas in sync", |(_, s)| {
+    controller.wait_for(GROUP_NAME, &[&a, &b], "2 replicas in sync", |(_, s)| {
         s.len() == 2
     });
 
@@ -98,12 +68,12 @@ fn a_deposed_master_leaves_timers_to_the_new_one_and_reads_its_queue_again() {
 
     // a deposed before the timer is due: paused past the heartbeat timeout, b elected, a back as slave.
     assert!(common::send_signal(a.pid(), libc::SIGSTOP));
-    wait(&controller, &[&a, &b], "b to be master", |(m, _)| {
+    controller.wait_for(GROUP_NAME, &[&a, &b], "b to be master", |(m, _)| {
         *m == b_addr
     });
     assert!(common::send_signal(a.pid(), libc::SIGCONT));
-    wait(
-        &controller,
+    controller.wait_for(
+        GROUP_NAME,
         &[&a, &b],
         "a back in the SyncStateSet",
         |(m, s)| *m == b_addr && s.len() == 2,
@@ -136,7 +106,7 @@ fn a_deposed_master_leaves_timers_to_the_new_one_and_reads_its_queue_again() {
 
     // a master again: it reads its timer queue again (the timer is delivered again: at-least-once).
     assert!(common::send_signal(b.pid(), libc::SIGSTOP));
-    wait(&controller, &[&a, &b], "a to be master again", |(m, _)| {
+    controller.wait_for(GROUP_NAME, &[&a, &b], "a to be master again", |(m, _)| {
         *m == a_addr
     });
     let start = Instant::now();

@@ -13,7 +13,6 @@
 mod common;
 mod tx_support;
 
-use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -24,40 +23,11 @@ use remoting::Client;
 use tx_support::*;
 
 const GROUP_NAME: &str = "broker-t";
-const LIMIT: Duration = Duration::from_secs(60);
 
 #[test]
 #[ignore = "not a test: the controller process the test starts"]
 fn tx_controller_helper_process() {
     common::serve_controller_if_asked();
-}
-
-fn replica_info(controller: &ControllerProc) -> Option<(String, BTreeSet<u64>)> {
-    let resp = controller.replica_info(GROUP_NAME)?;
-    let set = ControllerProc::sync_state_set(&resp)?.into_iter().collect();
-    Some((resp.ext("masterAddress")?.to_owned(), set))
-}
-
-fn wait(
-    controller: &ControllerProc,
-    brokers: &[&Broker],
-    what: &str,
-    probe: impl Fn(&(String, BTreeSet<u64>)) -> bool,
-) {
-    let start = Instant::now();
-    loop {
-        let info = replica_info(controller);
-        if info.as_ref().is_some_and(&probe) {
-            return;
-        }
-        if start.elapsed() > LIMIT {
-            for b in brokers {
-                println!("---- broker {}:\n{}", b.addr(), b.log());
-            }
-            panic!("{what}: not within {LIMIT:?} (controller says {info:?})");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// The half queue's max offset on `addr`, or None when it does not answer.
@@ -87,12 +57,12 @@ fn a_deposed_master_stops_checking_and_reads_the_other_masters_resolutions() {
     );
     let a = Broker::builder().extra(&extra).start();
     let a_addr = format!("127.0.0.1:{}", a.port);
-    wait(&controller, &[&a], "broker a to be master", |(m, _)| {
+    controller.wait_for(GROUP_NAME, &[&a], "broker a to be master", |(m, _)| {
         *m == a_addr
     });
     let b = Broker::builder().extra(&extra).start();
     let b_addr = format!("127.0.0.1:{}", b.port);
-    wait(&controller, &[&a, &b], "2 replicas in sync", |(_, s)| {
+    controller.wait_for(GROUP_NAME, &[&a, &b], "2 replicas in sync", |(_, s)| {
         s.len() == 2
     });
 
@@ -108,12 +78,12 @@ fn a_deposed_master_stops_checking_and_reads_the_other_masters_resolutions() {
 
     // a deposed: paused past the heartbeat timeout, b elected; a comes back as b's slave.
     assert!(common::send_signal(a.pid(), libc::SIGSTOP));
-    wait(&controller, &[&a, &b], "b to be master", |(m, _)| {
+    controller.wait_for(GROUP_NAME, &[&a, &b], "b to be master", |(m, _)| {
         *m == b_addr
     });
     assert!(common::send_signal(a.pid(), libc::SIGCONT));
-    wait(
-        &controller,
+    controller.wait_for(
+        GROUP_NAME,
         &[&a, &b],
         "a back in the SyncStateSet",
         |(m, s)| *m == b_addr && s.len() == 2,
@@ -148,8 +118,8 @@ fn a_deposed_master_stops_checking_and_reads_the_other_masters_resolutions() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    wait(
-        &controller,
+    controller.wait_for(
+        GROUP_NAME,
         &[&a, &b],
         "a still in the SyncStateSet",
         |(m, s)| *m == b_addr && s.len() == 2,
@@ -157,7 +127,7 @@ fn a_deposed_master_stops_checking_and_reads_the_other_masters_resolutions() {
 
     // a master again: it knows b's rollback, so T1 is never checked again.
     assert!(common::send_signal(b.pid(), libc::SIGSTOP));
-    wait(&controller, &[&a, &b], "a to be master again", |(m, _)| {
+    controller.wait_for(GROUP_NAME, &[&a, &b], "a to be master again", |(m, _)| {
         *m == a_addr
     });
     run_local(async {

@@ -2,13 +2,14 @@
 //! as the controller (an ignored helper test whose body is `serve_controller_if_asked`), a raft group
 //! of one in its own temp dir, its log kept there, killed on drop.
 
+use std::collections::BTreeSet;
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
 
-use super::{free_port, run_local};
+use super::{free_port, run_local, Broker};
 
 const CONF_ENV: &str = "TEST_CONTROLLER_PROC_CONF";
 
@@ -84,6 +85,39 @@ impl ControllerProc {
         body["syncStateSet"]
             .as_array()
             .map(|ids| ids.iter().filter_map(|v| v.as_u64()).collect())
+    }
+
+    /// `broker_name`'s master address and SyncStateSet, as the controller says now.
+    pub fn master_and_set(&self, broker_name: &str) -> Option<(String, BTreeSet<u64>)> {
+        let resp = self.replica_info(broker_name)?;
+        let set = Self::sync_state_set(&resp)?.into_iter().collect();
+        Some((resp.ext("masterAddress")?.to_owned(), set))
+    }
+
+    /// Waits (60 s at most) until `probe` accepts [`Self::master_and_set`]; otherwise prints the
+    /// brokers' logs and panics naming `what`.
+    pub fn wait_for(
+        &self,
+        broker_name: &str,
+        brokers: &[&Broker],
+        what: &str,
+        probe: impl Fn(&(String, BTreeSet<u64>)) -> bool,
+    ) {
+        const LIMIT: Duration = Duration::from_secs(60);
+        let start = Instant::now();
+        loop {
+            let info = self.master_and_set(broker_name);
+            if info.as_ref().is_some_and(&probe) {
+                return;
+            }
+            if start.elapsed() > LIMIT {
+                for b in brokers {
+                    println!("---- broker {}:\n{}", b.addr(), b.log());
+                }
+                panic!("{what}: not within {LIMIT:?} (controller says {info:?})");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 }
 
