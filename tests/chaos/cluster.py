@@ -1,10 +1,15 @@
-"""The chaos targets, each process in its own network namespace. `controller`: 3 controllers (one raft
-group), 1 name server and a broker group of 3 replicas in controller mode (SYNC_FLUSH,
-allAckInSyncStateSet). `classic`: 1 name server, a SYNC_MASTER (brokerId 0) and its SLAVE (brokerId
-1), SYNC_FLUSH, no failover (the master is always b0). Every process runs in its own network namespace
-(net.py), started through the interop harness's process handling (own process group, log file,
-stopped on exit). Binaries are linked (or copied) into the run's directory first, so a rebuild during
-a run does not swap them.
+"""The chaos targets, each process in its own network namespace. `controller` (a RocketMQ 5 user's
+topology): 3 controllers (one raft group), 2 name servers, broker groups of 3 replicas each in
+controller mode (SYNC_FLUSH, allAckInSyncStateSet; `groups`, default 2: chaos-broker-a with replicas
+a0-a2, chaos-broker-b with b0-b2, one brokerClusterName) registering with both name servers, and the
+gRPC proxy (proxy crate) pointed at both name servers. `classic`: 1 name server, a SYNC_MASTER
+(brokerId 0) and its SLAVE (brokerId 1) of one group, SYNC_FLUSH, no failover (the master is always
+b0), and the proxy. Every process runs in its own network namespace (net.py), started through the
+interop harness's process handling (own process group, log file, stopped on exit). Binaries are
+linked (or copied) into the run's directory first, so a rebuild during a run does not swap them.
+
+Clients use `namesrv_addr` (both name servers, `;`-joined, as RocketMQ clients take them) and
+`proxy_addr` (host:port of the proxy's gRPC endpoint).
 """
 
 import os
@@ -22,19 +27,66 @@ import harness  # noqa: E402
 import wire  # noqa: E402
 
 CONTROLLERS = ["c0", "c1", "c2"]
-BROKERS = ["b0", "b1", "b2"]
-NAMESRV = "n0"
-NODES = CONTROLLERS + [NAMESRV] + BROKERS
-LAYOUTS = {"controller": (CONTROLLERS, BROKERS), "classic": ([], ["b0", "b1"])}
-
-
-def layout_nodes(layout):
-    controllers, brokers = LAYOUTS[layout]
-    return controllers + [NAMESRV] + brokers
+NAMESRVS = ["n0", "n1"]
+NAMESRV = NAMESRVS[0]
+PROXY = "px"
+# Broker groups of the controller layout, in order; `groups` takes the first ones.
+GROUPS = [("chaos-broker-a", ["a0", "a1", "a2"]), ("chaos-broker-b", ["b0", "b1", "b2"]),
+          ("chaos-broker-c", ["d0", "d1", "d2"])]
+CLASSIC_GROUP = "chaos-broker"
+LAYOUTS = ("controller", "classic")
 CONTROLLER_PORT = 9878
 NAMESRV_PORT = 9876
 BROKER_PORT = 10911
-BROKER_NAME = "chaos-broker"
+PROXY_PORT = 8081
+CLUSTER_NAME = "ChaosCluster"
+
+
+def layout_groups(layout, groups=2):
+    """{brokerName: [replica node names]}, in order."""
+    if layout == "classic":
+        return {CLASSIC_GROUP: ["b0", "b1"]}
+    return dict(GROUPS[:max(1, min(groups, len(GROUPS)))])
+
+
+def layout_parts(layout, groups=2):
+    """(controllers, name servers, {brokerName: replicas}) of a layout."""
+    if layout == "classic":
+        return [], [NAMESRV], layout_groups(layout)
+    return list(CONTROLLERS), list(NAMESRVS), layout_groups(layout, groups)
+
+
+def layout_nodes(layout, groups=2):
+    controllers, namesrvs, grps = layout_parts(layout, groups)
+    return controllers + namesrvs + [b for reps in grps.values() for b in reps] + [PROXY]
+
+
+def topic_route(namesrv_addrs, topic, timeout=1.0):
+    """The topic's route as the first name server that answers gives it: {brokerName: master
+    address or None}; {} when the topic has no route; None when no name server answered. A name
+    server that cannot be reached is skipped (clients fall through to the next one the same way)."""
+    for ns in namesrv_addrs:
+        try:
+            reply = wire.request(ns, wire.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout=timeout)
+        except (wire.NotSent, wire.Unknown):
+            continue
+        if reply.code != wire.SUCCESS:
+            return {}
+        try:
+            datas = reply.json_body().get("brokerDatas") or []
+        except ValueError:
+            continue
+        route = {}
+        for data in datas:
+            addrs = {str(k): v for k, v in (data.get("brokerAddrs") or {}).items()}
+            route[data.get("brokerName")] = addrs.get("0")
+        return route
+    return None
+
+
+def master_of(namesrv_addrs, topic, group, timeout=1.0):
+    """The master address of `group` in the topic's route, or None."""
+    return (topic_route(namesrv_addrs, topic, timeout) or {}).get(group)
 
 
 def bin_dir():
@@ -43,26 +95,34 @@ def bin_dir():
 
 
 class Cluster:
-    def __init__(self, workdir, net, layout="controller"):
+    def __init__(self, workdir, net, layout="controller", groups=2):
         self.workdir = workdir
         self.net = net
         self.layout = layout
-        self.controllers, self.brokers = LAYOUTS[layout]
-        self.nodes = layout_nodes(layout)
+        self.controllers, self.namesrvs, self.groups = layout_parts(layout, groups)
+        self.brokers = [b for reps in self.groups.values() for b in reps]
+        self.home = next(iter(self.groups))
+        self.group_of = {b: g for g, reps in self.groups.items() for b in reps}
+        self.proxy = PROXY
+        self.nodes = layout_nodes(layout, groups)
         self.procs = {}
         self.paused = set()
         self.starts = {name: 0 for name in self.nodes}
         self.bins = {}
         self.controller_addrs = ["%s:%d" % (net.ip(c), CONTROLLER_PORT) for c in self.controllers]
-        self.namesrv_addr = "%s:%d" % (net.ip(NAMESRV), NAMESRV_PORT)
+        self.namesrv_addrs = ["%s:%d" % (net.ip(n), NAMESRV_PORT) for n in self.namesrvs]
+        # Both name servers, as RocketMQ clients take them (`-n "a;b"`).
+        self.namesrv_addr = ";".join(self.namesrv_addrs)
+        self.proxy_addr = "%s:%d" % (net.ip(PROXY), PROXY_PORT)
         self.broker_addrs = {b: "%s:%d" % (net.ip(b), BROKER_PORT) for b in self.brokers}
 
     def copy_binaries(self):
         os.makedirs(os.path.join(self.workdir, "bin"), exist_ok=True)
-        for name in ("controller", "namesrv", "broker"):
+        for name in ("controller", "namesrv", "broker", "proxy"):
             src = os.path.join(bin_dir(), name)
             if not os.path.isfile(src):
-                raise RuntimeError("binary missing: %s (cargo build -p broker -p namesrv -p controller)" % src)
+                raise RuntimeError("binary missing: %s (cargo build -p broker -p namesrv -p controller -p proxy)"
+                                   % src)
             dst = os.path.join(self.workdir, "bin", name)
             try:
                 os.link(src, dst)
@@ -83,11 +143,19 @@ class Cluster:
                         "scanNotActiveBrokerInterval = 1000\n"
                         % (peers, CONTROLLERS.index(name), os.path.join(node_dir, "store")))
             return [self.bins["controller"], "-c", conf]
-        if name == NAMESRV:
-            return [self.bins["namesrv"], "--listen", self.namesrv_addr]
+        if name in self.namesrvs:
+            return [self.bins["namesrv"], "--listen", self.namesrv_addrs[self.namesrvs.index(name)]]
+        if name == PROXY:
+            conf = os.path.join(node_dir, "proxy.toml")
+            with open(conf, "w") as f:
+                # One worker thread: the proxy shares the machine's cores with every other node.
+                f.write('grpcServerPort = %d\nbindAddress = "%s"\nnamesrvAddr = "%s"\nmetricsPromExporterPort = 0\n'
+                        'grpcThreadPoolNums = 1\nremotingTimeoutMillis = 3000\n'
+                        % (PROXY_PORT, ip, self.namesrv_addr))
+            return [self.bins["proxy"], "--config", conf]
         conf = os.path.join(node_dir, "broker.toml")
         lines = [
-            ("brokerClusterName", '"ChaosCluster"'), ("brokerName", '"%s"' % BROKER_NAME),
+            ("brokerClusterName", '"%s"' % CLUSTER_NAME), ("brokerName", '"%s"' % self.group_of[name]),
             ("brokerIP1", '"%s"' % ip), ("bindAddress", '"%s"' % ip),
             ("namesrvAddr", '"%s"' % self.namesrv_addr), ("listenPort", str(BROKER_PORT)),
             ("storePathRootDir", '"%s"' % os.path.join(node_dir, "store")),
@@ -157,36 +225,78 @@ class Cluster:
         faults_disk.prepare(self)
         for name in self.nodes:
             self.start(name)
-        info = self.wait_group(self.full, "a master with every replica in sync", timeout)
-        master = self.broker_at(info["masterAddress"])
+        infos = self.wait_groups(self.full, "a master with every replica in sync", timeout)
+        self.create_topic(topic, queues, infos, timeout)
+        self.wait_proxy(timeout)
+
+    def create_topic(self, topic, queues, infos=None, timeout=90):
+        """Creates `topic` with `queues` queues on every group's master and waits until the name
+        servers route it to each of them (every name server: a client may ask either)."""
+        infos = infos or self.wait_groups(self.full, "a master with every replica in sync", timeout)
+        masters = {g: info["masterAddress"] for g, info in infos.items()}
         end = time.monotonic() + timeout
         while True:
             try:
-                wire.create_topic(self.broker_addrs[master], topic, queues)
-                if wire.master_of(self.namesrv_addr, topic) == self.broker_addrs[master]:
+                for addr in masters.values():
+                    wire.create_topic(addr, topic, queues)
+                if all(topic_route([ns], topic) == masters for ns in self.namesrv_addrs):
                     return
             except (wire.NotSent, wire.Unknown):
                 pass
             if time.monotonic() > end:
-                raise RuntimeError("topic %s not routed to the master %s within %ss" % (topic, master, timeout))
+                raise RuntimeError("topic %s not routed to the masters %s within %ss (name servers say %s)"
+                                   % (topic, masters, timeout, [topic_route([ns], topic) for ns in self.namesrv_addrs]))
             time.sleep(0.3)
 
-    def full(self, info):
-        return len(info["syncStateSet"]) == len(self.brokers)
+    def wait_proxy(self, timeout=30):
+        """The proxy's gRPC port accepts connections."""
+        import socket
+        host, port = self.proxy_addr.rsplit(":", 1)
+        end = time.monotonic() + timeout
+        while True:
+            try:
+                socket.create_connection((host, int(port)), timeout=1.0).close()
+                return
+            except OSError as err:
+                if time.monotonic() > end:
+                    raise RuntimeError("proxy at %s not reachable within %ss: %s" % (self.proxy_addr, timeout, err))
+            time.sleep(0.2)
 
-    def info(self):
-        """The group as the first controller that answers names it, or None. Classic: b0 is the master
-        while its port answers, and the slave counts as in sync once its HA link to b0 is up."""
+    def full(self, info):
+        return len(info["syncStateSet"]) == len(self.groups[info["group"]])
+
+    def group_names(self):
+        return list(self.groups)
+
+    def pick_group(self, rng):
+        """A group drawn with `rng` (the nemesis' seeded one); no draw with a single group, so a
+        one-group layout's seeds replay as before."""
+        names = list(self.groups)
+        return names[0] if len(names) == 1 else rng.choice(names)
+
+    def info(self, group=None):
+        """The group (default the first) as the first controller that answers names it, with its
+        name under "group", or None. Classic: b0 is the master while its port answers, and the slave
+        counts as in sync once its HA link to b0 is up."""
+        group = group or next(iter(self.groups))
         if self.layout == "classic":
             return self._classic_info()
         for addr in self.controller_addrs:
             try:
-                info = wire.replica_info(addr, BROKER_NAME)
+                info = wire.replica_info(addr, group)
             except (wire.NotSent, wire.Unknown, ValueError):
                 continue
             if info is not None and info["masterBrokerId"] is not None:
+                info["group"] = group
                 return info
         return None
+
+    def infos(self):
+        """{group: info or None} for every group."""
+        return {g: self.info(g) for g in self.groups}
+
+    def all_full(self):
+        return all(info is not None and self.full(info) for info in self.infos().values())
 
     def _classic_info(self):
         if not self.alive("b0") or "b0" in self.paused:
@@ -204,17 +314,30 @@ class Cluster:
                     sset.append(1)
             except (wire.NotSent, wire.Unknown, ValueError):
                 pass
-        return {"masterBrokerId": 0, "masterAddress": self.broker_addrs["b0"], "masterEpoch": 0, "syncStateSet": sset}
+        return {"masterBrokerId": 0, "masterAddress": self.broker_addrs["b0"], "masterEpoch": 0, "syncStateSet": sset,
+                "group": CLASSIC_GROUP}
 
-    def wait_group(self, accept, what, timeout):
+    def wait_group(self, accept, what, timeout, group=None):
+        group = group or next(iter(self.groups))
         end = time.monotonic() + timeout
         info = None
         while time.monotonic() < end:
-            info = self.info()
+            info = self.info(group)
             if info is not None and accept(info):
                 return info
             time.sleep(0.2)
-        raise RuntimeError("%s: not within %ss (controllers say %s)" % (what, timeout, info))
+        raise RuntimeError("%s: %s not within %ss (controllers say %s)" % (what, group, timeout, info))
+
+    def wait_groups(self, accept, what, timeout):
+        """Every group's info once `accept` holds for each (checked together); {group: info}."""
+        end = time.monotonic() + timeout
+        infos = {}
+        while time.monotonic() < end:
+            infos = self.infos()
+            if all(info is not None and accept(info) for info in infos.values()):
+                return infos
+            time.sleep(0.2)
+        raise RuntimeError("%s: not within %ss (controllers say %s)" % (what, timeout, infos))
 
     def broker_at(self, addr):
         for name, a in self.broker_addrs.items():
@@ -222,9 +345,19 @@ class Cluster:
                 return name
         return None
 
-    def master(self):
-        info = self.info()
+    def master(self, group=None):
+        """The node name of the group's (default the first group's) master, or None."""
+        info = self.info(group)
         return self.broker_at(info["masterAddress"]) if info else None
+
+    def home_master_addr(self, topic):
+        """The master of the home group (the first: the FIFO, transaction and timer features run on it
+        alone) as the name servers route `topic`, or None."""
+        return master_of(self.namesrv_addrs, topic, self.home)
+
+    def masters(self):
+        """{group: master node name or None}."""
+        return {g: self.master(g) for g in self.groups}
 
     def stop_all(self):
         for name in list(self.procs):

@@ -18,6 +18,7 @@ import json
 import threading
 import time
 
+import cluster as cl
 import wire
 
 GROUP = "chaos-consumer"
@@ -58,7 +59,7 @@ class Consumer(threading.Thread):
     def route(self):
         self.routed_at = time.monotonic()
         try:
-            self.addr = wire.master_of(self.cluster.namesrv_addr, self.topic, timeout=1.0)
+            self.addr = cl.master_of(self.cluster.namesrv_addrs, self.topic, self.cluster.home)
         except (wire.NotSent, wire.Unknown, ValueError):
             self.addr = None
 

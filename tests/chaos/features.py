@@ -81,7 +81,7 @@ class _Recorder(threading.Thread):
 
     def route(self):
         try:
-            self.addr = wire.master_of(self.cluster.namesrv_addr, "ChaosTopic", timeout=1.0)
+            self.addr = self.cluster.home_master_addr("ChaosTopic")
         except (wire.NotSent, wire.Unknown, ValueError):
             self.addr = None
 
@@ -166,7 +166,7 @@ class TxProducer(_Recorder):
         beat = 0.0
         while not self.helpers_stop.is_set():
             try:
-                addr = wire.master_of(self.cluster.namesrv_addr, "ChaosTopic", timeout=1.0)
+                addr = self.cluster.home_master_addr("ChaosTopic")
             except (wire.NotSent, wire.Unknown, ValueError):
                 addr = None
             conn = self.conn
@@ -431,7 +431,7 @@ class Features:
         end = time.monotonic() + 30
         pending = [TOPICS[k] for k in self.kinds]
         while pending:
-            addr = wire.master_of(self.cluster.namesrv_addr, "ChaosTopic")
+            addr = self.cluster.home_master_addr("ChaosTopic")
             try:
                 if addr is not None:
                     wire.create_topic(addr, pending[0], QUEUES)

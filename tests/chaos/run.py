@@ -76,7 +76,7 @@ class Producer(threading.Thread):
         route it had, as RocketMQ's clients keep their cached route when a route query fails; a name
         server that answers without a master takes the route away."""
         try:
-            self.addr = wire.master_of(self.cluster.namesrv_addr, TOPIC, timeout=1.0)
+            self.addr = cl.master_of(self.cluster.namesrv_addrs, TOPIC, self.cluster.home)
         except (wire.NotSent, wire.Unknown, ValueError):
             pass
 
@@ -188,7 +188,7 @@ class Monitor:
     def _poll(self, addr):
         while not self.stop_flag.is_set():
             try:
-                info = wire.replica_info(addr, cl.BROKER_NAME, timeout=0.5)
+                info = wire.replica_info(addr, self.cluster.home, timeout=0.5)
             except (wire.NotSent, wire.Unknown, ValueError):
                 info = None
             if info is not None and info["masterBrokerId"] is not None:
@@ -425,8 +425,8 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
     single-fault mode over `kinds` (default every kind of the layout)."""
     workdir = os.path.join(base, "seed-%d%s" % (seed, "-single" if single else ""))
     os.makedirs(workdir, exist_ok=True)
-    network = net.Network(cl.layout_nodes(layout))
-    cluster = cl.Cluster(workdir, network, layout)
+    network = net.Network(cl.layout_nodes(layout, 1))
+    cluster = cl.Cluster(workdir, network, layout, 1)
     result = {"seed": seed, "problems": [], "facts": {}, "workdir": workdir}
     feats = None
     layout_kinds = nemesis.CLASSIC_KINDS if layout == "classic" else nemesis.KINDS

@@ -5,7 +5,7 @@
 //
 //   ChaosConsumer NAMESRV TOPIC GROUP POLL_MS STOP_FILE
 //
-// Lines: `consume` with the message's key, queue id, queue offset and the address of the broker that
+// Lines: `consume` with the message's key, brokerName (of the listener's queue), queue id, queue offset and the address of the broker that
 // stored it (MessageExt.getStoreHost); `mono` is System.nanoTime() (CLOCK_MONOTONIC on Linux, the clock
 // of Python's time.monotonic()). Every listener call answers CONSUME_SUCCESS. POLL_MS sets
 // pollNameServerInterval (the client's route poll, 30000 by default), heartbeatBrokerInterval (30000)
@@ -67,7 +67,8 @@ public class ChaosConsumer {
         consumer.subscribe(topic, "*");
         consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
             for (MessageExt m : msgs) {
-                emit("type", "consume", "key", m.getKeys(), "queue", m.getQueueId(), "offset", m.getQueueOffset(),
+                emit("type", "consume", "key", m.getKeys(), "broker", context.getMessageQueue().getBrokerName(),
+                    "queue", m.getQueueId(), "offset", m.getQueueOffset(),
                     "addr", address(m.getStoreHost()));
             }
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;

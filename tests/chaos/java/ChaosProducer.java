@@ -6,7 +6,7 @@
 //
 // Every message gets a key of its own (KEY_PREFIX-n) and is sent once by this program (the client's
 // own retries, retryTimesWhenSendFailed 2, may store it more than once: duplicates are allowed).
-// Lines: `invoke` before send(); `ok` with the SendResult's queue, offset and msgId and the broker
+// Lines: `invoke` before send(); `ok` with the SendResult's brokerName, queue, offset and msgId and the broker
 // address of the attempt that answered (from a SendMessageHook); `fail` for an answer other than
 // SEND_OK or an MQBrokerException (the broker answered an error: it may still hold the message, as
 // after FLUSH_SLAVE_TIMEOUT); `unknown` for any other exception (a timeout: stored or not). Each line's
@@ -97,8 +97,8 @@ public class ChaosProducer {
                     SendResult r = producer.send(msg);
                     String addr = lastAddr.remove(key);
                     if (r.getSendStatus() == SendStatus.SEND_OK) {
-                        emit("type", "ok", "key", key, "addr", addr, "queue", r.getMessageQueue().getQueueId(),
-                            "offset", r.getQueueOffset(), "msgId", r.getMsgId());
+                        emit("type", "ok", "key", key, "addr", addr, "broker", r.getMessageQueue().getBrokerName(),
+                            "queue", r.getMessageQueue().getQueueId(), "offset", r.getQueueOffset(), "msgId", r.getMsgId());
                     } else {
                         emit("type", "fail", "key", key, "error", r.getSendStatus().name(), "addr", addr);
                         Thread.sleep(50);
