@@ -198,7 +198,10 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
             self.queue(rest);
         }
         while !self.parts.is_empty() || !self.buf.is_empty() {
-            let sent = match self.direct.map(|fd| send_vectored(fd, &self.parts, &self.buf)) {
+            let sent = match self
+                .direct
+                .map(|fd| send_vectored(fd, &self.parts, &self.buf))
+            {
                 Some(Ok(n)) => n,
                 Some(Err(e)) if e.kind() != std::io::ErrorKind::WouldBlock => return Err(e.into()),
                 // No room (or no socket of our own): wait through `inner`, which takes some bytes.
