@@ -29,9 +29,31 @@ Over the consumers' history (consume / reset / commit, consumer.py), `check_cons
 """
 
 
+def _group_key(groups):
+    """How an operation's group is found: its "broker" (brokerName), or with a single group the
+    group itself for operations that name none (histories written before there were groups)."""
+    default = next(iter(groups)) if len(groups) == 1 else None
+    return lambda op: op.get("broker") or default
+
+
+def _where(group, queue, offset, many):
+    return ("%s queue %d offset %d" % (group, queue, offset)) if many else ("queue %d offset %d" % (queue, offset))
+
+
 def check(history, reads, master, in_sync, faults, t_end):
+    """One group: `reads` {replica: {(queue, offset): key}}, its final master and in-sync replicas."""
+    return check_groups(history, {None: {"reads": reads, "master": master, "in_sync": in_sync}}, faults, t_end)
+
+
+def check_groups(history, groups, faults, t_end):
+    """Every group on its own: `groups` {brokerName: {"reads": {replica: {(queue, offset): key}},
+    "master": final master's node, "in_sync": replicas in the final SyncStateSet}}. A send's group is
+    its "broker"; queues are (brokerName, queueId), so a message acknowledged by group b must be on b's
+    final master at b's queue and offset (being on group a's does not count)."""
     problems = []
     facts = {}
+    group_of = _group_key(groups)
+    many = len(groups) > 1
     invoked = set()
     acked = {}
     outcomes = {"ok": 0, "fail": 0, "unknown": 0}
@@ -46,37 +68,47 @@ def check(history, reads, master, in_sync, faults, t_end):
             acked[op["key"]] = op
             if op.get("proc") != "probe":  # the single-fault mode's probe is no client: not availability
                 ok_times.append(op["t"])
-            slot = (op["queue"], op["offset"])
+            slot = (group_of(op), op["queue"], op["offset"])
             other = ack_at.get(slot)
             if other is not None and other["key"] != op["key"]:
-                problems.append("offset_reuse: queue %d offset %d acknowledged for %s (at %.2f s) and %s (at %.2f s)"
-                                % (slot[0], slot[1], other["key"], other["t"], op["key"], op["t"]))
+                problems.append("offset_reuse: %s acknowledged for %s (at %.2f s) and %s (at %.2f s)"
+                                % (_where(slot[0], slot[1], slot[2], many), other["key"], other["t"], op["key"],
+                                   op["t"]))
             ack_at[slot] = op
     facts["sends"] = outcomes
 
-    master_read = reads.get(master, {})
+    # Where each key is on its group's final master: {key: [(group, queue, offset)]}.
     where = {}
-    for (queue, offset), key in master_read.items():
-        where.setdefault(key, []).append((queue, offset))
-    lost = [k for k in acked if k not in where]
+    master_reads = {}
+    for group, g in groups.items():
+        master_reads[group] = g["reads"].get(g["master"], {})
+        for (queue, offset), key in master_reads[group].items():
+            where.setdefault(key, []).append((group, queue, offset))
+    lost = [k for k in acked if not any(w[0] == group_of(acked[k]) for w in where.get(k, ()))]
     for key in sorted(lost, key=lambda k: acked[k]["t"])[:20]:
         op = acked[key]
-        problems.append("lost: %s acknowledged at %.2f s by %s (queue %d offset %d) is not on the final master %s"
-                        % (key, op["t"], op["addr"], op["queue"], op["offset"], master))
+        group = group_of(op)
+        problems.append("lost: %s acknowledged at %.2f s by %s (%s) is not on the final master %s%s"
+                        % (key, op["t"], op["addr"], _where(group, op["queue"], op["offset"], many),
+                           groups.get(group, {}).get("master"), (" of %s" % group) if many else ""))
     if len(lost) > 20:
         problems.append("lost: %d more" % (len(lost) - 20))
     facts["lost"] = len(lost)
+    if many:
+        facts["lost_per_group"] = {group: sum(1 for k in lost if group_of(acked[k]) == group) for group in groups}
     moved = 0
     for key, op in acked.items():
-        if key in where and (op["queue"], op["offset"]) not in where[key]:
+        slot = (group_of(op), op["queue"], op["offset"])
+        if key not in lost and slot not in where[key]:
             moved += 1
             if moved <= 10:
-                problems.append("at_acked_offset: %s acknowledged at queue %d offset %d, found at %s (holding %s)"
-                                % (key, op["queue"], op["offset"], where[key],
-                                   master_read.get((op["queue"], op["offset"]))))
+                problems.append("at_acked_offset: %s acknowledged at %s, found at %s (holding %s)"
+                                % (key, _where(slot[0], slot[1], slot[2], many), where[key],
+                                   master_reads.get(slot[0], {}).get((op["queue"], op["offset"]))))
     facts["not_at_acked_offset"] = moved
 
-    phantoms = sorted({key for read in reads.values() for key in read.values() if key not in invoked})
+    phantoms = sorted({key for g in groups.values() for read in g["reads"].values() for key in read.values()
+                       if key not in invoked})
     for key in phantoms[:10]:
         problems.append("phantom: %r read but never sent" % key)
     facts["phantom"] = len(phantoms)
@@ -85,23 +117,32 @@ def check(history, reads, master, in_sync, faults, t_end):
     facts["stored_not_acked"] = sum(1 for k in where if k not in acked)
 
     diverged = 0
-    for name in in_sync:
-        if name == master or name not in reads:
-            continue
-        for slot, key in reads[name].items():
-            if slot in master_read and master_read[slot] != key:
-                diverged += 1
-                if diverged <= 10:
-                    problems.append("divergence: queue %d offset %d holds %s on %s but %s on master %s"
-                                    % (slot[0], slot[1], key, name, master_read[slot], master))
-        held = set(reads[name].values())
-        missing = [k for k in acked if k in where and k not in held]
-        if missing:
-            problems.append("in-sync replica %s lacks %d acknowledged messages the master has (first %s)"
-                            % (name, len(missing), missing[:3]))
+    for group, g in groups.items():
+        master, master_read, reads = g["master"], master_reads[group], g["reads"]
+        group_acked = [k for k in acked if group_of(acked[k]) == group and k not in lost]
+        for name in g["in_sync"]:
+            if name == master or name not in reads:
+                continue
+            for slot, key in reads[name].items():
+                if slot in master_read and master_read[slot] != key:
+                    diverged += 1
+                    if diverged <= 10:
+                        problems.append("divergence: %s holds %s on %s but %s on master %s"
+                                        % (_where(group, slot[0], slot[1], many), key, name, master_read[slot],
+                                           master))
+            held = set(reads[name].values())
+            missing = [k for k in group_acked if k not in held]
+            if missing:
+                problems.append("in-sync replica %s lacks %d acknowledged messages the master has (first %s)"
+                                % (name, len(missing), missing[:3]))
     facts["diverged"] = diverged
 
     facts["availability"] = availability(sorted(ok_times), faults, t_end)
+    if many:
+        facts["availability_per_group"] = {
+            group: availability(sorted(op["t"] for op in history if op["type"] == "ok" and op.get("proc") != "probe"
+                                       and group_of(op) == group), faults, t_end)["longest_gap_s"]
+            for group in groups}
     return problems, facts
 
 
@@ -145,9 +186,19 @@ def outage_in(times, start, end):
     return round(best[0], 3), round(best[1], 3), round(best[2], 3)
 
 
+def _mq(mq):
+    """(broker, queue) as "queue 3" or "chaos-broker-b queue 3"."""
+    return ("%s queue %d" % mq) if mq[0] else ("queue %d" % mq[1])
+
+
+def _slot(slot):
+    return "%s offset %d" % (_mq(slot[:2]), slot[2])
+
+
 def check_consume(consumes, history, faults, t_stop, drained):
     """Checks of the consumers' history against the producers'. `t_stop` ends the availability
-    window (the producers stopped then); `drained`: the consumers caught up after it."""
+    window (the producers stopped then); `drained`: the consumers caught up after it. Queues are
+    (brokerName, queueId): every operation's "broker" (None in histories without groups)."""
     problems = []
     facts = {}
     invoked = set()
@@ -158,7 +209,7 @@ def check_consume(consumes, history, faults, t_stop, drained):
             invoked.add(op["key"])
         elif op["type"] == "ok":
             acked[op["key"]] = op
-            ack_at[(op["queue"], op["offset"])] = op
+            ack_at[(op.get("broker"), op["queue"], op["offset"])] = op
     consumed = [op for op in consumes if op["type"] == "consume"]
     facts["consumed"] = len(consumed)
 
@@ -170,62 +221,64 @@ def check_consume(consumes, history, faults, t_stop, drained):
     misplaced = 0
     dirty = []
     for op in consumed:
-        slot = (op["queue"], op["offset"])
+        slot = (op.get("broker"), op["queue"], op["offset"])
         ack = acked.get(op["key"])
-        if ack is not None and (ack["queue"], ack["offset"]) != slot:
+        if ack is not None and (ack.get("broker"), ack["queue"], ack["offset"]) != slot:
             misplaced += 1
             if misplaced <= 10:
-                problems.append("consume_misplaced: %s consumed at queue %d offset %d from %s at %.2f s, "
-                                "acknowledged at queue %d offset %d" % (op["key"], slot[0], slot[1], op["addr"],
-                                                                         op["t"], ack["queue"], ack["offset"]))
+                problems.append("consume_misplaced: %s consumed at %s from %s at %.2f s, acknowledged at %s"
+                                % (op["key"], _slot(slot), op["addr"], op["t"],
+                                   _slot((ack.get("broker"), ack["queue"], ack["offset"]))))
         other = ack_at.get(slot)
         if other is not None and other["key"] != op["key"] and ack is None:
             dirty.append((op, other))
     facts["consume_misplaced"] = misplaced
     for op, other in dirty[:10]:
-        problems.append("consume_dirty_read: consumer %d read %s at queue %d offset %d from %s at %.2f s; that "
+        problems.append("consume_dirty_read: consumer %s read %s at %s from %s at %.2f s; that "
                         "offset was acknowledged for %s by %s at %.2f s, and %s never was"
-                        % (op["consumer"], op["key"], op["queue"], op["offset"], op["addr"], op["t"],
+                        % (op["consumer"], op["key"], _slot((op.get("broker"), op["queue"], op["offset"])),
+                           op["addr"], op["t"],
                            other["key"], other["addr"], other["t"], op["key"]))
     if len(dirty) > 10:
         problems.append("consume_dirty_read: %d more" % (len(dirty) - 10))
     facts["dirty_reads"] = len(dirty)
     facts["dirty_reads_after_ack"] = sum(1 for op, other in dirty if op["t"] > other["t"])
-    dirty_slots = {(op["queue"], op["offset"]) for op, _ in dirty}
+    dirty_slots = {(op.get("broker"), op["queue"], op["offset"]) for op, _ in dirty}
 
     # Order per consumer and queue, between resets.
-    committed = {}  # queue -> offsets some member sent as committed before this event
+    committed = {}  # (broker, queue) -> offsets some member sent as committed before this event
     backwards = 0
     gaps = 0
     resets = {"rebalance": 0, "offset_moved": 0, "backwards": 0}
     expected = {}
     for op in consumes:
-        key = (op["consumer"], op["queue"])
+        mq = (op.get("broker"), op["queue"])
+        key = (op["consumer"], mq)
         if op["type"] == "commit":
-            committed.setdefault(op["queue"], set()).add(op["offset"])
+            committed.setdefault(mq, set()).add(op["offset"])
         elif op["type"] == "reset":
             resets[op["reason"]] = resets.get(op["reason"], 0) + 1
             if op["from"] is not None and op["to"] <= op["from"]:
                 resets["backwards"] += 1
-            if op["reason"] == "rebalance" and op["to"] != 0 and op["to"] not in committed.get(op["queue"], ()):
-                problems.append("consume_reset: consumer %d read back offset %d for queue %d at %.2f s, which no "
-                                "member committed" % (op["consumer"], op["to"], op["queue"], op["t"]))
+            if op["reason"] == "rebalance" and op["to"] != 0 and op["to"] not in committed.get(mq, ()):
+                problems.append("consume_reset: consumer %s read back offset %d for %s at %.2f s, which no "
+                                "member committed" % (op["consumer"], op["to"], _mq(mq), op["t"]))
             expected[key] = op["to"]
         elif op["type"] == "consume" and key in expected:
             want = expected[key]
             if op["offset"] < want:
                 backwards += 1
                 if backwards <= 10:
-                    problems.append("consume_order: consumer %d got queue %d offset %d at %.2f s from %s after "
-                                    "offset %d, without a reset" % (op["consumer"], op["queue"], op["offset"],
+                    problems.append("consume_order: consumer %s got %s offset %d at %.2f s from %s after "
+                                    "offset %d, without a reset" % (op["consumer"], _mq(mq), op["offset"],
                                                                     op["t"], op["addr"], want - 1))
             elif op["offset"] > want:
                 gaps += 1
-                jumped = [o for o in range(want, op["offset"]) if (op["queue"], o) in ack_at]
+                jumped = [o for o in range(want, op["offset"]) if (mq[0], mq[1], o) in ack_at]
                 if jumped:
-                    problems.append("consume_order: consumer %d jumped from queue %d offset %d to %d at %.2f s "
+                    problems.append("consume_order: consumer %s jumped from %s offset %d to %d at %.2f s "
                                     "from %s, past acknowledged offsets %s" % (
-                                        op["consumer"], op["queue"], want, op["offset"], op["t"], op["addr"],
+                                        op["consumer"], _mq(mq), want, op["offset"], op["t"], op["addr"],
                                         jumped[:5]))
             expected[key] = op["offset"] + 1
     facts["consume_backwards"] = backwards
@@ -234,13 +287,14 @@ def check_consume(consumes, history, faults, t_stop, drained):
 
     seen = {op["key"] for op in consumed}
     missed = [k for k in acked if k not in seen]
-    explained = [k for k in missed if (acked[k]["queue"], acked[k]["offset"]) in dirty_slots]
+    explained = [k for k in missed if (acked[k].get("broker"), acked[k]["queue"], acked[k]["offset"]) in dirty_slots]
     facts["consume_missed"] = len(missed)
     facts["consume_missed_after_dirty_read"] = len(explained)
     unexplained = sorted((k for k in missed if k not in set(explained)), key=lambda k: acked[k]["t"])
     if unexplained:
-        first = ["%s (queue %d offset %d, acked at %.2f s)" % (k, acked[k]["queue"], acked[k]["offset"],
-                                                             acked[k]["t"]) for k in unexplained[:5]]
+        first = ["%s (%s, acked at %.2f s)" % (k, _slot((acked[k].get("broker"), acked[k]["queue"],
+                                                         acked[k]["offset"])), acked[k]["t"])
+                 for k in unexplained[:5]]
         if drained:
             problems.append("consume_missed: %d acknowledged messages never consumed, first %s"
                             % (len(unexplained), ", ".join(first)))

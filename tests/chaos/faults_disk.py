@@ -179,8 +179,8 @@ def _store_read_only(cluster, name):
 def start(nem, fault, event, rng):
     cluster = nem.cluster
     kind = fault["kind"]
-    master = cluster.master()
-    name = rng.choice(cluster.brokers)
+    name = rng.choice(cluster.groups[fault["group"]])  # a broker of the fault's group
+    master = cluster.master(fault["group"])
     role = "master" if name == master else "slave"
     fault["node"] = name
     if kind == "disk_full":

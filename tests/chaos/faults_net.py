@@ -68,9 +68,11 @@ def start(nem, fault, event, rng):
         fault["target"] = "%s bridges %s | %s" % (bridge, _show(a), _show(b))
         nem.net.partition(fault["id"], _sees_groups([a + [bridge], b + [bridge]]))
     elif kind == "slow_link":
-        # The master half the time (its link carries the sends, the replication and the pulls).
-        master = nem.cluster.master()
-        candidates = nem.cluster.brokers + nem.cluster.controllers
+        # The drawn group's master half the time (its link carries the sends, the replication and
+        # the pulls), else one of that group's brokers or a controller.
+        group = fault.get("group")
+        master = nem.cluster.master(group)
+        candidates = nem.cluster.groups[group] + nem.cluster.controllers
         name = master if master and rng.random() < 0.5 else rng.choice(candidates)
         kbit = 10 * event["percent"]
         fault["target"] = "%s@%dkbit" % (name, kbit)

@@ -2,8 +2,10 @@
 
 The schedule (when, which kind, how long, the random choices) is a pure function of the seed and
 the run's length, so `--seed N` replays it; a target named by role ("the master") is resolved when
-the fault starts, from what the controllers say then. Faults overlap: a new one starts every 2-7 s
-and lasts 3-10 s.
+the fault starts, from what the controllers say then. With several broker groups each fault first
+draws its group from its own seeded choices (`fault["group"]`): "the master" and "a slave" are that
+group's; faults overlap, so both groups can be hit at once. Faults overlap: a new one starts every
+2-7 s and lasts 3-10 s.
 """
 
 import heapq
@@ -31,6 +33,9 @@ KINDS = [
     "partition_minority",  # one controller and one broker cut off from the rest (clients on the majority side)
     "oneway_replica",      # the master stops hearing one slave (its packets to the master dropped)
     "loss",                # 10-40% packet loss at one broker or controller
+    "kill_namesrv",        # SIGKILL one of the two name servers; restart it at the end (clients route through the other)
+    "isolate_namesrv",     # one of the two name servers cut off from every node and from the clients
+    "kill_proxy",          # SIGKILL the gRPC proxy (stateless); restart it at the end
 ] + [kind for ext in EXTENSIONS for kind in ext.KINDS]
 
 
@@ -117,11 +122,14 @@ class Nemesis(threading.Thread):
     def _start(self, event):
         rng = random.Random(event["pick"])
         kind = event["kind"]
-        brokers, controllers, nodes = self.cluster.brokers, self.cluster.controllers, self.cluster.nodes
-        master = self.cluster.master() or ("b0" if self.cluster.layout == "classic" else rng.choice(brokers))
+        # The group first, from the fault's own choices (no draw with one group: a one-group seed
+        # replays as before).
+        group = self.cluster.pick_group(rng)
+        brokers, controllers, nodes = self.cluster.groups[group], self.cluster.controllers, self.cluster.nodes
+        master = self.cluster.master(group) or ("b0" if self.cluster.layout == "classic" else rng.choice(brokers))
         slaves = [b for b in brokers if b != master]
         self._seq += 1
-        fault = {"id": self._seq, "kind": kind, "start": self.now()}
+        fault = {"id": self._seq, "kind": kind, "start": self.now(), "group": group}
         if kind == "kill_master":
             fault["target"] = master
             self.cluster.kill(master)
@@ -144,7 +152,7 @@ class Nemesis(threading.Thread):
                 others.append(self.net.host_ip)
             self.net.cut(fault["id"], master, others)
         elif kind == "partition_minority":
-            minority = [rng.choice(controllers), rng.choice(brokers)]
+            minority = [rng.choice(controllers), rng.choice(brokers)]  # a broker of the drawn group
             fault["target"] = "+".join(minority)
             majority = [self.net.ip(n) for n in nodes if n not in minority] + [self.net.host_ip]
             for name in minority:
@@ -154,10 +162,20 @@ class Nemesis(threading.Thread):
             fault["target"] = "%s-/->%s" % (slave, master)
             self.net.cut(fault["id"], master, [self.net.ip(slave)], both_ways=False)
         elif kind == "loss":
-            name = rng.choice(brokers + controllers)
+            name = rng.choice(brokers + controllers)  # the drawn group's brokers
             fault["target"] = "%s@%d%%" % (name, event["percent"])
             fault["node"] = name
             self.net.loss(fault["id"], name, event["percent"])
+        elif kind == "kill_namesrv":
+            fault["target"] = rng.choice(self.cluster.namesrvs)
+            self.cluster.kill(fault["target"])
+        elif kind == "isolate_namesrv":
+            fault["target"] = rng.choice(self.cluster.namesrvs)
+            others = [self.net.ip(n) for n in nodes if n != fault["target"]] + [self.net.host_ip]
+            self.net.cut(fault["id"], fault["target"], others)
+        elif kind == "kill_proxy":
+            fault["target"] = self.cluster.proxy
+            self.cluster.kill(fault["target"])
         elif extension_of(kind) is not None:
             extension_of(kind).start(self, fault, event, rng)
         else:
@@ -172,7 +190,7 @@ class Nemesis(threading.Thread):
         try:
             if extension_of(kind) is not None:
                 extension_of(kind).heal(self, fault)
-            elif kind in ("kill_master", "kill_replica", "kill_controller"):
+            elif kind.startswith("kill_"):
                 if not self.cluster.alive(fault["target"]):
                     self.cluster.start(fault["target"])
             elif kind.startswith("pause"):

@@ -50,7 +50,9 @@ JAVA_CONSUMERS = 0
 
 
 class Producer(threading.Thread):
-    """Sends one message at a time to the master the name server names, recording each operation."""
+    """Sends one message at a time over the topic's queues of every group in turn, each to its
+    group's master as the name servers route it, recording each operation (with the group as
+    "broker": queues are (brokerName, queueId))."""
 
     def __init__(self, index, seed, cluster, t0, out, lock):
         super().__init__(daemon=True)
@@ -62,7 +64,8 @@ class Producer(threading.Thread):
         self.lock = lock
         self.stop_flag = threading.Event()
         self.history = []
-        self.addr = None
+        self.groups = cluster.group_names()
+        self.addrs = {}  # group -> its master's address as last routed
 
     def record(self, op):
         op["t"] = round(time.monotonic() - self.t0, 4)
@@ -72,49 +75,67 @@ class Producer(threading.Thread):
             self.out.write(json.dumps(op) + "\n")
 
     def route(self):
-        """Asks the name server for the master. When it cannot be reached the producer keeps the
-        route it had, as RocketMQ's clients keep their cached route when a route query fails; a name
-        server that answers without a master takes the route away."""
-        try:
-            self.addr = cl.master_of(self.cluster.namesrv_addrs, TOPIC, self.cluster.home)
-        except (wire.NotSent, wire.Unknown, ValueError):
-            pass
+        """Asks the name servers (the first that answers) for the masters. When none can be reached
+        the producer keeps the route it had, as RocketMQ's clients keep their cached route when a
+        route query fails; a route that lists a group without a master takes that group away."""
+        route = cl.topic_route(self.cluster.namesrv_addrs, TOPIC, timeout=1.0)
+        if route is not None:
+            self.addrs = {g: route.get(g) for g in self.groups}
 
     def run(self):
         n = 0
+        slot = self.index
         while not self.stop_flag.is_set():
-            if self.addr is None:
+            # The next queue of the topic, over every group's queues in turn; a group without a
+            # known master is passed over (as a client's queue selection skips a broker it cannot
+            # reach), so one group's outage does not hold up the other's sends.
+            slot += 1
+            group = self.groups[(slot // QUEUES) % len(self.groups)]
+            queue = slot % QUEUES
+            addr = self.addrs.get(group)
+            if addr is None:
                 self.route()
-                if self.addr is None:
-                    self.stop_flag.wait(0.2)
+                addr = self.addrs.get(group)
+                if addr is None:
+                    if not any(self.addrs.values()):
+                        self.stop_flag.wait(0.2)
                     continue
             key = "s%d-p%d-%d" % (self.seed, self.index, n)
-            queue = (n + self.index) % QUEUES
             n += 1
-            self.record({"type": "invoke", "key": key, "queue": queue, "addr": self.addr})
+            self.record({"type": "invoke", "key": key, "broker": group, "queue": queue, "addr": addr})
             try:
-                reply = wire.send(self.addr, TOPIC, queue, key, ("chaos " + key).encode(), timeout=2.0)
+                reply = wire.send(addr, TOPIC, queue, key, ("chaos " + key).encode(), timeout=2.0)
             except wire.NotSent as err:
                 self.record({"type": "fail", "key": key, "error": str(err)})
                 self.route()
+                slot = self._next_group(slot)
                 continue
             except wire.Unknown as err:
                 self.record({"type": "unknown", "key": key, "error": str(err)})
                 self.route()
+                slot = self._next_group(slot)
                 continue
             if reply.code == wire.SUCCESS:
-                self.record({"type": "ok", "key": key, "addr": self.addr, "queue": int(reply.ext.get("queueId", -1)),
+                self.record({"type": "ok", "key": key, "addr": addr, "broker": group,
+                             "queue": int(reply.ext.get("queueId", -1)),
                              "offset": int(reply.ext.get("queueOffset", -1)), "msgId": reply.ext.get("msgId")})
             else:
                 # An error code may still leave the message stored (a replica timeout): not an ack.
                 self.record({"type": "fail", "key": key, "code": reply.code, "remark": reply.remark})
                 self.route()
+                slot = self._next_group(slot)
                 self.stop_flag.wait(0.05)
+
+    @staticmethod
+    def _next_group(slot):
+        """After a failed send the next one goes to the next group's queues (RocketMQ's producer
+        retries on another broker too)."""
+        return slot + QUEUES - 1 - slot % QUEUES
 
 
 def read_replicas(cluster):
-    """{broker: {(queue, offset): key}} for every replica that answers."""
-    reads = {}
+    """{group: {replica: {(queue, offset): key}}} for every replica that answers."""
+    reads = {g: {} for g in cluster.group_names()}
     notes = []
     for name, addr in sorted(cluster.broker_addrs.items()):
         table = {}
@@ -131,7 +152,7 @@ def read_replicas(cluster):
             for _, offset, _, props in records:
                 table[(queue, offset)] = props.get("KEYS", "")
         if ok:
-            reads[name] = table
+            reads[cluster.group_of[name]][name] = table
     return reads, notes
 
 
@@ -150,12 +171,13 @@ def drain(consumers, quiet_s=3.0, limit_s=20.0):
 
 
 class Monitor:
-    """Who the controllers name master, polled every 0.1 s from each controller on its own thread
-    (a partitioned or paused controller holds back only its own poll; a follower answers nothing, so
-    every answer is the committed state). `observations`: (t, epoch, master address, SyncStateSet
-    size). A probe thread sends to each newly elected master directly until one SEND_OK (recorded
-    in its own history, checked with the producers'), which times "the new master accepts sends"
-    apart from the producers' route refresh and timeouts."""
+    """Who the controllers name master of each group, polled every 0.1 s from each controller on its
+    own thread per group (a partitioned or paused controller holds back only its own poll; a
+    follower answers nothing, so every answer is the committed state). `observations`: (t, epoch,
+    master address, SyncStateSet size, group). A probe thread per group sends to each newly elected
+    master directly until one SEND_OK (recorded in its own history, checked with the producers'),
+    which times "the new master accepts sends" apart from the producers' route refresh and
+    timeouts."""
 
     def __init__(self, seed, cluster, t0, out, lock, period=0.1):
         self.seed = seed
@@ -167,11 +189,11 @@ class Monitor:
         self.stop_flag = threading.Event()
         self.observations = []
         self.history = []
-        self.best = (0, None)  # (epoch, address) of the newest master seen
+        self.best = {g: (0, None) for g in cluster.group_names()}  # (epoch, address) of the newest master seen
         self.obs_lock = threading.Lock()
-        self.threads = [threading.Thread(target=self._poll, args=(addr,), daemon=True)
-                        for addr in cluster.controller_addrs]
-        self.threads.append(threading.Thread(target=self._probe, daemon=True))
+        self.threads = [threading.Thread(target=self._poll, args=(addr, g), daemon=True)
+                        for g in cluster.group_names() for addr in cluster.controller_addrs]
+        self.threads += [threading.Thread(target=self._probe, args=(g,), daemon=True) for g in cluster.group_names()]
 
     def now(self):
         return round(time.monotonic() - self.t0, 4)
@@ -185,36 +207,37 @@ class Monitor:
         for t in self.threads:
             t.join(5)
 
-    def _poll(self, addr):
+    def _poll(self, addr, group):
         while not self.stop_flag.is_set():
             try:
-                info = wire.replica_info(addr, self.cluster.home, timeout=0.5)
+                info = wire.replica_info(addr, group, timeout=0.5)
             except (wire.NotSent, wire.Unknown, ValueError):
                 info = None
             if info is not None and info["masterBrokerId"] is not None:
                 with self.obs_lock:
                     self.observations.append((self.now(), info["masterEpoch"], info["masterAddress"],
-                                              len(info["syncStateSet"])))
-                    if info["masterEpoch"] > self.best[0]:
-                        self.best = (info["masterEpoch"], info["masterAddress"])
+                                              len(info["syncStateSet"]), group))
+                    if info["masterEpoch"] > self.best[group][0]:
+                        self.best[group] = (info["masterEpoch"], info["masterAddress"])
             self.stop_flag.wait(self.period)
 
-    def _probe(self):
+    def _probe(self, group):
         probed = 0  # the epoch whose master the probe already got a SEND_OK from
         n = 0
         while not self.stop_flag.is_set():
             with self.obs_lock:
-                epoch, addr = self.best
+                epoch, addr = self.best[group]
             if epoch <= probed or not addr:
                 self.stop_flag.wait(0.02)
                 continue
             if probed == 0:
                 probed = epoch  # the first master (the cluster's start) is not a failover
                 continue
-            key = "s%d-probe-%d" % (self.seed, n)
+            key = "s%d-probe-%s-%d" % (self.seed, group, n)
             queue = n % QUEUES
             n += 1
-            self._record({"type": "invoke", "key": key, "queue": queue, "addr": addr, "epoch": epoch})
+            self._record({"type": "invoke", "key": key, "broker": group, "queue": queue, "addr": addr,
+                          "epoch": epoch})
             try:
                 reply = wire.send(addr, TOPIC, queue, key, ("chaos " + key).encode(), timeout=0.5)
             except wire.NotSent as err:
@@ -225,7 +248,8 @@ class Monitor:
                 self._record({"type": "unknown", "key": key, "error": str(err)})
                 continue
             if reply.code == wire.SUCCESS:
-                self._record({"type": "ok", "key": key, "addr": addr, "queue": int(reply.ext.get("queueId", -1)),
+                self._record({"type": "ok", "key": key, "addr": addr, "broker": group,
+                              "queue": int(reply.ext.get("queueId", -1)),
                               "offset": int(reply.ext.get("queueOffset", -1)), "msgId": reply.ext.get("msgId"),
                               "epoch": epoch})
                 probed = epoch
@@ -240,20 +264,20 @@ class Monitor:
         with self.lock:
             self.out.write(json.dumps(op) + "\n")
 
-    def master_at(self, t):
-        """(epoch, address) of the newest master the controllers named at or before `t`."""
+    def master_at(self, t, group):
+        """(epoch, address) of the newest master of `group` the controllers named at or before `t`."""
         best = (0, None)
         with self.obs_lock:
-            for ot, epoch, addr, _ in self.observations:
-                if ot <= t and epoch > best[0]:
+            for ot, epoch, addr, _, g in self.observations:
+                if g == group and ot <= t and epoch > best[0]:
                     best = (epoch, addr)
         return best
 
-    def first_newer(self, t, epoch):
-        """The first observation after `t` naming a master of a newer epoch than `epoch`."""
+    def first_newer(self, t, epoch, group):
+        """The first observation of `group` after `t` naming a master of a newer epoch than `epoch`."""
         with self.obs_lock:
             for obs in self.observations:
-                if obs[0] >= t and obs[1] > epoch:
+                if obs[4] == group and obs[0] >= t and obs[1] > epoch:
                     return obs
         return None
 
@@ -286,26 +310,28 @@ class SingleFaults:
     def now(self):
         return time.monotonic() - self.t0
 
-    def _last_ok(self):
-        return max([p.history[-1]["t"] for p in self.prods
-                    if p.history and p.history[-1]["type"] == "ok"] +
-                   [op["t"] for p in self.prods for op in p.history[-4:] if op["type"] == "ok"] + [-1.0])
+    def _last_ok(self, group):
+        return max([op["t"] for p in self.prods for op in p.history[-24:]
+                    if op["type"] == "ok" and op.get("broker") == group] + [-1.0])
 
-    def _last_consume(self):
-        return max([op["t"] for c in self.cons for op in c.history[-8:] if op["type"] == "consume"] + [-1.0])
+    def _last_consume(self, group):
+        return max([op["t"] for c in self.cons for op in c.history[-24:]
+                    if op["type"] == "consume" and op.get("broker") == group] + [-1.0])
 
     def _healthy(self, after):
-        """Full SyncStateSet, every process up, a SEND_OK and (with consumers) a consume in the last
-        second or two, both after `after`."""
+        """Every group's SyncStateSet full, every process up, and per group a SEND_OK and (with
+        consumers) a consume in the last second or two, both after `after`."""
         if self.cluster.paused or not all(self.cluster.alive(n) for n in self.cluster.nodes):
             return False
-        info = self.cluster.info()
-        if info is None or not self.cluster.full(info):
+        if not self.cluster.all_full():
             return False
         now = self.now()
-        if self._last_ok() < max(after, now - 1.0):
-            return False
-        return not self.cons or self._last_consume() >= max(after, now - 2.0)
+        for group in self.cluster.group_names():
+            if self._last_ok(group) < max(after, now - 1.0):
+                return False
+            if self.cons and self._last_consume(group) < max(after, now - 2.0):
+                return False
+        return True
 
     def wait_healthy(self, after, limit_s=60.0):
         end = time.monotonic() + limit_s
@@ -331,7 +357,8 @@ class SingleFaults:
                 self.one(event)
 
     def one(self, event):
-        before = self.monitor.master_at(self.now())
+        now = self.now()
+        befores = {g: self.monitor.master_at(now, g) for g in self.cluster.group_names()}
         nem = nemesis.Nemesis(self.cluster, self.network, [event], self.t0, self.flog)
         nem._seq = self._seq  # fault ids stay unique over the run (the network rules are named by them)
         nem.start()
@@ -349,6 +376,7 @@ class SingleFaults:
             self.problems.append("single: %s was not applied: %s" % (event["kind"], nem.errors))
             return
         fault = nem.applied[0]
+        before = befores.get(fault.get("group"), (0, None))
         if "end" not in fault:
             nem._heal(fault)
         self.applied.append(fault)
@@ -357,7 +385,7 @@ class SingleFaults:
         if not recovered:
             self.problems.append("single: %s (%s) at %.1f s: not recovered within 60 s of its heal"
                                  % (fault["kind"], fault.get("target"), fault["start"]))
-        self.measures.append({"kind": fault["kind"], "target": fault.get("target"),
+        self.measures.append({"kind": fault["kind"], "target": fault.get("target"), "group": fault.get("group"),
                               "start": applied_at if applied_at is not None else fault["start"],
                               "asked": fault["start"], "end": healed, "recovered": self.now() if recovered else None,
                               "epoch_before": before[0], "master_before": before[1]})
@@ -367,16 +395,18 @@ class SingleFaults:
         effect (`effect`): the start of the send outage when one began while the fault was being
         applied (the nemesis resolves the target and loads nftables rules first, which took 0.2-3 s
         on the loaded machine; the cut is in force before that returns), else when it returned."""
-        oks = sorted(op["t"] for op in history if op["type"] == "ok" and op.get("proc") != "probe")
-        consumed = sorted(op["t"] for op in consumes if op["type"] == "consume")
         for m in self.measures:
+            # The fault's group's sends and consumes (the other group's go on through it).
+            oks = sorted(op["t"] for op in history if op["type"] == "ok" and op.get("proc") != "probe"
+                         and op.get("broker") == m["group"])
+            consumed = sorted(op["t"] for op in consumes if op["type"] == "consume" and op.get("broker") == m["group"])
             asked = m.get("asked", m["start"])
             until = m["recovered"] if m["recovered"] is not None else m["end"] + 60
             m["recovery_s"] = round(until - m["end"], 2) if m["recovered"] is not None else None
             gap, gap_from, _ = checker.outage_in(oks, asked, until)
             effect = gap_from if asked - 0.05 <= gap_from <= m["start"] and gap > 0.2 else m["start"]
             m["effect"] = round(effect, 3)
-            new = self.monitor.first_newer(asked, m["epoch_before"])
+            new = self.monitor.first_newer(asked, m["epoch_before"], m["group"])
             new = new if new is not None and new[0] <= until else None
             m["elected"] = bool(new)
             m["elected_s"] = round(new[0] - effect, 3) if new else None
@@ -420,13 +450,14 @@ def timeline(history, consumes, faults, t_end):
                        for f in faults]}
 
 
-def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", consumers=2, single=0):
+def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", consumers=2, single=0, groups=2):
     """One seed: a random overlapping schedule of `seconds`, or with `single` (repeats) the
-    single-fault mode over `kinds` (default every kind of the layout)."""
+    single-fault mode over `kinds` (default every kind of the layout); `groups` broker groups
+    (controller layout)."""
     workdir = os.path.join(base, "seed-%d%s" % (seed, "-single" if single else ""))
     os.makedirs(workdir, exist_ok=True)
-    network = net.Network(cl.layout_nodes(layout, 1))
-    cluster = cl.Cluster(workdir, network, layout, 1)
+    network = net.Network(cl.layout_nodes(layout, groups))
+    cluster = cl.Cluster(workdir, network, layout, groups)
     result = {"seed": seed, "problems": [], "facts": {}, "workdir": workdir}
     feats = None
     layout_kinds = nemesis.CLASSIC_KINDS if layout == "classic" else nemesis.KINDS
@@ -476,16 +507,18 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
                     time.sleep(0.2)
             nem.heal_everything()
             healed_at = time.monotonic() - t0
-            # Recovery: a master with every replica in sync, and a send acknowledged after the heal.
+            # Recovery: every group a master with every replica in sync, and a send acknowledged by
+            # every group after the heal.
             full_sync = True
             try:
-                cluster.wait_group(cluster.full, "full SyncStateSet after the heal", 60)
+                cluster.wait_groups(cluster.full, "full SyncStateSet in every group after the heal", 60)
             except RuntimeError as err:
                 full_sync = False
                 result["problems"].append("recovery: %s" % err)
             end = time.monotonic() + 30
-            while time.monotonic() < end and not any(
-                    op["type"] == "ok" and op["t"] > healed_at for p in prods for op in p.history[-50:]):
+            while time.monotonic() < end and not all(
+                    any(op["type"] == "ok" and op["t"] > healed_at and op.get("broker") == g
+                        for p in prods for op in p.history[-50:]) for g in cluster.group_names()):
                 time.sleep(0.2)
             result["facts"]["recovery_wait_s"] = round(time.monotonic() - t0 - healed_at, 1)
             for p in prods:
@@ -513,25 +546,36 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
         applied = driver.applied if driver is not None else nem.applied
         history = sorted((op for p in prods + java + ([monitor] if monitor else []) for op in p.history),
                          key=lambda op: op["t"])
-        after = [op["t"] for op in history if op["type"] == "ok" and op["t"] > healed_at]
-        recovered_at = after[0] if after else t_end
-        if not after:
-            result["problems"].append("recovery: no send acknowledged in %.0f s after every fault was healed"
-                                      % (t_end - healed_at))
-        info = cluster.info()
-        master = cluster.broker_at(info["masterAddress"]) if info else None
-        # Every replica once the SyncStateSet is full again (producers stopped, so nothing is in flight).
-        in_sync = list(cluster.brokers) if full_sync and info and cluster.full(info) else []
-        if layout == "classic" and in_sync:
+        # The first SEND_OK after the heal by the group that took longest to give one.
+        firsts = []
+        for g in cluster.group_names():
+            after = [op["t"] for op in history if op["type"] == "ok" and op["t"] > healed_at and op.get("broker") == g]
+            firsts.append(after[0] if after else None)
+            if not after:
+                result["problems"].append("recovery: no send acknowledged by %s in %.0f s after every fault was healed"
+                                          % (g, t_end - healed_at))
+        recovered_at = max(firsts) if None not in firsts else t_end
+        infos = cluster.infos()
+        final = {}
+        for g, info in infos.items():
+            master = cluster.broker_at(info["masterAddress"]) if info else None
+            # Every replica once the SyncStateSet is full again (producers stopped, so nothing is in flight).
+            in_sync = list(cluster.groups[g]) if full_sync and info and cluster.full(info) else []
+            final[g] = {"master": master, "in_sync": in_sync}
+        if layout == "classic" and final[cl.CLASSIC_GROUP]["in_sync"]:
             # The slave copies asynchronously what it has not acknowledged: let it catch up first.
             time.sleep(3)
         read_from = time.monotonic()
         reads, notes = read_replicas(cluster)
         result["facts"]["read_s"] = round(time.monotonic() - read_from, 1)
-        if master is None or master not in reads:
-            result["problems"].append("final read: no master to read (controllers say %s; %s)" % (info, notes))
+        missing = [g for g, v in final.items() if v["master"] is None or v["master"] not in reads[g]]
+        if missing:
+            result["problems"].append("final read: no master to read for %s (controllers say %s; %s)"
+                                      % (missing, infos, notes))
         else:
-            problems, facts = checker.check(history, reads, master, in_sync, applied, t_end)
+            for g in final:
+                final[g]["reads"] = reads[g]
+            problems, facts = checker.check_groups(history, final, applied, t_end)
             result["problems"].extend(problems)
             result["facts"].update(facts)
         consumes = sorted((op for c in cons_ for op in c.history), key=lambda op: op["t"])
@@ -558,15 +602,17 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
             result["facts"]["java_consumer"]["longest_gap_s"] = facts["consume_availability"]["longest_gap_s"]
         result["facts"]["java_errors"] = [e for j in java + jcons for e in j.errors]
         if feats is not None:
-            problems, facts = feats.check(applied, cluster.broker_addrs.get(master), nemesis.faults_clock.KINDS)
+            # The features run on the home group alone (features.py).
+            problems, facts = feats.check(applied, cluster.broker_addrs.get(final[cluster.home]["master"]),
+                                          nemesis.faults_clock.KINDS)
             result["problems"].extend(problems)
             result["facts"]["features"] = facts
         result["facts"].update({"healed_at_s": round(healed_at, 2),
                                 "first_ok_after_heal_s": round(recovered_at - healed_at, 2),
                                 "faults": [(round(f["start"], 1), f["kind"], f.get("target")) for f in applied],
                                 "nemesis_errors": nem.errors + (driver.errors if driver else []),
-                                "read_notes": notes, "final": info,
-                                "in_sync": in_sync, "starts": cluster.starts})
+                                "read_notes": notes, "final": infos,
+                                "in_sync": {g: v["in_sync"] for g, v in final.items()}, "starts": cluster.starts})
     except Exception as err:
         result["problems"].append("harness: %s: %s" % (type(err).__name__, err))
     finally:
@@ -587,7 +633,8 @@ def print_result(r):
           % (r["seed"], status, r["seed"],
              "--single %d" % r["single_repeats"] if r.get("single_repeats") else "--seconds %s" % r["seconds"],
              (" --kinds " + ",".join(r["kinds"]) if r["kinds"] else "")
-             + (" --layout classic" if r["layout"] == "classic" else "")))
+             + (" --layout classic" if r["layout"] == "classic" else "")
+             + (" --groups %d" % r["groups"] if r["layout"] != "classic" and r.get("groups", 2) != 2 else "")))
     if r.get("single"):
         print_single(report.single_table(r["single"]))
     if f.get("sends"):
@@ -596,6 +643,10 @@ def print_result(r):
               % (f["sends"], f["lost"], f["phantom"], f["duplicates"], f["stored_not_acked"], f["diverged"]))
         print("   longest send outage %.2f s (%.1f..%.1f); first ack after heal %.2f s"
               % (av["longest_gap_s"], av["from"], av["to"], f["first_ok_after_heal_s"]))
+        if "availability_per_group" in f:
+            print("   per group: longest send outage %s; lost %s"
+                  % (", ".join("%s %.2f s" % kv for kv in sorted(f["availability_per_group"].items())),
+                     ", ".join("%s %d" % kv for kv in sorted(f["lost_per_group"].items()))))
         for kind, (gap, a, b) in sorted(av["per_fault_kind"].items()):
             print("     %-19s longest outage overlapping it %.2f s (%.1f..%.1f)" % (kind, gap, a, b))
     if "consumed" in f:
@@ -644,7 +695,10 @@ def main():
     ap.add_argument("--features", default="fifo,tx,timer",
                     help="message kinds beside plain sends, each with its producer, consumer and checkers (features.py): fifo, tx, timer, comma-separated, or none")
     ap.add_argument("--layout", choices=sorted(cl.LAYOUTS), default="controller",
-                    help="controller: 3 controllers + 3 replicas; classic: SYNC_MASTER + SLAVE")
+                    help="controller: 3 controllers, 2 name servers, --groups groups of 3 replicas, the proxy; "
+                         "classic: 1 name server, SYNC_MASTER + SLAVE, the proxy")
+    ap.add_argument("--groups", type=int, default=2, choices=(1, 2, 3),
+                    help="broker groups of 3 replicas (controller layout; default 2, a RocketMQ 5 user's topology)")
     ap.add_argument("--kinds", help="comma-separated fault kinds to draw from (default all: %s)"
                     % ",".join(nemesis.KINDS))
     ap.add_argument("--single", type=int, nargs="?", const=2, default=0, metavar="N",
@@ -710,11 +764,12 @@ def main():
             print("== seed %d starting (%d s of faults)" % (seed, args.seconds))
         sys.stdout.flush()
         r = run_seed(seed, args.seconds, args.producers, base, kinds or None, args.layout, args.consumers,
-                     single)
+                     single, args.groups)
         r["single_repeats"] = single
         r["seconds"] = args.seconds
         r["kinds"] = kinds
         r["layout"] = args.layout
+        r["groups"] = args.groups
         results.append(r)
         print_result(r)
     failed = [r["seed"] for r in results if r["problems"]]

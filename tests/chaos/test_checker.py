@@ -283,5 +283,81 @@ class TimerChecker(unittest.TestCase):
         self.assertIn("timer_lost: delay a", " | ".join(problems))
 
 
+def gsends(*acks):
+    """acks: (key, broker, queue, offset, t), each invoked and acknowledged by group `broker`."""
+    history = []
+    for key, broker, queue, offset, t in acks:
+        history.append({"type": "invoke", "key": key, "broker": broker, "queue": queue, "t": t - 0.01})
+        history.append({"type": "ok", "key": key, "broker": broker, "queue": queue, "offset": offset, "t": t,
+                        "addr": broker + "-m"})
+    return history
+
+
+def gconsume(t, broker, queue, offset, key, consumer=0):
+    return dict(consume(t, queue, offset, key, consumer), broker=broker)
+
+
+def group(reads, master="m", in_sync=("m", "s")):
+    return {"reads": reads, "master": master, "in_sync": list(in_sync)}
+
+
+class PerGroupCheckers(unittest.TestCase):
+    """Two broker groups, queues keyed by (brokerName, queueId): each group's sends are checked
+    against that group's final replica reads only."""
+
+    H = gsends(("a1", "ga", 0, 0, 1.0), ("b1", "gb", 0, 0, 1.5), ("b2", "gb", 0, 1, 2.0))
+
+    def test_both_groups_whole_pass(self):
+        groups = {"ga": group({"m": {(0, 0): "a1"}, "s": {(0, 0): "a1"}}),
+                  "gb": group({"m": {(0, 0): "b1", (0, 1): "b2"}, "s": {(0, 0): "b1", (0, 1): "b2"}})}
+        problems, facts = checker.check_groups(self.H, groups, [], 5.0)
+        self.assertEqual(problems, [])
+        self.assertEqual(facts["lost_per_group"], {"ga": 0, "gb": 0})
+
+    def test_a_message_lost_in_group_b_only_is_caught(self):
+        # Queue 0 offset 1 exists in group a too (another message there would hide it if queues were
+        # keyed by queueId alone); group b's master lacks b2.
+        groups = {"ga": group({"m": {(0, 0): "a1", (0, 1): "b2"}, "s": {(0, 0): "a1"}}, in_sync=("m",)),
+                  "gb": group({"m": {(0, 0): "b1"}, "s": {(0, 0): "b1"}}, in_sync=("m",))}
+        problems, facts = checker.check_groups(self.H, groups, [], 5.0)
+        self.assertIn("lost: b2", " | ".join(problems))
+        self.assertEqual(facts["lost_per_group"], {"ga": 0, "gb": 1})
+
+    def test_the_same_slot_in_two_groups_is_no_offset_reuse(self):
+        groups = {"ga": group({"m": {(0, 0): "a1"}}, in_sync=("m",)),
+                  "gb": group({"m": {(0, 0): "b1", (0, 1): "b2"}}, in_sync=("m",))}
+        problems, _ = checker.check_groups(self.H, groups, [], 5.0)
+        self.assertEqual(problems, [])
+        reuse = self.H + gsends(("b3", "gb", 0, 1, 3.0))
+        problems, _ = checker.check_groups(reuse, groups, [], 5.0)
+        self.assertIn("offset_reuse: gb queue 0 offset 1", " | ".join(problems))
+
+    def test_divergence_is_per_group(self):
+        groups = {"ga": group({"m": {(0, 0): "a1"}, "s": {(0, 0): "a1"}}),
+                  "gb": group({"m": {(0, 0): "b1", (0, 1): "b2"}, "s": {(0, 0): "b1", (0, 1): "a1"}})}
+        problems, _ = checker.check_groups(self.H, groups, [], 5.0)
+        self.assertIn("divergence: gb queue 0 offset 1", " | ".join(problems))
+
+    def test_a_consumer_missing_group_b_only_is_caught(self):
+        consumes = [reset(0.5, 0, 0), dict(reset(0.5, 0, 0), broker="gb"), gconsume(1.1, "ga", 0, 0, "a1"),
+                    gconsume(1.6, "gb", 0, 0, "b1")]
+        consumes[0]["broker"] = "ga"
+        problems, facts = run(consumes, self.H)
+        self.assertIn("consume_missed: 1 acknowledged messages never consumed, first b2 (gb queue 0 offset 1",
+                      problems)
+
+    def test_a_message_consumed_from_the_other_group_is_misplaced(self):
+        consumes = [gconsume(1.1, "ga", 0, 0, "a1"), gconsume(1.6, "gb", 0, 0, "b1"), gconsume(2.1, "ga", 0, 1, "b2")]
+        problems, _ = run(consumes, self.H)
+        self.assertIn("consume_misplaced: b2 consumed at ga queue 0 offset 1", problems)
+
+    def test_order_is_per_group_queue(self):
+        # Offsets 0, 1 of group b's queue 0 after offset 0 of group a's queue 0: no going back.
+        consumes = [dict(reset(0.5, 0, 0), broker="ga"), dict(reset(0.5, 0, 0), broker="gb"),
+                    gconsume(1.1, "ga", 0, 0, "a1"), gconsume(1.6, "gb", 0, 0, "b1"), gconsume(2.1, "gb", 0, 1, "b2")]
+        problems, _ = run(consumes, self.H)
+        self.assertEqual(problems, "")
+
+
 if __name__ == "__main__":
     unittest.main()
