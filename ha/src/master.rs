@@ -23,6 +23,9 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 pub const SLAVE_SILENCE_LIMIT: Duration = Duration::from_secs(20);
 /// Longest a frame write may block (a stuck slave must not hold the sender forever).
 const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest wait for a version 2 slave's first report after the acceptance: it may be cutting its log
+/// first (a cut waits up to 30 s for its log to be durable).
+const FIRST_REPORT_TIMEOUT: Duration = Duration::from_secs(90);
 /// Senders re-check the log at least this often even without a signal.
 const IDLE_POLL: Duration = Duration::from_millis(100);
 
@@ -143,6 +146,15 @@ pub async fn serve_slave(
     let start = plan_start(&ms.store, hello, reported)
         .and_then(|start| check_start(&ms.store, start.offset()).map(|()| start));
     let start = match start {
+        Ok(s) if hello.version == wire::VERSION_2 => {
+            match starts_record(&ms.store, s.offset()).await {
+                Ok(()) => Ok(s),
+                Err(reason) => Err(reason),
+            }
+        }
+        other => other,
+    };
+    let start = match start {
         Ok(s) => s,
         Err(reason) => {
             refuse(stream, &reason).await;
@@ -174,7 +186,32 @@ pub async fn serve_slave(
         }
     }
     write_all_within(&mut stream, &answer, WRITE_TIMEOUT).await?;
+    // A version 2 slave counts (acks, catch-up time, SyncStateSet) only once its first report says
+    // its log ends exactly at `from`: a slave whose cut failed never reports (Apache's master, too,
+    // counts a slave only from its TRANSFER-state reports).
+    let first = if hello.version == wire::VERSION_2 {
+        let mut report = [0u8; wire::REPORT];
+        read_exact_within(&mut stream, &mut report, FIRST_REPORT_TIMEOUT).await?;
+        let first = wire::decode_report(&report)?;
+        if first != from {
+            let why = format!(
+                "slave {} reported its log end at {} after the handshake, not at {} where its replication starts",
+                hello.broker_id,
+                local_of(first),
+                local_of(from)
+            );
+            tracing::error!("HA shard {}: {why}; connection closed", ms.store.shard_id());
+            return Err(HaError::Other(why));
+        }
+        Some(first)
+    } else {
+        None
+    };
     let conn = ms.watermark.connected_as(from, hello.broker_id);
+    if let Some(first) = first {
+        ms.watermark
+            .ack(conn, first, ms.store.max_physical_offset());
+    }
     if let Ok(peer) = stream.peer_addr() {
         ms.watermark.set_addr(conn, peer.to_string());
     }
@@ -210,6 +247,24 @@ fn plan_start(store: &MessageStore, hello: &Handshake, reported: i64) -> Result<
         reported,
         slave_has_data,
     )
+}
+
+/// A version 2 slave starts only where a record of this log starts (its end counts): a slave whose
+/// log differs from this one inside a record (it wrote bytes this master never had) would otherwise
+/// get frames cut mid-record.
+async fn starts_record(store: &MessageStore, from: i64) -> Result<(), String> {
+    match store.record_starts_at(from).await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(format!(
+            "no record starts at {} in this master's shard {} log: the slave's log differs from the master's inside a record; clear the slave's store",
+            local_of(from),
+            store.shard_id()
+        )),
+        Err(e) => Err(format!(
+            "cannot check for a record at {} in this master's log: {e}",
+            local_of(from)
+        )),
+    }
 }
 
 /// Where a slave may start: its end must be a point of this shard's log that the master still holds.

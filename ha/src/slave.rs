@@ -86,36 +86,16 @@ pub(crate) async fn session(
     stopped: &Rc<dyn Fn() -> bool>,
 ) -> Result<(), HaError> {
     let shard = store.shard_id();
-    let mut stream = TcpStream::connect_timeout(addr, CONNECT_TIMEOUT)
-        .await
-        .map_err(|e| HaError::Other(format!("cannot connect: {e}")))?;
-    let _ = stream.set_nodelay(true);
-    let end = store.max_physical_offset();
-    let mut handshake = Handshake::classic(cfg.shard_count, shard, &cfg.broker_name);
     let controller_mode = cfg.broker_id != wire::NO_BROKER_ID;
-    if controller_mode {
-        handshake.version = wire::VERSION_2;
-        handshake.broker_id = cfg.broker_id;
-        handshake.epochs = store.epochs();
+    if let Some(why) = store.unrecovered_failure() {
+        // What it would acknowledge is not what its disk holds: a restart's recovery comes first.
+        return Err(HaError::Other(format!(
+            "not replicating: this store refuses writes until a restart ({why})"
+        )));
     }
-    let mut hello = handshake.encode();
-    hello.extend_from_slice(&wire::encode_report(end));
-    write_all_within(&mut stream, &hello, ANSWER_TIMEOUT).await?;
-    let mut fixed = [0u8; wire::ANSWER_FIXED];
-    read_exact_within(&mut stream, &mut fixed, ANSWER_TIMEOUT).await?;
-    let (accepted, len) = Answer::decode_fixed(&fixed)?;
-    let mut msg = vec![0u8; len];
-    read_exact_within(&mut stream, &mut msg, ANSWER_TIMEOUT).await?;
-    if accepted {
-        let addr = String::from_utf8_lossy(&msg).into_owned();
-        *status.master_addr.borrow_mut() = Some(addr).filter(|a| !a.is_empty());
-    } else {
-        let reason = String::from_utf8_lossy(&msg).into_owned();
-        tracing::error!("HA shard {shard}: the master at {addr} refused replication: {reason}");
-        return Err(HaError::Refused(reason));
-    }
-    let end = if controller_mode {
-        let new_end = adopt_master_history(&mut stream, store, end).await?;
+    let end = store.max_physical_offset();
+    let (stream, end) = if controller_mode {
+        let (stream, new_end) = adopt_master_history(store, cfg, addr, status, end).await?;
         if new_end < end {
             status.truncations.set(status.truncations.get() + 1);
             let cut = u64::try_from(end - new_end).unwrap_or_default();
@@ -123,9 +103,10 @@ pub(crate) async fn session(
                 .truncated_bytes
                 .set(status.truncated_bytes.get() + cut);
         }
-        new_end
+        (stream, new_end)
     } else {
-        end
+        let (stream, _) = handshake(store, cfg, addr, status, end).await?;
+        (stream, end)
     };
     tracing::info!(
         "HA shard {shard}: replicating from {addr}, starting at local offset {}",
@@ -151,36 +132,150 @@ pub(crate) async fn session(
     result
 }
 
-/// Version 2, after the acceptance: reads the truncation offset and the master's epochs, cuts the log
-/// if told to, and adopts the master's epoch history. Returns the log end replication starts from.
-async fn adopt_master_history(
-    stream: &mut TcpStream,
+/// Connects, sends the handshake with `end` as this slave's log end and reads the answer; in
+/// controller mode also the truncation offset and the master's epochs that follow an acceptance.
+async fn handshake(
     store: &MessageStore,
+    cfg: &SlaveConfig,
+    addr: SocketAddr,
+    status: &SlaveStatus,
     end: i64,
-) -> Result<i64, HaError> {
+) -> Result<(TcpStream, Option<(i64, Vec<storage::EpochEntry>)>), HaError> {
     let shard = store.shard_id();
+    let mut stream = TcpStream::connect_timeout(addr, CONNECT_TIMEOUT)
+        .await
+        .map_err(|e| HaError::Other(format!("cannot connect: {e}")))?;
+    let _ = stream.set_nodelay(true);
+    let mut handshake = Handshake::classic(cfg.shard_count, shard, &cfg.broker_name);
+    let controller_mode = cfg.broker_id != wire::NO_BROKER_ID;
+    if controller_mode {
+        handshake.version = wire::VERSION_2;
+        handshake.broker_id = cfg.broker_id;
+        handshake.epochs = store.epochs();
+    }
+    let mut hello = handshake.encode();
+    hello.extend_from_slice(&wire::encode_report(end));
+    write_all_within(&mut stream, &hello, ANSWER_TIMEOUT).await?;
+    let mut fixed = [0u8; wire::ANSWER_FIXED];
+    read_exact_within(&mut stream, &mut fixed, ANSWER_TIMEOUT).await?;
+    let (accepted, len) = Answer::decode_fixed(&fixed)?;
+    let mut msg = vec![0u8; len];
+    read_exact_within(&mut stream, &mut msg, ANSWER_TIMEOUT).await?;
+    if accepted {
+        let addr = String::from_utf8_lossy(&msg).into_owned();
+        *status.master_addr.borrow_mut() = Some(addr).filter(|a| !a.is_empty());
+    } else {
+        let reason = String::from_utf8_lossy(&msg).into_owned();
+        tracing::error!("HA shard {shard}: the master at {addr} refused replication: {reason}");
+        return Err(HaError::Refused(reason));
+    }
+    if !controller_mode {
+        return Ok((stream, None));
+    }
     let mut fixed = [0u8; wire::ACCEPT_EXT_FIXED];
-    read_exact_within(stream, &mut fixed, ANSWER_TIMEOUT).await?;
+    read_exact_within(&mut stream, &mut fixed, ANSWER_TIMEOUT).await?;
     let (truncate_offset, len) = AcceptExt::decode_fixed(&fixed)?;
     let mut entries = vec![0u8; len];
-    read_exact_within(stream, &mut entries, ANSWER_TIMEOUT).await?;
+    read_exact_within(&mut stream, &mut entries, ANSWER_TIMEOUT).await?;
     let epochs = wire::decode_epochs(&entries)?;
-    if truncate_offset != wire::NO_TRUNCATION {
-        if truncate_offset > end {
+    Ok((stream, Some((truncate_offset, epochs))))
+}
+
+/// Version 2: handshakes, cuts the log where the master says, and adopts the master's epoch history
+/// (Apache RocketMQ's AutoSwitchHAClient handshake and truncation). Returns the connection and the
+/// log end replication starts from.
+///
+/// The cut is never skipped: replicating from this log's own end after a failed cut would leave bytes
+/// the master never had below the replication point. When the master's point `p` falls inside one
+/// of this log's records (this slave wrote bytes there that the master never had), the slave takes
+/// the start `b` of that record and handshakes again claiming `b` as its end: the master accepts
+/// only if its own log has a record starting at `b` that it still holds (so everything cut from `b`
+/// on is fetched again from it), or names an earlier point. Then the slave cuts. Any other failure
+/// (a refusal, a cut that fails) ends the attempt with an ERROR and no replication; `follow`
+/// retries the handshake after its back-off, so a repaired disk or another master resolves it.
+async fn adopt_master_history(
+    store: &MessageStore,
+    cfg: &SlaveConfig,
+    addr: SocketAddr,
+    status: &SlaveStatus,
+    end: i64,
+) -> Result<(TcpStream, i64), HaError> {
+    let shard = store.shard_id();
+    let local = storage::local_of;
+    let mut claim = end;
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let (stream, ext) = handshake(store, cfg, addr, status, claim).await?;
+        let (truncate_offset, epochs) = ext.ok_or_else(|| {
+            HaError::Other("no truncation offset after a version 2 acceptance".to_owned())
+        })?;
+        let target = if truncate_offset == wire::NO_TRUNCATION {
+            claim
+        } else if truncate_offset > claim {
             return Err(HaError::Other(format!(
-                "the master says cut at {truncate_offset}, past this log's end {end}"
+                "the master says cut at {}, past the end {} this slave claimed",
+                local(truncate_offset),
+                local(claim)
+            )));
+        } else {
+            truncate_offset
+        };
+        if target < end {
+            let starts = store.record_starts_at(target).await.map_err(|e| {
+                tracing::error!(
+                    "HA shard {shard}: cannot cut local offsets {}..{} for the master at {addr}: {e}; not replicating",
+                    local(target),
+                    local(end)
+                );
+                HaError::Store(e)
+            })?;
+            if !starts {
+                let before = store.record_start_at_or_before(target).await?;
+                tracing::error!(
+                    "HA shard {shard}: the master at {addr} has no copy of local offsets {}..{}, but no local record starts at {} (the record at {} crosses it: this slave wrote bytes the master never had); asking the master to confirm it holds a record at {}",
+                    local(target),
+                    local(end),
+                    local(target),
+                    local(before),
+                    local(before)
+                );
+                if tries >= 2 || before >= target {
+                    return Err(HaError::Other(format!(
+                        "no record starts at local offset {} (the master's divergence point); not replicating",
+                        local(target)
+                    )));
+                }
+                claim = before;
+                drop(stream);
+                continue;
+            }
+            tracing::warn!(
+                "HA shard {shard}: the master has no copy of local offsets {}..{} (written in an older epoch or never replicated): cutting them",
+                local(target),
+                local(end)
+            );
+            if let Err(e) = store.truncate_tail(target).await {
+                tracing::error!(
+                    "HA shard {shard}: cutting local offsets {}..{} for the master at {addr} failed: {e}; not replicating (retried at the next handshake)",
+                    local(target),
+                    local(end)
+                );
+                return Err(HaError::Store(e));
+            }
+        }
+        // Its data up to here is the master's; what comes next is too, so its history is ours.
+        store.set_epochs(epochs)?;
+        let now = store.max_physical_offset();
+        if now != target {
+            return Err(HaError::Other(format!(
+                "after the handshake this log ends at {}, not at {} where the master starts",
+                local(now),
+                local(target)
             )));
         }
-        tracing::warn!(
-            "HA shard {shard}: the master has no copy of local offsets {}..{} (written in an older epoch): cutting them",
-            storage::local_of(truncate_offset),
-            storage::local_of(end)
-        );
-        store.truncate_tail(truncate_offset).await?;
+        return Ok((stream, now));
     }
-    // Its data up to here is the master's; what comes next is too, so its history is ours.
-    store.set_epochs(epochs)?;
-    Ok(store.max_physical_offset())
 }
 
 /// Writes the slave's log end whenever it moved, and at least every `REPORT_INTERVAL`.

@@ -23,6 +23,7 @@
 //! | `checkpoint_write@<shard>` | the checkpoint slot write fails with errno `arg` |
 //! | `checkpoint_fdatasync@<shard>` | the checkpoint fdatasync fails with errno `arg` |
 //! | `segment_read` | a read of a CommitLog segment file whose path contains `arg` (every segment when empty) fails with EIO |
+//! | `truncate_begin@<shard>` | `truncate_tail` fails with errno `arg` (default EIO) before it changes anything (as a flush it cannot finish) |
 //! | `truncate_queue@<shard>` | `truncate_tail` fails with errno `arg` (default EIO) when it cuts a ConsumeQueue, after the CommitLog was cut |
 //!
 //! A failed ConsumeQueue, index or checkpoint flush fails that maintenance round (logged); the round

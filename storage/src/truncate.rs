@@ -91,6 +91,9 @@ impl MessageStore {
             ));
         }
         let flag = Truncating(&inner.truncating);
+        if let Some(e) = crate::fault::injected_error("truncate_begin", inner.cfg.shard_id) {
+            return Err(StoreError::io("commitlog", e));
+        }
         if cut == end {
             return self.truncate_epochs_from(offset);
         }
@@ -197,6 +200,86 @@ impl MessageStore {
             tracing::warn!(
                 "shard {shard}: consumer group {group} had consumed {consumed} of them (committed offset {committed}, past the queue's new end {new_max}); the queue's next messages take those offsets again"
             );
+        }
+    }
+
+    /// Why this store refuses every append until a restart (a tail cut or a sync that failed half-way),
+    /// if it does. A slave with such a store must not replicate: what it would acknowledge is not what
+    /// its disk and queues hold.
+    pub fn unrecovered_failure(&self) -> Option<String> {
+        self.inner.sync_failure.borrow().clone()
+    }
+
+    /// Whether a record (or the blank that ends a segment) starts at the physical offset `offset` of
+    /// this shard's log; its end counts as a start. False outside the log.
+    pub async fn record_starts_at(&self, offset: i64) -> Result<bool, StoreError> {
+        let log = &self.inner.log;
+        if offset < 0 || shard_of(offset) != self.inner.cfg.shard_id {
+            return Ok(false);
+        }
+        let local = local_of(offset);
+        if local > log.write_pos() || local < log.min_offset() {
+            return Ok(false);
+        }
+        self.is_record_boundary(local).await
+    }
+
+    /// The start of the record of this shard's log that holds the physical offset `offset` (offset
+    /// itself when a record starts there): where a slave can cut when the master's divergence point
+    /// falls inside one of its records. Walks record heads from the latest known start at or below
+    /// it (an epoch start that is a record start, or the segment's first byte).
+    pub async fn record_start_at_or_before(&self, offset: i64) -> Result<i64, StoreError> {
+        let inner = &*self.inner;
+        let log = &inner.log;
+        let shard = inner.cfg.shard_id;
+        let local = local_of(offset);
+        if offset < 0 || shard_of(offset) != shard {
+            return Err(StoreError::WrongShard(offset));
+        }
+        if local > log.write_pos() || local < log.min_offset() {
+            return Err(StoreError::Config(format!(
+                "shard {shard}: offset {local} is outside its log [{}, {})",
+                log.min_offset(),
+                log.write_pos()
+            )));
+        }
+        let segment_start = local - local % log.segment_size;
+        let mut pos = segment_start.max(log.min_offset());
+        let epoch_starts: Vec<u64> = self
+            .epochs()
+            .iter()
+            .filter(|e| shard_of(e.start_offset) == shard)
+            .map(|e| local_of(e.start_offset))
+            .filter(|s| *s > pos && *s <= local)
+            .collect();
+        for start in epoch_starts.into_iter().rev() {
+            if self.is_record_boundary(start).await? {
+                pos = start;
+                break;
+            }
+        }
+        loop {
+            if pos == local || pos >= log.write_pos() {
+                return Ok(physical(shard, pos));
+            }
+            let Some(head) = log.read(pos, MIN_BLANK_LEN).await? else {
+                return Err(StoreError::Config(format!(
+                    "shard {shard}: no record head readable at {pos}"
+                )));
+            };
+            let size = match peek_head(&head) {
+                Ok(Some(RecordHead::Message { total_size })) => total_size as u64,
+                Ok(Some(RecordHead::Blank { .. })) => return Ok(physical(shard, pos)),
+                _ => {
+                    return Err(StoreError::Config(format!(
+                        "shard {shard}: no record starts at {pos} while walking to {local}"
+                    )))
+                }
+            };
+            if size == 0 || pos + size > local {
+                return Ok(physical(shard, pos));
+            }
+            pos += size;
         }
     }
 
