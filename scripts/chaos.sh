@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The chaos harness (tests/chaos/): a controller-mode cluster in network namespaces under a seeded
-# random fault schedule, producers and a consumer group keeping a history, the checkers over it and
+# The chaos harness (tests/chaos/): a controller-mode cluster (3 controllers, 2 name servers, two
+# broker groups of 3 replicas, the gRPC proxy) in network namespaces under a seeded random fault schedule, producers and a consumer group keeping a history, the checkers over it and
 # send and consume availability windows (docs/testing.md, "Chaos").
 #
 #   scripts/chaos.sh --short                  # 2 random seeds of 45 s (2-4 minutes), seeds printed
@@ -8,8 +8,8 @@
 #   scripts/chaos.sh --minutes 60             # long mode: seeds of 120 s, report in docs/benchmarks/
 #   scripts/chaos.sh --single [N] [--kinds K] # each fault kind alone, N times (2), timed; with --minutes first
 #
-# Needs root (namespaces, nftables: scripts/setup-test-host.sh) and debug builds of broker, namesrv and
-# controller (built here unless CHAOS_BIN_DIR points at others). Whatever way the runner ends, what it
+# Needs root (namespaces, nftables: scripts/setup-test-host.sh) and debug builds of broker, namesrv,
+# controller and proxy (built here unless CHAOS_BIN_DIR points at others). Whatever way the runner ends, what it
 # left behind (processes under its directory, its namespaces and bridge) is removed afterwards.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 if [ -z "${CHAOS_BIN_DIR:-}" ]; then
     # The broker with the storage fail points (the disk fault kinds switch them at runtime); its own
     # invocation, so that the feature does not reach the other two through feature unification.
-    cargo build -q -p namesrv -p controller || exit 1
+    cargo build -q -p namesrv -p controller -p proxy || exit 1
     cargo build -q -p broker --features failpoints || exit 1
 fi
 # The checkers on made-up histories first (a second): a checker that cannot fail proves nothing.
@@ -73,7 +73,7 @@ tag="$(printf '%x' $((runner & 0xFFFFF)))"
 for ns in $(ip netns list 2>/dev/null | awk -v p="ch$tag" 'index($1, p) == 1 && length($1) == length(p) + 2 {print $1}'); do
     ip netns del "$ns" 2>/dev/null
 done
-for link in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E "^ch(b)?$tag[0-9]?$"); do
+for link in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -E "^ch(b)?$tag[0-9]{0,2}$"); do
     ip link del "$link" 2>/dev/null
 done
 if [ "$status" -eq 0 ]; then
