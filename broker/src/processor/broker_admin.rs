@@ -1,5 +1,6 @@
 //! Broker-wide admin queries on shard 0: GET_BROKER_RUNTIME_INFO (a KVTable of figures gathered from
 //! the shards of the broker that was asked), GET_ALL_CONSUMER_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG, GET_ALL_DELAY_OFFSET.
+//! GET_TIMER_CHECK_POINT (the timer's own encoding) is answered here too.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -213,6 +214,17 @@ pub fn all_subscription_groups(shard: &Shard) -> RemotingCommand {
 }
 
 /// The delivery offset of every delay level (see `schedule`).
+/// GET_TIMER_CHECK_POINT: the timer queues' watermarks (`feature::timer::checkpoint`).
+pub async fn timer_checkpoint(shard: &Shard) -> RemotingCommand {
+    match crate::feature::timer::checkpoint::answer(shard).await {
+        Ok(body) => ok().with_body(body),
+        Err(e) => error(
+            rc::SYSTEM_ERROR,
+            format!("cannot gather the timer checkpoint: {e}"),
+        ),
+    }
+}
+
 pub async fn all_delay_offset(shard: &Shard) -> RemotingCommand {
     match crate::feature::schedule::delay_offsets_json(shard).await {
         Ok(body) => ok().with_body(body),

@@ -78,6 +78,7 @@ pub enum Command {
     RuntimeInfo,
     AllConsumerOffset,
     AllDelayOffset,
+    TimerCheckpoint,
     AllSubscriptionGroups,
     UpdateSubscriptionGroup,
     GetSubscriptionGroup,
@@ -189,6 +190,7 @@ pub fn route(request_code: i32) -> Option<Route> {
         code::GET_BROKER_RUNTIME_INFO => row(Control, A::Free, C::RuntimeInfo),
         code::GET_ALL_CONSUMER_OFFSET => row(Control, A::Free, C::AllConsumerOffset),
         code::GET_ALL_DELAY_OFFSET => row(Receiver, A::Free, C::AllDelayOffset),
+        code::GET_TIMER_CHECK_POINT => row(Receiver, A::Free, C::TimerCheckpoint),
         code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => row(Control, A::Free, C::AllSubscriptionGroups),
         code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
             row(Control, A::Admin, C::UpdateSubscriptionGroup)
@@ -296,6 +298,7 @@ impl Command {
                 broker_admin::all_consumer_offset(shard, conn.shard).await
             }
             Command::AllDelayOffset => broker_admin::all_delay_offset(shard).await,
+            Command::TimerCheckpoint => broker_admin::timer_checkpoint(shard).await,
             Command::AllSubscriptionGroups => broker_admin::all_subscription_groups(shard),
             Command::UpdateSubscriptionGroup => {
                 subscription_group_admin::update_and_create(shard, req).await

@@ -1,7 +1,8 @@
 //! Slave, shard 0: follows the master's address from the name server's registration answers, and
-//! copies the master's topic config, consumer offsets, delay offsets, subscription groups and ACL 2.0
-//! users and ACLs every 10 s
-//! (RocketMQ's SlaveSynchronize) so consumers that move to the slave keep their place. When shards are
+//! copies the master's consumer offsets, delay offsets and timer checkpoint every 3 s, its topic
+//! config, subscription groups and ACL 2.0 users and ACLs every 10 s (RocketMQ's SlaveSynchronize), so
+//! consumers that move to the slave keep their place and a promoted slave delivers again only the
+//! delayed and timer messages the master delivered in the last seconds before it left. When shards are
 //! brokers of their own, slave shard i follows master shard-broker i, and its consumer and delay
 //! offsets come from that shard-broker (topics and groups are the whole process's).
 
@@ -21,9 +22,13 @@ use crate::shard::Shard;
 use crate::state::auth_metadata::AuthMetadata;
 use crate::state::subscription_groups::SubscriptionGroupTable;
 
-/// How often a slave copies the master's metadata: RocketMQ's SlaveSynchronize runs every 10 s (4.x;
-/// 5.x every 3 s).
-const SYNC_PERIOD: Duration = Duration::from_secs(10);
+/// How often a slave copies the master's consumer and delay offsets and timer checkpoint (RocketMQ
+/// 5.x copies its timer checkpoint every 3 s): what the master delivered since the last copy is
+/// delivered again by a promoted slave. Each copy is three small requests per master.
+const SYNC_PERIOD: Duration = Duration::from_secs(3);
+/// How often it copies the rest (topics, subscription groups, ACLs: tables that can be large and
+/// change rarely; a change made through this broker's admin requests asks for a copy at once).
+const FULL_SYNC_PERIOD: Duration = Duration::from_secs(10);
 /// The first copy runs soon after start so a fresh slave has the topics at once.
 const FIRST_SYNC_AFTER: Duration = Duration::from_secs(3);
 const CALL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -32,12 +37,21 @@ pub fn start(shard: &Rc<Shard>) {
     let shard = shard.clone();
     glommio::spawn_local(async move {
         let mut next_sync = Instant::now() + FIRST_SYNC_AFTER;
+        let mut next_full = next_sync;
         let mut client: Option<Client> = None;
         let mut known = BTreeMap::new();
         loop {
             glommio::timer::sleep(Duration::from_millis(500)).await;
             if shard.shutting_down.get() {
                 return;
+            }
+            if shard.role() == crate::config::BrokerRole::Slave {
+                crate::feature::timer::checkpoint::install_ready(&shard).await;
+            } else {
+                crate::feature::timer::checkpoint::pending(&shard)
+                    .list
+                    .borrow_mut()
+                    .clear();
             }
             let learned = crate::role::namesrv::registrar(&shard)
                 .map(|r| r.masters.borrow().clone())
@@ -46,17 +60,17 @@ pub fn start(shard: &Rc<Shard>) {
                 masters_learned(&shard, &learned).await;
                 known = learned;
             }
-            if Instant::now() < next_sync
-                && !crate::replication::ha_state::ha(&shard)
-                    .sync_soon
-                    .replace(false)
-            {
+            let soon = crate::replication::ha_state::ha(&shard)
+                .sync_soon
+                .replace(false);
+            if Instant::now() < next_sync && !soon {
                 continue;
             }
             if shard.role() != crate::config::BrokerRole::Slave {
                 continue;
             }
             next_sync = Instant::now() + SYNC_PERIOD;
+            let full = soon || Instant::now() >= next_full;
             let from_ns = crate::replication::ha_state::ha(&shard)
                 .master_addr
                 .borrow()
@@ -77,10 +91,14 @@ pub fn start(shard: &Rc<Shard>) {
                 next_sync = Instant::now() + FIRST_SYNC_AFTER;
                 continue;
             };
-            if let Err(e) = sync_all(&shard, &c, &known).await {
-                tracing::warn!("HA: copying metadata from the master {addr} failed: {e}");
-                client = None;
-                next_sync = Instant::now() + FIRST_SYNC_AFTER;
+            match sync_all(&shard, &c, &known, full).await {
+                Ok(()) if full => next_full = Instant::now() + FULL_SYNC_PERIOD,
+                Ok(()) => {}
+                Err(e) => {
+                    tracing::warn!("HA: copying metadata from the master {addr} failed: {e}");
+                    client = None;
+                    next_sync = Instant::now() + FIRST_SYNC_AFTER;
+                }
             }
         }
     })
@@ -104,17 +122,21 @@ async fn fetch(client: &Client, auth: &AuthConfig, code: i32) -> Result<Vec<u8>,
     Ok(resp.body.to_vec())
 }
 
-/// One round: topics, consumer offsets, delay offsets, subscription groups. `client` is connected to
-/// the master (shard-broker 0 when shards are brokers); `masters` are the learned master addresses.
+/// One round: consumer offsets, delay offsets, timer checkpoint and, when `full`, topics first and
+/// subscription groups and ACLs after. `client` is connected to the master (shard-broker 0 when
+/// shards are brokers); `masters` are the learned master addresses.
 pub async fn sync_all(
     shard: &Rc<Shard>,
     client: &Client,
     masters: &BTreeMap<usize, MasterAddrs>,
+    full: bool,
 ) -> Result<(), String> {
-    let body = fetch(client, &shard.cfg.auth, request_code::GET_ALL_TOPIC_CONFIG).await?;
-    let topics: TopicConfigSerializeWrapper =
-        protocol::body::from_json(&body).map_err(|e| e.to_string())?;
-    install_topics(shard, topics).await;
+    if full {
+        let body = fetch(client, &shard.cfg.auth, request_code::GET_ALL_TOPIC_CONFIG).await?;
+        let topics: TopicConfigSerializeWrapper =
+            protocol::body::from_json(&body).map_err(|e| e.to_string())?;
+        install_topics(shard, topics).await;
+    }
 
     if shard.is_broker {
         for s in 1..shard.shards {
@@ -129,6 +151,11 @@ pub async fn sync_all(
         }
     }
     sync_offsets(shard, 0, client).await?;
+    // Installed at once when this slave has replicated far enough, else at a later tick.
+    crate::feature::timer::checkpoint::install_ready(shard).await;
+    if !full {
+        return Ok(());
+    }
 
     let body = fetch(
         client,
@@ -208,6 +235,21 @@ async fn sync_offsets(shard: &Rc<Shard>, first: usize, client: &Client) -> Resul
         .install_delay_offsets(text)
         .await
         .map_err(|e| e.to_string())??;
+
+    // An Apache master's checkpoint counts what its time wheel read, not what it delivered: not
+    // something this timer may start from.
+    if shard.cfg.ha_master_protocol != ha::MasterProtocol::Apache {
+        // A master that does not answer it (an older build) leaves the timer to start from this
+        // slave's own watermark, as before; the rest of the copy goes on.
+        match fetch(client, &shard.cfg.auth, request_code::GET_TIMER_CHECK_POINT)
+            .await
+            .and_then(|body| crate::feature::timer::checkpoint::Checkpoint::decode(&body))
+        {
+            Ok(Some(cp)) => crate::feature::timer::checkpoint::copied(shard, first, cp),
+            Ok(None) => {}
+            Err(e) => tracing::debug!("HA: the master's timer checkpoint not copied: {e}"),
+        }
+    }
     Ok(())
 }
 

@@ -513,6 +513,27 @@ impl<'a> ShardRef<'a> {
         .await
     }
 
+    /// The target's timer progress: (timer queue, persisted watermark), earliest pending due time.
+    pub async fn timer_progress(self) -> Result<(Option<(i32, i64)>, Option<i64>), MeshError> {
+        self.run("timer_progress", |s| async move {
+            let p = crate::feature::timer::checkpoint::progress(&s);
+            (p.persisted.get(), p.next_due.get())
+        })
+        .await
+    }
+
+    /// A slave's target: takes a timer queue's watermark copied from the master.
+    pub async fn install_timer_watermark(
+        self,
+        queue_id: i32,
+        watermark: i64,
+    ) -> Result<(), MeshError> {
+        self.run("install_timer_watermark", move |s| async move {
+            crate::feature::timer::install_watermark(&s, queue_id, watermark).await
+        })
+        .await
+    }
+
     // --- Replication ---------------------------------------------------------------------------------------
 
     /// A slave takes the master's consumer offsets of the target's queues.

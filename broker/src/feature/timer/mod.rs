@@ -4,7 +4,10 @@
 //! task over its timer queue: it reads arrivals into an in-memory index ordered by due time (`index`),
 //! sleeps until the earliest is due, and puts due messages to their real queues (the delay levels' put
 //! code). Progress is a low watermark per timer queue, persisted once the delivered copies are flushed.
+//! A slave copies its master's watermarks (`checkpoint`) so that, promoted, it does not deliver again
+//! what the master delivered.
 
+pub mod checkpoint;
 pub mod index;
 pub mod recall;
 
@@ -154,6 +157,47 @@ fn load_watermark(path: &Path) -> i64 {
     }
 }
 
+/// A slave: takes the watermark of its timer queue copied from the master (whose log it has
+/// replicated past every delivered copy below it), so that, promoted, it starts there. Its own timer
+/// task, if it has one from its days as master, reads the file again when master again.
+pub async fn install_watermark(shard: &Shard, queue_id: i32, watermark: i64) {
+    if shard.role() != crate::config::BrokerRole::Slave {
+        return;
+    }
+    let mine = queue_of(shard, shard.id);
+    if queue_id != mine {
+        tracing::warn!(
+            "shard {}: the master's timer queue {queue_id} is not this shard's ({mine}); ignored",
+            shard.id
+        );
+        return;
+    }
+    let progress = checkpoint::progress(shard);
+    if progress.installed.get() == Some(watermark) {
+        return;
+    }
+    let path = watermark_path(
+        &shard.cfg.store_path_root_dir,
+        shard.is_broker.then_some(shard.id),
+        queue_id,
+    );
+    match crate::state::persist::write_atomic_off_thread(
+        path.clone(),
+        watermark.to_string().into_bytes(),
+    )
+    .await
+    {
+        Ok(()) => {
+            progress.installed.set(Some(watermark));
+            tracing::debug!(
+                "shard {}: timer queue {queue_id} watermark {watermark} copied from the master",
+                shard.id
+            );
+        }
+        Err(e) => tracing::warn!("cannot write {}: {e}", path.display()),
+    }
+}
+
 /// Starts this shard's timer task (a master only; parked messages of a disabled timer are still
 /// delivered). Call once per shard after it is serving.
 pub fn start(shard: &Rc<Shard>) {
@@ -185,8 +229,11 @@ async fn run(shard: Rc<Shard>, queue_id: i32) {
     );
     let mut written = load_watermark(&path);
     let mut index = TimerIndex::new(written);
+    let progress = checkpoint::progress(&shard);
+    progress.persisted.set(Some((queue_id, written)));
+    progress.installed.set(None);
     let mut last_persist = Instant::now();
-    tracing::debug!(
+    tracing::info!(
         "shard {}: timer queue {queue_id} from offset {written}",
         shard.id
     );
@@ -204,6 +251,8 @@ async fn run(shard: Rc<Shard>, queue_id: i32) {
         // watermark, as at start (what the other master delivered since is delivered again).
         if shard.role() == crate::config::BrokerRole::Slave {
             was_slave = true;
+            progress.persisted.set(None);
+            progress.next_due.set(None);
             glommio::timer::sleep(SLAVE_RECHECK).await;
             continue;
         }
@@ -211,6 +260,7 @@ async fn run(shard: Rc<Shard>, queue_id: i32) {
             was_slave = false;
             written = load_watermark(&path);
             index = TimerIndex::new(written);
+            progress.persisted.set(Some((queue_id, written)));
             last_persist = Instant::now();
             tracing::info!(
                 "shard {}: master again: timer queue {queue_id} read again from offset {written}",
@@ -245,13 +295,16 @@ async fn run(shard: Rc<Shard>, queue_id: i32) {
                             "timer queue {queue_id}: {} pending, watermark {w}",
                             index.pending()
                         );
-                        written = w
+                        written = w;
+                        progress.persisted.set(Some((queue_id, w)));
+                        progress.installed.set(None);
                     }
                     Err(e) => tracing::error!("cannot persist {}: {e}", path.display()),
                 }
             }
         }
         crate::feature::schedule::state::schedule(&shard).leave();
+        progress.next_due.set(index.next_due());
         if more || delivered {
             continue;
         }
