@@ -11,14 +11,18 @@ Wiring into run.py (the lines to add):
     import go_clients                                    # with the other imports
     GO_PRODUCERS = GO_CONSUMERS = 0                      # main(): from --go-producers / --go-consumers,
                                                          #   when `why = go_clients.build()` is None
-    # in run_seed, beside the Java clients:
-    gop = [go_clients.GoProducer(i, seed, cluster, TOPIC, t0, hist, lock, workdir) for i in range(GO_PRODUCERS)]
-    goc = [go_clients.GoConsumer(i, cluster, TOPIC, t0, hist, lock, workdir) for i in range(GO_CONSUMERS)]
-    for g in gop + goc: g.start()
-    # stop gop where the Java producers stop; drain(cons_ + jcons + goc); then goc's stop();
-    # merge gop's `.history` into `history`; the group on its own, as the Java group:
-    problems, facts = checker.check_consume(sorted(op for c in goc for op in c.history ...), history, ...)
-    # errors: [e for g in gop + goc for e in g.errors]
+    # in run_seed, beside the Java clients (started, each a thread running its program):
+    gop, goc = go_clients.start(cluster, TOPIC, seed, t0, hist, lock, workdir, GO_PRODUCERS, GO_CONSUMERS)
+    # where the Java producers stop:
+    for g in gop: g.stop()
+    # drain(cons_ + jcons + goc), then:
+    for c in goc: c.stop()
+    # merge gop's `.history` into `history` (ok operations name broker, queue, offset); the group on its
+    # own, as the Java group:
+    gconsumes = sorted((op for c in goc for op in c.history), key=lambda op: op["t"])
+    problems, facts = checker.check_consume(gconsumes, history, applied, t_end, drained)
+    result["problems"].extend("go consumer group: " + p for p in problems)
+    result["facts"]["go_errors"] = [e for g in gop + goc for e in g.errors]
 
 The client polls routes every 30 s (a constant of this version): after a failover its producer keeps
 sending to the old master until then (its sends fail or time out meanwhile) and its consumer pulls
@@ -101,3 +105,12 @@ class GoConsumer(GoProgram):
     def tag(self, op):
         op["consumer"] = 300 + self.index
         self.last_consume = time.monotonic()
+
+
+def start(cluster, topic, seed, t0, out, lock, workdir, producers=1, consumers=1):
+    """Starts `producers` GoProducers and `consumers` GoConsumers: (producers, consumers)."""
+    prods = [GoProducer(i, seed, cluster, topic, t0, out, lock, workdir) for i in range(producers)]
+    cons = [GoConsumer(i, cluster, topic, t0, out, lock, workdir) for i in range(consumers)]
+    for c in prods + cons:
+        c.start()
+    return prods, cons

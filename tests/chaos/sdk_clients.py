@@ -24,7 +24,7 @@ Wiring into run.py (the lines to add; `cluster.proxy_addr` is the proxy's gRPC h
     for g in grpc: g.resolve(reads)
     # consumer checks, like the Java group's:
     for g in grpc:
-        problems, facts = checker.check_consume(g.consume_ops(), history, applied, t_end, drained)
+        problems, facts = checker.check_consume(g.consume_ops(history), history, applied, t_end, drained)
         result["problems"].extend("grpc consumer group: " + p for p in problems)
         problems, ffacts = sdk_clients.check_fifo(g.fifo_sends, g.fifo_deliveries, applied,
                                                   drained=g.fifo_drained)
@@ -237,6 +237,11 @@ class GrpcClients(LineProgram):
         kind, role = op.get("type"), op.get("role")
         if kind in ("receive_failed", "start_failed"):
             self.notes[kind] += 1
+            if "invisible duration" in str(op.get("error")) and not self.notes.get("invisible_refused"):
+                # Every receive will fail the same way: say so once.
+                self.notes["invisible_refused"] = True
+                self.errors.append("grpc-clients: the proxy refuses the invisible time (%s): lower its "
+                                   "minInvisibleTimeMillis or pass invisible_ms" % op.get("error"))
             return False
         if kind == "ack" and not op.get("ok"):
             self.notes["ack_failed"] += 1
@@ -304,18 +309,23 @@ class GrpcClients(LineProgram):
         self.notes["sends_not_found"] = unresolved
         return unresolved
 
-    def consume_ops(self):
+    def consume_ops(self, history=()):
         """The consumer's operations for checker.check_consume. A redelivery from the pop retry topic
         (`retry`) carries that topic's queue and offset: it is given its first delivery's position when
-        this group saw one, else queue and offset -1 (checked only against phantoms and misses)."""
+        this group saw one (the first one's reply can be lost with a broker), else that of the key's
+        acknowledged send in `history` (after resolve), else queue and offset -1; either way it is checked
+        only against phantoms and misses."""
+        acked = {op["key"]: op for op in history if op["type"] == "ok"}
         first = {}
         out = []
         for op in self.consumes:
             op = dict(op)
             if not op.get("retry"):
-                first.setdefault(op["key"], (op["queue"], op["offset"]))
+                first.setdefault(op["key"], (op.get("broker"), op["queue"], op["offset"]))
             else:
-                op["queue"], op["offset"] = first.get(op["key"], (-1, -1))
+                ack = acked.get(op["key"])
+                fallback = (ack.get("broker"), ack["queue"], ack["offset"]) if ack else (op.get("broker"), -1, -1)
+                op["broker"], op["queue"], op["offset"] = first.get(op["key"], fallback)
             out.append(op)
         return out
 

@@ -131,11 +131,14 @@ class Fifo(unittest.TestCase):
 class ConsumeOps(unittest.TestCase):
     def test_retry_topic_redelivery_takes_the_first_position(self):
         g = sdk_clients.GrpcClients.__new__(sdk_clients.GrpcClients)
-        g.consumes = [{"type": "consume", "key": "a", "queue": 1, "offset": 5, "retry": False},
-                      {"type": "consume", "key": "a", "queue": 0, "offset": 0, "retry": True},
-                      {"type": "consume", "key": "b", "queue": 0, "offset": 1, "retry": True}]
-        ops = g.consume_ops()
-        self.assertEqual([(o["queue"], o["offset"]) for o in ops], [(1, 5), (1, 5), (-1, -1)])
+        g.consumes = [{"type": "consume", "key": "a", "broker": "b0", "queue": 1, "offset": 5, "retry": False},
+                      {"type": "consume", "key": "a", "broker": "b0", "queue": 0, "offset": 0, "retry": True},
+                      {"type": "consume", "key": "b", "broker": "b0", "queue": 0, "offset": 1, "retry": True},
+                      {"type": "consume", "key": "c", "broker": "b0", "queue": 0, "offset": 2, "retry": True}]
+        history = [{"type": "ok", "key": "b", "broker": "b1", "queue": 3, "offset": 9}]
+        ops = g.consume_ops(history)
+        self.assertEqual([(o["broker"], o["queue"], o["offset"]) for o in ops],
+                         [("b0", 1, 5), ("b0", 1, 5), ("b1", 3, 9), ("b0", -1, -1)])
 
 
 def missing_live():
@@ -229,12 +232,15 @@ class Live(unittest.TestCase):
                 gop.stop()
                 time.sleep(1)
                 t_end = time.monotonic() - t0
-                quiet_until = time.monotonic() + 25
-                while time.monotonic() < quiet_until:
-                    last = max(c.last_consume or 0 for c in (grpc, goc))
-                    if time.monotonic() - last > 4:
+                # Until both groups consumed every acknowledged send (or 40 s).
+                until = time.monotonic() + 40
+                while time.monotonic() < until:
+                    acked = {op["key"] for op in grpc.history + gop.history if op["type"] == "ok"}
+                    if all(acked <= {op["key"] for op in list(c.consumes if c is grpc else c.history)}
+                           for c in (grpc, goc)):
                         break
-                    time.sleep(0.3)
+                    time.sleep(0.5)
+                drain_s = round(time.monotonic() - t0 - t_end, 1)
                 grpc.wait_fifo(20)
                 grpc.stop()
                 goc.stop()
@@ -243,13 +249,13 @@ class Live(unittest.TestCase):
             history = sorted(grpc.history + gop.history, key=lambda op: op["t"])
             oks = {p: sum(1 for op in c.history if op["type"] == "ok") for p, c in (("grpc", grpc), ("go", gop))}
             self.assertEqual(grpc.notes["sends_not_found"], 0, grpc.notes)
-            report = {"sends_ok": oks, "grpc_notes": grpc.notes,
+            report = {"sends_ok": oks, "grpc_notes": grpc.notes, "drain_s": drain_s,
                       "errors": [e for c in clients for e in c.errors]}
             self.assertTrue(all(oks.values()), report)
             after = [op for op in history if op["type"] == "ok" and op["t"] > restarted_at]
             self.assertTrue(after, "no send acknowledged after the restart: %s" % report)
             for name, c in (("grpc", grpc), ("go", goc)):
-                cons = c.consume_ops() if c is grpc else c.history
+                cons = c.consume_ops(history) if c is grpc else c.history
                 problems, facts = per_broker(cons, history, t_end, True)
                 report[name + "_consumer"] = facts
                 self.assertEqual(problems, [], report)

@@ -15,9 +15,9 @@
 //   and its answer does not say which.
 // - `fifo-producer`: the same for FIFO_TOPIC (message type FIFO), message group KEY_PREFIX-f-g (g of 8,
 //   round-robin), key KEY_PREFIX-f-g-seq; lines carry `group` and `seq` (seq counts the group's sends).
-// - `consumer`: a SimpleConsumer of GROUP on TOPIC: receive(16, INVISIBLE_MS), a `consume` line per
+// - `consumer`: a SimpleConsumer of GROUP on TOPIC: receive(32, INVISIBLE_MS), a `consume` line per
 //   message (key, message id, broker, queue, offset, delivery attempt, `retry` when the receipt handle
-//   names the pop retry topic), then ack; an `ack` line with its outcome.
+//   names the pop retry topic), then the batch's acks at once (ackAsync); an `ack` line per outcome.
 // - `fifo-consumer`: a SimpleConsumer of FIFO_GROUP (an orderly group) on FIFO_TOPIC: receive(8,
 //   INVISIBLE_MS), a `deliver` line per message (with `group`, `seq`, `invisible_ms`), then acks them in
 //   order, except every SKIP_EVERY-th first delivery (0: none), left unacked so that it comes back once its
@@ -306,16 +306,33 @@ public final class ChaosGrpc {
         while (!stopping) {
             List<MessageView> got;
             try {
-                got = c.receive(16, Duration.ofMillis(invisibleMs));
+                got = c.receive(32, Duration.ofMillis(invisibleMs));
             } catch (Exception e) {
                 emit("type", "receive_failed", "role", "consumer", "error", e.toString());
                 Thread.sleep(200);
                 continue;
             }
+            // Acked asynchronously, all of a batch at once: one round trip per message would make this
+            // group fall behind the producers.
+            List<java.util.concurrent.CompletableFuture<Void>> acks = new ArrayList<>();
             for (MessageView m : got) {
                 List<Object> f = fields(m);
                 emit(line(java.util.Arrays.asList("type", "consume", "role", "consumer"), f));
-                ack(c, "consumer", m, (String) f.get(1));
+                String key = (String) f.get(1);
+                acks.add(c.ackAsync(m).whenComplete((v, e) -> {
+                    if (e == null) {
+                        emit("type", "ack", "role", "consumer", "key", key, "ok", true);
+                    } else {
+                        emit("type", "ack", "role", "consumer", "key", key, "ok", false, "error", e.toString());
+                    }
+                }));
+            }
+            for (java.util.concurrent.CompletableFuture<Void> a : acks) {
+                try {
+                    a.join();
+                } catch (java.util.concurrent.CompletionException e) {
+                    // already printed
+                }
             }
         }
         if (c != null) {
