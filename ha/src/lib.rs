@@ -19,7 +19,11 @@
 //!   gives the common point = min(the slave's end of that epoch, the master's end of it), an epoch's
 //!   end being the next entry's start or the log end. Below the slave's log end, the slave must cut its
 //!   log there (`MessageStore::truncate_tail`) and replication starts from it. The slave then adopts
-//!   the master's epoch entries (`set_epochs`) and replicates. A slave without epochs, and any version
+//!   the master's epoch entries (`set_epochs`) and replicates. A version 2 start must be a record start
+//!   of the master's log (else refused). A slave that cannot cut at the point because one of its
+//!   records crosses it handshakes again claiming that record's start as its end, and cuts only once
+//!   accepted; a failed cut ends the attempt (never replicating from its own end). The master counts a
+//!   version 2 slave in its watermark only once its first report equals the start. A slave without epochs, and any version
 //!   1 slave, gets the classic rule (its end must lie within the master's log) and keeps no epochs.
 //! - Slave -> master, repeatedly: offset report `i64` = the slave's log end (physical offset, shard id in
 //!   the top bits), after every append and at least every 5 s (heartbeat). A master drops a slave
