@@ -70,7 +70,8 @@ class JavaProgram(threading.Thread):
 
     def run(self):
         argv = [os.path.join(APACHE, "java.sh"), CLIENT_SET, "-cp", CLASSES] + self.argv + [self.stop_file]
-        env = dict(os.environ, RMQ_CLIENT_LOG_DIR=os.path.join(os.path.dirname(self.log), "java-client-logs"))
+        # A log directory per program: two JVMs appending to one rocketmq_client.log lose lines.
+        env = dict(os.environ, RMQ_CLIENT_LOG_DIR=os.path.join(os.path.dirname(self.log), "%s-client-logs" % self.name_))
         with open(self.log, "w") as err:
             # Its standard input stays open until this process ends: its end stops the program.
             self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
