@@ -241,11 +241,12 @@ async fn sync_offsets(shard: &Rc<Shard>, first: usize, client: &Client) -> Resul
     if shard.cfg.ha_master_protocol != ha::MasterProtocol::Apache {
         // A master that does not answer it (an older build) leaves the timer to start from this
         // slave's own watermark, as before; the rest of the copy goes on.
+        let terms = crate::feature::timer::checkpoint::terms(shard, first).await?;
         match fetch(client, &shard.cfg.auth, request_code::GET_TIMER_CHECK_POINT)
             .await
             .and_then(|body| crate::feature::timer::checkpoint::Checkpoint::decode(&body))
         {
-            Ok(Some(cp)) => crate::feature::timer::checkpoint::copied(shard, first, cp),
+            Ok(Some(cp)) => crate::feature::timer::checkpoint::copied(shard, first, cp, terms),
             Ok(None) => {}
             Err(e) => tracing::debug!("HA: the master's timer checkpoint not copied: {e}"),
         }

@@ -513,6 +513,15 @@ impl<'a> ShardRef<'a> {
         .await
     }
 
+    /// The target's role-change count (controller mode).
+    pub async fn ha_term(self) -> Result<u64, MeshError> {
+        self.run(
+            "ha_term",
+            |s| async move { crate::replication::ha::term(&s) },
+        )
+        .await
+    }
+
     /// The target's timer progress: (timer queue, persisted watermark), earliest pending due time.
     pub async fn timer_progress(self) -> Result<(Option<(i32, i64)>, Option<i64>), MeshError> {
         self.run("timer_progress", |s| async move {
@@ -527,9 +536,10 @@ impl<'a> ShardRef<'a> {
         self,
         queue_id: i32,
         watermark: i64,
+        term: u64,
     ) -> Result<(), MeshError> {
         self.run("install_timer_watermark", move |s| async move {
-            crate::feature::timer::install_watermark(&s, queue_id, watermark).await
+            crate::feature::timer::install_watermark(&s, queue_id, watermark, term).await
         })
         .await
     }

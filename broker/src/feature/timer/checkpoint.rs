@@ -211,6 +211,9 @@ pub struct Pending {
     /// The broker's first shard on this side (the key: one per master).
     pub first: usize,
     pub checkpoint: Checkpoint,
+    /// Each shard's role-change count from before the copy: a shard that has followed another
+    /// master since (its log cut back to that one's and refilled) cannot judge the log ends.
+    pub terms: Vec<(usize, u64)>,
 }
 
 /// Shard 0 of a slave: the checkpoints copied and not yet installed.
@@ -224,15 +227,26 @@ pub fn pending(shard: &Shard) -> Rc<PendingCheckpoints> {
 }
 
 /// Keeps `cp`, copied from the master of the broker whose first shard is `first`, replacing an
-/// older one from the same master.
-pub fn copied(shard: &Shard, first: usize, cp: Checkpoint) {
+/// older one from the same master; `terms` were read before the copy was asked for.
+pub fn copied(shard: &Shard, first: usize, cp: Checkpoint, terms: Vec<(usize, u64)>) {
     let p = pending(shard);
     let mut list = p.list.borrow_mut();
     list.retain(|p| p.first != first);
     list.push(Pending {
         first,
         checkpoint: cp,
+        terms,
     });
+}
+
+/// The role-change counts of the shards of the broker whose first shard is `first`.
+pub async fn terms(shard: &Shard, first: usize) -> Result<Vec<(usize, u64)>, String> {
+    let mut out = Vec::new();
+    for (i, s) in shard.broker_shards(first).enumerate() {
+        let id = if shard.is_broker { first } else { i };
+        out.push((id, s.ha_term().await.map_err(|e| e.to_string())?));
+    }
+    Ok(out)
 }
 
 /// Installs the copied checkpoints whose log ends this slave has replicated (each on the shard that
@@ -241,10 +255,21 @@ pub async fn install_ready(shard: &Rc<Shard>) {
     let list = std::mem::take(&mut *pending(shard).list.borrow_mut());
     let mut keep = Vec::new();
     for p in list {
+        let term_of = |idx: usize| p.terms.iter().find(|(s, _)| *s == idx).map(|(_, t)| *t);
+        let mut current = true;
+        for (idx, term) in &p.terms {
+            if shard.on(*idx).ha_term().await.ok() != Some(*term) {
+                current = false;
+            }
+        }
+        if !current {
+            tracing::debug!("HA: a timer checkpoint copied before a role change dropped");
+            continue;
+        }
         let mut ready = true;
         for (s, end) in &p.checkpoint.log_ends {
             let idx = *s as usize;
-            if idx >= shard.shards {
+            if idx >= shard.shards || term_of(idx).is_none() {
                 ready = false;
                 break;
             }
@@ -262,12 +287,12 @@ pub async fn install_ready(shard: &Rc<Shard>) {
         }
         for q in &p.checkpoint.queues {
             let idx = q.shard as usize;
-            if idx >= shard.shards {
+            let Some(term) = term_of(idx).filter(|_| idx < shard.shards) else {
                 continue;
-            }
+            };
             if let Err(e) = shard
                 .on(idx)
-                .install_timer_watermark(q.queue_id, q.watermark)
+                .install_timer_watermark(q.queue_id, q.watermark, term)
                 .await
             {
                 tracing::warn!("HA: timer watermark not installed on shard {idx}: {e}");

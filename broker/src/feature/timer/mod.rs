@@ -159,9 +159,12 @@ fn load_watermark(path: &Path) -> i64 {
 
 /// A slave: takes the watermark of its timer queue copied from the master (whose log it has
 /// replicated past every delivered copy below it), so that, promoted, it starts there. Its own timer
-/// task, if it has one from its days as master, reads the file again when master again.
-pub async fn install_watermark(shard: &Shard, queue_id: i32, watermark: i64) {
-    if shard.role() != crate::config::BrokerRole::Slave {
+/// task, if it has one from its days as master, reads the file again when master again. Not when
+/// the shard changed role or master since the copy (`term`): its log may be another master's now.
+pub async fn install_watermark(shard: &Shard, queue_id: i32, watermark: i64, term: u64) {
+    if shard.role() != crate::config::BrokerRole::Slave
+        || crate::replication::ha::term(shard) != term
+    {
         return;
     }
     let mine = queue_of(shard, shard.id);
