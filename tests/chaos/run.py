@@ -156,18 +156,22 @@ def read_replicas(cluster):
     return reads, notes
 
 
-def drain(consumers, quiet_s=3.0, limit_s=20.0):
-    """Let the consumers catch up after the producers stopped: until none consumed for `quiet_s`
-    (True), or `limit_s` passed (False)."""
-    for c in consumers:
+def drain(groups, acked, quiet_s=3.0, limit_s=20.0):
+    """Let the consumer groups (lists of members) catch up after the producers stopped: until every
+    group consumed every key of `acked` (True), or `limit_s` passed; then True when no member
+    consumed in the last `quiet_s` (they stopped short: what they missed is missed), False when they
+    were still consuming (not caught up). A group that stalls on one broker group while consuming
+    the other (a client's pull hung on a cut master until its own timeout) gets the whole limit."""
+    members = [c for g in groups for c in g]
+    for c in members:
         c.freeze.set()
     start = time.monotonic()
     while time.monotonic() - start < limit_s:
-        last = max([c.last_consume or 0.0 for c in consumers] + [start])
-        if time.monotonic() - last >= quiet_s:
+        if all(acked <= {op["key"] for c in g for op in list(c.history) if op["type"] == "consume"} for g in groups):
             return True
         time.sleep(0.2)
-    return False
+    last = max([c.last_consume or 0.0 for c in members] + [start])
+    return time.monotonic() - last >= quiet_s
 
 
 class Monitor:
@@ -532,7 +536,8 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
             if monitor is not None:
                 monitor.stop()
             t_end = time.monotonic() - t0
-            drained = drain(cons_ + jcons) if cons_ + jcons else True
+            acked = {op["key"] for p in prods + java for op in list(p.history) if op["type"] == "ok"}
+            drained = drain([g for g in (cons_, jcons) if g], acked) if cons_ + jcons else True
             for c in jcons:
                 c.stop()
             for c in cons_:
