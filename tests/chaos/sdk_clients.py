@@ -31,6 +31,11 @@ Wiring into run.py (the lines to add; `cluster.proxy_addr` is the proxy's gRPC h
         result["problems"].extend(problems)
         result["facts"]["grpc"] = {"consumer": facts, "fifo": ffacts, "errors": g.errors}
 
+Both SDKs retry a send on their own (this one up to 3 attempts, the Go client 2 retries), so a timed-out
+first attempt can leave a second stored copy of a key at another queue offset than the acknowledged one;
+a consumer then gets both, and check_consume's consume_misplaced names the copy. test_clients.py's
+per_broker() shows the remedy (a consume at a slot the final read holds with the same key is that copy).
+
 `start()` creates the FIFO topic (`+message.type=FIFO`, UPDATE_AND_CREATE_TOPIC with `attributes`) and
 both subscription groups (the FIFO one with consumeMessageOrderly) on every master in the chaos topic's
 route, so it runs after cluster.start_all. The proxy should run with `minInvisibleTimeMillis = 1000` or
