@@ -3,8 +3,9 @@ tests/apache/) in the chaos history, talking to our proxy: sdk/ChaosGrpc.java ru
 (-Xmx128m), a Producer on the chaos topic, a SimpleConsumer of its own group on it, a Producer of FIFO
 messages (8 message groups) on a FIFO topic and a SimpleConsumer of an orderly group on that topic. Its
 lines become history operations: the producer's as run.py's Producer records them (invoke / ok / fail /
-unknown, ok with the receipt's broker, queue and offset), the consumer's as consume operations for
-checker.check_consume, and the FIFO ones for `check_fifo` below.
+unknown; the proxy answers a send with its queue offset alone, so ok gets its broker and queue from
+the final read, `resolve`), the consumer's as consume operations for checker.check_consume (broker,
+queue and offset from the receipt handle), and the FIFO ones for `check_fifo` below.
 
 Wiring into run.py (the lines to add; `cluster.proxy_addr` is the proxy's gRPC host:port):
 
@@ -29,7 +30,7 @@ Wiring into run.py (the lines to add; `cluster.proxy_addr` is the proxy's gRPC h
         problems, ffacts = sdk_clients.check_fifo(g.fifo_sends, g.fifo_deliveries, applied,
                                                   drained=g.fifo_drained)
         result["problems"].extend(problems)
-        result["facts"]["grpc"] = {"consumer": facts, "fifo": ffacts, "errors": g.errors}
+        result["facts"]["grpc"] = {"consumer": facts, "fifo": ffacts, "notes": g.notes, "errors": g.errors}
 
 Both SDKs retry a send on their own (this one up to 3 attempts, the Go client 2 retries), so a timed-out
 first attempt can leave a second stored copy of a key at another queue offset than the acknowledged one;
