@@ -1,11 +1,13 @@
 """Checkers over a chaos run's history (history.jsonl: invoke / ok / fail / unknown per send) and the
 final read of every replica's queues. Each returns problems (the run fails on any) and facts (reported).
+Queues are (brokerName, queueId): each send carries its group ("broker"), and `check_groups` judges
+each group's acknowledged sends against that group's own final master and in-sync replicas.
 
-- lost: every acknowledged send (SEND_OK) is on the final master.
+- lost: every acknowledged send (SEND_OK) is on the final master of its group.
 - at_acked_offset: each acknowledged message is at the queue and offset its SEND_OK named.
 - offset_reuse: no two SEND_OKs name the same queue offset for different messages.
 - phantom: nothing read that no producer ever invoked.
-- divergence: in-sync replicas hold the same message at each queue offset both hold.
+- divergence: a group's in-sync replicas hold the same message at each queue offset both hold.
 - duplicates (a fact): messages stored more than once (at-least-once allows it; counted).
 - availability (a fact): the longest stretch without a SEND_OK, overall, per fault kind and per fault
   overlapping it; `outage_in` the longest stretch around one fault (the single-fault mode).
