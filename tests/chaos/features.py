@@ -2,6 +2,9 @@
 timer / delay-level messages, each on its own topic (ChaosFifo, ChaosTx, ChaosTimer) so the plain
 checkers are untouched. Producers and consumers here run beside run.py's under the same faults and
 keep their own history (features.jsonl in the seed's directory); checker_features.py judges it.
+They run on the cluster's home group (the first broker group, cluster.home): their topics are created
+on its master and every producer and consumer finds that master through the name servers' route of
+ChaosTopic, as the plain clients do; the other groups carry plain messages only.
 
 - FIFO: a producer sends, one at a time, numbered messages for 8 sharding keys, each to the queue
   its key selects (crc32(key) % queues, as a MessageQueueSelector would); after a failed or unknown
