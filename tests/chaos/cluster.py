@@ -61,15 +61,24 @@ def layout_nodes(layout, groups=2):
     return controllers + namesrvs + [b for reps in grps.values() for b in reps] + [PROXY]
 
 
+# The name server that answered last, per list: asked first next time, as RocketMQ's clients stay on
+# the name server they use until it fails (so a cut one costs one timeout, not one per query).
+_last_good = {}
+
+
 def topic_route(namesrv_addrs, topic, timeout=1.0):
     """The topic's route as the first name server that answers gives it: {brokerName: master
     address or None}; {} when the topic has no route; None when no name server answered. A name
     server that cannot be reached is skipped (clients fall through to the next one the same way)."""
-    for ns in namesrv_addrs:
+    key = tuple(namesrv_addrs)
+    first = _last_good.get(key)
+    order = ([first] if first in namesrv_addrs else []) + [ns for ns in namesrv_addrs if ns != first]
+    for ns in order:
         try:
             reply = wire.request(ns, wire.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout=timeout)
         except (wire.NotSent, wire.Unknown):
             continue
+        _last_good[key] = ns
         if reply.code != wire.SUCCESS:
             return {}
         try:
