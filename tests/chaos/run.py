@@ -9,8 +9,8 @@ replica's queues read, and the checkers run (checker.py).
     tests/chaos/run.py --minutes 60 --report docs/benchmarks/chaos-DATE.md
     tests/chaos/run.py --single --kinds kill_master,isolate_master   # each kind alone, twice, timed
 
-Needs root (namespaces, nftables) and debug binaries of broker, namesrv and controller
-(CHAOS_BIN_DIR to use others). Exit status 0 only when every seed passed every checker; 2 when the
+Needs root (namespaces, nftables) and debug binaries of broker, namesrv, controller and proxy
+(CHAOS_BIN_DIR to use others). `--groups N` (default 2) broker groups in the controller layout. Exit status 0 only when every seed passed every checker; 2 when the
 host cannot run it (not root, tools missing).
 """
 
