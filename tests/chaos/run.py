@@ -32,9 +32,11 @@ import checker  # noqa: E402
 import cluster as cl  # noqa: E402
 import consumer as cons  # noqa: E402
 import harness  # noqa: E402  (cluster.py put tests/interop on the path)
+import go_clients  # noqa: E402
 import java_clients  # noqa: E402
 import nemesis  # noqa: E402
 import report  # noqa: E402
+import sdk_clients  # noqa: E402
 import net  # noqa: E402
 import features  # noqa: E402
 import wire  # noqa: E402
@@ -47,6 +49,11 @@ FEATURES = ("fifo", "tx", "timer")
 # --java-producers and --java-consumers.
 JAVA_PRODUCERS = 0
 JAVA_CONSUMERS = 0
+# The Java gRPC SDK through the proxy (sdk_clients.py: a producer, a SimpleConsumer group, a FIFO producer
+# and an orderly group) and the Go client's producers and consumers (go_clients.py); main() sets them.
+GRPC_CLIENTS = False
+GO_PRODUCERS = 0
+GO_CONSUMERS = 0
 
 
 class Producer(threading.Thread):
@@ -158,20 +165,23 @@ def read_replicas(cluster):
 
 def drain(groups, acked, quiet_s=3.0, limit_s=20.0):
     """Let the consumer groups (lists of members) catch up after the producers stopped: until every
-    group consumed every key of `acked` (True), or `limit_s` passed; then True when no member
-    consumed in the last `quiet_s` (they stopped short: what they missed is missed), False when they
-    were still consuming (not caught up). A group that stalls on one broker group while consuming
-    the other (a client's pull hung on a cut master until its own timeout) gets the whole limit."""
-    members = [c for g in groups for c in g]
-    for c in members:
+    group consumed every key of `acked`, or `limit_s` passed. Per group, in order: True when it got
+    every key, or when none of its members consumed in the last `quiet_s` (they stopped short: what
+    they missed is missed); False when it was still consuming (not caught up: what it has not got yet
+    is a note, not a loss). A group that stalls on one broker group while consuming the other (a
+    client's pull hung on a cut master until its own timeout) gets the whole limit."""
+    for c in (c for g in groups for c in g):
         c.freeze.set()
+
+    def caught_up(g):
+        return not g or acked <= {op["key"] for c in g for op in list(getattr(c, "consumes", c.history))
+                         if op["type"] == "consume"}
+
     start = time.monotonic()
-    while time.monotonic() - start < limit_s:
-        if all(acked <= {op["key"] for c in g for op in list(c.history) if op["type"] == "consume"} for g in groups):
-            return True
+    while time.monotonic() - start < limit_s and not all(caught_up(g) for g in groups):
         time.sleep(0.2)
-    last = max([c.last_consume or 0.0 for c in members] + [start])
-    return time.monotonic() - last >= quiet_s
+    now = time.monotonic()
+    return [caught_up(g) or now - max([c.last_consume or 0.0 for c in g] + [start]) >= quiet_s for g in groups]
 
 
 class Monitor:
@@ -454,6 +464,19 @@ def timeline(history, consumes, faults, t_end):
                        for f in faults]}
 
 
+def check_client_group(name, consumes, history, applied, t_end, drained, reads, result):
+    """A client's consumer group on its own: phantom, misplaced, dirty reads, missed, duplicates,
+    availability (its rebalances and commits are the client's own, so no order or reset checks)."""
+    problems, facts = checker.check_consume(consumes, history, applied, t_end, drained, reads)
+    result["problems"].extend("%s consumer group: %s" % (name, p) for p in problems)
+    kept = {k: facts[k] for k in ("consumed", "consume_phantom", "consume_misplaced", "consume_stored_copies",
+                                  "dirty_reads", "consume_missed", "consume_duplicates") if k in facts}
+    kept["longest_gap_s"] = facts["consume_availability"]["longest_gap_s"]
+    if "consume_missed_note" in facts:
+        kept["not_caught_up"] = facts["consume_missed_note"]
+    result["facts"]["%s_consumer" % name] = kept
+
+
 def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", consumers=2, single=0, groups=2):
     """One seed: a random overlapping schedule of `seconds`, or with `single` (repeats) the
     single-fault mode over `kinds` (default every kind of the layout); `groups` broker groups
@@ -494,6 +517,9 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
                      for i in range(JAVA_CONSUMERS)]
             for c in jcons:
                 c.start()
+            grpc = sdk_clients.start(cluster, TOPIC, seed, t0, hist, lock, workdir, invisible_ms=3000) \
+                if GRPC_CLIENTS else []
+            gop, goc = go_clients.start(cluster, TOPIC, seed, t0, hist, lock, workdir, GO_PRODUCERS, GO_CONSUMERS)
             nem = nemesis.Nemesis(cluster, network, events, t0, flog)
             nem.start()
             if single:
@@ -527,8 +553,10 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
             result["facts"]["recovery_wait_s"] = round(time.monotonic() - t0 - healed_at, 1)
             for p in prods:
                 p.stop_flag.set()
-            for j in java:
+            for j in java + gop:
                 j.stop()
+            for g in grpc:
+                g.stop_producers()
             for p in prods:
                 p.join(10)
             if feats is not None:
@@ -536,9 +564,12 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
             if monitor is not None:
                 monitor.stop()
             t_end = time.monotonic() - t0
-            acked = {op["key"] for p in prods + java for op in list(p.history) if op["type"] == "ok"}
-            drained = drain([g for g in (cons_, jcons) if g], acked) if cons_ + jcons else True
-            for c in jcons:
+            acked = {op["key"] for p in prods + java + gop + grpc for op in list(p.history) if op["type"] == "ok"}
+            # Each consumer group on its own: every one must get every acknowledged message.
+            drained = dict(zip(("python", "java", "grpc", "go"), drain([cons_, jcons, grpc, goc], acked)))
+            for g in grpc:
+                g.wait_fifo()
+            for c in jcons + grpc + goc:
                 c.stop()
             for c in cons_:
                 c.stop_flag.set()
@@ -549,7 +580,7 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
                 feats.stop()
             result["facts"]["drain_s"] = round(time.monotonic() - t0 - t_end, 1)
         applied = driver.applied if driver is not None else nem.applied
-        history = sorted((op for p in prods + java + ([monitor] if monitor else []) for op in p.history),
+        history = sorted((op for p in prods + java + gop + grpc + ([monitor] if monitor else []) for op in p.history),
                          key=lambda op: op["t"])
         # The first SEND_OK after the heal by the group that took longest to give one.
         firsts = []
@@ -573,6 +604,9 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
         read_from = time.monotonic()
         reads, notes = read_replicas(cluster)
         result["facts"]["read_s"] = round(time.monotonic() - read_from, 1)
+        # The proxy answers a gRPC send with its offset alone: where it went comes from the reads.
+        for g in grpc:
+            g.resolve(reads)
         missing = [g for g, v in final.items() if v["master"] is None or v["master"] not in reads[g]]
         if missing:
             result["problems"].append("final read: no master to read for %s (controllers say %s; %s)"
@@ -591,7 +625,7 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
             with open(os.path.join(workdir, "single.json"), "w") as f:
                 json.dump(driver.measures, f, indent=1)
         if cons_:
-            problems, facts = checker.check_consume(consumes, history, applied, t_end, drained)
+            problems, facts = checker.check_consume(consumes, history, applied, t_end, drained["python"], reads)
             result["problems"].extend(problems)
             result["facts"].update(facts)
             result["facts"]["consumer_errors"] = [c.errors for c in cons_]
@@ -599,13 +633,19 @@ def run_seed(seed, seconds, producers, base, kinds=None, layout="controller", co
             # The Java group on its own: phantom, misplaced, dirty reads, missed, duplicates, availability
             # (its rebalances and commits are the client's own, so no order or reset checks).
             jconsumes = sorted((op for c in jcons for op in c.history), key=lambda op: op["t"])
-            problems, facts = checker.check_consume(jconsumes, history, applied, t_end, drained)
-            result["problems"].extend("java consumer group: " + p for p in problems)
-            result["facts"]["java_consumer"] = {k: facts[k] for k in (
-                "consumed", "consume_phantom", "consume_misplaced", "dirty_reads", "consume_missed",
-                "consume_duplicates") if k in facts}
-            result["facts"]["java_consumer"]["longest_gap_s"] = facts["consume_availability"]["longest_gap_s"]
-        result["facts"]["java_errors"] = [e for j in java + jcons for e in j.errors]
+            check_client_group("java", jconsumes, history, applied, t_end, drained["java"], reads, result)
+        if goc:
+            gconsumes = sorted((op for c in goc for op in c.history), key=lambda op: op["t"])
+            check_client_group("go", gconsumes, history, applied, t_end, drained["go"], reads, result)
+        for g in grpc:
+            # The SimpleConsumer group (POP through the proxy) as the other client groups; the orderly
+            # group's order per message group (sdk_clients.check_fifo).
+            check_client_group("grpc", g.consume_ops(history), history, applied, t_end, drained["grpc"], reads, result)
+            problems, ffacts = sdk_clients.check_fifo(g.fifo_sends, g.fifo_deliveries, applied, drained=g.fifo_drained)
+            result["problems"].extend("grpc fifo group: " + p for p in problems)
+            result["facts"]["grpc_fifo"] = ffacts
+            result["facts"]["grpc_notes"] = g.notes
+        result["facts"]["java_errors"] = [e for j in java + jcons + grpc + gop + goc for e in j.errors]
         if feats is not None:
             # The features run on the home group alone (features.py).
             problems, facts = feats.check(applied, cluster.broker_addrs.get(final[cluster.home]["master"]),
@@ -665,8 +705,11 @@ def print_result(r):
         print("   longest consume outage %.2f s (%.1f..%.1f)" % (cav["longest_gap_s"], cav["from"], cav["to"]))
         for kind, (gap, a, b) in sorted(cav["per_fault_kind"].items()):
             print("     %-19s longest consume outage overlapping it %.2f s (%.1f..%.1f)" % (kind, gap, a, b))
-    if "java_consumer" in f:
-        print("   Java consumer group: %s" % ", ".join("%s %s" % kv for kv in f["java_consumer"].items()))
+    for name in ("java", "go", "grpc"):
+        if "%s_consumer" % name in f:
+            print("   %s consumer group: %s" % (name, ", ".join("%s %s" % kv for kv in f["%s_consumer" % name].items())))
+    if "grpc_fifo" in f:
+        print("   grpc fifo group: %s" % ", ".join("%s %s" % kv for kv in f["grpc_fifo"].items()))
     print("   phases: recovery wait %s s, read %s s, stop %s s" % (f.get("recovery_wait_s"), f.get("read_s"), f.get("stop_s")))
     for fault in f.get("faults", []):
         print("   fault %6.1f s %-19s %s" % fault)
@@ -696,6 +739,11 @@ def main():
                     help="producers on Apache's Java client (0: none; skipped with a note when it cannot be built)")
     ap.add_argument("--java-consumers", type=int, default=1,
                     help="members of a consumer group on Apache's Java client (0: none)")
+    ap.add_argument("--grpc-clients", type=int, default=1, choices=(0, 1),
+                    help="the Java gRPC SDK through the proxy: a producer, a SimpleConsumer group, FIFO sends and an "
+                         "orderly group, in one JVM (0: none)")
+    ap.add_argument("--go-producers", type=int, default=1, help="producers on the Go client (0: none)")
+    ap.add_argument("--go-consumers", type=int, default=1, help="members of a consumer group on the Go client (0: none)")
     ap.add_argument("--consumers", type=int, default=2, help="members of the consumer group (0: none)")
     ap.add_argument("--features", default="fifo,tx,timer",
                     help="message kinds beside plain sends, each with its producer, consumer and checkers (features.py): fifo, tx, timer, comma-separated, or none")
@@ -733,6 +781,20 @@ def main():
         else:
             JAVA_PRODUCERS = args.java_producers
             JAVA_CONSUMERS = args.java_consumers
+    global GRPC_CLIENTS, GO_PRODUCERS, GO_CONSUMERS
+    if args.grpc_clients:
+        why = sdk_clients.build()
+        if why:
+            print("chaos: no gRPC SDK clients: %s" % why)
+        else:
+            GRPC_CLIENTS = True
+    if args.go_producers or args.go_consumers:
+        why = go_clients.build()
+        if why:
+            print("chaos: no Go clients: %s" % why)
+        else:
+            GO_PRODUCERS = args.go_producers
+            GO_CONSUMERS = args.go_consumers
     if args.workdir:
         os.makedirs(args.workdir, exist_ok=True)
         base = args.workdir

@@ -351,6 +351,19 @@ class PerGroupCheckers(unittest.TestCase):
         problems, _ = run(consumes, self.H)
         self.assertIn("consume_misplaced: b2 consumed at ga queue 0 offset 1", problems)
 
+    def test_a_second_stored_copy_of_a_key_is_a_copy_not_a_misplaced_read(self):
+        # b2 acknowledged at gb queue 0 offset 1; a retried first attempt also stored it at ga queue 0
+        # offset 1: consuming that copy is allowed only where a replica holds b2 at that slot.
+        consumes = [gconsume(1.1, "ga", 0, 0, "a1"), gconsume(1.6, "gb", 0, 0, "b1"), gconsume(1.7, "gb", 0, 1, "b2"),
+                    gconsume(2.1, "ga", 0, 1, "b2")]
+        copy = {"ga": {"m": {(0, 0): "a1", (0, 1): "b2"}}}
+        problems, facts = checker.check_consume(consumes, self.H, [], 10.0, True, reads=copy)
+        self.assertEqual(problems, [])
+        self.assertEqual(facts["consume_stored_copies"], 1)
+        elsewhere = {"ga": {"m": {(0, 0): "a1", (0, 1): "a2"}}}
+        problems, _ = checker.check_consume(consumes, self.H, [], 10.0, True, reads=elsewhere)
+        self.assertIn("consume_misplaced: b2 consumed at ga queue 0 offset 1", " | ".join(problems))
+
     def test_order_is_per_group_queue(self):
         # Offsets 0, 1 of group b's queue 0 after offset 0 of group a's queue 0: no going back.
         consumes = [dict(reset(0.5, 0, 0), broker="ga"), dict(reset(0.5, 0, 0), broker="gb"),

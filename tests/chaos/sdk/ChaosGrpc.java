@@ -192,8 +192,9 @@ public final class ChaosGrpc {
         while (p == null && !stopping) {
             try {
                 p = PROVIDER.newProducerBuilder().setClientConfiguration(config(endpoint)).setTopics(topic).build();
-            } catch (ClientException e) {
-                // The proxy or the route is not there yet (a fault at the start): try again.
+            } catch (ClientException | IllegalStateException e) {
+                // The proxy or the route is not there yet (a fault at the start: the SDK's start-up
+                // service fails with an IllegalStateException when the proxy cannot be reached): try again.
                 emit("type", "start_failed", "role", role, "error", e.toString());
                 Thread.sleep(500);
             }
@@ -251,7 +252,7 @@ public final class ChaosGrpc {
                     .setConsumerGroup(group)
                     .setSubscriptionExpressions(Collections.singletonMap(topic, FilterExpression.SUB_ALL))
                     .setAwaitDuration(Duration.ofSeconds(2)).build();
-            } catch (ClientException e) {
+            } catch (ClientException | IllegalStateException e) {
                 emit("type", "start_failed", "group", group, "error", e.toString());
                 Thread.sleep(500);
             }
