@@ -1,10 +1,13 @@
 //! Wall-clock steps while the broker runs, made with libfaketime (`LD_PRELOAD`, its offset read from
 //! a file the test rewrites; the monotonic clock is left alone, as a real step leaves it):
 //!
-//! - delayed (DELAY level) and timer messages pending while the clock steps back are not delivered
-//!   before their due time on the stepped clock, and all arrive; pending ones whose due time a forward
-//!   step passes arrive within seconds (the schedulers re-read the wall clock, they do not sleep out a
-//!   wait computed before the step);
+//! - timer messages pending while the clock steps back are not delivered before their due time on the
+//!   stepped clock; delayed (DELAY level) ones then due later than now + their level's delay are
+//!   delivered at once (RocketMQ's correction); all arrive. Pending ones whose due time a forward step
+//!   passes arrive within seconds (the schedulers re-read the wall clock, they do not sleep out a wait
+//!   computed before the step);
+//! - a delayed message stored while the clock ran a minute ahead does not hold back the later ones of
+//!   its level once the clock is back: both arrive within about the level's delay;
 //! - a forward step by more than `fileReservedTime` does not let retention delete segments that have
 //!   not expired (retention ignores forward steps while the broker runs);
 //! - an unanswered transaction is still checked back within seconds after the clock steps back an
@@ -111,12 +114,23 @@ fn delayed_and_timer_messages_follow_wall_clock_steps_and_none_is_lost() {
     let broker = broker_with_clock(&lib, &clock, "");
     run_local(async {
         let client = connect(broker.addr()).await;
-        // 1. Sent at +0, due 10 s later; the clock then steps back 15 s: due 25 s after the send in
-        //    real time, and not one is delivered before its due time on the broker's clock.
+        // 1. Sent at +0, due 10 s later; the clock then steps back 15 s. Timers: due 25 s after the
+        //    send in real time, and not one is delivered before its due time on the broker's clock.
+        //    Delayed messages: now due more than their level's delay ahead, so due at once.
         let sent_at = now_ms();
         send_delayed_and_timers(&client, "back", LEVEL_10S, DELAY_MS).await;
         step_clock(&clock, -15);
-        for topic in [DELAY_TOPIC, TIMER_TOPIC] {
+        let stepped_at = now_ms();
+        let seen = wait_records(&client, DELAY_TOPIC, 0, PER_KIND, Duration::from_secs(30)).await;
+        assert_eq!(seen.len(), PER_KIND, "{DELAY_TOPIC}: every message arrives");
+        let last = seen.iter().map(|(_, at)| at - stepped_at).max().unwrap();
+        assert!(
+            last < 5_000,
+            "{DELAY_TOPIC}: {last} ms after a step back beyond the level's delay"
+        );
+        println!("{DELAY_TOPIC}: step back 15 s: all delivered {last} ms after the step");
+        {
+            let topic = TIMER_TOPIC;
             let seen = wait_records(&client, topic, 0, PER_KIND, Duration::from_secs(60)).await;
             assert_eq!(seen.len(), PER_KIND, "{topic}: every message arrives");
             for (rec, seen_at) in &seen {
@@ -154,6 +168,81 @@ fn delayed_and_timer_messages_follow_wall_clock_steps_and_none_is_lost() {
             );
             println!("{topic}: step forward 1 h: all delivered {last} ms after the step");
         }
+    });
+    drop(broker);
+}
+
+/// Sends probes until one's store time shows the broker's clock `offset_s` off the real one
+/// (libfaketime may keep the old offset for up to two seconds).
+async fn wait_broker_clock(client: &remoting::Client, offset_s: i64) {
+    const PROBE: &str = "ClockProbe";
+    let start = std::time::Instant::now();
+    loop {
+        let before = now_ms();
+        let r = send(client, PROBE, 0, b"probe", "").await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let at: i64 = r.ext("queueOffset").unwrap().parse().unwrap();
+        let stored = pull_from(client, PROBE, 0, at).await;
+        let off = stored.first().unwrap().store_timestamp - before;
+        if (off - offset_s * 1000).abs() < 3_000 {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "the broker's clock is {off} ms off, not {offset_s} s"
+        );
+        glommio::timer::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[test]
+fn a_delayed_message_stored_with_the_clock_ahead_does_not_hold_back_its_level() {
+    let Some(lib) = usable() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let clock = dir.path().join("clock");
+    let broker = broker_with_clock(&lib, &clock, "messageDelayLevel = \"1s 5s\"\n");
+    let topic = "ClockAhead";
+    // Level 2 (5 s): the first one is still pending when the broker sees the clock back (libfaketime
+    // caches the offset for up to a second).
+    let level = 2;
+    run_local(async {
+        let client = connect(broker.addr()).await;
+        // Stored a minute ahead: its due time (store time + 5 s) is 65 s away once the clock is back.
+        step_clock(&clock, 60);
+        wait_broker_clock(&client, 60).await;
+        let r = send(&client, topic, 0, b"ahead", &delayed_props(level, "ahead")).await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        step_clock(&clock, 0);
+        wait_broker_clock(&client, 0).await;
+        let sent_at = now_ms();
+        let r = send(
+            &client,
+            topic,
+            0,
+            b"behind",
+            &delayed_props(level, "behind"),
+        )
+        .await;
+        assert_eq!(r.code, response_code::SUCCESS, "{:?}", r.remark);
+        let seen = wait_records(&client, topic, 0, 2, Duration::from_secs(20)).await;
+        let keys: Vec<&str> = seen
+            .iter()
+            .filter_map(|(rec, _)| properties::get(&rec.properties, "UNIQ_KEY"))
+            .collect();
+        assert_eq!(keys, ["ahead", "behind"], "both delivered, in order");
+        let last = seen.iter().map(|(_, at)| at - sent_at).max().unwrap();
+        // The level's 5 s, a second to notice, and slack for a loaded machine.
+        assert!(
+            last < 8_000,
+            "delivered {last} ms after the send of the second (level delay 5 s)"
+        );
+        assert!(
+            last >= 4_500,
+            "the second came {last} ms after its send: stored before the clock was back?"
+        );
+        println!("stored 60 s ahead, then one on time: both delivered {last} ms after the second");
     });
     drop(broker);
 }

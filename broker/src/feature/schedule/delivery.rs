@@ -1,7 +1,9 @@
 //! The delivery task of one delay level: reads the level's schedule queue from its delivery offset,
 //! puts every due record to its real topic and queue (through the owner's store, like a send), then
 //! advances the offset. Between rounds it sleeps until the head unit is due, or, when the level is
-//! empty, until a unit arrives.
+//! empty, until a unit arrives. A unit due later than now + the level's delay (stored while the wall
+//! clock ran ahead, or the clock stepped back since) is due at once, as in RocketMQ, so it cannot hold
+//! back the units behind it for as long as the clock was off.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -38,8 +40,31 @@ enum Step {
     Retry,
 }
 
+/// The time a unit is due (ms): its stored due time (tagsCode), or `now` when that lies more than the
+/// level's delay ahead, which no unit stored on a steady clock can (RocketMQ's
+/// `correctDeliverTimestamp`). A level's queue is delivered in order, so without this one unit stored
+/// while the clock was ahead would hold back every later unit of its level.
+pub(crate) fn effective_due(now: i64, stored_due: i64, level_delay_ms: i64) -> i64 {
+    if stored_due > now.saturating_add(level_delay_ms) {
+        now
+    } else {
+        stored_due
+    }
+}
+
+/// A level's delay in ms from `messageDelayLevel` (i64::MAX, no correction, if it cannot be read).
+fn level_delay_ms(shard: &Shard, level: i32) -> i64 {
+    let delays = shard.cfg.delay_levels_ms().unwrap_or_default();
+    usize::try_from(level - 1)
+        .ok()
+        .and_then(|i| delays.get(i).copied())
+        .and_then(|ms| i64::try_from(ms).ok())
+        .unwrap_or(i64::MAX)
+}
+
 pub async fn run_level(shard: Rc<Shard>, level: i32) {
     let queue_id = level - 1;
+    let delay_ms = level_delay_ms(&shard, level);
     tracing::debug!("shard {}: delivering delay level {level}", shard.id);
     loop {
         if crate::feature::schedule::state::schedule(&shard).stopping() || shard.shutting_down.get()
@@ -49,7 +74,7 @@ pub async fn run_level(shard: Rc<Shard>, level: i32) {
         // Registered before the read, so an arrival during the read is not missed.
         let arrival = crate::feature::long_poll::waiters(&shard).register(SCHEDULE_TOPIC, queue_id);
         crate::feature::schedule::state::schedule(&shard).enter();
-        let step = round(&shard, level).await;
+        let step = round(&shard, level, delay_ms).await;
         crate::feature::schedule::state::schedule(&shard).leave();
         match step {
             Step::More => {}
@@ -73,7 +98,7 @@ pub async fn run_level(shard: Rc<Shard>, level: i32) {
 }
 
 /// One read-and-deliver round of a level.
-async fn round(shard: &Rc<Shard>, level: i32) -> Step {
+async fn round(shard: &Rc<Shard>, level: i32, delay_ms: i64) -> Step {
     let queue_id = level - 1;
     let Some(offset) = crate::feature::schedule::state::schedule(shard).next_offset(level) else {
         return Step::Idle;
@@ -86,11 +111,12 @@ async fn round(shard: &Rc<Shard>, level: i32) -> Step {
         if stop.get() {
             return false;
         }
-        if tags_code <= now {
+        let due_at = effective_due(now, tags_code, delay_ms);
+        if due_at <= now {
             return true;
         }
         stop.set(true);
-        first_not_due.set(Some(tags_code));
+        first_not_due.set(Some(due_at));
         false
     };
     let got = match shard
@@ -291,4 +317,31 @@ pub(crate) async fn put_restored(
         }
     }
     outcomes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::effective_due;
+
+    const NOW: i64 = 1_000_000_000;
+
+    #[test]
+    fn a_due_time_within_the_level_delay_is_kept() {
+        assert_eq!(effective_due(NOW, NOW - 5, 1000), NOW - 5);
+        assert_eq!(effective_due(NOW, NOW + 400, 1000), NOW + 400);
+        assert_eq!(effective_due(NOW, NOW + 1000, 1000), NOW + 1000);
+    }
+
+    #[test]
+    fn a_due_time_beyond_now_plus_the_level_delay_is_due_now() {
+        // Stored with the clock 60 s ahead, level 1 s: due now, not in 61 s.
+        assert_eq!(effective_due(NOW, NOW + 61_000, 1000), NOW);
+        assert_eq!(effective_due(NOW, NOW + 1001, 1000), NOW);
+        assert_eq!(effective_due(NOW, i64::MAX, 1000), NOW);
+    }
+
+    #[test]
+    fn an_unknown_level_delay_corrects_nothing() {
+        assert_eq!(effective_due(NOW, NOW + 61_000, i64::MAX), NOW + 61_000);
+    }
 }
