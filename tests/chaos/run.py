@@ -708,6 +708,8 @@ def print_result(r):
     for name in ("java", "go", "grpc"):
         if "%s_consumer" % name in f:
             print("   %s consumer group: %s" % (name, ", ".join("%s %s" % kv for kv in f["%s_consumer" % name].items())))
+    if f.get("grpc_notes"):
+        print("   grpc client notes: %s" % f["grpc_notes"])
     if "grpc_fifo" in f:
         print("   grpc fifo group: %s" % ", ".join("%s %s" % kv for kv in f["grpc_fifo"].items()))
     print("   phases: recovery wait %s s, read %s s, stop %s s" % (f.get("recovery_wait_s"), f.get("read_s"), f.get("stop_s")))

@@ -243,6 +243,11 @@ class GrpcClients(LineProgram):
         kind, role = op.get("type"), op.get("role")
         if kind in ("receive_failed", "start_failed"):
             self.notes[kind] += 1
+            # The first few distinct reasons, for the seed's report (the SDK does not log them).
+            reasons = self.notes.setdefault(kind + "_reasons", {})
+            reason = str(op.get("error"))[:160]
+            if reason in reasons or len(reasons) < 5:
+                reasons[reason] = reasons.get(reason, 0) + 1
             if "invisible duration" in str(op.get("error")) and not self.notes.get("invisible_refused"):
                 # Every receive will fail the same way: say so once.
                 self.notes["invisible_refused"] = True
