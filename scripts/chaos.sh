@@ -28,7 +28,7 @@ case "${1:-}" in
     --short)
         shift
         set -- --seeds 2 --seconds 45 "$@"
-        limit=420
+        limit=600
         ;;
     --minutes)
         minutes="${2:?--minutes needs a number}"
