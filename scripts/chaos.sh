@@ -22,6 +22,10 @@ if [ -z "${CHAOS_BIN_DIR:-}" ]; then
 fi
 # The checkers on made-up histories first (a second): a checker that cannot fail proves nothing.
 python3 tests/chaos/test_checker.py 2>&1 | tail -n 1 | grep -qx OK || { python3 tests/chaos/test_checker.py; exit 1; }
+# The gRPC clients' FIFO checker and consume positions likewise (the live part of test_clients.py
+# needs its own local stack: run it by hand).
+python3 tests/chaos/test_clients.py Fifo ConsumeOps 2>&1 | tail -n 1 | grep -qx OK \
+    || { python3 tests/chaos/test_clients.py Fifo ConsumeOps; exit 1; }
 workdir="$(mktemp -d /tmp/rmq-chaos-XXXXXX)"
 limit=0
 case "${1:-}" in
