@@ -5,8 +5,8 @@
 use protocol::body::{perm, QueueData, TopicRouteData};
 
 use super::caller::Caller;
-use super::resource::topic_name;
 use super::message_type::advertised;
+use super::resource::topic_name;
 use crate::pb::*;
 use crate::state::Proxy;
 use crate::status::{ok, ProxyError};
@@ -27,6 +27,12 @@ fn broker(q: &QueueData, endpoints: &Option<Endpoints>) -> Broker {
 }
 
 /// Queue ids 0..max(read, write): readable below readQueueNums, writable below writeQueueNums.
+///
+/// A broker group between masters (its master gone, a slave still registered) keeps its queues: every
+/// receive, ack and send names the broker or picks its own queue and finds the group's current master
+/// when it is made, while the SDKs refresh routes only every 30 s. Leaving such a group out kept a
+/// SimpleConsumer (which receives from the queues of its route) off that group for 30 s after its
+/// new master was serving.
 fn queues_of(
     caller: &Caller,
     topic: &str,
@@ -41,7 +47,7 @@ fn queues_of(
         if !route
             .broker_datas
             .iter()
-            .any(|b| b.broker_name == q.broker_name && b.master_addr().is_some())
+            .any(|b| b.broker_name == q.broker_name && !b.broker_addrs.is_empty())
         {
             continue;
         }
@@ -126,4 +132,71 @@ pub async fn query_assignment(
         status: Some(ok()),
         assignments,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::body::BrokerData;
+
+    fn route(groups: &[(&str, &[i64])]) -> TopicRouteData {
+        let mut r = TopicRouteData::default();
+        for (name, ids) in groups {
+            r.queue_datas.push(QueueData {
+                broker_name: name.to_string(),
+                read_queue_nums: 4,
+                write_queue_nums: 4,
+                perm: perm::READ | perm::WRITE,
+                topic_sys_flag: 0,
+            });
+            r.broker_datas.push(BrokerData {
+                broker_name: name.to_string(),
+                broker_addrs: ids
+                    .iter()
+                    .map(|id| (*id, format!("10.0.0.{id}:10911")))
+                    .collect(),
+                ..BrokerData::default()
+            });
+        }
+        r
+    }
+
+    fn names(route: &TopicRouteData) -> Vec<(String, i32)> {
+        let caller = Caller {
+            client_id: String::new(),
+            namespace: String::new(),
+            creds: None,
+        };
+        queues_of(&caller, "T", route, &None, &[])
+            .into_iter()
+            .map(|q| (q.broker.map(|b| b.name).unwrap_or_default(), q.id))
+            .collect()
+    }
+
+    #[test]
+    fn a_group_between_masters_keeps_its_queues() {
+        // Group a: its master gone, a slave (id 2) still registered.
+        let r = route(&[("a", &[2]), ("b", &[0, 1])]);
+        let got = names(&r);
+        assert_eq!(got.len(), 8, "{got:?}");
+        assert!(got.contains(&("a".to_string(), 0)));
+        assert!(got.contains(&("a".to_string(), 3)));
+        // Shown as the master: the SDKs receive only from queues of broker id 0.
+        let caller = Caller {
+            client_id: String::new(),
+            namespace: String::new(),
+            creds: None,
+        };
+        assert!(queues_of(&caller, "T", &r, &None, &[])
+            .iter()
+            .all(|q| q.broker.as_ref().is_some_and(|b| b.id == 0)));
+    }
+
+    #[test]
+    fn a_group_with_no_registered_broker_has_no_queues() {
+        let mut r = route(&[("a", &[]), ("b", &[0])]);
+        assert_eq!(names(&r).len(), 4);
+        r.broker_datas.retain(|b| b.broker_name != "a");
+        assert_eq!(names(&r).len(), 4);
+    }
 }
