@@ -163,7 +163,7 @@ def read_replicas(cluster):
     return reads, notes
 
 
-def drain(groups, acked, quiet_s=3.0, limit_s=20.0):
+def drain(groups, acked, quiet_s=3.0, limit_s=30.0):
     """Let the consumer groups (lists of members) catch up after the producers stopped: until every
     group consumed every key of `acked`, or `limit_s` passed. Per group, in order: True when it got
     every key, or when none of its members consumed in the last `quiet_s` (they stopped short: what

@@ -256,6 +256,10 @@ class GrpcClients(LineProgram):
             return False
         if kind == "ack" and not op.get("ok"):
             self.notes["ack_failed"] += 1
+            reasons = self.notes.setdefault("ack_failed_reasons", {})
+            reason = str(op.get("error"))[:160]
+            if reason in reasons or len(reasons) < 5:
+                reasons[reason] = reasons.get(reason, 0) + 1
         if role == "producer" and kind in ("invoke", "ok", "fail", "unknown"):
             for k in ("role", "group", "seq"):
                 op.pop(k, None)
