@@ -274,6 +274,9 @@ async fn adopt_master_history(
                 local(target)
             )));
         }
+        // A gate from before the role was known (a restart) moves up to what the master holds, as
+        // it does for every batch replicated from here on.
+        store.set_confirm_offset(now);
         return Ok((stream, now));
     }
 }

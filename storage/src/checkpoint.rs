@@ -1,6 +1,7 @@
-//! The `checkpoint` file: how far the CommitLog is durable and up to where every ConsumeQueue unit and
-//! index key is durable. Two 4 KiB slots written alternately (each with a CRC), so a torn write of one
-//! leaves the other.
+//! The `checkpoint` file: how far the CommitLog is durable, up to where every ConsumeQueue unit and
+//! index key is durable, and the confirm offset (RocketMQ 5's `confirmPhyOffset`). Two 4 KiB slots
+//! written alternately (each with a CRC), so a torn write of one leaves the other. Slots written
+//! before the confirm offset was kept ("RMQC") are still read, without one.
 
 use std::path::{Path, PathBuf};
 
@@ -9,9 +10,15 @@ use glommio::io::{DmaFile, OpenOptions};
 use crate::error::StoreError;
 use crate::layout::checkpoint_path;
 
-const MAGIC: u32 = 0x524D_5143; // "RMQC"
+/// The layout without the confirm offset.
+const MAGIC_V1: u32 = 0x524D_5143; // "RMQC"
+const BODY_LEN_V1: usize = 4 + 8 + 8 + 8 + 8;
+/// The layout with the confirm offset after the timestamp.
+const MAGIC: u32 = 0x524D_5144; // "RMQD"
+const BODY_LEN: usize = BODY_LEN_V1 + 8;
 const SLOT: u64 = 4096;
-const BODY_LEN: usize = 4 + 8 + 8 + 8 + 8;
+/// The confirm-offset field of a checkpoint that has none.
+const NO_CONFIRM: u64 = u64::MAX;
 
 /// One saved checkpoint.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -22,6 +29,10 @@ pub struct Checkpoint {
     /// Shard-local CommitLog offset below which all ConsumeQueue units and index keys are durable.
     pub dispatch_durable: u64,
     pub timestamp_ms: i64,
+    /// Shard-local CommitLog offset up to which every record was confirmed (controller mode: held
+    /// by every in-sync replica) when this checkpoint was written; None in a checkpoint written
+    /// before it was kept.
+    pub confirm_offset: Option<u64>,
 }
 
 impl Checkpoint {
@@ -32,14 +43,20 @@ impl Checkpoint {
         b.extend_from_slice(&self.commitlog_flushed.to_be_bytes());
         b.extend_from_slice(&self.dispatch_durable.to_be_bytes());
         b.extend_from_slice(&self.timestamp_ms.to_be_bytes());
+        b.extend_from_slice(&self.confirm_offset.unwrap_or(NO_CONFIRM).to_be_bytes());
         let crc = crc32fast::hash(&b);
         b.extend_from_slice(&crc.to_be_bytes());
         b
     }
 
     fn decode(b: &[u8]) -> Option<Checkpoint> {
-        let body = b.get(..BODY_LEN)?;
-        let crc = u32::from_be_bytes(b.get(BODY_LEN..BODY_LEN + 4)?.try_into().ok()?);
+        let body_len = match u32::from_be_bytes(b.get(..4)?.try_into().ok()?) {
+            MAGIC => BODY_LEN,
+            MAGIC_V1 => BODY_LEN_V1,
+            _ => return None,
+        };
+        let body = b.get(..body_len)?;
+        let crc = u32::from_be_bytes(b.get(body_len..body_len + 4)?.try_into().ok()?);
         if crc32fast::hash(body) != crc {
             return None;
         }
@@ -48,14 +65,17 @@ impl Checkpoint {
                 .and_then(|s| s.try_into().ok())
                 .map(u64::from_be_bytes)
         };
-        if u32::from_be_bytes(body.get(..4)?.try_into().ok()?) != MAGIC {
-            return None;
-        }
+        let confirm_offset = if body_len == BODY_LEN {
+            Some(u64_at(36)?).filter(|&c| c != NO_CONFIRM)
+        } else {
+            None
+        };
         Some(Checkpoint {
             seq: u64_at(4)?,
             commitlog_flushed: u64_at(12)?,
             dispatch_durable: u64_at(20)?,
             timestamp_ms: u64_at(28)? as i64,
+            confirm_offset,
         })
     }
 
@@ -153,11 +173,40 @@ mod tests {
             commitlog_flushed: 4096,
             dispatch_durable: 100,
             timestamp_ms: 7,
+            confirm_offset: Some(4000),
         };
         let mut b = cp.encode();
         assert_eq!(Checkpoint::decode(&b), Some(cp));
+        let none = Checkpoint {
+            confirm_offset: None,
+            ..cp
+        };
+        assert_eq!(Checkpoint::decode(&none.encode()), Some(none));
         b[14] ^= 1;
         assert_eq!(Checkpoint::decode(&b), None);
+    }
+
+    /// A slot written before the confirm offset was kept still reads, without one.
+    #[test]
+    fn a_slot_without_the_confirm_offset_still_reads() {
+        let mut b = Vec::new();
+        b.extend_from_slice(&MAGIC_V1.to_be_bytes());
+        for v in [5u64, 8192, 4096, 9] {
+            b.extend_from_slice(&v.to_be_bytes());
+        }
+        let crc = crc32fast::hash(&b);
+        b.extend_from_slice(&crc.to_be_bytes());
+        b.resize(SLOT as usize, 0);
+        assert_eq!(
+            Checkpoint::decode(&b),
+            Some(Checkpoint {
+                seq: 5,
+                commitlog_flushed: 8192,
+                dispatch_durable: 4096,
+                timestamp_ms: 9,
+                confirm_offset: None,
+            })
+        );
     }
 
     /// After a failed write the next one goes to the same slot: the slot holding the newest good

@@ -70,6 +70,11 @@ pub struct StoreConfig {
     /// already read the lost one would skip the new one for good. Off for slaves (their master holds
     /// the truth and sends the same bytes again) and ASYNC_FLUSH (which accepts losing the unsynced tail).
     pub consume_durable_only: bool,
+    /// Open with the confirm gate installed (`confirm`) at the confirm offset the last checkpoint
+    /// kept (controller mode with `readUnCommitted` false), so a restarted replica shows no record
+    /// past what was confirmed before it stopped until its role moves the gate; with no confirm
+    /// offset kept (a store written before it was), at the log's start. Off: no gate at open.
+    pub confirm_gate_at_open: bool,
     /// Compacted topics are compacted, and retention keeps what is not compacted yet
     /// (`enableCompaction`). Off: compacted topics are treated like any other.
     pub enable_compaction: bool,
@@ -110,6 +115,7 @@ impl StoreConfig {
             message_index_enable: true,
             warm_mapped_file_enable: None,
             consume_durable_only: false,
+            confirm_gate_at_open: false,
             enable_compaction: true,
             compaction_interval_ms: 900_000,
             max_offset_map_size: 100 << 20,

@@ -31,6 +31,8 @@ pub(crate) struct Recovered {
     pub queues: PlainQueues,
     pub index: IndexService,
     pub checkpoint_seq: u64,
+    /// The confirm offset (shard-local) the last checkpoint kept, if it kept one.
+    pub confirm_offset: Option<u64>,
     /// CommitLog offset below which ConsumeQueue units and index keys were durable at open.
     pub dispatch_from: u64,
 }
@@ -178,6 +180,7 @@ pub(crate) async fn recover(cfg: &StoreConfig) -> Result<Recovered, StoreError> 
         queues,
         index,
         checkpoint_seq: checkpoint.map_or(0, |c| c.seq),
+        confirm_offset: checkpoint.and_then(|c| c.confirm_offset),
         dispatch_from: dispatch_from.min(end),
     })
 }

@@ -170,6 +170,9 @@ impl MessageStore {
         });
         inner.waiters.flushed.set(inner.log.flushed.get());
         let store = MessageStore { inner };
+        if store.inner.cfg.confirm_gate_at_open {
+            store.gate_at_restored_confirm(rec.confirm_offset).await;
+        }
         // A crash between a tail cut and its rewind leaves a compacted log past its queue's end.
         store.rewind_compacted_logs().await?;
         if store.inner.cfg.message_index_enable && store.inner.index.borrow().files.is_empty() {
@@ -336,9 +339,11 @@ impl MessageStore {
     pub(crate) fn notify_arrivals(&self, arrivals: impl Iterator<Item = Arrival>) {
         let listener = self.inner.arrival.borrow().clone();
         let mut pending: Option<Arrival> = None;
-        for a in arrivals {
+        for mut a in arrivals {
             {
                 let mut q = a.queue.borrow_mut();
+                // One held across a tail cut names a max the queue no longer has.
+                a.max_offset = a.max_offset.min(q.max_offset);
                 let seen = q
                     .announced_max
                     .map_or(a.max_offset, |v| v.max(a.max_offset));
@@ -667,6 +672,7 @@ impl MessageStore {
                 commitlog_flushed,
                 dispatch_durable: dispatched,
                 timestamp_ms: now_ms(),
+                confirm_offset: Some(self.confirmed_local(commitlog_flushed)),
             };
             let res = w.write(cp).await;
             *inner.checkpoint.borrow_mut() = Some(w);
