@@ -142,7 +142,18 @@ pub async fn handle(shard: &Rc<Shard>, req: &RemotingCommand) -> RemotingCommand
             Ok(r) => r,
             Err(e) => return error(rc::SYSTEM_ERROR, format!("reading the queue failed: {e}")),
         };
-        let code = response_code(&result, header.queue_offset);
+        let mut code = response_code(&result, header.queue_offset);
+        let mut result = result;
+        if code == rc::PULL_OFFSET_MOVED
+            && header.queue_offset > result.max_offset
+            && header.queue_offset <= shard.store.max_offset(&header.topic, header.queue_id)
+        {
+            // The offset is stored here but past the confirm offset (a restarted replica before its
+            // role is known, a deposed master): not there yet, rather than moved back to the end
+            // readers see, which would make the consumer read again what it had.
+            code = rc::PULL_NOT_FOUND;
+            result.next_begin_offset = header.queue_offset;
+        }
         let park = code == rc::PULL_NOT_FOUND
             && may_park
             && !shard.shutting_down.get()

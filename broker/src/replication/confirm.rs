@@ -5,7 +5,9 @@
 //! connected). A master alone in its set, or without `allAckInSyncStateSet`, holds nothing back (the
 //! gate is lifted, as Apache's confirm offset is then the log's end). A slave's gate, if it has one,
 //! moves with what it replicates (`storage::ha`); a deposed master's own unconfirmed tail stays
-//! hidden until it follows the new master.
+//! hidden until it follows the new master. A restarted replica opens with the gate at the confirm
+//! offset its last checkpoint kept (`StoreConfig::confirm_gate_at_open`, RocketMQ 5's
+//! `confirmPhyOffset`), and it stays there until the controllers give it a role.
 
 use crate::config::BrokerRole;
 use crate::shard::Shard;
@@ -14,6 +16,10 @@ use crate::shard::Shard;
 pub fn update(shard: &Shard) {
     let cfg = &shard.cfg.controller;
     if !cfg.enabled || cfg.read_un_committed || shard.role() == BrokerRole::Slave {
+        return;
+    }
+    if shard.chosen_role.get().is_none() {
+        // No role from the controllers yet: the gate stays where the store opened it.
         return;
     }
     let state = crate::replication::ha_state::ha(shard);

@@ -43,6 +43,8 @@ pub fn store_config(cfg: &BrokerConfig, shard: usize) -> Result<StoreConfig, Bro
     // In controller mode any replica may become master without a restart.
     sc.consume_durable_only = cfg.flush_disk_type == FlushDiskType::SyncFlush
         && (cfg.broker_role != crate::config::BrokerRole::Slave || cfg.controller.enabled);
+    // A restarted replica shows nothing past its last confirm offset until its role is known.
+    sc.confirm_gate_at_open = cfg.controller.enabled && !cfg.controller.read_un_committed;
     sc.validate().map_err(|e| BrokerError::Store {
         shard,
         reason: e.to_string(),

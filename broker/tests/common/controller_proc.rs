@@ -64,6 +64,11 @@ impl ControllerProc {
         std::fs::read_to_string(self.dir.path().join("controller.log")).unwrap_or_default()
     }
 
+    /// The controller process's id (to pause it with SIGSTOP).
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
     /// CONTROLLER_GET_REPLICA_INFO for `broker_name` on a fresh connection: the SUCCESS answer
     /// (master address and epoch in its fields, the SyncStateSet in its body), or None.
     pub fn replica_info(&self, broker_name: &str) -> Option<RemotingCommand> {
