@@ -42,6 +42,10 @@ POINTS_FILE = "failpoints"
 # A log line only a failpoints build of the broker holds (storage/src/fault.rs).
 FAILPOINTS_MARK = b"fail points: following the file"
 EIO = 5
+# cluster.py writes this line into a node's log before each start.
+START_MARK = b"\n===== start #"
+# What a broker logs when its store refuses writes until it restarts.
+STICKY_READ_ONLY_MARK = b"store takes no writes until the broker restarts"
 
 
 def broker_binary():
@@ -174,6 +178,20 @@ def _store_read_only(cluster, name):
     return str(table.get("storeReadOnly", "false")) == "true"
 
 
+def _log_says_read_only_until_restart(cluster, name):
+    """Whether broker `name`'s log, since its last start, says its store takes no writes until a
+    restart (a failed CommitLog fdatasync or tail cut: storage/src/group_commit.rs, truncate.rs).
+    Read from the run directory, so it needs no network: another fault (a slow or cut link) may leave
+    the broker unable to answer `_store_read_only` in time."""
+    try:
+        with open(os.path.join(cluster.workdir, name + ".log"), "rb") as f:
+            log = f.read()
+    except OSError:
+        return False
+    since_start = log[log.rfind(START_MARK) + 1:]  # the whole log when the mark is missing
+    return STICKY_READ_ONLY_MARK in since_start
+
+
 # ---- the faults (nemesis.py) ----
 
 def start(nem, fault, event, rng):
@@ -234,7 +252,10 @@ def heal(nem, fault):
         # A store whose sync failed stays read-only whatever the file says now: restart it.
         if not cluster.alive(name) or name in cluster.paused:
             return
-        if _store_read_only(cluster, name):
+        # Asked first; its log decides when it does not answer (seed 343813582: a slow_link on the
+        # same broker at the heal timed the question out, the broker was not restarted and its group
+        # had no writable master for the rest of the run).
+        if _store_read_only(cluster, name) or _log_says_read_only_until_restart(cluster, name):
             fault["target"] += " +restart"
             cluster.kill(name)
             cluster.start(name)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The consume checkers on small made-up histories: each failure they exist for is caught, and what
-RocketMQ allows (duplicates after a rebalance, a read of a message never acknowledged) is not.
+RocketMQ allows (duplicates after a rebalance, a read of a message never acknowledged) is not; and
+the failing_disk heal's restart decision (faults_disk.py) on a made-up broker log.
 No root, no cluster: `python3 tests/chaos/test_checker.py`.
 """
 
@@ -370,6 +371,60 @@ class PerGroupCheckers(unittest.TestCase):
                     gconsume(1.1, "ga", 0, 0, "a1"), gconsume(1.6, "gb", 0, 0, "b1"), gconsume(2.1, "gb", 0, 1, "b2")]
         problems, _ = run(consumes, self.H)
         self.assertEqual(problems, "")
+
+
+class FailingDiskHeal(unittest.TestCase):
+    """The heal of a failed CommitLog fdatasync restarts the broker (its store stays read-only until
+    then) even when the broker cannot answer the question in time (a slow link on it at the heal)."""
+
+    class Cluster:
+        def __init__(self, workdir, addr):
+            self.workdir = workdir
+            self.broker_addrs = {"a1": addr}
+            self.disk_points = {}
+            self.paused = set()
+            self.restarts = []
+
+        def alive(self, name):
+            return True
+
+        def kill(self, name):
+            self.restarts.append(("kill", name))
+
+        def start(self, name):
+            self.restarts.append(("start", name))
+
+    def heal(self, log):
+        import socket
+        import tempfile
+        import types
+        import faults_disk
+        with tempfile.TemporaryDirectory() as workdir, socket.socket() as silent:
+            # Takes the connection (backlog) and never answers: the question times out.
+            silent.bind(("127.0.0.1", 0))
+            silent.listen(1)
+            os.makedirs(os.path.join(workdir, "a1"))
+            with open(os.path.join(workdir, "a1.log"), "w") as f:
+                f.write(log)
+            cluster = self.Cluster(workdir, "127.0.0.1:%d" % silent.getsockname()[1])
+            fault = {"id": 22, "kind": "failing_disk", "point": "commitlog_fdatasync", "node": "a1",
+                     "target": "a1(master) commitlog_fdatasync EIO"}
+            faults_disk.heal(types.SimpleNamespace(cluster=cluster), fault)
+            return cluster.restarts, fault["target"]
+
+    SYNC_FAILED = ("ERROR storage::group_commit: shard 0: CommitLog fdatasync failed: I/O error; data "
+                   "written since the last good sync may not be on disk, so the store takes no writes "
+                   "until the broker restarts (a later sync would not prove it is)\n")
+
+    def test_read_only_broker_that_does_not_answer_is_restarted(self):
+        restarts, target = self.heal("\n===== start #1\nINFO boot success\n" + self.SYNC_FAILED)
+        self.assertEqual(restarts, [("kill", "a1"), ("start", "a1")])
+        self.assertTrue(target.endswith(" +restart"))
+
+    def test_failure_before_the_last_start_is_not_restarted_again(self):
+        restarts, target = self.heal("\n===== start #1\n" + self.SYNC_FAILED + "\n===== start #2\nINFO ok\n")
+        self.assertEqual(restarts, [])
+        self.assertFalse(target.endswith(" +restart"))
 
 
 if __name__ == "__main__":
