@@ -34,7 +34,7 @@ import subprocess
 import threading
 import time
 
-from sdk_clients import LineProgram
+from programs import HistoryProgram
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GO_DIR = os.path.join(HERE, "go")
@@ -54,24 +54,13 @@ def build():
     return None
 
 
-class GoProgram(LineProgram):
-    OPS = ()
+class GoProgram(HistoryProgram):
+    """Runs go/'s program (`produce` or `consume`)."""
 
     def __init__(self, name, argv, t0, out, lock, workdir):
         # The client logs under $HOME/logs: the run's directory.
         env = dict(os.environ, HOME=os.path.join(workdir, "go-home"))
         super().__init__(name, [BINARY] + argv, t0, out, lock, workdir, env)
-        self.history = []
-
-    def handle(self, op):
-        if op.get("type") not in self.OPS:
-            return False
-        self.tag(op)
-        self.history.append(op)
-        return True
-
-    def tag(self, op):
-        pass
 
 
 class GoProducer(GoProgram):

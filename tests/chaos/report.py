@@ -135,17 +135,17 @@ def timeline_svg(tl, title):
     return "\n".join(out) + "\n"
 
 
-def write(path, results, seconds, command=None):
+def write(path, results, seconds, command=None, topology="the chaos cluster"):
     """Writes the markdown report at `path` and a timeline SVG per seed next to it (`command`: the
-    runner's command line, quoted in the report); returns the SVGs' paths."""
+    runner's command line, quoted in the report; `topology`: what ran, in words); returns the SVGs'
+    paths."""
     directory = os.path.dirname(os.path.abspath(path))
     stem = os.path.splitext(os.path.basename(path))[0]
     random_seeds = [r for r in results if not r.get("single_repeats")]
     singles = [r for r in results if r.get("single_repeats")]
     lines = ["# Chaos run, %s" % time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "",
-             "tests/chaos/run.py: 3 controllers, 1 name server, a broker group of 3 replicas in controller "
-             "mode, each in its own network namespace; %d random seeds of %d s of overlapping faults%s."
-             % (len(random_seeds), seconds,
+             "tests/chaos/run.py: %s, each process in its own network namespace; %d random seeds of %d s "
+             "of overlapping faults%s." % (topology, len(random_seeds), seconds,
                 "" if not singles else ", and the single-fault mode (each kind alone on a healthy cluster, "
                 "%d times)" % singles[0]["single_repeats"]), ""]
     if command:

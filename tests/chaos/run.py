@@ -845,7 +845,18 @@ def main():
     if args.report:
         argv = sys.argv[1:]
         shown = [a for i, a in enumerate(argv) if a != "--workdir" and (i == 0 or argv[i - 1] != "--workdir")]
-        for svg in report.write(args.report, results, args.seconds, "tests/chaos/run.py " + " ".join(shown)):
+        if args.layout == "classic":
+            topology = "a name server, a SYNC_MASTER and its SLAVE, the proxy"
+        else:
+            topology = ("3 controllers, 2 name servers, %d broker group%s of 3 replicas in controller mode, the "
+                        "proxy" % (args.groups, "" if args.groups == 1 else "s"))
+        clients = ["Python producers and consumers"] + [c for c, on in (
+            ("Apache's Java client (4.9.8 producer, 5.5.0 push consumer)", JAVA_PRODUCERS or JAVA_CONSUMERS),
+            ("the Java gRPC SDK through the proxy", GRPC_CLIENTS), ("the Go client", GO_PRODUCERS or GO_CONSUMERS),
+            ("FIFO, transaction and timer producers", FEATURES)) if on]
+        topology += "; clients: " + ", ".join(clients)
+        for svg in report.write(args.report, results, args.seconds, "tests/chaos/run.py " + " ".join(shown),
+                                topology):
             print("chaos: timeline %s" % svg)
     print("chaos: %d seeds, %d failed%s; seeds run: %s" % (
         len(results), len(failed), (" (%s)" % failed) if failed else "", [r["seed"] for r in results]))

@@ -43,16 +43,14 @@ route, so it runs after cluster.start_all. The proxy should run with `minInvisib
 less for the 3 s invisible time used here (with its default of 10 s pass `invisible_ms=10000`).
 """
 
-import hashlib
 import json
 import os
-import subprocess
 import threading
 import time
 
+from programs import LineProgram, compile_java, java_argv
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-APACHE = os.path.join(REPO, "tests", "apache")
 CLIENT_SET = "rocketmq-client-java-5.2.0"
 SOURCES = [os.path.join(HERE, "sdk", "ChaosGrpc.java")]
 CLASSES = os.path.join(HERE, "sdk", "build", "classes")
@@ -68,94 +66,7 @@ OVERTAKE_SLACK_S = 1.0
 
 def build():
     """None when ChaosGrpc is compiled (once per source change), else why it cannot run."""
-    digest = hashlib.sha256()
-    for source in SOURCES:
-        with open(source, "rb") as f:
-            digest.update(f.read())
-    digest = digest.hexdigest()
-    stamp = os.path.join(CLASSES, "source.sha256")
-    try:
-        with open(stamp) as f:
-            if f.read().strip() == digest:
-                return None
-    except OSError:
-        pass
-    for cmd in ([os.path.join(APACHE, "setup.sh"), CLIENT_SET],
-                [os.path.join(APACHE, "javac.sh"), CLIENT_SET, "-nowarn", "-d", CLASSES] + SOURCES):
-        os.makedirs(CLASSES, exist_ok=True)
-        try:
-            out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=900)
-        except (OSError, subprocess.TimeoutExpired) as err:
-            return "%s failed: %s" % (os.path.basename(cmd[0]), err)
-        if out.returncode != 0:
-            return "%s failed: %s" % (os.path.basename(cmd[0]), out.stdout.strip()[-400:])
-    with open(stamp, "w") as f:
-        f.write(digest + "\n")
-    return None
-
-
-class LineProgram(threading.Thread):
-    """Runs a client program printing one JSON object per line; `handle(op)` files each operation after
-    `t` (seconds since t0 on time.monotonic()) was set from its `mono` (CLOCK_MONOTONIC nanoseconds) or,
-    without one, from when the line was read. Every operation is also written to `out`."""
-
-    def __init__(self, name, argv, t0, out, lock, workdir, env=None):
-        super().__init__(daemon=True)
-        self.name_ = name
-        self.argv = argv
-        self.t0 = t0
-        self.out = out
-        self.lock = lock
-        self.env = env
-        self.stop_file = os.path.join(workdir, "%s.stop" % name)
-        self.log = os.path.join(workdir, "%s.log" % name)
-        self.errors = []
-        self.proc = None
-
-    def run(self):
-        try:
-            with open(self.log, "w") as err:
-                # Its standard input stays open until this process ends: its end stops the program.
-                self.proc = subprocess.Popen(self.argv + [self.stop_file], stdin=subprocess.PIPE,
-                                             stdout=subprocess.PIPE, stderr=err, text=True, env=self.env,
-                                             start_new_session=True)
-                for line in self.proc.stdout:
-                    self._line(line)
-                self.proc.wait()
-        except OSError as err:
-            self.errors.append("%s did not start: %s" % (self.name_, err))
-            return
-        if self.proc.returncode != 0:
-            self.errors.append("%s exited with %s (%s)" % (self.name_, self.proc.returncode, self.log))
-
-    def _line(self, line):
-        try:
-            op = json.loads(line)
-        except ValueError:
-            return
-        if not isinstance(op, dict):
-            return
-        if op.get("type") == "error":
-            self.errors.append("%s: %s" % (self.name_, op.get("error")))
-            return
-        mono = op.pop("mono", None)
-        op["t"] = round((mono / 1e9 if isinstance(mono, (int, float)) else time.monotonic()) - self.t0, 4)
-        if self.handle(op):
-            with self.lock:
-                self.out.write(json.dumps(op) + "\n")
-
-    def handle(self, op):
-        """Files one operation; True when it belongs in the history file."""
-        return False
-
-    def stop(self, timeout=15):
-        """Asks the program to stop and waits for it."""
-        with open(self.stop_file, "w"):
-            pass
-        self.join(timeout)
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.errors.append("%s did not stop within %s s" % (self.name_, timeout))
+    return compile_java(SOURCES, CLIENT_SET, CLASSES)
 
 
 def masters(cluster, topic, timeout=30.0):
@@ -227,8 +138,8 @@ class GrpcClients(LineProgram):
     def __init__(self, cluster, topic, seed, t0, out, lock, workdir, invisible_ms=3000, skip_every=40):
         env = dict(os.environ, HOME=workdir,
                    JAVA_OPT_EXT="-Xmx128m -Xss512k -Duser.home=%s" % os.path.join(workdir, "grpc-home"))
-        argv = [os.path.join(APACHE, "java.sh"), CLIENT_SET, "-cp", CLASSES, "ChaosGrpc", cluster.proxy_addr, topic,
-                FIFO_TOPIC, "s%d-g" % seed, GROUP, FIFO_GROUP, str(invisible_ms), str(skip_every)]
+        argv = java_argv(CLIENT_SET, CLASSES, ["ChaosGrpc", cluster.proxy_addr, topic, FIFO_TOPIC, "s%d-g" % seed,
+                                               GROUP, FIFO_GROUP, str(invisible_ms), str(skip_every)])
         super().__init__("grpc-clients", argv, t0, out, lock, workdir, env)
         self.history = []
         self.consumes = []
