@@ -5,7 +5,8 @@
 //! visible at once. These are the reads that let consumers see records a failover later cut. A
 //! master killed with such a record and restarted while the controllers cannot give it a role still
 //! hides it (the confirm offset is kept in the checkpoint), and one that comes back master alone in
-//! its SyncStateSet shows what it stores next at once.
+//! its SyncStateSet shows what it stores next at once. A slave shows such a record only once its
+//! master's confirm offset passes it.
 
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -240,6 +241,56 @@ fn pulled_from(addr: SocketAddr, offset: i64) -> (i32, Vec<String>) {
         .map(|b| String::from_utf8_lossy(b).into_owned())
         .collect();
     (code, text)
+}
+
+/// A slave (`slaveReadEnable`) serves no record its master has not confirmed: the running replica
+/// holds the record stored while the other one is paused (it acknowledged it), and shows it only
+/// once the master's confirm offset passes it. A client whose route lists no master pulls from a
+/// slave (Apache's 5.x client falls back to any replica of the group): chaos seed 1728471827's Java
+/// consumer read a deposed master's unconfirmed tail from its slave that way, which a failover cut.
+#[test]
+fn a_slave_does_not_serve_a_record_its_master_has_not_confirmed() {
+    let (group, _master, paused) = store_one_unacknowledged("");
+    let running = if paused == 1 { 2 } else { 1 };
+    let slave = group.brokers[running].addr();
+    let log = || group.brokers[running].log();
+    // The record is on the running slave: the send waited 2 s for the paused one.
+    let (code, bodies) = pulled_from(slave, 10);
+    assert!(
+        bodies.is_empty(),
+        "the slave served a record its master has not confirmed (code {code}): {bodies:?}\n{}",
+        log()
+    );
+    assert_eq!(
+        max_offset(slave),
+        10,
+        "GET_MAX_OFFSET of the slave counts the unconfirmed record:\n{}",
+        log()
+    );
+    let (code, bodies) = pulled_from(slave, 0);
+    assert_eq!(code, response_code::SUCCESS, "{}", log());
+    assert_eq!(bodies.len(), 10, "the confirmed records are served");
+    // The paused replica acknowledges: the master's confirm offset passes the record, and the
+    // slave, told with the next frame, shows it.
+    assert!(common::send_signal(
+        group.brokers[paused].pid(),
+        libc::SIGCONT
+    ));
+    let start = Instant::now();
+    loop {
+        let (_, bodies) = pulled_from(slave, 10);
+        if bodies == ["unacknowledged"] {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "the slave never showed the record once confirmed: {bodies:?}\n{}",
+            log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(max_offset(slave), 11);
+    drop(group);
 }
 
 /// A master SIGKILLed with a record its paused replica never acknowledged, restarted while the

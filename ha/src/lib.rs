@@ -3,8 +3,8 @@
 //! One TCP stream per shard, from the slave's shard N to the master's HA port (`haListenPort`):
 //!
 //! - Slave -> master, once: handshake `magic u32 "RQHA" | version u16 (1 or 2) | shard count u16 |
-//!   shard id u16 | name length u16 | brokerName (UTF-8, <= 255 bytes)`; version 2 (controller mode)
-//!   goes on with `broker id i64 (the slave's controller broker id) | epoch count u32 |
+//!   shard id u16 | name length u16 | brokerName (UTF-8, <= 255 bytes)`; version 2 or 3 (controller
+//!   mode) goes on with `broker id i64 (the slave's controller broker id) | epoch count u32 |
 //!   (epoch u32 | start offset i64) * count` (the slave's epoch entries for that shard, oldest first;
 //!   at most 100 000). Then its log end for that shard as an offset report.
 //! - Master -> slave, once: answer `magic u32 | status u8 (0 accepted, 1 refused) | length u16 | text`,
@@ -32,7 +32,11 @@
 //!   stored records already durable on the master (at most `haTransferBatchSize` bytes, or one record
 //!   when it is larger; a slave never holds what a crash of the master can take back); an empty
 //!   frame (size 0) every 5 s while idle is the master's heartbeat (a slave drops a master silent for
-//!   20 s). The slave checks that `start` equals its own end and the crc, appends with
+//!   20 s). In version 3 every frame header is followed by `confirm i64`, the master's confirm offset
+//!   (everything below it is on every in-sync replica; its log end when it has no gate), sent with
+//!   each data frame and in an empty frame whenever it moved: the slave's reads never pass it
+//!   (`MessageStore::set_replica_bound`), as Apache's slaves take it from their transfer header. A
+//!   version 2 stream has no such field. The slave checks that `start` equals its own end and the crc, appends with
 //!   `append_replicated` (same physical offsets, ConsumeQueues and index rebuilt), reports. Any mismatch: log line, close,
 //!   reconnect from the true end; nothing unchecked is ever written.
 //!
@@ -41,7 +45,8 @@
 //! shard's `Watermark`, which SYNC_MASTER sends wait on (grouped: one ack releases every waiter at or
 //! below it); it also knows each slave's broker id and when it was last caught up, and `wait_all` waits
 //! for every slave of a SyncStateSet. Slave side (`slave`): `run_slave` per shard, reconnecting with
-//! back-off; version 2 when `SlaveConfig::broker_id` is set (controller mode), else version 1.
+//! back-off; version 3 when `SlaveConfig::broker_id` is set (controller mode), else version 1. The
+//! master takes all three.
 //!
 //! `apache`: the slave side of Apache RocketMQ's classic HA protocol (`SlaveConfig::protocol` =
 //! `MasterProtocol::Apache`), so this broker can follow an Apache master (see that module);

@@ -76,13 +76,13 @@ async fn read_handshake_rest(
     let mut name = vec![0u8; head.name_len];
     read_exact_within(stream, &mut name, HANDSHAKE_TIMEOUT).await?;
     let mut hello = Handshake::from_parts(head.shard_count, head.shard_id, &name)?;
-    if head.version == wire::VERSION_2 {
+    if wire::has_epochs(head.version) {
         let mut ext = [0u8; wire::HANDSHAKE_EXT_FIXED];
         read_exact_within(stream, &mut ext, HANDSHAKE_TIMEOUT).await?;
         let (broker_id, len) = Handshake::decode_ext_fixed(&ext)?;
         let mut entries = vec![0u8; len];
         read_exact_within(stream, &mut entries, HANDSHAKE_TIMEOUT).await?;
-        hello.version = wire::VERSION_2;
+        hello.version = head.version;
         hello.broker_id = broker_id;
         hello.epochs = wire::decode_epochs(&entries)?;
     }
@@ -146,7 +146,7 @@ pub async fn serve_slave(
     let start = plan_start(&ms.store, hello, reported)
         .and_then(|start| check_start(&ms.store, start.offset()).map(|()| start));
     let start = match start {
-        Ok(s) if hello.version == wire::VERSION_2 => {
+        Ok(s) if wire::has_epochs(hello.version) => {
             match starts_record(&ms.store, s.offset()).await {
                 Ok(()) => Ok(s),
                 Err(reason) => Err(reason),
@@ -163,7 +163,7 @@ pub async fn serve_slave(
     };
     let from = start.offset();
     let mut answer = Answer::Accepted(ms.broker_addr.clone()).encode();
-    if hello.version == wire::VERSION_2 {
+    if wire::has_epochs(hello.version) {
         let truncate_offset = match start {
             Start::Truncate(at) => at,
             Start::From(_) => wire::NO_TRUNCATION,
@@ -189,7 +189,7 @@ pub async fn serve_slave(
     // A version 2 slave counts (acks, catch-up time, SyncStateSet) only once its first report says
     // its log ends exactly at `from`: a slave whose cut failed never reports (Apache's master, too,
     // counts a slave only from its TRANSFER-state reports).
-    let first = if hello.version == wire::VERSION_2 {
+    let first = if wire::has_epochs(hello.version) {
         let mut report = [0u8; wire::REPORT];
         read_exact_within(&mut stream, &mut report, FIRST_REPORT_TIMEOUT).await?;
         let first = wire::decode_report(&report)?;
@@ -219,7 +219,12 @@ pub async fn serve_slave(
     let closed = Rc::new(Cell::new(false));
     let (reader, writer) = futures_lite::io::split(stream);
     let acks = glommio::spawn_local(read_acks(reader, ms.clone(), conn, closed.clone()));
-    let result = stream_frames(writer, &ms, from, &closed, &rate, Framing::Ours).await;
+    let framing = if hello.version == wire::VERSION_3 {
+        Framing::OursConfirmed
+    } else {
+        Framing::Ours
+    };
+    let result = stream_frames(writer, &ms, from, &closed, &rate, framing).await;
     closed.set(true);
     ms.watermark.disconnected(conn);
     // The ack reader ends on its own once the socket is gone; don't wait for a silent peer.
@@ -230,7 +235,7 @@ pub async fn serve_slave(
 /// Where a slave reporting `reported` starts: a version 2 slave that sent epochs by the epoch rule
 /// (`epochs::decide_start`), any other by its report (the classic rule, checked by `check_start`).
 fn plan_start(store: &MessageStore, hello: &Handshake, reported: i64) -> Result<Start, String> {
-    if hello.version != wire::VERSION_2 || hello.epochs.is_empty() {
+    if !wire::has_epochs(hello.version) || hello.epochs.is_empty() {
         return Ok(Start::From(reported));
     }
     if shard_of(reported) != store.shard_id() {
@@ -297,14 +302,22 @@ pub(crate) fn check_start(store: &MessageStore, from: i64) -> Result<(), String>
 pub(crate) enum Framing {
     /// Ours: offset, size, crc32 (`wire::FrameHeader`).
     Ours,
+    /// Ours, then the master's confirm offset (version 3: `wire::CONFIRM`).
+    OursConfirmed,
     /// Apache's classic HA: offset, size (`apache::Header`).
     Apache,
 }
 
 impl Framing {
-    fn header(self, start: i64, data: &[u8]) -> Vec<u8> {
+    /// The header of a frame of `data` at `start`; `confirm` is the master's confirm offset.
+    fn header(self, start: i64, data: &[u8], confirm: i64) -> Vec<u8> {
         match self {
             Framing::Ours => FrameHeader::for_data(start, data).encode().to_vec(),
+            Framing::OursConfirmed => {
+                let mut out = FrameHeader::for_data(start, data).encode().to_vec();
+                out.extend_from_slice(&wire::encode_confirm(confirm));
+                out
+            }
             Framing::Apache => crate::apache::Header {
                 offset: start,
                 size: data.len(),
@@ -360,14 +373,17 @@ pub(crate) async fn stream_frames(
 ) -> Result<(), HaError> {
     let batch = ms.transfer_batch_size.max(4096);
     let mut next = from;
-    let mut buf = Vec::with_capacity(batch + wire::FRAME_HEADER);
+    let mut buf = Vec::with_capacity(batch + wire::FRAME_HEADER + wire::CONFIRM);
     let heartbeat = Duration::from_secs(wire::HEARTBEAT_SECS);
     let mut last_sent = std::time::Instant::now();
+    // The confirm offset the slave was last told (version 3); None: not yet, told at once.
+    let mut told: Option<i64> = None;
     loop {
         if closed.get() {
             return Ok(());
         }
         let seq = ms.signal.seq();
+        let confirm = confirm_offset(&ms.store);
         // Durable bytes only: see `MessageStore::read_durable_commitlog`.
         let durable = ms.store.flushed_physical_offset();
         let mut data = ms.store.read_durable_commitlog(next, batch).await?;
@@ -382,10 +398,12 @@ pub(crate) async fn stream_frames(
         };
         if len == 0 {
             check_stuck(ms, next, &data, durable)?;
-            if last_sent.elapsed() >= heartbeat {
-                let empty = framing.header(next, &[]);
+            let moved = framing == Framing::OursConfirmed && told != Some(confirm);
+            if moved || last_sent.elapsed() >= heartbeat {
+                let empty = framing.header(next, &[], confirm);
                 write_all_within(&mut writer, &empty, WRITE_TIMEOUT).await?;
                 last_sent = std::time::Instant::now();
+                told = Some(confirm);
             }
             let written = ms.store.max_physical_offset();
             if written > durable {
@@ -412,13 +430,22 @@ pub(crate) async fn stream_frames(
             ));
         };
         buf.clear();
-        buf.extend_from_slice(&framing.header(next, chunk));
+        buf.extend_from_slice(&framing.header(next, chunk, confirm));
         buf.extend_from_slice(chunk);
         write_all_within(&mut writer, &buf, WRITE_TIMEOUT).await?;
         rate.add(buf.len() as u64);
         last_sent = std::time::Instant::now();
+        told = Some(confirm);
         next = next.saturating_add(len as i64);
     }
+}
+
+/// What a version 3 slave may show of this master's log: the confirm offset, or without a gate
+/// (classic mode, `readUnCommitted`, a master alone in its SyncStateSet) the whole log.
+fn confirm_offset(store: &MessageStore) -> i64 {
+    store
+        .confirm_offset()
+        .unwrap_or_else(|| store.max_physical_offset())
 }
 
 /// With nothing to send at `next`: an error when the slave's position can never be served (deleted

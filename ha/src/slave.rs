@@ -1,8 +1,9 @@
 //! Slave side: one replication connection per shard to the master's HA port. Sends the handshake and
 //! its log end, appends each checked frame byte-identically, reports its new end after every append and
 //! at least every 5 s; on any error it ends, and `follow` backs off and reconnects from the true end. In
-//! controller mode (a broker id set) it speaks version 2: it sends its epochs, cuts its log where the
-//! master says, and adopts the master's epochs before replicating.
+//! controller mode (a broker id set) it speaks version 3: it sends its epochs, cuts its log where the
+//! master says, and adopts the master's epochs before replicating; each frame brings the master's
+//! confirm offset, past which its reads show nothing (`MessageStore::set_replica_bound`).
 
 use std::cell::Cell;
 use std::net::SocketAddr;
@@ -124,7 +125,17 @@ pub(crate) async fn session(
         done.clone(),
         status.last_report_ms.clone(),
     ));
-    let result = receive(reader, store, cfg, status, &reported, &signal, stopped).await;
+    let result = receive(
+        reader,
+        store,
+        cfg,
+        status,
+        &reported,
+        &signal,
+        stopped,
+        controller_mode,
+    )
+    .await;
     done.set(true);
     signal.raise();
     // The reporter ends on the next wake-up; its error, if any, is already reflected in `result`.
@@ -149,7 +160,7 @@ async fn handshake(
     let mut handshake = Handshake::classic(cfg.shard_count, shard, &cfg.broker_name);
     let controller_mode = cfg.broker_id != wire::NO_BROKER_ID;
     if controller_mode {
-        handshake.version = wire::VERSION_2;
+        handshake.version = wire::VERSION_3;
         handshake.broker_id = cfg.broker_id;
         handshake.epochs = store.epochs();
     }
@@ -274,9 +285,11 @@ async fn adopt_master_history(
                 local(target)
             )));
         }
-        // A gate from before the role was known (a restart) moves up to what the master holds, as
-        // it does for every batch replicated from here on.
-        store.set_confirm_offset(now);
+        // A gate from before the role was known (a restart), or a deposed master's, moves up to
+        // the master's confirm offset, which its first frame brings: what this log holds is the
+        // master's, but not all of it is confirmed there (a deposed master's slave has the
+        // unconfirmed tail it shared, chaos seed 1728471827).
+        store.set_replica_bound(Some(i64::MIN));
         return Ok((stream, now));
     }
 }
@@ -319,6 +332,9 @@ pub(crate) async fn report_loop(
     }
 }
 
+/// Reads, checks and appends frames until the connection fails or the slave stops. `confirmed`: the
+/// stream is version 3, each frame header followed by the master's confirm offset.
+#[allow(clippy::too_many_arguments)]
 async fn receive(
     mut reader: ReadHalf<TcpStream>,
     store: &MessageStore,
@@ -327,11 +343,16 @@ async fn receive(
     reported: &Cell<i64>,
     signal: &DataSignal,
     stopped: &Rc<dyn Fn() -> bool>,
+    confirmed: bool,
 ) -> Result<(), HaError> {
     let mut header = [0u8; wire::FRAME_HEADER];
+    let mut confirm = [0u8; wire::CONFIRM];
     let mut data = Vec::new();
     loop {
         read_exact_within(&mut reader, &mut header, MASTER_SILENCE_LIMIT).await?;
+        if confirmed {
+            read_exact_within(&mut reader, &mut confirm, MASTER_SILENCE_LIMIT).await?;
+        }
         if stopped() {
             return Ok(());
         }
@@ -339,6 +360,10 @@ async fn receive(
         let frame = FrameHeader::decode(&header, expected, cfg.max_frame).inspect_err(|_| {
             status.rejected.set(status.rejected.get() + 1);
         })?;
+        if confirmed {
+            // Before the append: the records it brings above the master's confirm offset wait.
+            store.set_replica_bound(Some(wire::decode_confirm(&confirm)));
+        }
         if frame.size == 0 {
             continue;
         }

@@ -11,6 +11,9 @@ pub const VERSION: u16 = 1;
 /// Controller mode: the handshake carries the slave's broker id and epochs, the acceptance the
 /// truncation offset and the master's epochs.
 pub const VERSION_2: u16 = 2;
+/// Controller mode as version 2, and every frame header is followed by the master's confirm offset
+/// (`CONFIRM`), which the slave's reads never pass.
+pub const VERSION_3: u16 = 3;
 /// Broker id of a slave not in controller mode.
 pub const NO_BROKER_ID: i64 = -1;
 /// "No truncation" in a version 2 acceptance.
@@ -29,6 +32,8 @@ pub const ANSWER_FIXED: usize = 4 + 1 + 2;
 pub const FRAME_HEADER: usize = 8 + 4 + 4;
 /// An offset report from the slave.
 pub const REPORT: usize = 8;
+/// The master's confirm offset after each frame header of a version 3 stream.
+pub const CONFIRM: usize = 8;
 /// An idle master sends an empty frame this often, so a slave can tell a dead link from a quiet one.
 pub const HEARTBEAT_SECS: u64 = 5;
 /// Longest broker name a handshake carries.
@@ -58,7 +63,7 @@ pub enum WireError {
 /// it is and which epochs its log holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Handshake {
-    /// `VERSION` (classic) or `VERSION_2` (controller mode).
+    /// `VERSION` (classic), `VERSION_2` or `VERSION_3` (controller mode).
     pub version: u16,
     pub shard_count: u16,
     pub shard_id: u16,
@@ -124,6 +129,21 @@ pub fn decode_epochs(b: &[u8]) -> Result<Vec<EpochEntry>, WireError> {
     Ok(list)
 }
 
+/// Whether a handshake of `version` is a controller-mode one (broker id, epochs, truncation).
+pub fn has_epochs(version: u16) -> bool {
+    version == VERSION_2 || version == VERSION_3
+}
+
+/// The master's confirm offset as a version 3 stream sends it after a frame header.
+pub fn encode_confirm(offset: i64) -> [u8; CONFIRM] {
+    offset.to_be_bytes()
+}
+
+/// Decodes `encode_confirm`.
+pub fn decode_confirm(b: &[u8; CONFIRM]) -> i64 {
+    i64::from_be_bytes(*b)
+}
+
 fn u32_at(b: &[u8], at: usize) -> u32 {
     b.get(at..at + 4)
         .and_then(|s| s.try_into().ok())
@@ -153,8 +173,8 @@ impl Handshake {
         let name = self.broker_name.as_bytes();
         let name = name.get(..name.len().min(MAX_NAME)).unwrap_or_default();
         let mut out = Vec::with_capacity(HANDSHAKE_FIXED + name.len());
-        let version = if self.version == VERSION_2 {
-            VERSION_2
+        let version = if has_epochs(self.version) {
+            self.version
         } else {
             VERSION
         };
@@ -164,7 +184,7 @@ impl Handshake {
         out.extend_from_slice(&self.shard_id.to_be_bytes());
         out.extend_from_slice(&(name.len() as u16).to_be_bytes());
         out.extend_from_slice(name);
-        if version == VERSION_2 {
+        if has_epochs(version) {
             out.extend_from_slice(&self.broker_id.to_be_bytes());
             encode_epochs(&mut out, &self.epochs);
         }
@@ -178,7 +198,7 @@ impl Handshake {
             return Err(WireError::BadMagic(magic));
         }
         let version = u16::from_be_bytes([b[4], b[5]]);
-        if version != VERSION && version != VERSION_2 {
+        if version != VERSION && !has_epochs(version) {
             return Err(WireError::BadVersion(version));
         }
         let name_len = usize::from(u16::from_be_bytes([b[10], b[11]]));
@@ -381,6 +401,26 @@ pub fn whole_records(bytes: &[u8]) -> Result<usize, usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Version 3 is version 2's handshake with its own number (the master then sends its confirm
+    /// offset after every frame header); a version 1 handshake has no extension.
+    #[test]
+    fn version_3_handshake_keeps_its_version_and_extension() {
+        let h = Handshake {
+            version: VERSION_3,
+            broker_id: 5,
+            ..Handshake::classic(1, 0, "b")
+        };
+        let bytes = h.encode();
+        let fixed: [u8; HANDSHAKE_FIXED] = bytes[..HANDSHAKE_FIXED].try_into().unwrap();
+        let head = Handshake::decode_head(&fixed).unwrap();
+        assert_eq!(head.version, VERSION_3);
+        assert!(has_epochs(head.version));
+        let at = HANDSHAKE_FIXED + head.name_len;
+        assert_eq!(bytes.len(), at + HANDSHAKE_EXT_FIXED);
+        assert!(!has_epochs(VERSION));
+        assert_eq!(decode_confirm(&encode_confirm(123_456)), 123_456);
+    }
 
     #[test]
     fn version_2_handshake_and_acceptance_round_trip() {

@@ -23,4 +23,7 @@ pub(crate) struct ConfirmGate {
     pub offset: Option<i64>,
     /// Arrivals not announced yet, by their record's CommitLog end (ascending).
     pub held: VecDeque<(i64, Arrival)>,
+    /// On a slave whose master sends its confirm offset: the gate never passes it, whatever the
+    /// slave holds (None: the gate follows what is replicated).
+    pub replica_bound: Option<i64>,
 }

@@ -60,6 +60,27 @@ impl MessageStore {
         self.notify_arrivals(released.into_iter());
     }
 
+    /// A slave: its master's confirm offset, which its gate never passes (None: the gate follows
+    /// what it replicates, for a master that does not send one). The gate moves up to it at once,
+    /// within what this log holds, and replicated records above it stay hidden until the master's
+    /// confirm offset passes them: a slave must not show what the master would not (RocketMQ 5's
+    /// slave takes the confirm offset its master sends in every transfer header).
+    pub fn set_replica_bound(&self, bound: Option<i64>) {
+        self.inner.confirm.borrow_mut().replica_bound = bound;
+        if let Some(b) = bound {
+            self.set_confirm_offset(b.min(self.max_physical_offset()));
+        }
+    }
+
+    /// The confirm offset a slave may move its gate to once its log ends at `end`.
+    pub(crate) fn replica_confirm_at(&self, end: i64) -> i64 {
+        self.inner
+            .confirm
+            .borrow()
+            .replica_bound
+            .map_or(end, |b| b.min(end))
+    }
+
     /// With a gate: holds the arrival of a record ending at `end` until the confirm offset reaches
     /// it (the queue's announced max stays below it meanwhile). Hands it back without a gate.
     pub(crate) fn hold_for_confirm(&self, end: i64, arrival: Arrival) -> Option<Arrival> {

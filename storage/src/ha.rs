@@ -163,7 +163,12 @@ impl MessageStore {
                                 size: total_size as i32,
                                 tags_code: tags,
                             });
-                            arrivals.push((view.topic.to_owned(), view.queue_id, q.max_offset));
+                            arrivals.push((
+                                view.topic.to_owned(),
+                                view.queue_id,
+                                q.max_offset,
+                                phys.saturating_add(total_size as i64),
+                            ));
                         } else {
                             tracing::warn!(
                                 "replicated record for {}/{} has queue offset {}, queue is at {}",
@@ -192,25 +197,29 @@ impl MessageStore {
         let _ = records;
         let end = physical(inner.cfg.shard_id, pos);
         if self.confirm_offset().is_some() {
-            // A slave serves what it holds of its master's log: the gate moves to its end (what it
-            // still holds back is a tail of its own from before it followed this master).
-            self.set_confirm_offset(end);
-            let arrivals = arrivals
+            // A slave serves what it holds of its master's log up to the master's confirm offset
+            // when the master sends it (`set_replica_bound`), else up to its end (what it still
+            // holds back is a tail of its own from before it followed this master). A record above
+            // that waits, as on a master, until the confirm offset passes it.
+            self.set_confirm_offset(self.replica_confirm_at(end));
+            let shown: Vec<crate::arrival::Arrival> = arrivals
                 .into_iter()
-                .filter_map(|(topic, queue_id, max_offset)| {
-                    self.queue(&topic, queue_id)
-                        .map(|queue| crate::arrival::Arrival {
-                            topic,
-                            queue_id,
-                            max_offset,
-                            queue,
-                        })
-                });
-            self.notify_arrivals(arrivals);
+                .filter_map(|(topic, queue_id, max_offset, record_end)| {
+                    let queue = self.queue(&topic, queue_id)?;
+                    let arrival = crate::arrival::Arrival {
+                        topic,
+                        queue_id,
+                        max_offset,
+                        queue,
+                    };
+                    self.hold_for_confirm(record_end, arrival)
+                })
+                .collect();
+            self.notify_arrivals(shown.into_iter());
         } else {
             let listener = inner.arrival.borrow().clone();
             if let Some(f) = listener {
-                for (t, q, max) in arrivals {
+                for (t, q, max, _) in arrivals {
                     f(&t, q, max);
                 }
             }

@@ -157,3 +157,81 @@ fn an_offset_past_the_end_is_moved_to_the_max_offset_even_when_the_min_is_zero()
         store.shutdown().await;
     });
 }
+
+/// A slave shows no replicated record past its master's confirm offset (`set_replica_bound`,
+/// RocketMQ 5's slave taking the confirm offset of its master's transfer header): the records it
+/// holds above it stay out of reads and of the max offset, and the long-polling hook fires when the
+/// master's confirm offset passes them. Without a bound the gate follows what is replicated. Chaos
+/// seed 1728471827: a client whose route listed no master read a deposed master's unconfirmed tail
+/// from its slave, which showed everything it had replicated.
+#[test]
+fn a_slave_shows_only_what_its_master_confirmed() {
+    let master_dir = tempfile::tempdir().unwrap();
+    let slave_dir = tempfile::tempdir().unwrap();
+    let (m, s) = (master_dir.path().to_owned(), slave_dir.path().to_owned());
+    run(move || async move {
+        let master = open(&m).await;
+        let mut cfg = small_config(&s, FlushDiskType::SyncFlush);
+        cfg.confirm_gate_at_open = true;
+        let slave = MessageStore::open(cfg).await.unwrap();
+        let woken: Rc<RefCell<Vec<i64>>> = Rc::default();
+        let w = woken.clone();
+        slave.set_arrival_listener(Box::new(move |_, _, max| w.borrow_mut().push(max)));
+        let mut ends = Vec::new();
+        for i in 0..4 {
+            let ok = master.put(msg(i)).await.unwrap();
+            ends.push(ok.physical_offset + i64::from(ok.size));
+        }
+        // The master confirmed the first two: its other in-sync replica holds only those.
+        slave.set_replica_bound(Some(i64::MIN));
+        slave.set_replica_bound(Some(ends[1]));
+        let mut pos = slave.max_physical_offset();
+        while pos < master.max_physical_offset() {
+            let chunk = master.read_commitlog(pos, 1 << 20).await.unwrap();
+            pos = slave.append_replicated(pos, &chunk).await.unwrap();
+        }
+        assert_eq!(slave.max_offset(TOPIC, 0), 4);
+        assert_eq!(slave.confirm_offset(), Some(ends[1]));
+        assert_eq!(
+            slave.readable_max_offset(TOPIC, 0),
+            2,
+            "the slave counts records its master has not confirmed"
+        );
+        let got = slave
+            .get_messages(TOPIC, 0, 0, 32, 1 << 20, None)
+            .await
+            .unwrap();
+        assert_eq!(got.records.len(), 2);
+        let got = slave
+            .get_messages(TOPIC, 0, 2, 32, 1 << 20, None)
+            .await
+            .unwrap();
+        assert!(
+            got.records.is_empty(),
+            "the slave served a record its master has not confirmed"
+        );
+        assert_eq!(woken.borrow().last().copied(), Some(2));
+        // The master's confirm offset passes the third: it shows, and the hook says so.
+        slave.set_replica_bound(Some(ends[2]));
+        assert_eq!(slave.readable_max_offset(TOPIC, 0), 3);
+        assert_eq!(woken.borrow().last().copied(), Some(3));
+        // Past the slave's own end: the gate stops at what it holds.
+        slave.set_replica_bound(Some(ends[3] + 1000));
+        assert_eq!(slave.confirm_offset(), Some(ends[3]));
+        assert_eq!(slave.readable_max_offset(TOPIC, 0), 4);
+        let got = slave
+            .get_messages(TOPIC, 0, 2, 32, 1 << 20, None)
+            .await
+            .unwrap();
+        assert_eq!(got.records.len(), 2);
+        // Without a bound (a master that sends none) the gate follows what is replicated.
+        slave.set_replica_bound(None);
+        let ok = master.put(msg(4)).await.unwrap();
+        let chunk = master.read_commitlog(pos, 1 << 20).await.unwrap();
+        pos = slave.append_replicated(pos, &chunk).await.unwrap();
+        assert_eq!(pos, ok.physical_offset + i64::from(ok.size));
+        assert_eq!(slave.readable_max_offset(TOPIC, 0), 5);
+        master.shutdown().await;
+        slave.shutdown().await;
+    });
+}

@@ -3,9 +3,11 @@
 //! SyncStateSet shows a record to pulls, POP and max-offset answers only once every member has
 //! acknowledged it: the least ack of the other members (kept where it was while one of them is not
 //! connected). A master alone in its set, or without `allAckInSyncStateSet`, holds nothing back (the
-//! gate is lifted, as Apache's confirm offset is then the log's end). A slave's gate, if it has one,
-//! moves with what it replicates (`storage::ha`); a deposed master's own unconfirmed tail stays
-//! hidden until it follows the new master. A restarted replica opens with the gate at the confirm
+//! gate is lifted, as Apache's confirm offset is then the log's end). A slave's gate moves with the
+//! confirm offset its master sends with every frame (`ha` version 3, as Apache's transfer header),
+//! never past what it holds: a slave serves no record its master does not (a client whose route
+//! lists no master pulls from a slave); a deposed master's own unconfirmed tail stays hidden until
+//! it follows the new master. A restarted replica opens with the gate at the confirm
 //! offset its last checkpoint kept (`StoreConfig::confirm_gate_at_open`, RocketMQ 5's
 //! `confirmPhyOffset`), and it stays there until the controllers give it a role.
 

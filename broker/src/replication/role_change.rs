@@ -123,6 +123,15 @@ async fn take_writes(shard: &Rc<Shard>, epoch: i32) {
 /// shard is at `master_addr`; replication starts once the master's HA address is known.
 pub async fn become_slave(shard: &Rc<Shard>, broker_id: u64, master_addr: String) {
     shard.chosen_role.set(Some((BrokerRole::Slave, broker_id)));
+    let controller = &shard.cfg.controller;
+    if controller.enabled && !controller.read_un_committed && shard.store.confirm_offset().is_none()
+    {
+        // A master alone in its SyncStateSet had no gate (all it stored was confirmed); as a slave
+        // it shows what it replicates only once its new master confirmed it.
+        shard
+            .store
+            .set_confirm_gate(Some(shard.store.max_physical_offset()));
+    }
     let ha = crate::replication::ha_state::ha(shard);
     ha.term.set(ha.term.get().wrapping_add(1));
     ha.sync_state_set.borrow_mut().clear();
