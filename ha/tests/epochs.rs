@@ -6,202 +6,16 @@
 // Test code: a broken expectation panics, also in helpers outside #[test] functions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::cell::Cell;
+mod cut_support;
+
 use std::net::SocketAddr;
-use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use cut_support::*;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
-use glommio::net::{TcpListener, TcpStream};
-use glommio::LocalExecutorBuilder;
+use glommio::net::TcpStream;
 use ha::wire::{self, Answer, Handshake};
-use protocol::message::record::MessageRecord;
-use storage::{EpochEntry, FlushDiskType, MessageStore, StoreConfig};
-
-const NAME: &str = "broker-e";
-const SHARD: u16 = 0;
-
-fn run<F, Fut>(f: F)
-where
-    F: FnOnce() -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = ()> + 'static,
-{
-    LocalExecutorBuilder::default()
-        .spawn(f)
-        .expect("executor")
-        .join()
-        .expect("executor thread");
-}
-
-fn config(dir: &std::path::Path) -> StoreConfig {
-    let mut cfg = StoreConfig::new(dir, SHARD);
-    cfg.mapped_file_size_commit_log = 64 * 1024;
-    cfg.mapped_file_size_consume_queue = 50 * 20;
-    cfg.max_message_size = 16 * 1024;
-    cfg.flush_disk_type = FlushDiskType::AsyncFlush;
-    cfg.flush_interval_commit_log_ms = 20;
-    cfg.max_hash_slot_num = 64;
-    cfg.max_index_num = 200;
-    cfg.read_cache_bytes = 8 * 1024;
-    cfg
-}
-
-/// Record `i` written by `writer` (so two masters' records at the same offsets differ).
-fn record(writer: &str, i: usize) -> MessageRecord {
-    let mut body = format!("{writer} message {i} ").into_bytes();
-    body.resize(300 + (i % 50) * 7, b'x');
-    MessageRecord {
-        topic: "EpochT".into(),
-        queue_id: (i % 2) as i32,
-        body: body.into(),
-        born_timestamp: 1_700_000_000_000,
-        ..MessageRecord::default()
-    }
-}
-
-async fn put_n(store: &MessageStore, writer: &str, range: std::ops::Range<usize>) {
-    for i in range {
-        store.put(record(writer, i)).await.expect("put");
-    }
-}
-
-fn epochs(v: &[(u32, i64)]) -> Vec<EpochEntry> {
-    v.iter()
-        .map(|&(epoch, start_offset)| EpochEntry {
-            epoch,
-            start_offset,
-        })
-        .collect()
-}
-
-/// A master serving `store` on a fresh loopback port until the returned flag is set.
-fn start_master(store: &MessageStore) -> (SocketAddr, ha::MasterShard, Rc<Cell<bool>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    let ms = ha::MasterShard {
-        store: store.clone(),
-        watermark: ha::Watermark::new(),
-        signal: ha::DataSignal::new(),
-        transfer_batch_size: 8192,
-        broker_addr: "127.0.0.1:1".into(),
-    };
-    let stop = Rc::new(Cell::new(false));
-    let (m2, s2) = (ms.clone(), stop.clone());
-    glommio::spawn_local(async move {
-        while !s2.get() {
-            let Ok(mut s) = listener.accept().await else {
-                return;
-            };
-            let ms = m2.clone();
-            glommio::spawn_local(async move {
-                let Ok(h) = ha::read_handshake(&mut s).await else {
-                    return;
-                };
-                if let Err(reason) = ha::check_handshake(&h, 1, NAME) {
-                    ha::refuse(s, &reason).await;
-                    return;
-                }
-                let _ = ha::serve_slave(s, ms, &h).await;
-            })
-            .detach();
-        }
-    })
-    .detach();
-    (addr, ms, stop)
-}
-
-/// A slave replicating `store` from `addr` (controller broker id `broker_id`, -1 = classic).
-fn start_slave(
-    store: &MessageStore,
-    addr: SocketAddr,
-    broker_id: i64,
-) -> (Rc<ha::SlaveStatus>, Rc<Cell<bool>>) {
-    let status = Rc::new(ha::SlaveStatus::default());
-    let stop = Rc::new(Cell::new(false));
-    let s = stop.clone();
-    glommio::spawn_local(ha::run_slave(
-        store.clone(),
-        Rc::new(ha::SlaveConfig {
-            broker_name: NAME.into(),
-            shard_count: 1,
-            max_frame: 64 * 1024,
-            broker_id,
-            protocol: ha::MasterProtocol::Native,
-        }),
-        Rc::new(move || Some(addr)),
-        status.clone(),
-        Rc::new(move || s.get()),
-    ))
-    .detach();
-    (status, stop)
-}
-
-async fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        glommio::timer::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// The whole CommitLog of a store.
-async fn log_bytes(store: &MessageStore) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut at = store.min_physical_offset();
-    let end = store.max_physical_offset();
-    while at < end {
-        let b = store.read_commitlog(at, 1 << 20).await.expect("read log");
-        assert!(!b.is_empty(), "log unreadable at {at}");
-        at += b.len() as i64;
-        out.extend_from_slice(&b);
-    }
-    out
-}
-
-/// Fails naming the first differing byte (the logs are too large to print).
-async fn assert_same_log(a: &MessageStore, b: &MessageStore) {
-    let (x, y) = (log_bytes(a).await, log_bytes(b).await);
-    if x != y {
-        let at = x.iter().zip(&y).position(|(p, q)| p != q);
-        panic!(
-            "logs differ: {} and {} bytes, first difference at {at:?}",
-            x.len(),
-            y.len()
-        );
-    }
-}
-
-/// Every message body of both queues, in queue order.
-async fn bodies(store: &MessageStore) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    for q in 0..2 {
-        let mut off = 0;
-        loop {
-            let r = store
-                .get_messages("EpochT", q, off, 32, 1 << 20, None)
-                .await
-                .expect("get");
-            if r.records.is_empty() {
-                break;
-            }
-            for rec in &r.records {
-                let v = protocol::message::record::decode_view(rec, true).expect("record");
-                out.push(v.body.to_vec());
-            }
-            off = r.next_begin_offset;
-        }
-    }
-    out
-}
-
-/// Stops a slave and waits for its connection to end on the master.
-async fn stop_slave(stop: &Cell<bool>, status: &ha::SlaveStatus, master: &ha::MasterShard) {
-    stop.set(true);
-    wait_until("the slave to stop", Duration::from_secs(30), || {
-        !status.connected.get() && master.watermark.lag().slaves == 0
-    })
-    .await;
-}
+use storage::{EpochEntry, MessageStore};
 
 #[test]
 fn returning_old_master_cuts_its_diverged_tail_and_ends_identical() {
@@ -213,7 +27,7 @@ fn returning_old_master_cuts_its_diverged_tail_and_ends_identical() {
         // Epoch 1: A is master, B its slave (controller mode, broker ids 1 and 2).
         assert!(a.begin_epoch(1).unwrap());
         put_n(&a, "A", 0..200).await;
-        let (a_addr, a_ms, a_stop) = start_master(&a);
+        let (a_addr, a_ms, a_stop) = start_stoppable_master(&a);
         let (b_status, b_stop) = start_slave(&b, a_addr, 2);
         wait_until("B to catch up with A", Duration::from_secs(30), || {
             b.max_physical_offset() == a.max_physical_offset()
@@ -237,7 +51,7 @@ fn returning_old_master_cuts_its_diverged_tail_and_ends_identical() {
         // Failover: B is master in epoch 2 and writes other records at the same offsets.
         assert!(b.begin_epoch(2).unwrap());
         put_n(&b, "B", 0..150).await;
-        let (b_addr, b_ms, _b_master_stop) = start_master(&b);
+        let (b_addr, b_ms, _b_master_stop) = start_stoppable_master(&b);
 
         // A returns as B's slave.
         let (a_status, _a_slave_stop) = start_slave(&a, b_addr, 1);
@@ -276,7 +90,7 @@ fn slave_behind_in_an_older_epoch_catches_up() {
         let s = MessageStore::open(config(&root.join("s"))).await.unwrap();
         m.begin_epoch(1).unwrap();
         put_n(&m, "M", 0..100).await;
-        let (addr, ms, _mstop) = start_master(&m);
+        let (addr, ms, _mstop) = start_stoppable_master(&m);
         let (status, stop) = start_slave(&s, addr, 7);
         wait_until("first catch-up", Duration::from_secs(30), || {
             s.max_physical_offset() == m.max_physical_offset()
@@ -333,7 +147,7 @@ fn slave_with_no_common_epoch_is_refused_and_keeps_its_log() {
         put_n(&m, "M", 0..100).await;
         s.begin_epoch(2).unwrap();
         put_n(&s, "S", 0..30).await;
-        let (addr, ms, _mstop) = start_master(&m);
+        let (addr, ms, _mstop) = start_stoppable_master(&m);
         let (ok, reason) = raw_v2(addr, s.epochs(), s.max_physical_offset()).await;
         assert!(!ok);
         assert!(reason.contains("shares no epoch"), "{reason}");
@@ -391,7 +205,7 @@ fn version_1_slaves_replicate_as_before() {
         let ahead = MessageStore::open(config(&root.join("x"))).await.unwrap();
         put_n(&m, "M", 0..120).await;
         put_n(&ahead, "X", 0..200).await;
-        let (addr, ms, _mstop) = start_master(&m);
+        let (addr, ms, _mstop) = start_stoppable_master(&m);
         let (status, _stop) = start_slave(&s, addr, wire::NO_BROKER_ID);
         wait_until("classic catch-up", Duration::from_secs(30), || {
             status.connected.get() && s.max_physical_offset() == m.max_physical_offset()

@@ -1,5 +1,5 @@
-//! What the tests of a slave's failing tail cut share: stores, a master and slaves on loopback
-//! sockets (the real sender and receiver), and log comparisons.
+//! What the replication tests of this crate share (epochs.rs, divergent_cut.rs, cut_failure.rs):
+//! stores, a master and slaves on loopback sockets (the real sender and receiver), log comparisons.
 
 // Each test binary uses the part it needs; a broken expectation panics.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
@@ -75,6 +75,14 @@ pub fn epochs(v: &[(u32, i64)]) -> Vec<EpochEntry> {
 
 /// A master serving `store` on a fresh loopback port.
 pub fn start_master(store: &MessageStore) -> (SocketAddr, ha::MasterShard) {
+    let (addr, ms, _stop) = start_stoppable_master(store);
+    (addr, ms)
+}
+
+/// A master serving `store` on a fresh loopback port until the returned flag is set.
+pub fn start_stoppable_master(
+    store: &MessageStore,
+) -> (SocketAddr, ha::MasterShard, Rc<Cell<bool>>) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().expect("addr");
     let ms = ha::MasterShard {
@@ -84,9 +92,10 @@ pub fn start_master(store: &MessageStore) -> (SocketAddr, ha::MasterShard) {
         transfer_batch_size: 8192,
         broker_addr: "127.0.0.1:1".into(),
     };
-    let m2 = ms.clone();
+    let stop = Rc::new(Cell::new(false));
+    let (m2, s2) = (ms.clone(), stop.clone());
     glommio::spawn_local(async move {
-        loop {
+        while !s2.get() {
             let Ok(mut s) = listener.accept().await else {
                 return;
             };
@@ -105,7 +114,7 @@ pub fn start_master(store: &MessageStore) -> (SocketAddr, ha::MasterShard) {
         }
     })
     .detach();
-    (addr, ms)
+    (addr, ms, stop)
 }
 
 /// A controller-mode slave (broker id `broker_id`) replicating `store` from `addr`.
