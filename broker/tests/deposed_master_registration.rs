@@ -15,7 +15,7 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{run_local, Broker, ControllerProc};
 use protocol::body::{ClusterInfo, DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper};
@@ -25,7 +25,6 @@ use remoting::Client;
 
 const GROUP: &str = "broker-t";
 const CLUSTER: &str = "TestCluster";
-const LIMIT: Duration = Duration::from_secs(60);
 const TIMEOUT: Duration = Duration::from_secs(2);
 
 #[test]
@@ -96,29 +95,6 @@ fn stored_state_version(ns: SocketAddr, broker_addr: &str) -> Option<i64> {
         .map(|v| v.state_version)
 }
 
-/// Waits for `probe`; panics with the logs after `LIMIT`.
-fn wait<T>(
-    what: &str,
-    controller: &ControllerProc,
-    brokers: &[&Broker],
-    mut probe: impl FnMut() -> Option<T>,
-) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = probe() {
-            return v;
-        }
-        if start.elapsed() > LIMIT {
-            for b in brokers {
-                println!("---- broker {}:\n{}", b.addr(), b.log());
-            }
-            println!("---- controller:\n{}", controller.log());
-            panic!("{what}: not within {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn the_state_version_follows_the_master_epoch_and_a_stale_master_does_not_replace_the_new_one() {
     let ns = common::start_namesrv_in_process();
@@ -130,25 +106,19 @@ fn the_state_version_follows_the_master_epoch_and_a_stale_master_does_not_replac
     );
     let mut old = Broker::start(&extra);
     let old_addr = old.addr().to_string();
-    let epoch = wait(
-        "the first broker to be master",
-        &controller,
-        &[&old],
-        || {
-            master(&controller)
-                .filter(|(addr, _)| *addr == old_addr)
-                .map(|(_, epoch)| epoch)
-        },
-    );
+    let epoch = controller.wait_until("the first broker to be master", &[&old], || {
+        master(&controller)
+            .filter(|(addr, _)| *addr == old_addr)
+            .map(|(_, epoch)| epoch)
+    });
     let new = Broker::start(&extra);
     let new_addr = new.addr().to_string();
-    wait("2 replicas in sync", &controller, &[&old, &new], || {
+    controller.wait_until("2 replicas in sync", &[&old, &new], || {
         (in_sync(&controller) == 2).then_some(())
     });
     // The master registered its epoch; the slave too, under its own brokerId.
-    wait(
+    controller.wait_until(
         "the master's registration at its epoch",
-        &controller,
         &[&old, &new],
         || {
             (named(ns).contains(&(0, old_addr.clone()))
@@ -159,14 +129,13 @@ fn the_state_version_follows_the_master_epoch_and_a_stale_master_does_not_replac
     );
 
     old.kill9();
-    let new_epoch = wait("the second broker elected", &controller, &[&new], || {
+    let new_epoch = controller.wait_until("the second broker elected", &[&new], || {
         master(&controller)
             .filter(|(addr, e)| *addr == new_addr && *e > epoch)
             .map(|(_, e)| e)
     });
-    wait(
+    controller.wait_until(
         "the new master's registration at the new epoch",
-        &controller,
         &[&new],
         || {
             (named(ns) == vec![(0, new_addr.clone())]
@@ -211,9 +180,8 @@ fn the_state_version_follows_the_master_epoch_and_a_stale_master_does_not_replac
 
     // The old master restarted learns the new epoch and registers as a slave.
     old.restart();
-    let followed = wait(
+    let followed = controller.wait_until(
         "the old master registered as a slave",
-        &controller,
         &[&old, &new],
         || {
             let named = named(ns);

@@ -23,7 +23,6 @@ use remoting::Client;
 
 const GROUP: &str = "broker-t";
 const TOPIC: &str = "EpochTopic";
-const LIMIT: Duration = Duration::from_secs(60);
 
 #[test]
 #[ignore = "not a test: the controller process the test starts"]
@@ -87,28 +86,6 @@ fn shard_dir(b: &Broker) -> PathBuf {
     b.dir.join("store").join("shard-0")
 }
 
-fn wait<T>(
-    what: &str,
-    logs: &[&Broker],
-    c: &ControllerProc,
-    mut probe: impl FnMut() -> Option<T>,
-) -> T {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = probe() {
-            return v;
-        }
-        if start.elapsed() > LIMIT {
-            for b in logs {
-                println!("---- broker {}:\n{}", b.addr(), b.log());
-            }
-            println!("---- controller:\n{}", c.log());
-            panic!("{what}: not within {LIMIT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn an_elected_replica_takes_no_writes_before_its_epoch_is_recorded() {
     let ns = common::start_namesrv_in_process();
@@ -121,34 +98,31 @@ fn an_elected_replica_takes_no_writes_before_its_epoch_is_recorded() {
     );
     let mut old = Broker::start(&extra);
     let old_addr = old.addr().to_string();
-    let first_epoch = wait("the first broker elected", &[&old], &controller, || {
+    let first_epoch = controller.wait_until("the first broker elected", &[&old], || {
         master(&controller)
             .filter(|(a, _)| *a == old_addr)
             .map(|(_, e)| e)
     });
     let new = Broker::start(&extra);
     let new_addr = new.addr().to_string();
-    wait("2 replicas in sync", &[&old, &new], &controller, || {
+    controller.wait_until("2 replicas in sync", &[&old, &new], || {
         (in_sync(&controller) == 2).then_some(())
     });
-    wait(
-        "a send acknowledged by both",
-        &[&old, &new],
-        &controller,
-        || send_one(old.addr()).ok(),
-    );
+    controller.wait_until("a send acknowledged by both", &[&old, &new], || {
+        send_one(old.addr()).ok()
+    });
 
     // The slave's epoch file cannot be replaced from now on.
     let blocker = shard_dir(&new).join("epochFileCheckpoint.tmp");
     std::fs::create_dir(&blocker).unwrap();
     old.kill9();
-    let epoch = wait("the slave elected", &[&new], &controller, || {
+    let epoch = controller.wait_until("the slave elected", &[&new], || {
         master(&controller)
             .filter(|(a, e)| *a == new_addr && *e > first_epoch)
             .map(|(_, e)| e)
     });
     // Past the role change on the broker (the controller answers first).
-    wait("the election applied", &[&new], &controller, || {
+    controller.wait_until("the election applied", &[&new], || {
         new.log().contains("not recorded").then_some(())
     });
     let held_until = Instant::now() + Duration::from_secs(3);
@@ -170,7 +144,7 @@ fn an_elected_replica_takes_no_writes_before_its_epoch_is_recorded() {
 
     // The disk is writable again: the epoch is recorded, then sends are taken after its start.
     std::fs::remove_dir(&blocker).unwrap();
-    let phys = wait("a send on the new master", &[&new], &controller, || {
+    let phys = controller.wait_until("a send on the new master", &[&new], || {
         send_one(new.addr()).ok()
     });
     let list = epochs(&new);

@@ -108,18 +108,33 @@ impl ControllerProc {
         what: &str,
         probe: impl Fn(&(String, BTreeSet<u64>)) -> bool,
     ) {
+        let mut last = None;
+        self.wait_until(what, brokers, || {
+            last = self.master_and_set(broker_name);
+            last.as_ref().is_some_and(&probe).then_some(())
+        });
+    }
+
+    /// Waits (60 s at most) until `probe` gives a value; otherwise prints the brokers' and this
+    /// controller's logs and panics naming `what`.
+    pub fn wait_until<T>(
+        &self,
+        what: &str,
+        brokers: &[&Broker],
+        mut probe: impl FnMut() -> Option<T>,
+    ) -> T {
         const LIMIT: Duration = Duration::from_secs(60);
         let start = Instant::now();
         loop {
-            let info = self.master_and_set(broker_name);
-            if info.as_ref().is_some_and(&probe) {
-                return;
+            if let Some(v) = probe() {
+                return v;
             }
             if start.elapsed() > LIMIT {
                 for b in brokers {
                     println!("---- broker {}:\n{}", b.addr(), b.log());
                 }
-                panic!("{what}: not within {LIMIT:?} (controller says {info:?})");
+                println!("---- controller:\n{}", self.log());
+                panic!("{what}: not within {LIMIT:?}");
             }
             std::thread::sleep(Duration::from_millis(100));
         }
