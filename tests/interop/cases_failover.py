@@ -73,9 +73,14 @@ def _spawn_producers(ctx, cluster):
         proc = ctx.clients.spawn("java", name, ["FailoverProducer", cluster.namesrv_addr, TOPIC, prefix,
                                                 "fo-" + prefix, str(poll_ms), "10", stop_file, "200"])
         producers.append(Producer(name, prefix, proc))
+    # The C++ client refreshes its routes every 30 s, and skips a refresh that finds its connection table
+    # locked by a send; a send to the killed master every 50 ms (5 refused connects each) made it skip the
+    # first refresh after a kill (seen 2026-12-07: no route for 50 s). Half a second between failed sends
+    # leaves the table free, as an application that backs off after an error would.
     proc = ctx.clients.spawn("py", "cpp", ["produce", "--topic", TOPIC, "--prefix", "focpp", "--count", "1000000",
                                            "--mode", "sync", "--keep-going", "--send-timeout-ms", "3000",
-                                           "--pace-ms", "10", "--group", "fo-cpp", "--stop-file", stop_file])
+                                           "--pace-ms", "10", "--error-pause-ms", "500", "--group", "fo-cpp",
+                                           "--stop-file", stop_file])
     producers.append(Producer("cpp", "focpp", proc))
     return producers, stop_file
 

@@ -92,7 +92,7 @@ def produce(args):
             if not args.keep_going or errors > args.max_errors:
                 emit({"kind": "done", "errors": errors})
                 os._exit(1)
-            time.sleep(0.05)
+            time.sleep(args.error_pause_ms / 1000.0)
             if args.mode != "batch":
                 i += 1
         if args.pace_ms:
@@ -222,6 +222,7 @@ def main():
     p.add_argument("--send-timeout-ms", type=int, default=5000)
     p.add_argument("--keep-going", action="store_true", help="log send errors and continue")
     p.add_argument("--max-errors", type=int, default=1000000)
+    p.add_argument("--error-pause-ms", type=int, default=50, help="pause after a send error (--keep-going)")
     p.add_argument("--pace-ms", type=int, default=0, help="pause after each send")
     p.add_argument("--stop-file", help="stop sending once this file exists")
     p.set_defaults(func=produce)
