@@ -149,9 +149,15 @@ class GrpcClients(LineProgram):
         self.freeze = threading.Event()
         self.last_consume = None
         self.fifo_drained = None
+        # Failed receives, starts and acks with their times, kept apart from the history (the checkers
+        # do not read them) so that a stall can be traced afterwards.
+        self.failures = os.path.join(workdir, "grpc-failures.jsonl")
 
     def handle(self, op):
         kind, role = op.get("type"), op.get("role")
+        if kind in ("receive_failed", "start_failed") or (kind == "ack" and not op.get("ok")):
+            with open(self.failures, "a") as f:
+                f.write(json.dumps(op) + "\n")
         if kind in ("receive_failed", "start_failed"):
             self.notes[kind] += 1
             # The first few distinct reasons, for the seed's report (the SDK does not log them).
