@@ -93,6 +93,8 @@ class GoConsumer(GoProgram):
 
     def tag(self, op):
         op["consumer"] = 300 + self.index
+        # The client names the broker that stored the message, not the replica that served the pull.
+        op["addr"] = "store host %s" % op.get("addr")
         self.last_consume = time.monotonic()
 
 

@@ -81,6 +81,8 @@ class JavaConsumer(JavaProgram):
 
     def tag(self, op):
         op["consumer"] = 100 + self.index
+        # The client names the broker that stored the message, not the replica that served the pull.
+        op["addr"] = "store host %s" % op.get("addr")
 
     def seen(self, op):
         self.last_consume = time.monotonic()
