@@ -382,6 +382,9 @@ pub async fn caught_up_slaves(
     }
     // In one step with reading the end: every record acknowledged without the newcomers is below it.
     state.joining.borrow_mut().extend(newcomers.iter().copied());
+    // The joiners hold readers back too (a master alone puts its gate in here, at `mark`): a record
+    // stored during the join is not shown before they hold it.
+    crate::replication::confirm::update(shard);
     let mark = shard.store.max_physical_offset();
     let reached = crate::shard::mesh::join_all(newcomers.iter().map(|id| {
         let wm = wm.clone();
@@ -392,13 +395,18 @@ pub async fn caught_up_slaves(
         }
     }))
     .await;
+    let mut dropped = false;
     for (id, ok) in reached {
         if ok {
             in_sync.insert(id);
         } else {
-            // Not caught up after all: sends stop waiting for it now.
+            // Not caught up after all: sends and readers stop waiting for it now.
             state.joining.borrow_mut().remove(&id);
+            dropped = true;
         }
+    }
+    if dropped {
+        crate::replication::confirm::update(shard);
     }
     in_sync
 }

@@ -26,7 +26,8 @@ pub struct HaShard {
     pub sync_state_set: RefCell<std::collections::BTreeSet<u64>>,
     /// Master (controller mode): replicas about to be proposed for the SyncStateSet. Puts wait for
     /// them as for members from the moment they are chosen, so that once one holds the log end of
-    /// that moment it holds every record acknowledged without it.
+    /// that moment it holds every record acknowledged without it; the confirm offset counts them
+    /// too (`confirm::update`), so readers see nothing they do not hold.
     pub joining: RefCell<std::collections::BTreeSet<u64>>,
     /// Controller mode: counts this shard's role changes. A put notes it before its role check and
     /// is not acknowledged if it changed meanwhile (deposed, maybe re-elected, during the put).

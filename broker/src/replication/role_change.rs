@@ -170,11 +170,12 @@ pub fn sync_state_set_changed(shard: &Shard, sync_state_set: BTreeSet<u64>) {
     crate::replication::confirm::update(shard);
 }
 
-/// The round that chose joining replicas is over (they were added, or not): sends stop waiting for
-/// those outside the SyncStateSet.
+/// The round that chose joining replicas is over (they were added, or not): sends and readers stop
+/// waiting for those outside the SyncStateSet (a master still alone in it lifts its gate again).
 pub fn end_joining(shard: &Shard) {
     crate::replication::ha_state::ha(shard)
         .joining
         .borrow_mut()
         .clear();
+    crate::replication::confirm::update(shard);
 }
