@@ -104,6 +104,9 @@ async fn take_writes(shard: &Rc<Shard>, epoch: i32) {
         storage::local_of(shard.store.max_physical_offset())
     );
     if ha.master_services_started.replace(true) {
+        // The services follow the role themselves; POP's in-memory state is read again here (a pop
+        // or ack served while it is read may miss part of it: at worst a duplicate delivery).
+        crate::feature::pop::revive::reload(shard).await;
         return;
     }
     crate::feature::schedule::start_deliveries(shard);

@@ -47,6 +47,11 @@ pub fn state(shard: &crate::shard::Shard) -> std::rc::Rc<PopState> {
 /// Records where the POP revive log's replay starts (the revive group's offset), so it is persisted
 /// with the pop positions it matches.
 pub fn note_revive_offset(shard: &crate::shard::Shard) {
+    if shard.role() == crate::config::BrokerRole::Slave {
+        // A slave keeps its master's (copied with the consumer offsets): its own check points are
+        // none, or stale, and would move the start past the master's open ones.
+        return;
+    }
     let topic = revive_topic(&shard.cfg.broker_cluster_name);
     let end = shard.store.max_offset(&topic, REVIVE_QUEUE);
     let offset = state(shard).settled_offset(end);

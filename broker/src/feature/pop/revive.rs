@@ -39,11 +39,40 @@ pub async fn start(shard: &Rc<Shard>) -> Result<(), String> {
             if shard.shutting_down.get() {
                 return;
             }
+            // Controller mode makes a master a slave and back while this task runs (it starts
+            // once): a slave's puts are refused, and its master revives.
+            if shard.role() == crate::config::BrokerRole::Slave {
+                continue;
+            }
             revive_due(&shard).await;
         }
     })
     .detach();
     Ok(())
+}
+
+/// Master again (controller mode): the check points, acks and pop positions in memory are those of
+/// this shard's earlier term, while the log it replicated as a slave holds the other master's. The
+/// state is rebuilt from the revive log as at start: the check points the other master left open
+/// come back, its acks and revives apply, pop positions move past what it popped.
+pub async fn reload(shard: &Rc<Shard>) {
+    {
+        let pop_state = crate::feature::pop::state(shard);
+        *pop_state.cks.borrow_mut() = Default::default();
+        // Ordered pops' batches are not in the log (a restart forgets them too); the other master's
+        // ordered commits are, as pop positions.
+        *pop_state.orders.borrow_mut() = Default::default();
+    }
+    match super::revive_log::replay(shard).await {
+        Ok(()) => tracing::info!(
+            "shard {}: master again: POP state read again from the revive log",
+            shard.id
+        ),
+        Err(e) => tracing::error!(
+            "shard {}: master again: POP state not read again: {e}",
+            shard.id
+        ),
+    }
 }
 
 async fn revive_due(shard: &Rc<Shard>) {
