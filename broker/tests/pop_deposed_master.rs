@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use client::pop::{self, PopOptions, PoppedMessage};
 use common::{connect, free_port, now_ms, run_local, send, Broker, ControllerProc, TIMEOUT};
-use protocol::response_code;
+use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
 
 const TOPIC: &str = "PopDeposed";
@@ -77,6 +77,17 @@ async fn pop_until(
         }
     }
     out
+}
+
+/// The group's consumer offset (pop position) on queue 0.
+async fn position(client: &Client) -> Option<i64> {
+    let req = RemotingCommand::request(request_code::QUERY_CONSUMER_OFFSET)
+        .with_ext("consumerGroup", GROUP)
+        .with_ext("topic", TOPIC)
+        .with_ext("queueId", "0");
+    let r = client.invoke(req, TIMEOUT).await.ok()?;
+    (r.code == response_code::SUCCESS).then_some(())?;
+    r.ext("offset")?.parse().ok()
 }
 
 fn body(m: &PoppedMessage) -> String {
@@ -160,6 +171,12 @@ fn a_master_again_redelivers_what_either_master_popped_and_nobody_acked() {
         "a back in the SyncStateSet",
         |(m, s)| *m == b_addr && s.len() == 2,
     );
+    // b's pop position on the queue stays past its pops (a copy of the consumer offsets that b,
+    // still a slave, asked the paused a for must not be installed when a answers after the
+    // failover).
+    std::thread::sleep(Duration::from_secs(1));
+    let b_position = run_local(async { position(&connect(b.addr()).await).await });
+    assert_eq!(b_position, Some(4), "b's pop position after its pops");
     assert!(
         now_ms() < a_due - 1000,
         "the failover took past a's invisible time"

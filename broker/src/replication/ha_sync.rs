@@ -279,6 +279,11 @@ async fn install_offsets(shard: &Rc<Shard>, first: usize, master: ConsumerOffset
 
 /// On the owning shard: takes the master's offsets.
 pub fn set_offsets(shard: &Shard, entries: Vec<(String, String, i32, i64)>) {
+    if shard.role() != crate::config::BrokerRole::Slave {
+        // Master since the copy was asked for (the old master answered late, after the failover):
+        // its offsets would move this master's consumers and pop positions back.
+        return;
+    }
     let mut offsets = shard.offsets.borrow_mut();
     for (group, topic, queue_id, offset) in entries {
         if offsets.query(&group, &topic, queue_id) != Some(offset) {
