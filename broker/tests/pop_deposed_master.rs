@@ -26,9 +26,9 @@ const TOPIC: &str = "PopDeposed";
 const GROUP: &str = "pop-deposed";
 const GROUP_NAME: &str = "broker-t";
 /// Invisible time of the pops on the first master: due only once it is a slave again.
-const A_INVISIBLE_MS: i64 = 14_000;
+const A_INVISIBLE_MS: i64 = 18_000;
 /// Invisible time of the pops on the second master: due once the first is master again.
-const B_INVISIBLE_MS: i64 = 20_000;
+const B_INVISIBLE_MS: i64 = 24_000;
 
 #[test]
 #[ignore = "not a test: the controller process the test starts"]
