@@ -56,9 +56,7 @@ public class ChaosConsumer {
         return String.valueOf(host);
     }
 
-    static void run(String namesrv, String topic, String group, int pollMs, File stop) throws Exception {
-        // Read once, when the client's RebalanceService class loads: set before any client class is used.
-        System.setProperty("rocketmq.client.rebalance.waitInterval", Integer.toString(pollMs));
+    static DefaultMQPushConsumer consumer(String namesrv, String topic, String group, int pollMs) throws Exception {
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
         consumer.setNamesrvAddr(namesrv);
         consumer.setPollNameServerInterval(pollMs);
@@ -73,7 +71,30 @@ public class ChaosConsumer {
             }
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
         });
-        consumer.start();
+        return consumer;
+    }
+
+    static void run(String namesrv, String topic, String group, int pollMs, File stop) throws Exception {
+        // Read once, when the client's RebalanceService class loads: set before any client class is used.
+        System.setProperty("rocketmq.client.rebalance.waitInterval", Integer.toString(pollMs));
+        // start() fails when no name server answers (a partition at the start of a seed); an application
+        // starts it again, with a new consumer (a failed one cannot be started twice).
+        DefaultMQPushConsumer consumer = null;
+        while (consumer == null && !stop.exists()) {
+            DefaultMQPushConsumer c = consumer(namesrv, topic, group, pollMs);
+            try {
+                c.start();
+                consumer = c;
+            } catch (Exception e) {
+                emit("type", "start_failed", "error", e.toString());
+                c.shutdown();
+                Thread.sleep(500);
+            }
+        }
+        if (consumer == null) {
+            emit("type", "done");
+            return;
+        }
         emit("type", "started");
         Thread watcher = new Thread(() -> {
             try {
