@@ -61,3 +61,46 @@ apache_java() {
         command -v java
     fi
 }
+
+# apache_cds_options JAVA DIR CLASSPATH MAIN: the JVM options that map (or, in a first run, make) a
+# dynamic class-data-sharing archive of MAIN on CLASSPATH in DIR; none on a JDK before 13. A JVM writes
+# its archive at its exit, so the JVM that makes one is the exec'd run itself: it writes KEY.PID.part,
+# and a later run (PID gone) checks that with -Xshare:on (which refuses one cut short by a kill) before
+# renaming it KEY.jsa, the only name ever mapped. While a maker runs, other runs go without.
+apache_cds_options() {
+    local java=$1 dir=$2 cp=$3 main=$4 release major key archive part pid
+    release="$(dirname "$(dirname "$(readlink -f "$java")")")/release"
+    major=$(sed -n 's/^JAVA_VERSION="\([0-9]*\).*/\1/p' "$release" 2>/dev/null)
+    [ -n "$major" ] && [ "$major" -ge 13 ] || return 0
+    mkdir -p "$dir" 2>/dev/null || return 0
+    key=$(printf '%s\n%s\n%s\n' "$java" "$cp" "$main" | sha256sum | cut -c1-16)
+    archive="$dir/$key.jsa"
+    # CDS's own messages are JVM log lines on stdout: kept out of what the programs print.
+    local quiet="-Xlog:cds=off -Xlog:cds+dynamic=off -Xlog:class+path=off"
+    if [ -f "$archive" ]; then
+        echo "-XX:SharedArchiveFile=$archive $quiet"
+        return 0
+    fi
+    # KEY.PID.making marks a maker; its archive appears as KEY.PID.part when it exits.
+    for marker in "$dir/$key".*.making; do
+        [ -f "$marker" ] || continue
+        pid=${marker##*/}
+        pid=${pid#"$key".}
+        pid=${pid%.making}
+        if kill -0 "$pid" 2>/dev/null; then
+            return 0 # its maker still runs
+        fi
+        part="$dir/$key.$pid.part"
+        # shellcheck disable=SC2086 # $quiet is a list of options
+        if [ -f "$part" ] && "$java" -XX:SharedArchiveFile="$part" -Xshare:on $quiet -cp "$cp" -version >/dev/null 2>&1; then
+            mv -f "$part" "$archive"
+            rm -f "$marker"
+            echo "-XX:SharedArchiveFile=$archive $quiet"
+            return 0
+        fi
+        rm -f "$part" "$marker"
+    done
+    # This shell's pid is the JVM's after exec.
+    : >"$dir/$key.$$.making" || return 0
+    echo "-XX:ArchiveClassesAtExit=$dir/$key.$$.part $quiet"
+}
