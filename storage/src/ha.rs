@@ -105,6 +105,14 @@ impl MessageStore {
                     .unwrap_or_else(|| "the CommitLog tail is being truncated".to_owned()),
             ));
         }
+        // After a failed sync the flusher writes nothing more until a restart, which drops whatever
+        // is only in memory: bytes taken now would be acknowledged to the master and never reach the
+        // disk (a slave elected with them loses records the master acknowledged; chaos seed
+        // 1531577810).
+        let failed = inner.sync_failure.borrow().clone();
+        if let Some(why) = failed {
+            return Err(StoreError::ReadOnly(why));
+        }
         let expected = self.max_physical_offset();
         if from_phys != expected {
             return Err(StoreError::NotContiguous {

@@ -385,7 +385,8 @@ async fn heartbeat_loop(shard: Rc<Shard>) {
 }
 
 /// One controller's loop: every `brokerHeartbeatInterval`, BROKER_HEARTBEAT with this broker's epoch
-/// and log end (the sum over shards of each CommitLog's local end), which elections compare.
+/// and log end (the sum over shards of each CommitLog's local end, durable end after a failed sync),
+/// which elections compare.
 /// `answered` is when any controller last took a heartbeat, `warned` when the broker last said that
 /// none had for 10 s.
 async fn heartbeat_to(
@@ -397,7 +398,9 @@ async fn heartbeat_to(
     let cfg = shard.cfg.clone();
     let period = Duration::from_millis(cfg.controller.broker_heartbeat_interval_ms);
     loop {
-        let ends = join_all(shard.every_shard().map(|s| s.local_max_physical_offset())).await;
+        // A shard whose sync failed counts only its durable end: elected with more, it would lose
+        // the rest at its restart and make the replicas that hold it cut it (chaos seed 1531577810).
+        let ends = join_all(shard.every_shard().map(|s| s.local_electable_offset())).await;
         let max_offset = ends
             .into_iter()
             .filter_map(Result::ok)

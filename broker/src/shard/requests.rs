@@ -356,10 +356,17 @@ impl<'a> ShardRef<'a> {
             .await
     }
 
-    /// The end of the target's CommitLog, as a shard-local offset.
-    pub async fn local_max_physical_offset(self) -> Result<u64, MeshError> {
-        self.run("local_max_physical_offset", |s| async move {
-            storage::local_of(s.store.max_physical_offset())
+    /// The end of the target's CommitLog as an election should weigh it, as a shard-local offset:
+    /// after a failed sync only the durable end, as the restart such a store needs drops the rest
+    /// (held in memory only).
+    pub async fn local_electable_offset(self) -> Result<u64, MeshError> {
+        self.run("local_electable_offset", |s| async move {
+            let end = if s.store.unrecovered_failure().is_some() {
+                s.store.flushed_physical_offset()
+            } else {
+                s.store.max_physical_offset()
+            };
+            storage::local_of(end)
         })
         .await
     }
