@@ -71,7 +71,9 @@ def check_groups(history, groups, faults, t_end):
             if op.get("proc") != "probe":  # the single-fault mode's probe is no client: not availability
                 ok_times.append(op["t"])
             slot = (group_of(op), op["queue"], op["offset"])
-            other = ack_at.get(slot)
+            # Queue -1: a gRPC send found on no replica (the proxy answers an offset only), its queue
+            # unknown; it is counted lost below, and sharing the -1 slot says nothing of reuse.
+            other = ack_at.get(slot) if op["queue"] >= 0 else None
             if other is not None and other["key"] != op["key"]:
                 problems.append("offset_reuse: %s acknowledged for %s (at %.2f s) and %s (at %.2f s)"
                                 % (_where(slot[0], slot[1], slot[2], many), other["key"], other["t"], op["key"],

@@ -333,6 +333,17 @@ class PerGroupCheckers(unittest.TestCase):
         problems, _ = checker.check_groups(reuse, groups, [], 5.0)
         self.assertIn("offset_reuse: gb queue 0 offset 1", " | ".join(problems))
 
+    def test_two_sends_found_nowhere_are_lost_not_an_offset_reuse(self):
+        # A gRPC send found on no replica keeps queue -1 (sdk_clients.resolve): two of them at the same
+        # offset of different queues share the slot.
+        groups = {"ga": group({"m": {(0, 0): "a1"}}, in_sync=("m",)),
+                  "gb": group({"m": {(0, 0): "b1"}}, in_sync=("m",))}
+        history = self.H + gsends(("g1", "gb", -1, 7, 3.0), ("g2", "gb", -1, 7, 3.1))
+        problems, _ = checker.check_groups(history, groups, [], 5.0)
+        text = " | ".join(problems)
+        self.assertNotIn("offset_reuse", text)
+        self.assertIn("lost: g1", text)
+
     def test_divergence_is_per_group(self):
         groups = {"ga": group({"m": {(0, 0): "a1"}, "s": {(0, 0): "a1"}}),
                   "gb": group({"m": {(0, 0): "b1", (0, 1): "b2"}, "s": {(0, 0): "b1", (0, 1): "a1"}})}
