@@ -22,11 +22,12 @@ if [ -n "${RMQ_CLIENT_LOG_DIR:-}" ]; then
     opts+=("-Drocketmq.client.logRoot=$RMQ_CLIENT_LOG_DIR")
 fi
 java=$(apache_java)
-# Class data sharing: the first run of a main class on a classpath leaves the classes it loaded in an
-# archive beside the set's jars (JDK 13+), checked once and then mapped by every later run. A JVM's
-# start-up CPU about halves (mqadmin topicList: 1.0 -> 0.5 s, 2026-12-07), and the suites start
-# hundreds of them. APACHE_JAVA_CDS=0 turns it off.
-if [ "${APACHE_JAVA_CDS:-1}" != 0 ] && [ -n "${1:-}" ] && [ "${1#-}" = "$1" ]; then
+# Class data sharing: the first run of a main class on the set's jars leaves the classes it loaded in
+# an archive beside them (JDK 13+), checked once and then mapped by every later run. A JVM's start-up
+# CPU about halves (mqadmin topicList: 1.0 -> 0.5 s, 2026-12-07), and the suites start hundreds of
+# them (mqadmin's most). Not with an EXTRA_CLASSPATH: the JDK cannot archive with a directory of
+# classes on the path, and a run that tries ends with exit status 1. APACHE_JAVA_CDS=0 turns it off.
+if [ "${APACHE_JAVA_CDS:-1}" != 0 ] && [ "$cp" = "$lib/*" ] && [ -n "${1:-}" ] && [ "${1#-}" = "$1" ]; then
     # shellcheck disable=SC2207 # the options are words without spaces
     opts+=($(apache_cds_options "$java" "$APACHE_CACHE/$set_name/cds" "$cp" "$1"))
 fi
