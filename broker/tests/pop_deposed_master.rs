@@ -14,11 +14,10 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use client::pop::{self, PopOptions, PoppedMessage};
-use common::{connect, free_port, now_ms, run_local, send, Broker, ControllerProc, TIMEOUT};
+use common::{connect, now_ms, run_local, send, ControllerProc, TIMEOUT};
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
 
@@ -100,26 +99,8 @@ fn bodies(popped: &[PoppedMessage]) -> BTreeSet<String> {
 
 #[test]
 fn a_master_again_redelivers_what_either_master_popped_and_nobody_acked() {
-    let namesrv = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
-    common::start_namesrv_in_process_with(common::namesrv_config(namesrv));
     let controller = ControllerProc::start("pop_controller_helper_process");
-    let extra = format!(
-        "enableControllerMode = true\ncontrollerAddr = \"{}\"\nnamesrvAddr = \"{namesrv}\"\n\
-         flushDiskType = \"SYNC_FLUSH\"\nallAckInSyncStateSet = true\nregisterNameServerPeriod = 1000\n\
-         syncFlushTimeout = 2000\nbrokerIP1 = \"127.0.0.1\"\ncontrollerHeartBeatTimeoutMills = 3000\n\
-         shardCount = 1\n",
-        controller.addr
-    );
-    let a = Broker::builder().extra(&extra).start();
-    let a_addr = format!("127.0.0.1:{}", a.port);
-    controller.wait_for(GROUP_NAME, &[&a], "broker a to be master", |(m, _)| {
-        *m == a_addr
-    });
-    let b = Broker::builder().extra(&extra).start();
-    let b_addr = format!("127.0.0.1:{}", b.port);
-    controller.wait_for(GROUP_NAME, &[&a, &b], "2 replicas in sync", |(_, s)| {
-        s.len() == 2
-    });
+    let (a, a_addr, b, b_addr) = controller.start_pair(GROUP_NAME, "shardCount = 1\n");
 
     // Popped on a, not acked.
     let (popped_on_a, a_due) = run_local(async {

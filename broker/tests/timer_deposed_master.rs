@@ -13,10 +13,9 @@
 mod common;
 mod delay_support;
 
-use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use common::{connect, free_port, now_ms, run_local, send, Broker, ControllerProc};
+use common::{connect, now_ms, run_local, send, ControllerProc};
 use delay_support::wait_records;
 use protocol::message::properties;
 use protocol::response_code;
@@ -34,25 +33,8 @@ fn timer_controller_helper_process() {
 
 #[test]
 fn a_deposed_master_leaves_timers_to_the_new_one_and_reads_its_queue_again() {
-    let namesrv = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
-    common::start_namesrv_in_process_with(common::namesrv_config(namesrv));
     let controller = ControllerProc::start("timer_controller_helper_process");
-    let extra = format!(
-        "enableControllerMode = true\ncontrollerAddr = \"{}\"\nnamesrvAddr = \"{namesrv}\"\n\
-         flushDiskType = \"SYNC_FLUSH\"\nallAckInSyncStateSet = true\nregisterNameServerPeriod = 1000\n\
-         syncFlushTimeout = 2000\nbrokerIP1 = \"127.0.0.1\"\ncontrollerHeartBeatTimeoutMills = 3000\n",
-        controller.addr
-    );
-    let a = Broker::builder().extra(&extra).start();
-    let a_addr = format!("127.0.0.1:{}", a.port);
-    controller.wait_for(GROUP_NAME, &[&a], "broker a to be master", |(m, _)| {
-        *m == a_addr
-    });
-    let b = Broker::builder().extra(&extra).start();
-    let b_addr = format!("127.0.0.1:{}", b.port);
-    controller.wait_for(GROUP_NAME, &[&a, &b], "2 replicas in sync", |(_, s)| {
-        s.len() == 2
-    });
+    let (a, a_addr, b, b_addr) = controller.start_pair(GROUP_NAME, "");
 
     let due = run_local(async {
         let client = connect(a.addr()).await;

@@ -13,10 +13,9 @@ mod common;
 mod delay_support;
 
 use std::collections::BTreeMap;
-use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use common::{connect, free_port, now_ms, run_local, send, Broker, ControllerProc};
+use common::{connect, now_ms, run_local, send, ControllerProc};
 use delay_support::{pull_from, wait_records};
 use protocol::message::properties;
 use protocol::response_code;
@@ -49,25 +48,8 @@ fn count_keys(records: &[protocol::message::record::MessageRecord]) -> BTreeMap<
 
 #[test]
 fn a_promoted_slave_does_not_deliver_again_what_the_master_delivered() {
-    let namesrv = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
-    common::start_namesrv_in_process_with(common::namesrv_config(namesrv));
     let controller = ControllerProc::start("timer_failover_controller_helper_process");
-    let extra = format!(
-        "enableControllerMode = true\ncontrollerAddr = \"{}\"\nnamesrvAddr = \"{namesrv}\"\n\
-         flushDiskType = \"SYNC_FLUSH\"\nallAckInSyncStateSet = true\nregisterNameServerPeriod = 1000\n\
-         syncFlushTimeout = 2000\nbrokerIP1 = \"127.0.0.1\"\ncontrollerHeartBeatTimeoutMills = 3000\n",
-        controller.addr
-    );
-    let mut a = Broker::builder().extra(&extra).start();
-    let a_addr = format!("127.0.0.1:{}", a.port);
-    controller.wait_for(GROUP_NAME, &[&a], "broker a to be master", |(m, _)| {
-        *m == a_addr
-    });
-    let b = Broker::builder().extra(&extra).start();
-    let b_addr = format!("127.0.0.1:{}", b.port);
-    controller.wait_for(GROUP_NAME, &[&a, &b], "2 replicas in sync", |(_, s)| {
-        s.len() == 2
-    });
+    let (mut a, _, b, b_addr) = controller.start_pair(GROUP_NAME, "");
 
     let late_due = run_local(async {
         let client = connect(a.addr()).await;

@@ -13,11 +13,11 @@
 mod common;
 mod tx_support;
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-use common::{free_port, run_local, Broker, ControllerProc};
+use common::{run_local, ControllerProc};
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
 use tx_support::*;
@@ -45,26 +45,11 @@ fn half_max(addr: SocketAddr) -> Option<i64> {
 
 #[test]
 fn a_deposed_master_stops_checking_and_reads_the_other_masters_resolutions() {
-    let namesrv = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
-    common::start_namesrv_in_process_with(common::namesrv_config(namesrv));
     let controller = ControllerProc::start("tx_controller_helper_process");
-    let extra = format!(
-        "enableControllerMode = true\ncontrollerAddr = \"{}\"\nnamesrvAddr = \"{namesrv}\"\n\
-         flushDiskType = \"SYNC_FLUSH\"\nallAckInSyncStateSet = true\nregisterNameServerPeriod = 1000\n\
-         syncFlushTimeout = 2000\nbrokerIP1 = \"127.0.0.1\"\ncontrollerHeartBeatTimeoutMills = 3000\n\
-         transactionTimeOut = 300\ntransactionCheckInterval = 300\ntransactionCheckMax = 100000\n",
-        controller.addr
+    let (a, a_addr, b, b_addr) = controller.start_pair(
+        GROUP_NAME,
+        "transactionTimeOut = 300\ntransactionCheckInterval = 300\ntransactionCheckMax = 100000\n",
     );
-    let a = Broker::builder().extra(&extra).start();
-    let a_addr = format!("127.0.0.1:{}", a.port);
-    controller.wait_for(GROUP_NAME, &[&a], "broker a to be master", |(m, _)| {
-        *m == a_addr
-    });
-    let b = Broker::builder().extra(&extra).start();
-    let b_addr = format!("127.0.0.1:{}", b.port);
-    controller.wait_for(GROUP_NAME, &[&a, &b], "2 replicas in sync", |(_, s)| {
-        s.len() == 2
-    });
 
     // An open transaction on a, checked (and renewed) every 300 ms.
     let (phys, qo) = run_local(async {

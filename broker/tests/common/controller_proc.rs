@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use protocol::{request_code, response_code, RemotingCommand};
 use remoting::Client;
 
-use super::{free_port, run_local, Broker};
+use std::net::{Ipv4Addr, SocketAddr};
+
+use super::{free_port, namesrv_config, run_local, start_namesrv_in_process_with, Broker};
 
 const CONF_ENV: &str = "TEST_CONTROLLER_PROC_CONF";
 
@@ -58,6 +60,30 @@ impl ControllerProc {
             .spawn()
             .unwrap();
         ControllerProc { addr, child, dir }
+    }
+
+    /// A controller-mode group of two replicas: a name server in this process, broker a (the
+    /// group's first replica, so its master), then broker b, both in the SyncStateSet of `group`
+    /// when this returns. SYNC_FLUSH, `allAckInSyncStateSet`, a 3 s controller heartbeat timeout,
+    /// plus the config lines `more`. Answers (a, a's address, b, b's address).
+    pub fn start_pair(&self, group: &str, more: &str) -> (Broker, String, Broker, String) {
+        let namesrv = SocketAddr::from((Ipv4Addr::LOCALHOST, free_port()));
+        start_namesrv_in_process_with(namesrv_config(namesrv));
+        let extra = format!(
+            "enableControllerMode = true\ncontrollerAddr = \"{}\"\nnamesrvAddr = \"{namesrv}\"\n\
+             flushDiskType = \"SYNC_FLUSH\"\nallAckInSyncStateSet = true\nregisterNameServerPeriod = 1000\n\
+             syncFlushTimeout = 2000\nbrokerIP1 = \"127.0.0.1\"\ncontrollerHeartBeatTimeoutMills = 3000\n{more}",
+            self.addr
+        );
+        let a = Broker::builder().extra(&extra).start();
+        let a_addr = format!("127.0.0.1:{}", a.port);
+        self.wait_for(group, &[&a], "broker a to be master", |(m, _)| *m == a_addr);
+        let b = Broker::builder().extra(&extra).start();
+        let b_addr = format!("127.0.0.1:{}", b.port);
+        self.wait_for(group, &[&a, &b], "2 replicas in sync", |(_, s)| {
+            s.len() == 2
+        });
+        (a, a_addr, b, b_addr)
     }
 
     pub fn log(&self) -> String {
