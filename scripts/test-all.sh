@@ -44,9 +44,10 @@ TEST_SHARD_ROUTING=forward cargo test -p broker --no-fail-fast --test send_pull 
     --test request_reply --test sql_filter --test delay_retry --test restart --test clients_admin --test pop
 
 step "disk faults through the storage crate's fail points (a test-only build: --features failpoints)"
-cargo clippy -p broker -p storage --features broker/failpoints,storage/failpoints --all-targets -- -D warnings
+cargo clippy -p broker -p storage -p ha --features broker/failpoints,storage/failpoints,ha/failpoints --all-targets -- -D warnings
 cargo test -p broker --features failpoints --no-fail-fast --test fault_disk_io
-cargo test -p storage --features failpoints --no-fail-fast --test truncate_failure
+cargo test -p storage --features failpoints --no-fail-fast --test truncate_failure --test replicated_after_sync_failure
+cargo test -p ha --features failpoints --no-fail-fast --test cut_failure --test slave_sync_failure
 cargo test -p storage --features failpoints --no-fail-fast --lib --test disk_faults
 cargo test -p storage --features failpoints --no-fail-fast --test compaction
 
